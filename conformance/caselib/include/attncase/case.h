@@ -1,0 +1,131 @@
+/* attncase/case.h — in-memory model of a golden case (case format v1, cases/FORMAT.md), its
+ * YAML reader and writer, and the seeded input generator.
+ *
+ * One library owns the format so that casegen (the writer) and the harness (the reader) cannot
+ * drift apart.  Reading is strict: unknown keys, wrong types, bad numbers, sizes over the limits
+ * and inconsistent shapes are errors that name the file, line and field.
+ */
+#ifndef ATTNCASE_CASE_H
+#define ATTNCASE_CASE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attnref/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACASE_FORMAT_VERSION 1
+
+/* Limits that keep a malformed or hostile case file from causing a huge allocation. */
+#define ACASE_MAX_TENSOR_NUMEL ((int64_t)1 << 24) /* per tensor */
+#define ACASE_MAX_BATCH 4096                      /* lengths / left_padding entries */
+#define ACASE_MAX_RULES 16
+#define ACASE_ID_MAX 128
+
+typedef enum acase_op { ACASE_OP_MASK = 1, ACASE_OP_SDPA = 2 } acase_op;
+
+/* Physical layout of a rank-4 q/k/v input.  BHLD: contiguous (B,H,L,D).  BLHD: the buffer is a
+ * contiguous (B,L,H,D) array and the backend sees it as (B,H,L,D) through permuted strides. */
+typedef enum acase_layout { ACASE_LAYOUT_BHLD = 0, ACASE_LAYOUT_BLHD = 1 } acase_layout;
+
+typedef enum acase_source { ACASE_SRC_INLINE = 0, ACASE_SRC_UNIFORM = 1 } acase_source;
+
+/* An input tensor.  `data` always holds the materialised values in logical row-major order of
+ * `shape`, in the storage of `dtype` (float, uint16_t bit patterns, or uint8_t 0/1). */
+typedef struct acase_tensor {
+    int present;               /* 0: the input is absent (only the mask may be) */
+    attnref_dtype dtype;
+    int32_t ndim;
+    int64_t shape[4];
+    acase_layout layout;
+    acase_source source;
+    uint64_t seed;             /* ACASE_SRC_UNIFORM: SplitMix64 seed */
+    double lo, hi;             /* ACASE_SRC_UNIFORM: half-open range [lo, hi) */
+    int64_t numel;
+    void *data;                /* owned; numel * attnref_dtype_size(dtype) bytes */
+} acase_tensor;
+
+/* Expected result.  Exactly one of: error (a rejection), mask keep values, SDPA output. */
+typedef struct acase_expected {
+    int error;                 /* 0, or the attnref status the input must be rejected with
+                                  (ATTNREF_EDTYPE or ATTNREF_EINVAL) */
+    attnref_dtype dtype;       /* output dtype (BOOL for mask cases) */
+    int32_t ndim;
+    int64_t shape[4];
+    int64_t numel;
+    double *values;            /* owned; f64 reference values (0/1 for mask cases) */
+} acase_expected;
+
+typedef struct acase {
+    char id[ACASE_ID_MAX];     /* hierarchical, [a-z0-9_]+ joined by '.', >= 3 components */
+    char *description;         /* owned */
+    int nrules;
+    char *rules[ACASE_MAX_RULES]; /* owned; spec rule ids, e.g. "mask.causal" */
+    acase_op op;
+    uint64_t requires;         /* ATTNCONF_CAP_* bits the backend must have */
+
+    /* op == ACASE_OP_MASK */
+    int64_t lq, offset, window, batch;
+    int64_t *lengths;          /* owned, [batch], or NULL */
+    int64_t *left_padding;     /* owned, [batch], or NULL */
+
+    /* op == ACASE_OP_SDPA */
+    int has_scale;
+    double scale;
+    int causal;
+    int has_causal_offset;
+    int64_t causal_offset;
+    acase_tensor q, k, v, mask;
+
+    acase_expected expected;
+    double atol, rtol;         /* pass iff |got - exp| <= atol + rtol * |exp| per element */
+
+    char *path;                /* owned; the file it was read from (NULL if built in memory) */
+} acase;
+
+/* Family of an id: its first two components ("sdpa.causal" for "sdpa.causal.lq_lt_lk.f16").
+ * Writes at most n bytes including the NUL. */
+void acase_family(const char *id, char *out, size_t n);
+
+/* Capability names used in `requires:` (e.g. "f16", "mask.bool", "gqa") <-> ATTNCONF_CAP_* bit.
+ * acase_cap_from_name returns 0 for an unknown name. */
+uint64_t acase_cap_from_name(const char *name);
+const char *acase_cap_name(uint64_t bit);
+
+/* The capabilities implied by a case's content (dtypes, mask kind, GQA, Dv != D, layouts,
+ * explicit scale, causal offset, mask broadcast, mask-builder features). */
+uint64_t acase_derive_requires(const acase *c);
+
+/* The generator of format v1 (FORMAT.md, "Generated inputs"): SplitMix64 from `seed`; for each
+ * element in logical row-major order x = lo + (hi - lo) * ((u >> 11) * 2^-53) in binary64, then
+ * rounded to f32 (RNE), then to the tensor dtype (RNE).  Fills t->data (allocating it). */
+int acase_tensor_generate(acase_tensor *t, char *err, size_t errlen);
+
+uint64_t acase_splitmix64_next(uint64_t *state);
+
+/* Allocate t->data for the current dtype/shape (numel computed, limits checked), zeroed. */
+int acase_tensor_alloc(acase_tensor *t, char *err, size_t errlen);
+int acase_expected_alloc(acase_expected *e, char *err, size_t errlen);
+
+/* Load one case file.  On success returns 0 and *out (free with acase_free).  On failure returns
+ * -1 and writes "path:line:col: field: reason" into err. */
+int acase_load_file(const char *path, acase **out, char *err, size_t errlen);
+
+/* Write a case as a v1 YAML document.  Deterministic: the same case gives the same bytes.
+ * Returns 0, or -1 with err set. */
+int acase_write(const acase *c, FILE *f, char *err, size_t errlen);
+
+/* All *.yaml files under dir (recursively), sorted by path; *paths owned by the caller
+ * (free each, then the array). Returns the count, or -1 with err set. */
+int acase_list_dir(const char *dir, char ***paths, char *err, size_t errlen);
+
+acase *acase_new(void);
+void acase_free(acase *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

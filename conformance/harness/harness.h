@@ -1,0 +1,55 @@
+/* harness.h — internal interfaces of the attnconf harness CLI (not installed). */
+#ifndef ATTNCONF_HARNESS_H
+#define ATTNCONF_HARNESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attncase/case.h"
+#include "attnconf/backend.h"
+
+/* Result of one case on one backend (Khronos CTS style: "not supported" is its own result). */
+typedef enum hr_status {
+    HR_PASS = 0,            /* output within tolerance */
+    HR_EXPECTED_ERROR,      /* the case must be rejected and the backend rejected it correctly */
+    HR_NOT_SUPPORTED,       /* the backend lacks a capability the case requires */
+    HR_FAIL,                /* wrong values, or accepted a case that must be rejected, or the
+                               wrong kind of rejection */
+    HR_INCORRECT_DTYPE,     /* the output dtype is not the q dtype (a silent upcast/downcast) */
+    HR_ERROR,               /* the backend failed where an output was expected */
+    HR_STATUS_COUNT
+} hr_status;
+
+/* "PASS", "EXPECTED_ERROR", "NOT_SUPPORTED", "FAIL", "INCORRECT_DTYPE", "ERROR". */
+const char *hr_status_name(hr_status s);
+/* 1 for FAIL, INCORRECT_DTYPE and ERROR (they make `attnconf run` exit 1). */
+int hr_status_is_bad(hr_status s);
+
+typedef struct hr_result {
+    char id[ACASE_ID_MAX];
+    char family[ACASE_ID_MAX];
+    hr_status status;
+    char message[512];       /* one line: why it failed / which capability is missing */
+    /* Comparison statistics (valid when has_stats). */
+    int has_stats;
+    double max_abs_err;
+    double max_rel_err;
+    int64_t first_bad;       /* flat row-major index of the first failing element, -1 if none */
+    int32_t bad_ndim;
+    int64_t bad_index[4];    /* first_bad as a multi-index of the output shape */
+    double bad_got, bad_expected;
+    double seconds;          /* wall time of the backend call */
+    char rerun[1024];        /* the exact command that re-runs this case alone */
+} hr_result;
+
+typedef struct hr_run {
+    char backend_name[128];
+    char backend_version[128];
+    char backend_path[1024];
+    char cases_dir[1024];
+    char filter[256];
+    hr_result *results;
+    size_t count;
+} hr_run;
+
+#endif

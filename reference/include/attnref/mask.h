@@ -1,0 +1,60 @@
+/* attnref/mask.h — the batched attention mask builder (causal + KV cache offset + sliding
+ * window + right padding by per-sequence lengths + left padding).
+ *
+ * Semantics (as mlx-lm create_causal_mask, v0.28+, with `lengths` = offset + Lq - right_padding;
+ * the seed discussion, ml-explore/mlx-examples PR #1173): the chunk holds Lq new queries, the
+ * KV cache already holds `offset` tokens, so there are Lk = offset + Lq key positions.  Query i
+ * sits at absolute position p = offset + i (bottom-right causal alignment) and keeps key j iff
+ *
+ *     j <= p                                  (causal)
+ *     and j > p - W             when W > 0    (sliding window: W keys in total, its own included)
+ *     and j < lengths[b]        when lengths  (right padding: total valid keys, cache included)
+ *     and j >= left_padding[b]  when left_padding
+ *
+ * The result is a boolean keep mask (true = attend) of shape (B, 1, Lq, offset + Lq); B = 1
+ * when neither lengths nor left_padding is given.  Composition is an intersection of keep sets.
+ */
+#ifndef ATTNREF_MASK_H
+#define ATTNREF_MASK_H
+
+#include <stdint.h>
+
+#include "attnref/status.h"
+#include "attnref/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct attnref_mask_params {
+    int64_t lq;                  /* new queries in this chunk, >= 0 */
+    int64_t offset;              /* tokens already in the KV cache, >= 0 */
+    int64_t window;              /* sliding window W in keys, >= 1; 0 = no window */
+    int64_t batch;               /* B; must be >= 1 when lengths or left_padding is given,
+                                    ignored (B = 1) otherwise */
+    const int64_t *lengths;      /* [batch] total valid keys, 0..offset+lq; NULL = none */
+    const int64_t *left_padding; /* [batch] first valid key, 0..offset+lq; NULL = none */
+} attnref_mask_params;
+
+/* Shape of the keep mask for p: (B, 1, lq, offset + lq), written to shape[0..3].
+ * Returns ATTNREF_OK, ATTNREF_EINVAL (a negative count, window < 0, batch < 1 with per-sequence
+ * arrays, a lengths/left_padding entry outside 0..offset+lq) or ATTNREF_ERANGE (the mask would
+ * exceed ATTNREF_MAX_NUMEL elements).  The diagnostic names the field and the batch row. */
+int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_diag *diag);
+
+/* Write the keep mask into `keep`, a caller-allocated BOOL tensor of exactly the shape given by
+ * attnref_mask_shape (any strides).  Errors: those of attnref_mask_shape, ATTNREF_EDTYPE if keep
+ * is not BOOL, ATTNREF_EINVAL if its shape differs.  Nothing is written on error. */
+int attnref_build_mask(const attnref_mask_params *p, attnref_tensor *keep, attnref_diag *diag);
+
+/* Convert a boolean keep mask to an additive mask of the same shape in `out` (caller-allocated,
+ * any strides): true -> +0, false -> attnref_dtype_finite_min(out->dtype).  The finite minimum
+ * is used, never -inf and never a constant such as -1e9 (which rounds to -inf in f16).
+ * Errors: ATTNREF_EDTYPE (keep not BOOL, or out not a float dtype), ATTNREF_EINVAL (shape
+ * mismatch or a bad descriptor). */
+int attnref_mask_to_additive(const attnref_tensor *keep, attnref_tensor *out, attnref_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,75 @@
+/* attnref/sdpa.h — reference scaled-dot-product attention (SDPA).
+ *
+ *     out = softmax(scale * q . k^T + mask) . v
+ *
+ * Shapes (B, H, L, D order): q (B, Hq, Lq, D), k (B, Hkv, Lk, D), v (B, Hkv, Lk, Dv),
+ * out (B, Hq, Lq, Dv).  All four are rank 4, any strides.
+ *
+ * GQA: Hq % Hkv == 0 and query head h uses kv head h / (Hq / Hkv) (repeat-interleave, as
+ * mlx.fast.scaled_dot_product_attention and PyTorch enable_gqa; never tiling h % Hkv).
+ *
+ * Scale: params.has_scale ? params.scale : 1 / sqrt(D) (D of q/k, never Dv).  A given scale of
+ * 0 is used as 0.
+ *
+ * Masks (at most one of a mask tensor and causal):
+ *   - none;
+ *   - boolean (dtype BOOL, true = attend): a false key is skipped entirely;
+ *   - additive (float dtype): its value is added to the scaled score; a -inf value skips the key;
+ *     finite values (however negative) take part in the softmax;
+ *   - causal (bottom-right, as mlx "causal" and FlashAttention >= 2.1): query i sits at
+ *     absolute position offset + i and keeps key j iff j <= offset + i, where
+ *     offset = params.has_causal_offset ? params.causal_offset : Lk - Lq.  Offset 0 given
+ *     explicitly is top-left alignment.  When Lq > Lk the first Lq - Lk rows keep nothing.
+ *   A mask tensor has rank <= 4 and broadcasts to (B, Hq, Lq, Lk) by NumPy rules (trailing
+ *   dimensions aligned; each extent equal or 1); per-head masks index query heads.
+ *
+ * dtypes: q, k, v share one float dtype, which is the output dtype (out->dtype must equal it).
+ * A BOOL mask is always accepted; an additive mask only if promote(mask, q) == q
+ * (attnref_mask_dtype_ok; MLX >= v0.22.0), so nothing is ever silently upcast.
+ *
+ * Numerics: inputs are read exactly, scores, softmax (max-subtracted) and the weighted sum of V
+ * are computed in double, and each output element is rounded once to the output dtype (RNE).
+ * A row whose keys are all skipped (fully masked) is exactly 0.  A skipped key contributes
+ * nothing even if its K or V hold NaN or inf.  Deterministic: fixed loop order, no FMA
+ * contraction.
+ */
+#ifndef ATTNREF_SDPA_H
+#define ATTNREF_SDPA_H
+
+#include <stdint.h>
+
+#include "attnref/status.h"
+#include "attnref/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct attnref_sdpa_params {
+    int has_scale;             /* 0: scale = 1/sqrt(D) */
+    double scale;              /* used iff has_scale */
+    int causal;                /* 1: bottom-right causal mask (see above); mask must be NULL */
+    int has_causal_offset;     /* 0: offset = Lk - Lq */
+    int64_t causal_offset;     /* absolute position of query 0; used iff causal && has_causal_offset */
+} attnref_sdpa_params;
+
+/* Compute out (see the file comment).  mask may be NULL; params may be NULL (defaults: no
+ * explicit scale, not causal).
+ * Errors:
+ *   ATTNREF_EINVAL  a NULL tensor, a bad descriptor, rank != 4, B/D/Lk mismatch between q, k, v,
+ *                   Hkv != v's heads, Hq % Hkv != 0, Hkv == 0, out shape != (B,Hq,Lq,Dv), a mask
+ *                   of rank > 4 or not broadcastable to (B,Hq,Lq,Lk), both causal and a mask,
+ *                   a non-finite explicit scale;
+ *   ATTNREF_EDTYPE  q/k/v dtypes differ or are not float, out dtype != q dtype, an additive mask
+ *                   dtype that does not promote to the q dtype;
+ *   ATTNREF_ERANGE  a tensor larger than ATTNREF_MAX_NUMEL;
+ *   ATTNREF_ENOMEM  the O(Lk) scratch row could not be allocated.
+ * Nothing is written to out on error. */
+int attnref_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                 const attnref_tensor *mask, const attnref_sdpa_params *params,
+                 attnref_tensor *out, attnref_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
