@@ -52,4 +52,19 @@ typedef struct hr_run {
     size_t count;
 } hr_run;
 
+typedef enum hr_format { HR_FMT_TEXT = 0, HR_FMT_TAP, HR_FMT_JUNIT, HR_FMT_JSON } hr_format;
+
+/* "text", "tap", "junit", "json" -> *out; returns 0, or -1 for anything else. */
+int hr_format_parse(const char *name, hr_format *out);
+
+/* Write a finished run in the given format (output.c).  Text ends with a summary line
+ * "N passed, N failed, N skipped" (EXPECTED_ERROR counts as passed, NOT_SUPPORTED as skipped,
+ * FAIL/INCORRECT_DTYPE/ERROR as failed).  JSON is the input of `attnconf report`.
+ * Returns 0, or -1 on a write error. */
+int hr_write(const hr_run *run, hr_format fmt, FILE *f);
+
+/* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c).
+ * Returns the process exit status (0 ok, 1 bad input, 2 usage). */
+int hr_report_main(int argc, char **argv);
+
 #endif
