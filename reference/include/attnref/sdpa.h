@@ -69,6 +69,14 @@ int attnref_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref
                  const attnref_tensor *mask, const attnref_sdpa_params *params,
                  attnref_tensor *out, attnref_diag *diag);
 
+/* As attnref_sdpa, but writes the unrounded binary64 results (before the final rounding) to
+ * out_f64, a caller-allocated contiguous (B, Hq, Lq, Dv) array.  These are the golden values
+ * the conformance cases store.  Errors: as attnref_sdpa, except that there is no out tensor to
+ * validate (out_f64 NULL -> ATTNREF_EINVAL); the output dtype is the q dtype. */
+int attnref_sdpa_f64(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                     const attnref_tensor *mask, const attnref_sdpa_params *params,
+                     double *out_f64, attnref_diag *diag);
+
 #ifdef __cplusplus
 }
 #endif
