@@ -1,1 +1,269 @@
-/* placeholder: being written */
+/* builder.c — case construction, expected values from the reference, and file output. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attnref/mask.h"
+#include "attnref/sdpa.h"
+#include "casegen.h"
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("casegen: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static char *xstrdup(const char *s) {
+    char *d = strdup(s);
+    if (!d)
+        die("out of memory");
+    return d;
+}
+
+acase *cg_new(acase_op op, const char *id, const char *description, const char *rule) {
+    acase *c = acase_new();
+    if (!c)
+        die("out of memory");
+    if (strlen(id) >= sizeof c->id)
+        die("%s: id too long", id);
+    strcpy(c->id, id);
+    c->op = op;
+    c->description = xstrdup(description);
+    cg_rule(c, rule);
+    return c;
+}
+
+void cg_rule(acase *c, const char *rule) {
+    if (c->nrules >= ACASE_MAX_RULES)
+        die("%s: too many rules", c->id);
+    c->rules[c->nrules++] = xstrdup(rule);
+}
+
+/* FNV-1a 64 of "id/name": the per-tensor seed. */
+static uint64_t seed_of(const char *id, const char *name) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *s = id; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    h = (h ^ '/') * 0x100000001b3ull;
+    for (const char *s = name; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void set_shape(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape) {
+    free(t->data);
+    memset(t, 0, sizeof *t);
+    t->present = 1;
+    t->dtype = dt;
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++)
+        t->shape[d] = shape[d];
+}
+
+void cg_gen(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, int ndim,
+            const int64_t *shape, double lo, double hi) {
+    char err[256];
+    set_shape(t, dt, ndim, shape);
+    t->source = ACASE_SRC_UNIFORM;
+    t->seed = seed_of(c->id, name);
+    t->lo = lo;
+    t->hi = hi;
+    if (acase_tensor_generate(t, err, sizeof err) != 0)
+        die("%s: %s: %s", c->id, name, err);
+}
+
+void cg_gen4(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, int64_t b, int64_t h,
+             int64_t l, int64_t d, double lo, double hi) {
+    const int64_t shape[4] = {b, h, l, d};
+    cg_gen(c, t, name, dt, 4, shape, lo, hi);
+}
+
+void cg_inline(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape,
+               const double *values) {
+    char err[256];
+    set_shape(t, dt, ndim, shape);
+    t->source = ACASE_SRC_INLINE;
+    if (acase_tensor_alloc(t, err, sizeof err) != 0)
+        die("inline tensor: %s", err);
+    for (int64_t n = 0; n < t->numel; n++)
+        attnref_store(t->data, dt, n, values[n]);
+}
+
+void cg_poke(acase_tensor *t, int64_t flat, double value) {
+    if (flat < 0 || flat >= t->numel)
+        die("cg_poke: index %lld out of range", (long long)flat);
+    t->source = ACASE_SRC_INLINE;
+    attnref_store(t->data, t->dtype, flat, value);
+}
+
+void cg_expect_error(acase *c, int status) { c->expected.error = status; }
+
+/* A contiguous attnref view of a case tensor (case data is logical row-major). */
+static attnref_tensor view(const acase_tensor *t) {
+    attnref_tensor v;
+    attnref_diag diag;
+    if (attnref_tensor_init(&v, t->data, t->dtype, t->ndim, t->shape, &diag) != ATTNREF_OK)
+        die("tensor view: %s", diag.msg);
+    return v;
+}
+
+static void expect_mask(acase *c) {
+    attnref_mask_params p = {c->lq, c->offset, c->window, c->batch, c->lengths, c->left_padding};
+    attnref_diag diag;
+    int64_t shape[4];
+    int rc = attnref_mask_shape(&p, shape, &diag);
+    if (rc != ATTNREF_OK) {
+        if (rc != c->expected.error)
+            die("%s: reference rejected the mask params: %s", c->id, diag.msg);
+        return;
+    }
+    if (c->expected.error)
+        die("%s: the reference accepted a case that must be rejected", c->id);
+    acase_expected *e = &c->expected;
+    char err[256];
+    e->dtype = ATTNREF_BOOL;
+    e->ndim = 4;
+    memcpy(e->shape, shape, sizeof shape);
+    if (acase_expected_alloc(e, err, sizeof err) != 0)
+        die("%s: %s", c->id, err);
+    uint8_t *keep = calloc((size_t)e->numel + 1, 1);
+    if (!keep)
+        die("out of memory");
+    attnref_tensor kt;
+    if (attnref_tensor_init(&kt, keep, ATTNREF_BOOL, 4, shape, &diag) != ATTNREF_OK ||
+        attnref_build_mask(&p, &kt, &diag) != ATTNREF_OK)
+        die("%s: %s", c->id, diag.msg);
+    for (int64_t n = 0; n < e->numel; n++)
+        e->values[n] = keep[n];
+    free(keep);
+}
+
+static void expect_sdpa(acase *c) {
+    attnref_tensor q = view(&c->q), k = view(&c->k), v = view(&c->v), m;
+    if (c->mask.present)
+        m = view(&c->mask);
+    attnref_sdpa_params p = {c->has_scale, c->scale, c->causal, c->has_causal_offset,
+                             c->causal_offset};
+    acase_expected *e = &c->expected;
+    char err[256];
+    e->dtype = c->q.dtype;
+    e->ndim = 4;
+    e->shape[0] = c->q.shape[0];
+    e->shape[1] = c->q.shape[1];
+    e->shape[2] = c->q.shape[2];
+    e->shape[3] = c->v.shape[3];
+    const int want_error = e->error;
+    if (acase_expected_alloc(e, err, sizeof err) != 0)
+        die("%s: %s", c->id, err);
+    attnref_diag diag;
+    int rc = attnref_sdpa_f64(&q, &k, &v, c->mask.present ? &m : NULL, &p, e->values, &diag);
+    if (rc != want_error)
+        die("%s: reference returned %s (%s), the case expects %s", c->id, attnref_status_name(rc),
+            diag.msg, attnref_status_name(want_error));
+    if (want_error) {
+        /* A rejection case has no values: keep the dtype, drop the array. */
+        free(e->values);
+        e->values = NULL;
+        e->numel = 0;
+        e->ndim = 0;
+        e->error = want_error;
+    }
+}
+
+static void mkdirs(const char *path) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *s = buf + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                die("mkdir %s: %s", buf, strerror(errno));
+            *s = '/';
+        }
+}
+
+/* Whole file into memory; NULL if it does not exist. */
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, cap);
+            if (!nb)
+                die("out of memory");
+            buf = nb;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+void cg_emit(cg *g, acase *c) {
+    char err[256], family[ACASE_ID_MAX];
+    if (c->op == ACASE_OP_MASK)
+        expect_mask(c);
+    else
+        expect_sdpa(c);
+    c->requires = acase_derive_requires(c);
+    if (c->op == ACASE_OP_SDPA && !c->expected.error)
+        cg_tolerance(c);
+
+    acase_family(c->id, family, sizeof family);
+    char rel[512], path[1536];
+    snprintf(rel, sizeof rel, "%s/%s.yaml", family, c->id);
+    snprintf(path, sizeof path, "%s/%s", g->dir, rel);
+    for (int i = 0; i < g->npaths; i++)
+        if (strcmp(g->paths[i], rel) == 0)
+            die("duplicate case id %s", c->id);
+    if (g->npaths == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 128;
+        g->paths = realloc(g->paths, (size_t)g->cap * sizeof *g->paths);
+        if (!g->paths)
+            die("out of memory");
+    }
+    g->paths[g->npaths++] = xstrdup(rel);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    if (!mf || acase_write(c, mf, err, sizeof err) != 0)
+        die("%s: write: %s", c->id, err);
+    fclose(mf);
+
+    if (g->check) {
+        size_t have_len = 0;
+        char *have = slurp(path, &have_len);
+        if (!have) {
+            fprintf(stderr, "casegen --check: %s: missing (regenerate with casegen --out)\n", path);
+            g->mismatches++;
+        } else if (have_len != len || memcmp(have, text, len) != 0) {
+            fprintf(stderr, "casegen --check: %s: differs from what casegen writes\n", path);
+            g->mismatches++;
+        }
+        free(have);
+    } else {
+        mkdirs(path);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0)
+            die("%s: %s", path, strerror(errno));
+    }
+    free(text);
+    g->count++;
+    acase_free(c);
+}

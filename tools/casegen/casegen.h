@@ -1,0 +1,55 @@
+/* casegen.h — building golden cases from the reference.
+ *
+ * A family file (fam_*.c) describes inputs; cg_emit computes the expected result with attnref,
+ * derives the capabilities and the tolerance, and writes (or, with --check, compares) the file
+ * <dir>/<family>/<id>.yaml.  casegen is a developer tool: an internal inconsistency (the
+ * reference rejecting a case meant to pass, a duplicate id) stops it with a message.
+ */
+#ifndef CASEGEN_H
+#define CASEGEN_H
+
+#include <stdint.h>
+
+#include "attncase/case.h"
+#include "attnref/dtype.h"
+
+typedef struct cg {
+    const char *dir;  /* cases root */
+    int check;        /* 1: compare with the files instead of writing */
+    int count;        /* cases emitted */
+    int mismatches;   /* --check: files missing or different */
+    char **paths;     /* relative paths emitted, to find stale files */
+    int npaths, cap;
+} cg;
+
+/* Start a case: id, one-paragraph description, first spec rule id. */
+acase *cg_new(acase_op op, const char *id, const char *description, const char *rule);
+void cg_rule(acase *c, const char *rule);
+
+/* A generated rank-4 (or any rank) input; the seed is derived from the case id and the tensor
+ * name, so every case's inputs are independent and stable under reordering. */
+void cg_gen4(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, int64_t b, int64_t h,
+             int64_t l, int64_t d, double lo, double hi);
+void cg_gen(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, int ndim,
+            const int64_t *shape, double lo, double hi);
+/* An inline input: values rounded (RNE) to dt; for BOOL, nonzero = true. */
+void cg_inline(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape,
+               const double *values);
+/* Overwrite one element (logical flat index) of an input; it is written inline from then on. */
+void cg_poke(acase_tensor *t, int64_t flat, double value);
+
+/* The case must be rejected with this attnref status (ATTNREF_EDTYPE or ATTNREF_EINVAL). */
+void cg_expect_error(acase *c, int status);
+
+/* Compute, write/check, count, free c. */
+void cg_emit(cg *g, acase *c);
+
+/* Families. */
+void fam_mask(cg *g);
+void fam_sdpa(cg *g);
+
+/* Tolerance model (tolerance.c): sets c->atol / c->rtol from the error of a straightforward
+ * same-dtype implementation against the f64 expected values. */
+void cg_tolerance(acase *c);
+
+#endif

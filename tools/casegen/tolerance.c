@@ -1,0 +1,154 @@
+/* tolerance.c — per-case tolerance from the error of a straightforward same-dtype SDPA.
+ *
+ * Model (the FlashAttention / PyTorch practice): run a plain implementation that works the way
+ * a typical backend does — dot products accumulated in f32, scores and probabilities rounded to
+ * the input dtype, softmax in f32, P.V accumulated in f32, output rounded to the dtype — and
+ * measure its largest deviation from the f64 golden values.  A backend may deviate FACTOR times
+ * as much, plus a floor of a few units of the dtype's precision; and since the golden values are
+ * unrounded, rtol covers the final rounding to the dtype (2u, u = unit roundoff).  casegen then
+ * checks the plain implementation itself passes, so a tolerance can never be tighter than an
+ * honest same-dtype implementation.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "casegen.h"
+
+#define FACTOR 4.0
+
+static double unit_roundoff(attnref_dtype dt) {
+    switch (dt) {
+    case ATTNREF_F16: return ldexp(1.0, -11);
+    case ATTNREF_BF16: return ldexp(1.0, -8);
+    default: return ldexp(1.0, -24);
+    }
+}
+
+/* Round an f32 value to dt and back (f32 is the identity). */
+static float rd(float x, attnref_dtype dt) {
+    switch (dt) {
+    case ATTNREF_F16: return attnref_f16_to_f32(attnref_f32_to_f16(x));
+    case ATTNREF_BF16: return attnref_bf16_to_f32(attnref_f32_to_bf16(x));
+    default: return x;
+    }
+}
+
+static float ld(const acase_tensor *t, int64_t n) { return (float)attnref_load(t->data, t->dtype, n); }
+
+/* Logical (contiguous) index of a broadcast mask element for (b, h, i, j). */
+static int64_t mask_index(const acase_tensor *m, const int64_t idx[4]) {
+    int64_t off = 0;
+    for (int r = 0; r < m->ndim; r++) {
+        int d = 4 - m->ndim + r;
+        off = off * m->shape[r] + (m->shape[r] == 1 ? 0 : idx[d]);
+    }
+    return off;
+}
+
+/* Same-dtype SDPA into out (contiguous f64 holding dtype-rounded values). */
+static void plain_sdpa(const acase *c, double *out) {
+    const attnref_dtype dt = c->q.dtype;
+    const int64_t B = c->q.shape[0], Hq = c->q.shape[1], Lq = c->q.shape[2], D = c->q.shape[3];
+    const int64_t Hkv = c->k.shape[1], Lk = c->k.shape[2], Dv = c->v.shape[3];
+    const float scale = c->has_scale ? (float)c->scale : rd((float)(1.0 / sqrt((double)D)), dt);
+    const int64_t off = c->has_causal_offset ? c->causal_offset : Lk - Lq;
+    float *s = malloc((size_t)(Lk + 1) * sizeof *s);
+    unsigned char *kept = malloc((size_t)Lk + 1);
+    float *acc = malloc((size_t)(Dv + 1) * sizeof *acc);
+    if (!s || !kept || !acc) {
+        fprintf(stderr, "casegen: out of memory\n");
+        exit(1);
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t i = 0; i < Lq; i++) {
+                const int64_t hk = h / (Hq / Hkv);
+                float mx = -INFINITY;
+                int any = 0;
+                for (int64_t j = 0; j < Lk; j++) {
+                    kept[j] = 0;
+                    float add = 0.0f;
+                    if (c->causal && j > off + i)
+                        continue;
+                    if (c->mask.present) {
+                        const int64_t idx[4] = {b, h, i, j};
+                        float m = ld(&c->mask, mask_index(&c->mask, idx));
+                        if (c->mask.dtype == ATTNREF_BOOL) {
+                            if (m == 0.0f)
+                                continue;
+                        } else if (m == -INFINITY) {
+                            continue;
+                        } else {
+                            add = rd(m, dt);
+                        }
+                    }
+                    float dot = 0.0f;
+                    for (int64_t d = 0; d < D; d++)
+                        dot += ld(&c->q, ((b * Hq + h) * Lq + i) * D + d) *
+                               ld(&c->k, ((b * Hkv + hk) * Lk + j) * D + d);
+                    s[j] = rd(rd(rd(dot, dt) * scale, dt) + add, dt);
+                    kept[j] = 1;
+                    any = 1;
+                    if (s[j] > mx)
+                        mx = s[j];
+                }
+                for (int64_t e = 0; e < Dv; e++)
+                    acc[e] = 0.0f;
+                float sum = 0.0f;
+                for (int64_t j = 0; any && j < Lk; j++)
+                    if (kept[j])
+                        sum += expf(s[j] - mx);
+                for (int64_t j = 0; any && j < Lk; j++) {
+                    if (!kept[j])
+                        continue;
+                    const float p = rd(expf(s[j] - mx) / sum, dt);
+                    for (int64_t e = 0; e < Dv; e++)
+                        acc[e] += p * ld(&c->v, ((b * Hkv + hk) * Lk + j) * Dv + e);
+                }
+                for (int64_t e = 0; e < Dv; e++)
+                    out[((b * Hq + h) * Lq + i) * Dv + e] = any ? rd(acc[e], dt) : 0.0;
+            }
+    free(s);
+    free(kept);
+    free(acc);
+}
+
+void cg_tolerance(acase *c) {
+    const acase_expected *e = &c->expected;
+    double *plain = malloc((size_t)(e->numel + 1) * sizeof *plain);
+    if (!plain) {
+        fprintf(stderr, "casegen: out of memory\n");
+        exit(1);
+    }
+    plain_sdpa(c, plain);
+    const double u = unit_roundoff(c->q.dtype);
+    double err = 0.0, mag = 0.0;
+    for (int64_t n = 0; n < e->numel; n++) {
+        if (!isfinite(e->values[n]))
+            continue;
+        double d = fabs(plain[n] - e->values[n]);
+        if (!(d <= err)) /* NaN from the plain implementation counts as infinite error */
+            err = isnan(d) ? INFINITY : d;
+        if (fabs(e->values[n]) > mag)
+            mag = fabs(e->values[n]);
+    }
+    if (!isfinite(err)) {
+        fprintf(stderr, "casegen: %s: the plain same-dtype implementation is not finite\n", c->id);
+        exit(1);
+    }
+    c->rtol = 2.0 * u;
+    c->atol = FACTOR * err;
+    const double atol_floor = 4.0 * u * (mag > 1.0 ? mag : 1.0);
+    if (c->atol < atol_floor)
+        c->atol = atol_floor;
+    for (int64_t n = 0; n < e->numel; n++) {
+        double x = e->values[n];
+        if (isfinite(x) && !(fabs(plain[n] - x) <= c->atol + c->rtol * fabs(x))) {
+            fprintf(stderr, "casegen: %s: plain implementation fails its own tolerance at %lld\n",
+                    c->id, (long long)n);
+            exit(1);
+        }
+    }
+    free(plain);
+}
