@@ -127,7 +127,7 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
                      attnref_tensor *out, double *out_f64, attnref_diag *diag) {
     static const attnref_sdpa_params defaults = {0};
     const attnref_sdpa_params *p = params ? params : &defaults;
-    dims dm;
+    dims dm = {0};
     int rc = check_args(q, k, v, mask, p, out, &dm, diag);
     if (rc != ATTNREF_OK)
         return rc;
