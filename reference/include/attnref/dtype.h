@@ -50,7 +50,8 @@ uint16_t attnref_f32_to_bf16(float f);
 /* Single rounding from binary64 (no double rounding through f32). */
 uint16_t attnref_f64_to_f16(double d);
 uint16_t attnref_f64_to_bf16(double d);
-float attnref_f64_to_f32(double d); /* the C conversion, which is RNE under the default mode */
+float attnref_f64_to_f32(double d); /* the C conversion: RNE under the default rounding mode
+                                       (unlike the f16/bf16 routines, it follows fesetround) */
 
 /* Largest-magnitude finite negative value of a float dtype, as a double:
  * f32 -3.4028234663852886e38, f16 -65504, bf16 -3.3895313892515355e38.  This is the value an
@@ -73,7 +74,8 @@ int attnref_promote(attnref_dtype a, attnref_dtype b, attnref_dtype *out);
 /* The additive-mask dtype rule (mlx/fast.cpp scaled_dot_product_attention, MLX >= v0.22.0; the
  * seed discussion): a BOOL mask is always accepted; a float mask is accepted iff
  * promote(mask_dt, q_dt) == q_dt, so the computation is never upcast.  Returns 1 if accepted,
- * 0 if not (including a non-float q_dt). */
+ * 0 if not.  A non-float q_dt is never a valid attention dtype, so it gives 0 even with a BOOL
+ * mask. */
 int attnref_mask_dtype_ok(attnref_dtype mask_dt, attnref_dtype q_dt);
 
 #ifdef __cplusplus

@@ -37,7 +37,8 @@ typedef struct attnref_tensor {
 int attnref_tensor_init(attnref_tensor *t, void *data, attnref_dtype dt, int32_t ndim,
                         const int64_t *shape, attnref_diag *diag);
 
-/* Product of the extents (1 for rank 0). */
+/* Product of the extents (1 for rank 0); -1 for a NULL tensor, a bad rank, a negative extent
+ * or a product beyond int64. */
 int64_t attnref_tensor_numel(const attnref_tensor *t);
 
 /* Validate a descriptor: rank 0..4, extents >= 0, strides >= 0, a known dtype, data != NULL
@@ -45,7 +46,8 @@ int64_t attnref_tensor_numel(const attnref_tensor *t);
  * ...) prefixes the diagnostic.  Returns ATTNREF_OK, ATTNREF_EINVAL or ATTNREF_ERANGE. */
 int attnref_tensor_check(const attnref_tensor *t, const char *name, attnref_diag *diag);
 
-/* Element offset (in elements) of the multi-index idx[0..ndim-1]. */
+/* Element offset (in elements) of the multi-index idx[0..ndim-1].  No validation: the tensor
+ * must have passed attnref_tensor_check and idx must be in range. */
 int64_t attnref_tensor_offset(const attnref_tensor *t, const int64_t *idx);
 
 #ifdef __cplusplus
