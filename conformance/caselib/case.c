@@ -1,1 +1,633 @@
-/* placeholder: being written */
+/* case.c — the in-memory case model: allocation, validation, family, directory listing, and the
+ * small helpers shared by the reader and the writer. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attnconf/backend.h"
+#include "attnref/status.h"
+#include "case_internal.h"
+
+void acase__errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- model ---------------------------------------------------------------------------- */
+
+acase *acase_new(void)
+{
+    acase *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->op = ACASE_OP_SDPA;
+    return c;
+}
+
+static void tensor_free(acase_tensor *t)
+{
+    free(t->data);
+    t->data = NULL;
+}
+
+void acase_free(acase *c)
+{
+    if (!c)
+        return;
+    free(c->description);
+    for (int i = 0; i < c->nrules && i < ACASE_MAX_RULES; i++)
+        free(c->rules[i]);
+    free(c->lengths);
+    free(c->left_padding);
+    tensor_free(&c->q);
+    tensor_free(&c->k);
+    tensor_free(&c->v);
+    tensor_free(&c->mask);
+    free(c->expected.values);
+    free(c->path);
+    free(c);
+}
+
+void acase_family(const char *id, char *out, size_t n)
+{
+    if (!out || n == 0)
+        return;
+    out[0] = '\0';
+    if (!id)
+        return;
+    const char *dot1 = strchr(id, '.');
+    const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+    size_t len = dot2 ? (size_t)(dot2 - id) : strlen(id);
+    if (len >= n)
+        len = n - 1;
+    memcpy(out, id, len);
+    out[len] = '\0';
+}
+
+int acase__numel(int32_t ndim, const int64_t *shape, int64_t *numel, char *why, size_t whylen)
+{
+    if (ndim < 0 || ndim > 4) {
+        acase__errf(why, whylen, "rank %d is not in 0..4", (int)ndim);
+        return -1;
+    }
+    int64_t n = 1;
+    for (int32_t i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            acase__errf(why, whylen, "extent %lld of dimension %d is negative",
+                        (long long)shape[i], (int)i);
+            return -1;
+        }
+    }
+    for (int32_t i = 0; i < ndim; i++) {
+        if (shape[i] == 0) {
+            n = 0;
+            break;
+        }
+        if (n > ACASE_MAX_TENSOR_NUMEL / shape[i]) {
+            acase__errf(why, whylen, "more than %lld elements",
+                        (long long)ACASE_MAX_TENSOR_NUMEL);
+            return -1;
+        }
+        n *= shape[i];
+    }
+    if (n > ACASE_MAX_TENSOR_NUMEL) {
+        acase__errf(why, whylen, "more than %lld elements", (long long)ACASE_MAX_TENSOR_NUMEL);
+        return -1;
+    }
+    *numel = n;
+    return 0;
+}
+
+int acase_tensor_alloc(acase_tensor *t, char *err, size_t errlen)
+{
+    char why[128];
+    int64_t n;
+    size_t es = attnref_dtype_size(t->dtype);
+    if (es == 0) {
+        acase__errf(err, errlen, "unknown dtype %d", (int)t->dtype);
+        return -1;
+    }
+    if (acase__numel(t->ndim, t->shape, &n, why, sizeof why) != 0) {
+        acase__errf(err, errlen, "shape: %s", why);
+        return -1;
+    }
+    free(t->data);
+    t->data = NULL;
+    t->numel = n;
+    /* Never NULL, even for zero elements, so a present tensor always has a buffer. */
+    t->data = calloc((size_t)(n > 0 ? n : 1), es);
+    if (!t->data) {
+        acase__errf(err, errlen, "out of memory (%lld elements)", (long long)n);
+        return -1;
+    }
+    return 0;
+}
+
+int acase_expected_alloc(acase_expected *e, char *err, size_t errlen)
+{
+    char why[128];
+    int64_t n;
+    if (acase__numel(e->ndim, e->shape, &n, why, sizeof why) != 0) {
+        acase__errf(err, errlen, "shape: %s", why);
+        return -1;
+    }
+    free(e->values);
+    e->values = NULL;
+    e->numel = n;
+    e->values = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    if (!e->values) {
+        acase__errf(err, errlen, "out of memory (%lld elements)", (long long)n);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- names ---------------------------------------------------------------------------- */
+
+const char *acase__error_name(int status)
+{
+    if (status == ATTNREF_EDTYPE)
+        return "edtype";
+    if (status == ATTNREF_EINVAL)
+        return "einval";
+    return NULL;
+}
+
+int acase__error_from_name(const char *name)
+{
+    if (name && strcmp(name, "edtype") == 0)
+        return ATTNREF_EDTYPE;
+    if (name && strcmp(name, "einval") == 0)
+        return ATTNREF_EINVAL;
+    return 0;
+}
+
+int acase__dotted_valid(const char *s, int min_components)
+{
+    if (!s || !*s)
+        return 0;
+    int comps = 1;
+    size_t comp_len = 0;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        if (ch == '.') {
+            if (comp_len == 0)
+                return 0;
+            comps++;
+            comp_len = 0;
+        } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_') {
+            comp_len++;
+        } else {
+            return 0;
+        }
+    }
+    return comp_len > 0 && comps >= min_components;
+}
+
+/* ---- PyYAML implicit typing of plain scalars ------------------------------------------- */
+
+/* POSIX ERE transcriptions of the implicit resolvers of PyYAML 6 (yaml/resolver.py, YAML 1.1).
+ * The empty scalar (null) is handled in code. */
+static const char *const y11_patterns[] = {
+    /* ACASE_Y11_BOOL */
+    "^(yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
+    /* ACASE_Y11_FLOAT */
+    "^([-+]?[0-9][0-9_]*\\.[0-9_]*([eE][-+][0-9]+)?"
+    "|\\.[0-9][0-9_]*([eE][-+][0-9]+)?"
+    "|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\\.[0-9_]*"
+    "|[-+]?\\.(inf|Inf|INF)"
+    "|\\.(nan|NaN|NAN))$",
+    /* ACASE_Y11_INT */
+    "^([-+]?0b[0-1_]+"
+    "|[-+]?0[0-7_]+"
+    "|[-+]?(0|[1-9][0-9_]*)"
+    "|[-+]?0x[0-9a-fA-F_]+"
+    "|[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+)$",
+    /* ACASE_Y11_NULL */
+    "^(~|null|Null|NULL)$",
+    /* ACASE_Y11_OTHER: merge, value, timestamp */
+    "^(<<|="
+    "|[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+    "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?([Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9]"
+    "(\\.[0-9]*)?([ \t]*(Z|[-+][0-9][0-9]?(:[0-9][0-9])?))?)$",
+};
+static const acase_y11 y11_kinds[] = {ACASE_Y11_BOOL, ACASE_Y11_FLOAT, ACASE_Y11_INT,
+                                      ACASE_Y11_NULL, ACASE_Y11_OTHER};
+
+int acase__y11_resolve(const char *s)
+{
+    if (!s || !*s)
+        return ACASE_Y11_NULL;
+    /* Every non-string form starts with one of these characters (PyYAML selects resolvers by
+     * the first character the same way). */
+    if (!strchr("yYnNtTfFoO-+0123456789.~<=", s[0]))
+        return ACASE_Y11_STR;
+    int result = ACASE_Y11_STR;
+    for (size_t i = 0; i < sizeof y11_patterns / sizeof y11_patterns[0]; i++) {
+        regex_t re;
+        if (regcomp(&re, y11_patterns[i], REG_EXTENDED | REG_NOSUB) != 0)
+            return -1;
+        int m = regexec(&re, s, 0, NULL, 0);
+        regfree(&re);
+        if (m == 0) {
+            result = (int)y11_kinds[i];
+            break;
+        }
+    }
+    return result;
+}
+
+/* ---- numbers -------------------------------------------------------------------------- */
+
+void acase__fmt_double_short(double d, char *buf, size_t buflen)
+{
+    for (int prec = 1; prec <= 16; prec++) {
+        snprintf(buf, buflen, "%.*e", prec, d);
+        if (strtod(buf, NULL) == d)
+            return;
+    }
+}
+
+/* ---- validation ----------------------------------------------------------------------- */
+
+typedef struct chk {
+    char *field;
+    size_t fieldlen;
+    char *why;
+    size_t whylen;
+} chk;
+
+static int chk_fail(chk *k, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int chk_fail(chk *k, const char *field, const char *fmt, ...)
+{
+    acase__errf(k->field, k->fieldlen, "%s", field);
+    if (k->why && k->whylen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(k->why, k->whylen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int is_float_dtype(attnref_dtype dt)
+{
+    return dt == ATTNREF_F32 || dt == ATTNREF_F16 || dt == ATTNREF_BF16;
+}
+
+static int check_tensor(chk *k, const char *name, const acase_tensor *t)
+{
+    char f[64], why[128];
+    int64_t n;
+    snprintf(f, sizeof f, "inputs.%s.dtype", name);
+    if (t->dtype < ATTNREF_F32 || t->dtype > ATTNREF_BOOL)
+        return chk_fail(k, f, "unknown dtype %d", (int)t->dtype);
+    snprintf(f, sizeof f, "inputs.%s.shape", name);
+    if (acase__numel(t->ndim, t->shape, &n, why, sizeof why) != 0)
+        return chk_fail(k, f, "%s", why);
+    if (n != t->numel)
+        return chk_fail(k, f, "numel %lld does not match the shape (%lld elements)",
+                        (long long)t->numel, (long long)n);
+    snprintf(f, sizeof f, "inputs.%s.layout", name);
+    if (t->layout != ACASE_LAYOUT_BHLD && t->layout != ACASE_LAYOUT_BLHD)
+        return chk_fail(k, f, "unknown layout %d", (int)t->layout);
+    if (t->layout == ACASE_LAYOUT_BLHD && t->ndim != 4)
+        return chk_fail(k, f, "blhd needs a rank-4 tensor (rank is %d)", (int)t->ndim);
+    if (t->source == ACASE_SRC_UNIFORM) {
+        snprintf(f, sizeof f, "inputs.%s.generate", name);
+        if (!is_float_dtype(t->dtype))
+            return chk_fail(k, f, "only float tensors can be generated (dtype is %s)",
+                            attnref_dtype_name(t->dtype));
+        if (!isfinite(t->lo) || !isfinite(t->hi) || !(t->lo <= t->hi) ||
+            !isfinite(t->hi - t->lo))
+            return chk_fail(k, f, "need finite lo <= hi with a finite hi - lo");
+    } else if (t->source != ACASE_SRC_INLINE) {
+        snprintf(f, sizeof f, "inputs.%s", name);
+        return chk_fail(k, f, "unknown source %d", (int)t->source);
+    }
+    if (n > 0 && !t->data) {
+        snprintf(f, sizeof f, "inputs.%s.data", name);
+        return chk_fail(k, f, "no data");
+    }
+    if (t->dtype == ATTNREF_BOOL && t->source == ACASE_SRC_INLINE) {
+        const uint8_t *b = t->data;
+        for (int64_t i = 0; i < n; i++)
+            if (b[i] > 1) {
+                snprintf(f, sizeof f, "inputs.%s.data", name);
+                return chk_fail(k, f, "bool element %lld is %u, not 0 or 1", (long long)i,
+                                (unsigned)b[i]);
+            }
+    }
+    return 0;
+}
+
+static int check_requires(chk *k, const acase *c)
+{
+    uint64_t known = 0;
+    for (int b = 0; b < 64; b++)
+        if (acase_cap_name(1ull << b))
+            known |= 1ull << b;
+    if (c->requires & ~known)
+        return chk_fail(k, "requires", "unknown capability bits 0x%llx",
+                        (unsigned long long)(c->requires & ~known));
+    uint64_t missing = acase_derive_requires(c) & ~c->requires;
+    if (missing) {
+        char names[256] = "";
+        size_t len = 0;
+        for (int b = 0; b < 64; b++) {
+            if (!(missing & (1ull << b)))
+                continue;
+            int w = snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
+                             acase_cap_name(1ull << b));
+            if (w < 0 || (size_t)w >= sizeof names - len)
+                break;
+            len += (size_t)w;
+        }
+        return chk_fail(k, "requires", "missing %s (implied by the case content)", names);
+    }
+    return 0;
+}
+
+static int check_sdpa(chk *k, const acase *c)
+{
+    const acase_expected *e = &c->expected;
+    if (!c->q.present)
+        return chk_fail(k, "inputs.q", "required for op sdpa");
+    if (!c->k.present)
+        return chk_fail(k, "inputs.k", "required for op sdpa");
+    if (!c->v.present)
+        return chk_fail(k, "inputs.v", "required for op sdpa");
+    if (check_tensor(k, "q", &c->q) || check_tensor(k, "k", &c->k) ||
+        check_tensor(k, "v", &c->v))
+        return -1;
+    if (c->mask.present && check_tensor(k, "mask", &c->mask))
+        return -1;
+    if (c->causal != 0 && c->causal != 1)
+        return chk_fail(k, "params.causal", "must be 0 or 1");
+    if (c->has_scale != 0 && c->has_scale != 1)
+        return chk_fail(k, "params.scale", "has_scale must be 0 or 1");
+    if (c->has_causal_offset && !c->causal)
+        return chk_fail(k, "params.causal_offset", "only allowed with causal: true");
+    if (c->lq || c->offset || c->window || c->lengths || c->left_padding)
+        return chk_fail(k, "params", "mask-builder parameters are not allowed for op sdpa");
+    if (e->error)
+        return 0;
+    /* A case with an expected output must be well formed enough to allocate it. */
+    if (c->q.ndim != 4 || c->k.ndim != 4 || c->v.ndim != 4)
+        return chk_fail(k, "inputs", "q, k and v must have rank 4 unless expected is an error");
+    if (c->causal && c->mask.present)
+        return chk_fail(k, "params.causal",
+                        "causal together with a mask tensor must be an error case");
+    if (!is_float_dtype(e->dtype))
+        return chk_fail(k, "expected.out.dtype", "must be f32, f16 or bf16");
+    int64_t want[4] = {c->q.shape[0], c->q.shape[1], c->q.shape[2], c->v.shape[3]};
+    if (e->ndim != 4 || e->shape[0] != want[0] || e->shape[1] != want[1] ||
+        e->shape[2] != want[2] || e->shape[3] != want[3])
+        return chk_fail(k, "expected.out.shape", "must be (B, Hq, Lq, Dv) = [%lld, %lld, %lld, %lld]",
+                        (long long)want[0], (long long)want[1], (long long)want[2],
+                        (long long)want[3]);
+    int64_t n;
+    char why[128];
+    if (acase__numel(e->ndim, e->shape, &n, why, sizeof why) != 0)
+        return chk_fail(k, "expected.out.shape", "%s", why);
+    if (n != e->numel)
+        return chk_fail(k, "expected.out.shape", "numel %lld does not match the shape",
+                        (long long)e->numel);
+    if (n > 0 && !e->values)
+        return chk_fail(k, "expected.out.data", "no data");
+    if (!isfinite(c->atol) || c->atol < 0)
+        return chk_fail(k, "tolerance.atol", "must be finite and >= 0");
+    if (!isfinite(c->rtol) || c->rtol < 0)
+        return chk_fail(k, "tolerance.rtol", "must be finite and >= 0");
+    return 0;
+}
+
+static int check_mask(chk *k, const acase *c)
+{
+    const acase_expected *e = &c->expected;
+    if (c->q.present || c->k.present || c->v.present || c->mask.present)
+        return chk_fail(k, "inputs", "not allowed for op mask");
+    if (c->has_scale || c->causal || c->has_causal_offset)
+        return chk_fail(k, "params", "sdpa parameters are not allowed for op mask");
+    if (c->lengths || c->left_padding) {
+        if (c->batch < 1 || c->batch > ACASE_MAX_BATCH)
+            return chk_fail(k, c->lengths ? "params.lengths" : "params.left_padding",
+                            "batch %lld is not in 1..%d", (long long)c->batch, ACASE_MAX_BATCH);
+    }
+    if (e->error)
+        return 0;
+    if (c->lq < 0)
+        return chk_fail(k, "params.lq", "must be >= 0 unless expected is an error");
+    if (c->offset < 0)
+        return chk_fail(k, "params.offset", "must be >= 0 unless expected is an error");
+    if (c->window < 0)
+        return chk_fail(k, "params.window", "must be >= 0 unless expected is an error");
+    if (c->offset > INT64_MAX - c->lq)
+        return chk_fail(k, "params.offset", "offset + lq overflows");
+    if (e->dtype != ATTNREF_BOOL)
+        return chk_fail(k, "expected.keep", "dtype must be bool");
+    int64_t b = (c->lengths || c->left_padding) ? c->batch : 1;
+    int64_t want[4] = {b, 1, c->lq, c->offset + c->lq};
+    if (e->ndim != 4 || e->shape[0] != want[0] || e->shape[1] != want[1] ||
+        e->shape[2] != want[2] || e->shape[3] != want[3])
+        return chk_fail(k, "expected.keep.shape",
+                        "must be (B, 1, lq, offset + lq) = [%lld, 1, %lld, %lld]",
+                        (long long)want[0], (long long)want[2], (long long)want[3]);
+    int64_t n;
+    char why[128];
+    if (acase__numel(e->ndim, e->shape, &n, why, sizeof why) != 0)
+        return chk_fail(k, "expected.keep.shape", "%s", why);
+    if (n != e->numel)
+        return chk_fail(k, "expected.keep.shape", "numel %lld does not match the shape",
+                        (long long)e->numel);
+    if (n > 0 && !e->values)
+        return chk_fail(k, "expected.keep.data", "no data");
+    for (int64_t i = 0; i < n; i++)
+        if (e->values[i] != 0.0 && e->values[i] != 1.0)
+            return chk_fail(k, "expected.keep.data", "element %lld is not 0 or 1", (long long)i);
+    return 0;
+}
+
+int acase__check(const acase *c, char *field, size_t fieldlen, char *why, size_t whylen)
+{
+    chk k = {field, fieldlen, why, whylen};
+    if (!c)
+        return chk_fail(&k, "(case)", "NULL case");
+    if (!memchr(c->id, '\0', sizeof c->id) || !acase__dotted_valid(c->id, 3))
+        return chk_fail(&k, "id", "expected [a-z0-9_]+ components joined by '.', at least 3");
+    if (!c->description || !c->description[0])
+        return chk_fail(&k, "description", "must be a non-empty string");
+    if (c->nrules < 1 || c->nrules > ACASE_MAX_RULES)
+        return chk_fail(&k, "rules", "expected 1..%d rule ids", ACASE_MAX_RULES);
+    for (int i = 0; i < c->nrules; i++) {
+        if (!c->rules[i] || !acase__dotted_valid(c->rules[i], 1))
+            return chk_fail(&k, "rules", "rule %d is not [a-z0-9_]+ components joined by '.'", i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(c->rules[i], c->rules[j]) == 0)
+                return chk_fail(&k, "rules", "duplicate rule '%s'", c->rules[i]);
+    }
+    if (c->op != ACASE_OP_SDPA && c->op != ACASE_OP_MASK)
+        return chk_fail(&k, "op", "unknown op %d", (int)c->op);
+    if (c->expected.error != 0 && !acase__error_name(c->expected.error))
+        return chk_fail(&k, "expected.error", "status %d is not edtype or einval",
+                        c->expected.error);
+    if (c->expected.error && (c->atol != 0 || c->rtol != 0))
+        return chk_fail(&k, "tolerance", "only allowed with expected.out");
+    if (c->op == ACASE_OP_MASK && (c->atol != 0 || c->rtol != 0))
+        return chk_fail(&k, "tolerance", "only allowed with expected.out");
+    if (c->op == ACASE_OP_SDPA ? check_sdpa(&k, c) : check_mask(&k, c))
+        return -1;
+    return check_requires(&k, c);
+}
+
+int acase_validate(const acase *c, char *err, size_t errlen)
+{
+    char field[96], why[256];
+    if (acase__check(c, field, sizeof field, why, sizeof why) != 0) {
+        acase__errf(err, errlen, "%s: %s", field, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- directory listing ---------------------------------------------------------------- */
+
+typedef struct pathvec {
+    char **v;
+    size_t n, cap;
+} pathvec;
+
+static int pv_push(pathvec *pv, char *s)
+{
+    if (pv->n == pv->cap) {
+        size_t cap = pv->cap ? pv->cap * 2 : 64;
+        char **v = realloc(pv->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        pv->v = v;
+        pv->cap = cap;
+    }
+    pv->v[pv->n++] = s;
+    return 0;
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    int slash = dl > 0 && dir[dl - 1] != '/';
+    char *p = malloc(dl + (size_t)slash + nl + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, dl);
+    if (slash)
+        p[dl] = '/';
+    memcpy(p + dl + (size_t)slash, name, nl + 1);
+    return p;
+}
+
+static int has_yaml_suffix(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 5 && strcmp(name + n - 5, ".yaml") == 0;
+}
+
+static int list_rec(const char *dir, int depth, pathvec *pv, char *err, size_t errlen)
+{
+    if (depth > 32) {
+        acase__errf(err, errlen, "%s: directories nested too deeply (symlink loop?)", dir);
+        return -1;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        acase__errf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno) {
+                acase__errf(err, errlen, "%s: %s", dir, strerror(errno));
+                rc = -1;
+            }
+            break;
+        }
+        if (de->d_name[0] == '.') /* ".", "..", and hidden files (editor backups, locks) */
+            continue;
+        char *p = path_join(dir, de->d_name);
+        if (!p) {
+            acase__errf(err, errlen, "out of memory");
+            rc = -1;
+            break;
+        }
+        struct stat st;
+        if (stat(p, &st) != 0) {
+            free(p); /* a dangling link: not a case file */
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            rc = list_rec(p, depth + 1, pv, err, errlen);
+            free(p);
+            if (rc)
+                break;
+        } else if (S_ISREG(st.st_mode) && has_yaml_suffix(de->d_name)) {
+            if (pv_push(pv, p) != 0) {
+                free(p);
+                acase__errf(err, errlen, "out of memory");
+                rc = -1;
+                break;
+            }
+        } else {
+            free(p);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int cmp_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int acase_list_dir(const char *dir, char ***paths, char *err, size_t errlen)
+{
+    pathvec pv = {0};
+    if (!dir || !paths) {
+        acase__errf(err, errlen, "acase_list_dir: NULL argument");
+        return -1;
+    }
+    *paths = NULL;
+    if (list_rec(dir, 0, &pv, err, errlen) != 0) {
+        for (size_t i = 0; i < pv.n; i++)
+            free(pv.v[i]);
+        free(pv.v);
+        return -1;
+    }
+    if (pv.n > (size_t)INT32_MAX) {
+        for (size_t i = 0; i < pv.n; i++)
+            free(pv.v[i]);
+        free(pv.v);
+        acase__errf(err, errlen, "%s: too many files", dir);
+        return -1;
+    }
+    if (pv.n)
+        qsort(pv.v, pv.n, sizeof *pv.v, cmp_paths);
+    *paths = pv.v;
+    return (int)pv.n;
+}

@@ -1,1 +1,218 @@
-/* placeholder: being written */
+/* backend_load.c — find, dlopen and validate an attnconf backend plugin (ABI v1).
+ *
+ * Every failure is reported as "PATH: problem" so a user with several builds can tell which file
+ * was rejected and why (the OpenCL/Vulkan loaders' lesson: silent fallbacks waste hours).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "backend_load.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The size of the ABI v1 table: the end of its last v1 member.  A table may be larger (a newer
+ * minor revision appends members) but never smaller. */
+#define HB_V1_SIZE \
+    (offsetof(attnconf_backend, last_error) + sizeof(((attnconf_backend *)0)->last_error))
+
+/* snprintf into err (if given); always returns -1 so callers can `return hb_err(...)`. */
+__attribute__((format(printf, 3, 4))) static int hb_err(char *err, size_t errlen,
+                                                        const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int hb_spec_is_path(const char *spec)
+{
+    size_t n = strlen(spec);
+    return strchr(spec, '/') != NULL || (n >= 3 && strcmp(spec + n - 3, ".so") == 0);
+}
+
+/* 1 if path names an existing regular file. */
+static int hb_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Try DIR/NAME.so (dir of length dlen).  Returns 1 and fills path if it is a file. */
+static int hb_try_dir(const char *dir, size_t dlen, const char *name, char *path, size_t pathlen)
+{
+    if (dlen == 0)
+        return 0;
+    int n = snprintf(path, pathlen, "%.*s%s%s.so", (int)dlen, dir,
+                     dir[dlen - 1] == '/' ? "" : "/", name);
+    if (n < 0 || (size_t)n >= pathlen)
+        return 0;
+    return hb_is_file(path);
+}
+
+int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pathlen, char *err,
+               size_t errlen)
+{
+    if (!spec || !spec[0])
+        return hb_err(err, errlen, "--backend: empty backend name");
+    if (hb_spec_is_path(spec)) {
+        /* dlopen would search the library path for a name without '/', e.g. "x.so"; a path the
+         * user typed means the file in the current directory. */
+        int n = snprintf(path, pathlen, "%s%s", strchr(spec, '/') ? "" : "./", spec);
+        if (n < 0 || (size_t)n >= pathlen)
+            return hb_err(err, errlen, "%s: path too long", spec);
+        errno = 0;
+        if (!hb_is_file(path))
+            return hb_err(err, errlen, "%s: no such backend file (%s)", spec,
+                          errno ? strerror(errno) : "not a regular file");
+        return 0;
+    }
+    for (const char *c = spec; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+            return hb_err(err, errlen,
+                          "--backend %s: a backend name is [a-z0-9_-]+ (give a path with '/' "
+                          "or ending in .so to load a file)", spec);
+
+    char searched[1536] = "";
+    size_t used = 0;
+    const char *env = getenv("ATTNCONF_BACKEND_PATH");
+    if (env) {
+        for (const char *p = env;;) {
+            const char *colon = strchr(p, ':');
+            size_t len = colon ? (size_t)(colon - p) : strlen(p);
+            if (hb_try_dir(p, len, spec, path, pathlen))
+                return 0;
+            if (len && used < sizeof searched) {
+                int n = snprintf(searched + used, sizeof searched - used, "%s%.*s",
+                                 used ? ", " : "", (int)len, p);
+                if (n > 0)
+                    used += (size_t)n;
+            }
+            if (!colon)
+                break;
+            p = colon + 1;
+        }
+    }
+    if (builtin_dir && builtin_dir[0]) {
+        if (hb_try_dir(builtin_dir, strlen(builtin_dir), spec, path, pathlen))
+            return 0;
+        if (used < sizeof searched)
+            snprintf(searched + used, sizeof searched - used, "%s%s", used ? ", " : "",
+                     builtin_dir);
+    }
+    return hb_err(err, errlen,
+                  "backend '%s' not found: no %s.so in %s (set ATTNCONF_BACKEND_PATH or give a "
+                  "path)", spec, spec, searched[0] ? searched : "(no directories)");
+}
+
+/* dlclose unless this is a sanitizer build: LSan symbolises leaks after exit and reports
+ * "<unknown module>" frames for an unloaded plugin (c-tooling.md 1.6). */
+static void hb_dlclose(void *handle)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    (void)handle;
+#else
+    if (handle)
+        dlclose(handle);
+#endif
+}
+
+/* Check a table returned by the entry point; returns 0 or -1 with err = "path: problem". */
+static int hb_validate(const attnconf_backend *be, const char *path, char *err, size_t errlen)
+{
+    if (!be)
+        return hb_err(err, errlen,
+                      "%s: %s(%u) returned NULL (the backend cannot serve ABI version %u)", path,
+                      ATTNCONF_ENTRY_SYMBOL, ATTNCONF_ABI_VERSION, ATTNCONF_ABI_VERSION);
+    if (be->abi_version != ATTNCONF_ABI_VERSION)
+        return hb_err(err, errlen, "%s: ABI version %u, harness speaks %u", path,
+                      (unsigned)be->abi_version, ATTNCONF_ABI_VERSION);
+    if (be->struct_size < HB_V1_SIZE)
+        return hb_err(err, errlen,
+                      "%s: backend table struct_size %u is smaller than the ABI v1 table (%zu)",
+                      path, (unsigned)be->struct_size, (size_t)HB_V1_SIZE);
+    const char *missing = !be->open           ? "open"
+                          : !be->close        ? "close"
+                          : !be->capabilities ? "capabilities"
+                          : !be->sdpa         ? "sdpa"
+                          : !be->last_error   ? "last_error"
+                                              : NULL;
+    if (missing)
+        return hb_err(err, errlen, "%s: required member '%s' is NULL", path, missing);
+    if (!be->name || !be->name[0])
+        return hb_err(err, errlen, "%s: backend name is empty", path);
+    return 0;
+}
+
+int hb_load(const char *spec, const char *builtin_dir, hb_backend *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (hb_resolve(spec, builtin_dir, out->path, sizeof out->path, err, errlen) != 0)
+        return -1;
+
+    dlerror(); /* clear any stale message */
+    void *h = dlopen(out->path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        return hb_err(err, errlen, "%s: cannot load: %s", out->path, e ? e : "unknown error");
+    }
+
+    /* POSIX idiom: object pointer -> function pointer through the pointer's representation. */
+    attnconf_backend_entry_fn entry = NULL;
+    dlerror();
+    *(void **)&entry = dlsym(h, ATTNCONF_ENTRY_SYMBOL);
+    const char *e = dlerror();
+    if (e || !entry) {
+        hb_err(err, errlen, "%s: not an attnconf backend: no symbol %s (%s)", out->path,
+               ATTNCONF_ENTRY_SYMBOL, e ? e : "it is NULL");
+        hb_dlclose(h);
+        return -1;
+    }
+
+    const attnconf_backend *be = entry(ATTNCONF_ABI_VERSION);
+    if (hb_validate(be, out->path, err, errlen) != 0) {
+        hb_dlclose(h);
+        return -1;
+    }
+
+    void *ctx = NULL;
+    int rc = be->open(&ctx);
+    if (rc != ATTNCONF_OK) {
+        hb_err(err, errlen, "%s: backend '%s' open() failed with code %d", out->path, be->name,
+               rc);
+        hb_dlclose(h);
+        return -1;
+    }
+
+    uint64_t caps = be->capabilities(ctx);
+    /* Without build_mask the mask-builder capabilities are meaningless: never route a mask case
+     * to a NULL member, whatever the backend claims. */
+    if (!be->build_mask)
+        caps &= ~(ATTNCONF_CAP_BUILD_MASK | ATTNCONF_CAP_WINDOW | ATTNCONF_CAP_LENGTHS |
+                  ATTNCONF_CAP_LEFT_PAD);
+    out->handle = h;
+    out->be = be;
+    out->ctx = ctx;
+    out->caps = caps;
+    return 0;
+}
+
+void hb_unload(hb_backend *b)
+{
+    if (!b)
+        return;
+    if (b->be && b->ctx)
+        b->be->close(b->ctx);
+    hb_dlclose(b->handle);
+    b->handle = NULL;
+    b->be = NULL;
+    b->ctx = NULL;
+}

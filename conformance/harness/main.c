@@ -1,1 +1,413 @@
-/* placeholder: being written */
+/* main.c — the attnconf command line: run cases on a backend, list cases, write a report.
+ *
+ * Exit status (the automake/CTest convention): 0 all selected cases passed or were correctly
+ * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE or ERROR, an unloadable
+ * backend or an unwritable output; 2 a usage error or a filter that selects nothing; 77 every
+ * selected case was NOT_SUPPORTED (CTest SKIP_RETURN_CODE).
+ */
+#define _XOPEN_SOURCE 700 /* realpath, fnmatch */
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attncase/case.h"
+#include "backend_load.h"
+#include "harness.h"
+#include "run.h"
+
+#ifndef ATTNCONF_VERSION
+#define ATTNCONF_VERSION "0.0.0"
+#endif
+#ifndef ATTNCONF_BACKEND_DIR
+#define ATTNCONF_BACKEND_DIR ""
+#endif
+#ifndef ATTNCONF_DEFAULT_CASES
+#define ATTNCONF_DEFAULT_CASES "cases"
+#endif
+
+enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_SKIP = 77 };
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: attnconf run --backend NAME|PATH.so [--cases DIR] [--filter GLOB]\n"
+            "                    [--format text|tap|junit|json] [--out FILE]\n"
+            "       attnconf list [--cases DIR] [--filter GLOB]\n"
+            "       attnconf report [--out FILE] RESULTS.json...\n"
+            "       attnconf --help | --version\n"
+            "\n"
+            "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
+            "             or a path to a plugin (contains '/' or ends in .so)\n"
+            "  --cases    directory of case files (default %s)\n"
+            "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'\n"
+            "  --format   output format (default text)\n"
+            "  --out      write results to FILE and print a summary line on stdout\n"
+            "\n"
+            "exit status: 0 ok, 1 failures or errors, 2 usage or nothing selected,\n"
+            "             77 every selected case was NOT_SUPPORTED\n",
+            ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", ATTNCONF_DEFAULT_CASES);
+}
+
+/* Report a usage error, print the usage on stderr, and give the exit status. */
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "attnconf: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
+    usage(stderr);
+    return EXIT_USAGE;
+}
+
+/* Options shared by the subcommands; NULL when not given. */
+typedef struct opts {
+    const char *backend, *cases, *filter, *format, *out;
+} opts;
+
+/* Parse `--name VALUE` / `--name=VALUE` options for a subcommand.  `allowed` lists the option
+ * names it accepts.  Returns 0, 1 for --help (usage printed), or EXIT_USAGE (message printed). */
+static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return usage_error("unexpected argument", a);
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        const char **slot = NULL;
+        for (const char *const *n = allowed; *n; n++) {
+            if (strlen(*n) != nlen || strncmp(a, *n, nlen) != 0)
+                continue;
+            slot = strcmp(*n, "--backend") == 0  ? &o->backend
+                   : strcmp(*n, "--cases") == 0  ? &o->cases
+                   : strcmp(*n, "--filter") == 0 ? &o->filter
+                   : strcmp(*n, "--format") == 0 ? &o->format
+                                                 : &o->out;
+        }
+        if (!slot)
+            return usage_error("unknown option", a);
+        const char *val;
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                return usage_error("missing value for option", a);
+            val = argv[++i];
+        }
+        if (!val[0])
+            return usage_error("empty value for option", a);
+        *slot = val;
+    }
+    return 0;
+}
+
+/* ---- loading cases --------------------------------------------------------------------- */
+
+/* One case file: either loaded (c) or failed (err). */
+typedef struct entry {
+    char id[ACASE_ID_MAX]; /* the case id, or the file's pseudo-id when it failed to load */
+    char *path;
+    acase *c;
+    char *err;
+} entry;
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    int d = strcmp(x->id, y->id);
+    return d ? d : strcmp(x->path, y->path);
+}
+
+/* The id a file that fails to load is reported under: its file name without ".yaml" (casegen
+ * names each file <family>/<id>.yaml, so a filter on the family still selects it). */
+static void pseudo_id(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    snprintf(out, n, "%s", base ? base + 1 : path);
+    size_t l = strlen(out);
+    if (l > 5 && strcmp(out + l - 5, ".yaml") == 0)
+        out[l - 5] = '\0';
+}
+
+static void entries_free(entry *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        acase_free(e[i].c);
+        free(e[i].path);
+        free(e[i].err);
+    }
+    free(e);
+}
+
+/* Load every case file under dir whose id matches filter (NULL = all), sorted by id.  A file
+ * that fails to load becomes an entry with err set (kept if its pseudo-id matches the filter;
+ * otherwise only warned about on stderr).  Returns 0 with *out / *n, or -1 with a message
+ * printed (the directory could not be read). */
+static int load_cases(const char *dir, const char *filter, entry **out, size_t *n)
+{
+    char err[1024];
+    char **paths = NULL;
+    int np = acase_list_dir(dir, &paths, err, sizeof err);
+    if (np < 0) {
+        fprintf(stderr, "attnconf: --cases %s: %s\n", dir, err);
+        return -1;
+    }
+    entry *e = calloc((size_t)np + 1, sizeof *e);
+    if (!e) {
+        fprintf(stderr, "attnconf: out of memory\n");
+        for (int i = 0; i < np; i++)
+            free(paths[i]);
+        free(paths);
+        return -1;
+    }
+    size_t k = 0;
+    for (int i = 0; i < np; i++) {
+        acase *c = NULL;
+        err[0] = '\0';
+        if (acase_load_file(paths[i], &c, err, sizeof err) == 0) {
+            if (filter && fnmatch(filter, c->id, 0) != 0) {
+                acase_free(c);
+                free(paths[i]);
+                continue;
+            }
+            snprintf(e[k].id, sizeof e[k].id, "%s", c->id);
+            e[k].c = c;
+        } else {
+            char pid[ACASE_ID_MAX];
+            pseudo_id(paths[i], pid, sizeof pid);
+            if (filter && fnmatch(filter, pid, 0) != 0) {
+                fprintf(stderr, "attnconf: warning: %s\n", err[0] ? err : paths[i]);
+                free(paths[i]);
+                continue;
+            }
+            snprintf(e[k].id, sizeof e[k].id, "%s", pid);
+            e[k].err = strdup(err[0] ? err : "cannot load case file");
+        }
+        e[k].path = paths[i];
+        k++;
+    }
+    free(paths);
+    qsort(e, k, sizeof *e, entry_cmp);
+    *out = e;
+    *n = k;
+    return 0;
+}
+
+/* ---- subcommands ----------------------------------------------------------------------- */
+
+static const char *op_name(acase_op op)
+{
+    return op == ACASE_OP_SDPA ? "sdpa" : op == ACASE_OP_MASK ? "mask" : "?";
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    static const char *const allowed[] = {"--cases", "--filter", NULL};
+    opts o;
+    int rc = parse_opts(argc, argv, allowed, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
+    entry *e;
+    size_t n;
+    if (load_cases(dir, o.filter, &e, &n) != 0)
+        return EXIT_USAGE;
+    if (n == 0) {
+        fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
+        entries_free(e, n);
+        return EXIT_USAGE;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].err) {
+            fprintf(stderr, "attnconf: %s\n", e[i].err);
+            bad = 1;
+            continue;
+        }
+        if (i > 0 && strcmp(e[i].id, e[i - 1].id) == 0) {
+            fprintf(stderr, "attnconf: %s: duplicate case id '%s' (also in %s)\n", e[i].path,
+                    e[i].id, e[i - 1].path);
+            bad = 1;
+            continue;
+        }
+        printf("%s\t%s\t", e[i].id, op_name(e[i].c->op));
+        int first = 1;
+        for (int bit = 0; bit < 64; bit++) {
+            uint64_t m = 1ull << bit;
+            if (!(e[i].c->requires & m))
+                continue;
+            const char *name = acase_cap_name(m);
+            printf("%s%s", first ? "" : ",", name ? name : "?");
+            first = 0;
+        }
+        printf("%s\n", first ? "-" : "");
+    }
+    entries_free(e, n);
+    return bad ? EXIT_BAD : 0;
+}
+
+/* argv[0] as a re-run command should spell it: made absolute when it contained a '/' (a
+ * relative path breaks as soon as the user changes directory); a bare name found on PATH is
+ * kept. */
+static void absolute_argv0(const char *argv0, char *out, size_t n)
+{
+    char buf[PATH_MAX];
+    if (!strchr(argv0, '/') || !realpath(argv0, buf))
+        snprintf(out, n, "%s", argv0);
+    else
+        snprintf(out, n, "%s", buf);
+}
+
+/* A path argument made absolute for a re-run command (kept as given if it cannot be
+ * resolved). */
+static void absolute_path(const char *p, char *out, size_t n)
+{
+    char buf[PATH_MAX];
+    snprintf(out, n, "%s", realpath(p, buf) ? buf : p);
+}
+
+static int cmd_run(const char *argv0, int argc, char **argv)
+{
+    static const char *const allowed[] = {"--backend", "--cases", "--filter", "--format", "--out",
+                                          NULL};
+    opts o;
+    int rc = parse_opts(argc, argv, allowed, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (!o.backend)
+        return usage_error("run: --backend is required", NULL);
+    hr_format fmt = HR_FMT_TEXT;
+    if (o.format && hr_format_parse(o.format, &fmt) != 0)
+        return usage_error("unknown format (text, tap, junit, json)", o.format);
+    const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
+
+    /* The backend first: a typo in --backend should fail before any case is parsed. */
+    hb_backend hb;
+    char err[1024];
+    if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &hb, err, sizeof err) != 0) {
+        fprintf(stderr, "attnconf: %s\n", err);
+        return EXIT_BAD;
+    }
+
+    entry *e;
+    size_t n;
+    if (load_cases(dir, o.filter, &e, &n) != 0) {
+        hb_unload(&hb);
+        return EXIT_USAGE;
+    }
+    if (n == 0) {
+        fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
+        entries_free(e, n);
+        hb_unload(&hb);
+        return EXIT_USAGE;
+    }
+
+    char a0[PATH_MAX], be_arg[PATH_MAX], dir_abs[PATH_MAX];
+    absolute_argv0(argv0, a0, sizeof a0);
+    if (hb_spec_is_path(o.backend))
+        absolute_path(o.backend, be_arg, sizeof be_arg);
+    else
+        snprintf(be_arg, sizeof be_arg, "%s", o.backend);
+    absolute_path(dir, dir_abs, sizeof dir_abs);
+    hr_runner rn = {&hb, a0, be_arg, dir_abs};
+
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend_name, sizeof run.backend_name, "%s", hb.be->name);
+    snprintf(run.backend_version, sizeof run.backend_version, "%s",
+             hb.be->version ? hb.be->version : "");
+    snprintf(run.backend_path, sizeof run.backend_path, "%s", hb.path);
+    snprintf(run.cases_dir, sizeof run.cases_dir, "%s", dir);
+    snprintf(run.filter, sizeof run.filter, "%s", o.filter ? o.filter : "");
+    run.results = calloc(n, sizeof *run.results);
+    if (!run.results) {
+        fprintf(stderr, "attnconf: out of memory\n");
+        hb_unload(&hb);
+        entries_free(e, n);
+        return EXIT_BAD;
+    }
+
+    for (size_t i = 0; i < n; i++) {
+        hr_result *r = &run.results[i];
+        hr_result_begin(&rn, e[i].id, r);
+        if (e[i].err) {
+            r->status = HR_ERROR;
+            snprintf(r->message, sizeof r->message, "%s", e[i].err);
+        } else if (i > 0 && strcmp(e[i].id, e[i - 1].id) == 0) {
+            r->status = HR_ERROR;
+            snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)",
+                     e[i].path, e[i].id, e[i - 1].path);
+        } else {
+            hr_run_case(&rn, e[i].c, r);
+        }
+        /* Free each case as soon as it has run: only results are kept. */
+        acase_free(e[i].c);
+        e[i].c = NULL;
+        run.count = i + 1;
+    }
+    hb_unload(&hb);
+
+    size_t counts[HR_STATUS_COUNT] = {0};
+    for (size_t i = 0; i < run.count; i++)
+        counts[run.results[i].status]++;
+    size_t passed = counts[HR_PASS] + counts[HR_EXPECTED_ERROR];
+    size_t failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR];
+    size_t skipped = counts[HR_NOT_SUPPORTED];
+
+    int status = failed ? EXIT_BAD : (skipped == run.count ? EXIT_SKIP : 0);
+    FILE *f = stdout;
+    if (o.out && !(f = fopen(o.out, "w"))) {
+        fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
+        status = EXIT_BAD;
+    } else {
+        int wr = hr_write(&run, fmt, f);
+        if (f != stdout) {
+            if (fclose(f) != 0)
+                wr = -1;
+        } else if (fflush(f) != 0) {
+            wr = -1;
+        }
+        if (wr != 0) {
+            fprintf(stderr, "attnconf: cannot write results to %s\n", o.out ? o.out : "stdout");
+            status = EXIT_BAD;
+        }
+    }
+    if (o.out)
+        printf("attnconf: %s %s: %zu passed, %zu failed, %zu skipped (results in %s)\n",
+               run.backend_name, run.backend_version, passed, failed, skipped, o.out);
+
+    free(run.results);
+    entries_free(e, n);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    const char *argv0 = argc > 0 && argv[0] ? argv[0] : "attnconf";
+    if (argc < 2)
+        return usage_error("missing command", NULL);
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("attnconf %s (backend ABI %u, case format %d)\n", ATTNCONF_VERSION,
+               ATTNCONF_ABI_VERSION, ACASE_FORMAT_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argv0, argc - 1, argv + 1);
+    if (strcmp(cmd, "list") == 0)
+        return cmd_list(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return hr_report_main(argc - 1, argv + 1);
+    return usage_error(cmd[0] == '-' ? "unknown option" : "unknown command", cmd);
+}

@@ -1,1 +1,600 @@
-/* placeholder: being written */
+/* output.c — write a finished run as text, TAP 13, JUnit XML or JSON.
+ *
+ * JSON schema (version 1; `attnconf report` in report.c is its reader and checks it strictly):
+ *
+ *   {
+ *     "attnconf_results": 1,                       schema version, always first
+ *     "backend": {"name": str, "version": str, "path": str},
+ *     "cases_dir": str,
+ *     "filter": str,                               "" when no filter was given
+ *     "results": [                                 in run order
+ *       {
+ *         "id": str, "family": str,
+ *         "status": "PASS" | "EXPECTED_ERROR" | "NOT_SUPPORTED" | "FAIL" | "INCORRECT_DTYPE"
+ *                   | "ERROR",
+ *         "message": str,                          "" when there is nothing to say
+ *         -- only when the comparison ran (hr_result.has_stats):
+ *         "max_abs_err": num, "max_rel_err": num,
+ *         "first_bad": int,                        flat row-major index, -1 if no bad element
+ *         -- only when first_bad >= 0:
+ *         "bad_index": [int, ...],                 first_bad as a multi-index (0..4 entries)
+ *         "bad_got": num, "bad_expected": num,
+ *         -- always:
+ *         "seconds": num,                          wall time of the backend call
+ *         "rerun": str                             command that re-runs this case alone
+ *       }, ...
+ *     ],
+ *     "summary": {"PASS": int, "EXPECTED_ERROR": int, "NOT_SUPPORTED": int, "FAIL": int,
+ *                 "INCORRECT_DTYPE": int, "ERROR": int, "total": int}
+ *   }
+ *
+ * "num" is a JSON number, or one of the strings "nan", "inf", "-inf": JSON has no non-finite
+ * numbers and a backend's wrong value is exactly what must survive the round trip.
+ * Reals are written with 17 significant digits (exact round trip).  Keys are written in the
+ * order above, so two runs of the same cases give identical files except for "seconds".
+ * Strings are UTF-8; invalid bytes in backend-provided text are replaced by '?'.
+ */
+#define _POSIX_C_SOURCE 200809L /* strnlen */
+
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "harness.h"
+
+/* Length of a fixed-size char array field, bounded even if it lacks its terminator. */
+#define FIELD(x) (x), strnlen((x), sizeof(x))
+
+/* A status outside the enum (a caller bug) is reported as ERROR rather than indexing past a
+ * table: output must never crash, and "bad" is the safe side. */
+static hr_status norm_status(hr_status s)
+{
+    return ((unsigned)s < (unsigned)HR_STATUS_COUNT) ? s : HR_ERROR;
+}
+
+static const char *status_name(hr_status s)
+{
+    const char *n = hr_status_name(norm_status(s));
+    return n ? n : "ERROR";
+}
+
+typedef struct counts {
+    size_t by_status[HR_STATUS_COUNT];
+    size_t passed, failed, skipped;
+} counts;
+
+static counts count_run(const hr_run *run)
+{
+    counts c;
+    memset(&c, 0, sizeof c);
+    for (size_t i = 0; i < run->count; i++) {
+        hr_status s = norm_status(run->results[i].status);
+        c.by_status[s]++;
+        if (s == HR_NOT_SUPPORTED)
+            c.skipped++;
+        else if (hr_status_is_bad(s))
+            c.failed++;
+        else
+            c.passed++;
+    }
+    return c;
+}
+
+/* Decode one UTF-8 character at s[*i] (n bytes available).  Returns the code point and advances
+ * *i, or returns -1 and advances by one byte for an invalid, overlong, surrogate or truncated
+ * sequence. */
+static long next_cp(const char *s, size_t n, size_t *i)
+{
+    const unsigned char *p = (const unsigned char *)s + *i;
+    size_t left = n - *i;
+    unsigned char b = p[0];
+    long cp;
+    size_t len;
+    if (b < 0x80) {
+        (*i)++;
+        return b;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+        cp = b & 0x1F, len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        cp = b & 0x0F, len = 3;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        cp = b & 0x07, len = 4;
+    } else {
+        (*i)++;
+        return -1;
+    }
+    if (left < len) {
+        (*i)++;
+        return -1;
+    }
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xC0) != 0x80) {
+            (*i)++;
+            return -1;
+        }
+        cp = (cp << 6) | (p[k] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+        (*i)++;
+        return -1;
+    }
+    *i += len;
+    return cp;
+}
+
+/* Copy s[0..n) to f as one line: control characters become spaces and invalid UTF-8 '?', so a
+ * backend's multi-line error text cannot break the line structure of text or TAP output.
+ * hash_escape: write '#' as "\#" (a bare '#' in a TAP description starts a directive). */
+static void put_line(FILE *f, const char *s, size_t n, int hash_escape)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t start = i;
+        long cp = next_cp(s, n, &i);
+        if (cp < 0)
+            fputc('?', f);
+        else if (cp < 0x20 || cp == 0x7F)
+            fputc(' ', f);
+        else if (cp == '#' && hash_escape)
+            fputs("\\#", f);
+        else
+            fwrite(s + start, 1, i - start, f);
+    }
+}
+
+/* XML-escape s[0..n) for element content or a double-quoted attribute.  XML 1.0 cannot carry
+ * most C0 controls at all (not even as &#N;), so those and invalid UTF-8 become '?'; tab and
+ * newlines are kept as character references so attribute normalisation does not eat them. */
+static void put_xml(FILE *f, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t start = i;
+        long cp = next_cp(s, n, &i);
+        switch (cp) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        case '\t': fputs("&#9;", f); break;
+        case '\n': fputs("&#10;", f); break;
+        case '\r': fputs("&#13;", f); break;
+        default:
+            if (cp < 0x20 || cp == 0xFFFE || cp == 0xFFFF) /* includes cp == -1 */
+                fputc('?', f);
+            else
+                fwrite(s + start, 1, i - start, f);
+        }
+    }
+}
+
+static void put_xml_str(FILE *f, const char *s)
+{
+    put_xml(f, s, strlen(s));
+}
+
+/* YAML double-quoted scalar (TAP 13 diagnostics). */
+static void put_yaml_str(FILE *f, const char *s, size_t n)
+{
+    size_t i = 0;
+    fputc('"', f);
+    while (i < n) {
+        size_t start = i;
+        long cp = next_cp(s, n, &i);
+        if (cp < 0)
+            fputc('?', f);
+        else if (cp == '"' || cp == '\\')
+            fprintf(f, "\\%c", (int)cp);
+        else if (cp == '\n')
+            fputs("\\n", f);
+        else if (cp == '\t')
+            fputs("\\t", f);
+        else if (cp < 0x20 || cp == 0x7F)
+            fprintf(f, "\\x%02X", (unsigned)cp);
+        else
+            fwrite(s + start, 1, i - start, f);
+    }
+    fputc('"', f);
+}
+
+/* printf("%g") of a NaN may print "-nan"; spell non-finite values the same everywhere. */
+static void put_num(FILE *f, double x, const char *fmt)
+{
+    if (isnan(x))
+        fputs("nan", f);
+    else if (isinf(x))
+        fputs(x > 0 ? "inf" : "-inf", f);
+    else
+        fprintf(f, fmt, x);
+}
+
+/* YAML 1.2 core schema spelling of non-finite floats. */
+static void put_yaml_num(FILE *f, double x)
+{
+    if (isnan(x))
+        fputs(".nan", f);
+    else if (isinf(x))
+        fputs(x > 0 ? ".inf" : "-.inf", f);
+    else
+        fprintf(f, "%.9g", x);
+}
+
+static int bad_ndim(const hr_result *r)
+{
+    return (r->bad_ndim >= 0 && r->bad_ndim <= 4) ? r->bad_ndim : 0;
+}
+
+static void put_index(FILE *f, const hr_result *r)
+{
+    fputc('[', f);
+    for (int d = 0; d < bad_ndim(r); d++)
+        fprintf(f, "%s%" PRId64, d ? "," : "", r->bad_index[d]);
+    fputc(']', f);
+}
+
+/* "first bad index [b,h,i,d] (flat N): got X, expected Y; max abs err A, max rel err R", or
+ * only the error part when no element failed (e.g. INCORRECT_DTYPE with right values). */
+static void put_stats_line(FILE *f, const hr_result *r)
+{
+    if (r->first_bad >= 0) {
+        fputs("first bad index ", f);
+        put_index(f, r);
+        fprintf(f, " (flat %" PRId64 "): got ", r->first_bad);
+        put_num(f, r->bad_got, "%.9g");
+        fputs(", expected ", f);
+        put_num(f, r->bad_expected, "%.9g");
+        fputs("; ", f);
+    }
+    fputs("max abs err ", f);
+    put_num(f, r->max_abs_err, "%.3g");
+    fputs(", max rel err ", f);
+    put_num(f, r->max_rel_err, "%.3g");
+}
+
+/* ---- text ---------------------------------------------------------------------------------- */
+
+#define STATUS_WIDTH 15 /* strlen("INCORRECT_DTYPE") */
+
+static void write_text(const hr_run *run, FILE *f)
+{
+    counts c = count_run(run);
+    fputs("attnconf: backend ", f);
+    put_line(f, FIELD(run->backend_name), 0);
+    fputc(' ', f);
+    put_line(f, FIELD(run->backend_version), 0);
+    fprintf(f, ", %zu case%s\n", run->count, run->count == 1 ? "" : "s");
+    for (size_t i = 0; i < run->count; i++) {
+        const hr_result *r = &run->results[i];
+        hr_status s = norm_status(r->status);
+        fprintf(f, "%-*s  ", STATUS_WIDTH, status_name(s));
+        put_line(f, FIELD(r->id), 0);
+        fputc('\n', f);
+        if (s == HR_NOT_SUPPORTED) {
+            fputs("    not supported: ", f);
+            put_line(f, FIELD(r->message), 0);
+            fputc('\n', f);
+        } else if (hr_status_is_bad(s)) {
+            if (r->message[0]) {
+                fputs("    ", f);
+                put_line(f, FIELD(r->message), 0);
+                fputc('\n', f);
+            }
+            if (r->has_stats) {
+                fputs("    ", f);
+                put_stats_line(f, r);
+                fputc('\n', f);
+            }
+            if (r->rerun[0]) {
+                fputs("    rerun: ", f);
+                put_line(f, FIELD(r->rerun), 0);
+                fputc('\n', f);
+            }
+        }
+    }
+    for (int s = 0; s < HR_STATUS_COUNT; s++)
+        fprintf(f, "%s%s %zu", s ? ", " : "", status_name((hr_status)s), c.by_status[s]);
+    fputc('\n', f);
+    fprintf(f, "%zu passed, %zu failed, %zu skipped\n", c.passed, c.failed, c.skipped);
+}
+
+/* ---- TAP 13 -------------------------------------------------------------------------------- */
+
+static void write_tap(const hr_run *run, FILE *f)
+{
+    fputs("TAP version 13\n", f);
+    fprintf(f, "1..%zu\n", run->count);
+    fputs("# attnconf backend ", f);
+    put_line(f, FIELD(run->backend_name), 0);
+    fputc(' ', f);
+    put_line(f, FIELD(run->backend_version), 0);
+    fputc('\n', f);
+    for (size_t i = 0; i < run->count; i++) {
+        const hr_result *r = &run->results[i];
+        hr_status s = norm_status(r->status);
+        int bad = hr_status_is_bad(s);
+        fprintf(f, "%s %zu - ", bad ? "not ok" : "ok", i + 1);
+        put_line(f, FIELD(r->id), 1);
+        if (s == HR_NOT_SUPPORTED) {
+            fputs(" # SKIP not supported: ", f);
+            put_line(f, FIELD(r->message), 1);
+        }
+        fputc('\n', f);
+        /* Diagnostics for failures, and for expected errors (which rejection was seen). */
+        if (!bad && s != HR_EXPECTED_ERROR)
+            continue;
+        fputs("  ---\n", f);
+        fprintf(f, "  status: %s\n", status_name(s));
+        fputs("  message: ", f);
+        put_yaml_str(f, FIELD(r->message));
+        fputc('\n', f);
+        if (r->has_stats) {
+            fputs("  max_abs_err: ", f);
+            put_yaml_num(f, r->max_abs_err);
+            fputs("\n  max_rel_err: ", f);
+            put_yaml_num(f, r->max_rel_err);
+            fputc('\n', f);
+            if (r->first_bad >= 0) {
+                fputs("  first_bad: ", f);
+                put_index(f, r);
+                fprintf(f, "\n  first_bad_flat: %" PRId64 "\n", r->first_bad);
+                fputs("  got: ", f);
+                put_yaml_num(f, r->bad_got);
+                fputs("\n  expected: ", f);
+                put_yaml_num(f, r->bad_expected);
+                fputc('\n', f);
+            }
+        }
+        if (r->rerun[0]) {
+            fputs("  rerun: ", f);
+            put_yaml_str(f, FIELD(r->rerun));
+            fputc('\n', f);
+        }
+        fputs("  ...\n", f);
+    }
+}
+
+/* ---- JUnit XML ----------------------------------------------------------------------------- */
+
+static double sane_seconds(double s)
+{
+    return (isfinite(s) && s > 0) ? s : 0.0;
+}
+
+/* Element body of <failure>/<error>: the same detail block as the text format. */
+static void put_xml_details(FILE *f, const hr_result *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) {
+        put_xml(f, FIELD(r->message));
+        return;
+    }
+    put_line(m, FIELD(r->message), 0);
+    if (r->has_stats) {
+        fputc('\n', m);
+        put_stats_line(m, r);
+    }
+    if (r->rerun[0]) {
+        fputs("\nrerun: ", m);
+        put_line(m, FIELD(r->rerun), 0);
+    }
+    if (fclose(m) == 0 && buf)
+        put_xml(f, buf, len);
+    else
+        put_xml(f, FIELD(r->message));
+    free(buf);
+}
+
+static void write_junit(const hr_run *run, FILE *f)
+{
+    counts c = count_run(run);
+    size_t failures = c.by_status[HR_FAIL] + c.by_status[HR_INCORRECT_DTYPE];
+    size_t errors = c.by_status[HR_ERROR];
+    double total = 0.0;
+    for (size_t i = 0; i < run->count; i++)
+        total += sane_seconds(run->results[i].seconds);
+
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+    fprintf(f, "<testsuites name=\"attnconf\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
+            "skipped=\"%zu\" time=\"%.6f\">\n", run->count, failures, errors, c.skipped, total);
+    fputs("  <testsuite name=\"attnconf.", f);
+    put_xml(f, FIELD(run->backend_name));
+    fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.6f\">\n",
+            run->count, failures, errors, c.skipped, total);
+    static const struct { const char *name; size_t off, cap; } props[] = {
+        {"backend.version", offsetof(hr_run, backend_version), sizeof run->backend_version},
+        {"backend.path", offsetof(hr_run, backend_path), sizeof run->backend_path},
+        {"cases_dir", offsetof(hr_run, cases_dir), sizeof run->cases_dir},
+        {"filter", offsetof(hr_run, filter), sizeof run->filter},
+    };
+    fputs("    <properties>\n", f);
+    for (size_t k = 0; k < sizeof props / sizeof props[0]; k++) {
+        const char *v = (const char *)run + props[k].off;
+        fprintf(f, "      <property name=\"%s\" value=\"", props[k].name);
+        put_xml(f, v, strnlen(v, props[k].cap));
+        fputs("\"/>\n", f);
+    }
+    fputs("    </properties>\n", f);
+
+    for (size_t i = 0; i < run->count; i++) {
+        const hr_result *r = &run->results[i];
+        hr_status s = norm_status(r->status);
+        fputs("    <testcase classname=\"", f);
+        if (r->family[0])
+            put_xml(f, FIELD(r->family));
+        else
+            put_xml_str(f, "attnconf");
+        fputs("\" name=\"", f);
+        put_xml(f, FIELD(r->id));
+        fprintf(f, "\" time=\"%.6f\"", sane_seconds(r->seconds));
+        if (s == HR_PASS || s == HR_EXPECTED_ERROR) {
+            fputs("/>\n", f);
+            continue;
+        }
+        fputs(">\n", f);
+        if (s == HR_NOT_SUPPORTED) {
+            fputs("      <skipped message=\"not supported: ", f);
+            put_xml(f, FIELD(r->message));
+            fputs("\"/>\n", f);
+        } else {
+            const char *tag = (s == HR_ERROR) ? "error" : "failure";
+            fprintf(f, "      <%s message=\"", tag);
+            put_xml(f, FIELD(r->message));
+            fprintf(f, "\" type=\"%s\">", status_name(s));
+            put_xml_details(f, r);
+            fprintf(f, "</%s>\n", tag);
+        }
+        fputs("    </testcase>\n", f);
+    }
+    fputs("  </testsuite>\n</testsuites>\n", f);
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+/* A JSON string from a possibly unterminated, possibly non-UTF-8 field (json_stringn rejects
+ * invalid UTF-8; the replacement keeps the output valid instead of dropping the field). */
+static json_t *jstr(const char *s, size_t n)
+{
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return NULL;
+    size_t i = 0, o = 0;
+    while (i < n) {
+        size_t start = i;
+        long cp = next_cp(s, n, &i);
+        if (cp < 0) {
+            buf[o++] = '?';
+        } else {
+            memcpy(buf + o, s + start, i - start);
+            o += i - start;
+        }
+    }
+    json_t *j = json_stringn(buf, o);
+    free(buf);
+    return j;
+}
+
+/* json_real refuses non-finite values; see the schema comment. */
+static json_t *jnum(double x)
+{
+    if (isnan(x))
+        return json_string("nan");
+    if (isinf(x))
+        return json_string(x > 0 ? "inf" : "-inf");
+    return json_real(x);
+}
+
+/* json_object_set_new steals `value` even on failure, so a NULL from an allocation failure is
+ * the only thing to check. */
+static int jset(json_t *obj, const char *key, json_t *value)
+{
+    return (value && json_object_set_new(obj, key, value) == 0) ? 0 : -1;
+}
+
+static json_t *json_result(const hr_result *r)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int err = 0;
+    err |= jset(o, "id", jstr(FIELD(r->id)));
+    err |= jset(o, "family", jstr(FIELD(r->family)));
+    err |= jset(o, "status", json_string(status_name(r->status)));
+    err |= jset(o, "message", jstr(FIELD(r->message)));
+    if (r->has_stats) {
+        err |= jset(o, "max_abs_err", jnum(r->max_abs_err));
+        err |= jset(o, "max_rel_err", jnum(r->max_rel_err));
+        err |= jset(o, "first_bad", json_integer(r->first_bad >= 0 ? r->first_bad : -1));
+        if (r->first_bad >= 0) {
+            json_t *idx = json_array();
+            for (int d = 0; idx && d < bad_ndim(r); d++)
+                err |= json_array_append_new(idx, json_integer(r->bad_index[d]));
+            err |= jset(o, "bad_index", idx);
+            err |= jset(o, "bad_got", jnum(r->bad_got));
+            err |= jset(o, "bad_expected", jnum(r->bad_expected));
+        }
+    }
+    err |= jset(o, "seconds", jnum(sane_seconds(r->seconds)));
+    err |= jset(o, "rerun", jstr(FIELD(r->rerun)));
+    if (err) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *json_run(const hr_run *run)
+{
+    counts c = count_run(run);
+    json_t *root = json_object(), *backend = json_object(), *results = json_array(),
+           *summary = json_object();
+    int err = !root || !backend || !results || !summary;
+    if (err) {
+        json_decref(root);
+        json_decref(backend);
+        json_decref(results);
+        json_decref(summary);
+        return NULL;
+    }
+    err |= jset(root, "attnconf_results", json_integer(1));
+    err |= jset(backend, "name", jstr(FIELD(run->backend_name)));
+    err |= jset(backend, "version", jstr(FIELD(run->backend_version)));
+    err |= jset(backend, "path", jstr(FIELD(run->backend_path)));
+    err |= jset(root, "backend", backend);
+    err |= jset(root, "cases_dir", jstr(FIELD(run->cases_dir)));
+    err |= jset(root, "filter", jstr(FIELD(run->filter)));
+    for (size_t i = 0; i < run->count && !err; i++) {
+        json_t *r = json_result(&run->results[i]);
+        err |= !r || json_array_append_new(results, r) != 0;
+    }
+    err |= jset(root, "results", results);
+    for (int s = 0; s < HR_STATUS_COUNT; s++)
+        err |= jset(summary, status_name((hr_status)s), json_integer((json_int_t)c.by_status[s]));
+    err |= jset(summary, "total", json_integer((json_int_t)run->count));
+    err |= jset(root, "summary", summary);
+    if (err) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+static int write_json(const hr_run *run, FILE *f)
+{
+    json_t *root = json_run(run);
+    if (!root)
+        return -1;
+    int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (rc != 0)
+        return -1;
+    fputc('\n', f);
+    return 0;
+}
+
+int hr_write(const hr_run *run, hr_format fmt, FILE *f)
+{
+    if (!run || !f || (run->count > 0 && !run->results))
+        return -1;
+    switch (fmt) {
+    case HR_FMT_TEXT: write_text(run, f); break;
+    case HR_FMT_TAP: write_tap(run, f); break;
+    case HR_FMT_JUNIT: write_junit(run, f); break;
+    case HR_FMT_JSON:
+        if (write_json(run, f) != 0)
+            return -1;
+        break;
+    default: return -1;
+    }
+    /* fprintf/fputs failures stick in the stream's error flag; check once at the end. */
+    if (fflush(f) != 0 || ferror(f))
+        return -1;
+    return 0;
+}

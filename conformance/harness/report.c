@@ -1,1 +1,1109 @@
-/* placeholder: being written */
+/* report.c — `attnconf report`: result files (the JSON of output.c) -> REPORT.md.
+ *
+ *   attnconf report [--out FILE] [--title TITLE] [--command CMD] RESULTS.json...
+ *
+ * Several files may name the same backend (e.g. runs with different filters); their results
+ * are merged, and a case id seen twice for one backend is an error.  Backends whose name starts
+ * with "mutant_" are test-only backends with one deliberate bug: they get their own table, and
+ * only per-family counts of the cases that caught them.
+ *
+ * The report is a pure function of the results, the options and the current directory: rows,
+ * columns and failures are sorted bytewise, and nothing machine- or time-dependent is printed
+ * (no timings, no backend paths, no cases_dir).  Rerun commands and messages are printed as
+ * the harness wrote them, except that an absolute path under the current directory is shown
+ * relative to it ("./build/..."), so a report generated from the repository root is the same on
+ * every checkout.  The embedded command is --command when given, else `attnconf report` with
+ * the arguments as typed (give relative paths for a portable report).
+ *
+ * Reading is strict: a missing or wrong "attnconf_results" version, a missing field or one of
+ * the wrong type, an unknown status or a summary that does not match the results is an error
+ * naming the file and the field (exit 1).  Unknown extra keys are ignored.
+ */
+#define _POSIX_C_SOURCE 200809L /* getcwd, open_memstream */
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "harness.h"
+
+#define MUTANT_PREFIX "mutant_"
+#define DEFAULT_TITLE "attnconf conformance report"
+#define EM_DASH "\xE2\x80\x94"
+
+typedef struct rp_case {
+    const char *id, *family, *message, *rerun; /* borrowed from the loaded JSON */
+    const char *file;
+    hr_status status;
+    int has_stats;
+    double max_abs_err, max_rel_err;
+    int64_t first_bad;
+    int ndim;
+    int64_t index[4];
+    double got, expected;
+} rp_case;
+
+typedef struct rp_backend {
+    const char *name, *version, *file;
+    int mutant;
+    const char **filters; /* distinct non-empty filters of the merged files */
+    size_t nfilters;
+    rp_case *cases;
+    size_t n, cap;
+} rp_backend;
+
+typedef struct rp_data {
+    json_t **roots;
+    size_t nroots;
+    rp_backend *backends;
+    size_t nb;
+    const char **families;
+    size_t nf;
+    size_t *counts; /* [nb][nf][HR_STATUS_COUNT] */
+    char cwd[4096];  /* "" when unknown or "/": no path rewriting */
+} rp_data;
+
+__attribute__((format(printf, 3, 4))) static void errf(const char *file, const char *field,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "attnconf report: %s: ", file);
+    if (field)
+        fprintf(stderr, "field \"%s\": ", field);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static const char *type_name_of(json_type t)
+{
+    switch (t) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+static const char *type_name(const json_t *j)
+{
+    return j ? type_name_of(json_typeof(j)) : "nothing";
+}
+
+/* ---- strict field readers: each returns 0, or prints "FILE: field "CTX.KEY": ..." and -1 ----- */
+
+typedef struct rd {
+    const char *file;
+    char ctx[64]; /* "" or e.g. "results[3]" */
+} rd;
+
+static void field_name(const rd *r, const char *key, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%s%s", r->ctx, r->ctx[0] ? "." : "", key);
+}
+
+/* errf for field `key` of the object that r->ctx names (messages are cut at 511 bytes). */
+__attribute__((format(printf, 3, 4))) static void ferr(const rd *r, const char *key,
+                                                      const char *fmt, ...)
+{
+    char fn[128], msg[512];
+    va_list ap;
+    field_name(r, key, fn, sizeof fn);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    errf(r->file, fn, "%s", msg);
+}
+
+static json_t *need(const rd *r, const json_t *obj, const char *key, json_type type)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        ferr(r, key, "missing");
+        return NULL;
+    }
+    if (json_typeof(v) != type) {
+        ferr(r, key, "expected %s, got %s", type_name_of(type), type_name(v));
+        return NULL;
+    }
+    return v;
+}
+
+static int get_str(const rd *r, const json_t *obj, const char *key, const char **out)
+{
+    json_t *v = need(r, obj, key, JSON_STRING);
+    if (!v)
+        return -1;
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int get_int(const rd *r, const json_t *obj, const char *key, int64_t *out)
+{
+    json_t *v = need(r, obj, key, JSON_INTEGER);
+    if (!v)
+        return -1;
+    *out = (int64_t)json_integer_value(v);
+    return 0;
+}
+
+/* A number, or "nan"/"inf"/"-inf" (see the schema in output.c). */
+static int get_num(const rd *r, const json_t *obj, const char *key, double *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        ferr(r, key, "missing");
+        return -1;
+    }
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        if (!strcmp(s, "nan")) {
+            *out = NAN;
+            return 0;
+        }
+        if (!strcmp(s, "inf") || !strcmp(s, "-inf")) {
+            *out = s[0] == '-' ? -INFINITY : INFINITY;
+            return 0;
+        }
+        ferr(r, key, "expected a number or \"nan\"/\"inf\"/\"-inf\", got \"%s\"", s);
+        return -1;
+    }
+    ferr(r, key, "expected a number, got %s", type_name(v));
+    return -1;
+}
+
+static int parse_status(const char *s, hr_status *out)
+{
+    for (int k = 0; k < HR_STATUS_COUNT; k++) {
+        const char *n = hr_status_name((hr_status)k);
+        if (n && !strcmp(n, s)) {
+            *out = (hr_status)k;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+static rp_backend *find_backend(rp_data *d, const char *name)
+{
+    for (size_t i = 0; i < d->nb; i++)
+        if (!strcmp(d->backends[i].name, name))
+            return &d->backends[i];
+    return NULL;
+}
+
+static int read_case(const rd *r, const json_t *o, rp_case *c)
+{
+    const char *status;
+    memset(c, 0, sizeof *c);
+    c->file = r->file;
+    c->first_bad = -1;
+    if (get_str(r, o, "id", &c->id) || get_str(r, o, "family", &c->family) ||
+        get_str(r, o, "status", &status) || get_str(r, o, "message", &c->message) ||
+        get_str(r, o, "rerun", &c->rerun))
+        return -1;
+    if (parse_status(status, &c->status) != 0) {
+        ferr(r, "status", "unknown status \"%s\"", status);
+        return -1;
+    }
+    double seconds;
+    if (get_num(r, o, "seconds", &seconds))
+        return -1;
+    /* The stats fields come as a group: all or none (see the schema in output.c). */
+    if (!json_object_get(o, "max_abs_err") && !json_object_get(o, "max_rel_err") &&
+        !json_object_get(o, "first_bad")) {
+        static const char *const bad_keys[] = {"bad_index", "bad_got", "bad_expected"};
+        for (size_t k = 0; k < sizeof bad_keys / sizeof bad_keys[0]; k++)
+            if (json_object_get(o, bad_keys[k])) {
+                ferr(r, bad_keys[k], "present without max_abs_err/max_rel_err/first_bad");
+                return -1;
+            }
+        return 0;
+    }
+    c->has_stats = 1;
+    if (get_num(r, o, "max_abs_err", &c->max_abs_err) ||
+        get_num(r, o, "max_rel_err", &c->max_rel_err) || get_int(r, o, "first_bad", &c->first_bad))
+        return -1;
+    if (c->first_bad < -1) {
+        ferr(r, "first_bad", "must be >= -1, got %" PRId64, c->first_bad);
+        return -1;
+    }
+    if (c->first_bad < 0) {
+        if (json_object_get(o, "bad_index")) {
+            ferr(r, "bad_index", "present but first_bad is -1");
+            return -1;
+        }
+        return 0;
+    }
+    json_t *idx = need(r, o, "bad_index", JSON_ARRAY);
+    if (!idx)
+        return -1;
+    if (json_array_size(idx) > 4) {
+        ferr(r, "bad_index", "more than 4 entries");
+        return -1;
+    }
+    c->ndim = (int)json_array_size(idx);
+    for (int k = 0; k < c->ndim; k++) {
+        json_t *e = json_array_get(idx, (size_t)k);
+        if (!json_is_integer(e)) {
+            ferr(r, "bad_index", "entry %d is not an integer", k);
+            return -1;
+        }
+        c->index[k] = (int64_t)json_integer_value(e);
+    }
+    return get_num(r, o, "bad_got", &c->got) || get_num(r, o, "bad_expected", &c->expected)
+               ? -1
+               : 0;
+}
+
+static int check_summary(const rd *r, const json_t *root, const size_t *by_status, size_t total)
+{
+    json_t *sum = need(r, root, "summary", JSON_OBJECT);
+    if (!sum)
+        return -1;
+    rd sr = *r;
+    snprintf(sr.ctx, sizeof sr.ctx, "summary");
+    for (int k = 0; k <= HR_STATUS_COUNT; k++) {
+        const char *key = k < HR_STATUS_COUNT ? hr_status_name((hr_status)k) : "total";
+        size_t want = k < HR_STATUS_COUNT ? by_status[k] : total;
+        int64_t got;
+        if (!key || get_int(&sr, sum, key, &got))
+            return -1;
+        if (got < 0 || (uint64_t)got != want) {
+            errf(r->file, NULL, "field \"summary.%s\" is %" PRId64 " but the results have %zu",
+                 key, got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmp_case_id(const void *a, const void *b)
+{
+    return strcmp(((const rp_case *)a)->id, ((const rp_case *)b)->id);
+}
+
+static int add_filter(rp_backend *b, const char *filter)
+{
+    if (!filter[0])
+        return 0;
+    for (size_t i = 0; i < b->nfilters; i++)
+        if (!strcmp(b->filters[i], filter))
+            return 0;
+    const char **nf = realloc(b->filters, (b->nfilters + 1) * sizeof *nf);
+    if (!nf)
+        return -1;
+    nf[b->nfilters++] = filter;
+    b->filters = nf;
+    return 0;
+}
+
+static int load_file(rp_data *d, const char *path)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        if (jerr.line > 0)
+            errf(path, NULL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        else
+            errf(path, NULL, "%s", jerr.text);
+        return -1;
+    }
+    json_t **roots = realloc(d->roots, (d->nroots + 1) * sizeof *roots);
+    if (!roots) {
+        json_decref(root);
+        errf(path, NULL, "out of memory");
+        return -1;
+    }
+    d->roots = roots;
+    d->roots[d->nroots++] = root; /* owned by d from here on, freed by rp_free */
+
+    rd r = {path, ""};
+    if (!json_is_object(root)) {
+        errf(path, NULL, "expected a JSON object at the top level, got %s", type_name(root));
+        return -1;
+    }
+    int64_t version;
+    if (get_int(&r, root, "attnconf_results", &version))
+        return -1;
+    if (version != 1) {
+        errf(path, "attnconf_results", "unsupported results version %" PRId64 " (expected 1)",
+             version);
+        return -1;
+    }
+    json_t *backend = need(&r, root, "backend", JSON_OBJECT);
+    if (!backend)
+        return -1;
+    rd br = {path, "backend"};
+    const char *name, *version_s, *bpath, *cases_dir, *filter;
+    if (get_str(&br, backend, "name", &name) || get_str(&br, backend, "version", &version_s) ||
+        get_str(&br, backend, "path", &bpath) || get_str(&r, root, "cases_dir", &cases_dir) ||
+        get_str(&r, root, "filter", &filter))
+        return -1;
+    if (!name[0]) {
+        errf(path, "backend.name", "empty");
+        return -1;
+    }
+    json_t *results = need(&r, root, "results", JSON_ARRAY);
+    if (!results)
+        return -1;
+
+    rp_backend *b = find_backend(d, name);
+    if (b && strcmp(b->version, version_s) != 0) {
+        errf(path, "backend.version", "backend \"%s\" is version \"%s\" here but \"%s\" in %s",
+             name, version_s, b->version, b->file);
+        return -1;
+    }
+    if (!b) {
+        rp_backend *nb = realloc(d->backends, (d->nb + 1) * sizeof *nb);
+        if (!nb) {
+            errf(path, NULL, "out of memory");
+            return -1;
+        }
+        d->backends = nb;
+        b = &d->backends[d->nb++];
+        memset(b, 0, sizeof *b);
+        b->name = name;
+        b->version = version_s;
+        b->file = path;
+        b->mutant = !strncmp(name, MUTANT_PREFIX, strlen(MUTANT_PREFIX));
+    }
+    if (add_filter(b, filter)) {
+        errf(path, NULL, "out of memory");
+        return -1;
+    }
+
+    size_t n = json_array_size(results), by_status[HR_STATUS_COUNT] = {0};
+    if (b->n + n > b->cap) {
+        size_t cap = b->n + n;
+        rp_case *nc = realloc(b->cases, (cap ? cap : 1) * sizeof *nc);
+        if (!nc) {
+            errf(path, NULL, "out of memory");
+            return -1;
+        }
+        b->cases = nc;
+        b->cap = cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rd cr = {path, ""};
+        snprintf(cr.ctx, sizeof cr.ctx, "results[%zu]", i);
+        json_t *o = json_array_get(results, i);
+        if (!json_is_object(o)) {
+            errf(path, cr.ctx, "expected an object, got %s", type_name(o));
+            return -1;
+        }
+        if (read_case(&cr, o, &b->cases[b->n]))
+            return -1;
+        by_status[b->cases[b->n].status]++;
+        b->n++;
+    }
+    return check_summary(&r, root, by_status, n);
+}
+
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_backend(const void *a, const void *b)
+{
+    return strcmp(((const rp_backend *)a)->name, ((const rp_backend *)b)->name);
+}
+
+static size_t family_index(const rp_data *d, const char *family)
+{
+    const char **p = bsearch(&family, d->families, d->nf, sizeof *d->families, cmp_str);
+    return p ? (size_t)(p - d->families) : 0; /* always found: families is built from cases */
+}
+
+static size_t *cell_counts(const rp_data *d, size_t b, size_t f)
+{
+    return &d->counts[(b * d->nf + f) * HR_STATUS_COUNT];
+}
+
+/* After all files are loaded: sort, reject duplicate ids, collect families, count.  Prints its
+ * own error and returns -1 on failure. */
+static int index_data(rp_data *d)
+{
+    if (d->nb > 1)
+        qsort(d->backends, d->nb, sizeof *d->backends, cmp_backend);
+    size_t total = 0;
+    for (size_t i = 0; i < d->nb; i++) {
+        rp_backend *b = &d->backends[i];
+        if (b->n > 1)
+            qsort(b->cases, b->n, sizeof *b->cases, cmp_case_id);
+        if (b->nfilters > 1)
+            qsort(b->filters, b->nfilters, sizeof *b->filters, cmp_str);
+        for (size_t k = 1; k < b->n; k++) {
+            if (!strcmp(b->cases[k - 1].id, b->cases[k].id)) {
+                errf(b->cases[k].file, NULL,
+                     "case \"%s\" of backend \"%s\" appears twice (in %s and %s)", b->cases[k].id,
+                     b->name, b->cases[k - 1].file, b->cases[k].file);
+                return -1;
+            }
+        }
+        total += b->n;
+    }
+    d->families = malloc((total ? total : 1) * sizeof *d->families);
+    if (!d->families) {
+        fputs("attnconf report: out of memory\n", stderr);
+        return -1;
+    }
+    for (size_t i = 0; i < d->nb; i++)
+        for (size_t k = 0; k < d->backends[i].n; k++)
+            d->families[d->nf++] = d->backends[i].cases[k].family;
+    if (d->nf > 1)
+        qsort(d->families, d->nf, sizeof *d->families, cmp_str);
+    size_t u = 0;
+    for (size_t k = 0; k < d->nf; k++)
+        if (u == 0 || strcmp(d->families[u - 1], d->families[k]) != 0)
+            d->families[u++] = d->families[k];
+    d->nf = u;
+    size_t cells = d->nb * d->nf;
+    d->counts = calloc((cells ? cells : 1) * HR_STATUS_COUNT, sizeof *d->counts);
+    if (!d->counts) {
+        fputs("attnconf report: out of memory\n", stderr);
+        return -1;
+    }
+    for (size_t i = 0; i < d->nb; i++)
+        for (size_t k = 0; k < d->backends[i].n; k++) {
+            const rp_case *c = &d->backends[i].cases[k];
+            cell_counts(d, i, family_index(d, c->family))[c->status]++;
+        }
+    return 0;
+}
+
+static void rp_free(rp_data *d)
+{
+    for (size_t i = 0; i < d->nb; i++) {
+        free(d->backends[i].cases);
+        free(d->backends[i].filters);
+    }
+    free(d->backends);
+    for (size_t i = 0; i < d->nroots; i++)
+        json_decref(d->roots[i]);
+    free(d->roots);
+    free(d->families);
+    free(d->counts);
+}
+
+/* ---- Markdown helpers --------------------------------------------------------------------- */
+
+/* Text of the report with absolute paths under the current directory made relative (see the
+ * top comment).  A match must start a token and end at '/' or the token's end, so "/a/bc" is
+ * not rewritten for a cwd of "/a/b".  Returns a malloc'd string, or NULL (then print s as is). */
+static char *relative(const rp_data *d, const char *s)
+{
+    size_t n = strlen(s), cl = strlen(d->cwd), o = 0;
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        int at_token = i == 0 || strchr(" \t='\"(:,", s[i - 1]) != NULL;
+        if (cl && at_token && !strncmp(s + i, d->cwd, cl) &&
+            (s[i + cl] == '\0' || strchr("/ \t'\"),:;", s[i + cl]) != NULL)) {
+            out[o++] = '.'; /* "." shorter than cwd (>= 2 bytes): out never outgrows n */
+            i += cl;
+        } else {
+            out[o++] = s[i++];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Inline text: backslash-escape Markdown punctuation (CommonMark allows it before any ASCII
+ * punctuation, and GFM tables need "\|"); control characters become spaces. */
+static int is_alnum(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static void md_text(FILE *f, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        /* An intraword '_' (as in mutant_topleft) cannot delimit emphasis: leave it readable. */
+        int intraword_ = ch == '_' && p > s && is_alnum(p[-1]) && is_alnum(p[1]);
+        if (ch < 0x20 || ch == 0x7F)
+            fputc(' ', f);
+        else if (ch && !intraword_ && strchr("\\`*_[]<>|~&!#", ch))
+            fprintf(f, "\\%c", ch);
+        else
+            fputc(ch, f);
+    }
+}
+
+/* A family name; the harness derives it from the case id, which could leave it empty. */
+static void md_family(FILE *f, const char *s)
+{
+    if (*s)
+        md_text(f, s);
+    else
+        fputs("(no family)", f);
+}
+
+static size_t longest_backtick_run(const char *s)
+{
+    size_t best = 0, run = 0;
+    for (; *s; s++) {
+        run = (*s == '`') ? run + 1 : 0;
+        if (run > best)
+            best = run;
+    }
+    return best;
+}
+
+static void put_repeat(FILE *f, char ch, size_t n)
+{
+    while (n--)
+        fputc(ch, f);
+}
+
+/* A code span that survives backticks in its content (CommonMark: a longer fence, and a space
+ * of padding when the content starts or ends with a backtick).  Not for table cells. */
+static void md_code(FILE *f, const char *s)
+{
+    if (!*s) {
+        fputs("(empty)", f);
+        return;
+    }
+    size_t fence = longest_backtick_run(s) + 1;
+    int pad = s[0] == '`' || s[strlen(s) - 1] == '`';
+    put_repeat(f, '`', fence);
+    if (pad)
+        fputc(' ', f);
+    for (; *s; s++)
+        fputc(((unsigned char)*s < 0x20 || *s == 0x7F) ? ' ' : *s, f);
+    if (pad)
+        fputc(' ', f);
+    put_repeat(f, '`', fence);
+}
+
+static void md_code_rel(FILE *f, const rp_data *d, const char *s)
+{
+    char *r = relative(d, s);
+    md_code(f, r ? r : s);
+    free(r);
+}
+
+static void md_text_rel(FILE *f, const rp_data *d, const char *s)
+{
+    char *r = relative(d, s);
+    md_text(f, r ? r : s);
+    free(r);
+}
+
+/* printf("%g") may print "-nan"; spell non-finite values as output.c does. */
+static void put_num(FILE *f, double x, const char *fmt)
+{
+    if (isnan(x))
+        fputs("nan", f);
+    else if (isinf(x))
+        fputs(x > 0 ? "inf" : "-inf", f);
+    else
+        fprintf(f, fmt, x);
+}
+
+/* ---- the report --------------------------------------------------------------------------- */
+
+typedef struct tally {
+    size_t by_status[HR_STATUS_COUNT];
+    size_t total, ran, passed, bad, ns;
+} tally;
+
+static void tally_add(tally *t, const size_t *by_status)
+{
+    for (int s = 0; s < HR_STATUS_COUNT; s++)
+        t->by_status[s] += by_status[s];
+    const size_t *c = t->by_status;
+    t->ns = c[HR_NOT_SUPPORTED];
+    t->bad = c[HR_FAIL] + c[HR_INCORRECT_DTYPE] + c[HR_ERROR];
+    t->passed = c[HR_PASS] + c[HR_EXPECTED_ERROR];
+    t->ran = t->passed + t->bad;
+    t->total = t->ran + t->ns;
+}
+
+static tally backend_tally(const rp_data *d, size_t b)
+{
+    tally t;
+    memset(&t, 0, sizeof t);
+    for (size_t f = 0; f < d->nf; f++)
+        tally_add(&t, cell_counts(d, b, f));
+    return t;
+}
+
+/* "12/12 pass", "3 fail / 9", "not supported", "—"; "+ N not supported" when mixed. */
+static void put_cell(FILE *f, const tally *t)
+{
+    if (t->total == 0) {
+        fputs(EM_DASH, f);
+        return;
+    }
+    if (t->ran == 0) {
+        fputs("not supported", f);
+        return;
+    }
+    if (t->bad == 0)
+        fprintf(f, "%zu/%zu pass", t->passed, t->ran);
+    else
+        fprintf(f, "%zu fail / %zu", t->bad, t->ran);
+    if (t->ns)
+        fprintf(f, ", %zu not supported", t->ns);
+}
+
+static void put_matrix(FILE *f, const rp_data *d, int mutants)
+{
+    fputs(mutants ? "| Mutant | Version |" : "| Backend | Version |", f);
+    for (size_t k = 0; k < d->nf; k++) {
+        fputc(' ', f);
+        md_family(f, d->families[k]);
+        fputs(" |", f);
+    }
+    fputs(mutants ? " Total | Caught |\n" : " Total |\n", f);
+    fputs("| --- | --- |", f);
+    for (size_t k = 0; k < d->nf; k++)
+        fputs(" --- |", f);
+    fputs(mutants ? " --- | --- |\n" : " --- |\n", f);
+    for (size_t b = 0; b < d->nb; b++) {
+        if (d->backends[b].mutant != mutants)
+            continue;
+        fputs("| ", f);
+        md_text(f, d->backends[b].name);
+        fputs(" | ", f);
+        md_text(f, d->backends[b].version);
+        fputs(" |", f);
+        for (size_t k = 0; k < d->nf; k++) {
+            tally t;
+            memset(&t, 0, sizeof t);
+            tally_add(&t, cell_counts(d, b, k));
+            fputc(' ', f);
+            put_cell(f, &t);
+            fputs(" |", f);
+        }
+        tally t = backend_tally(d, b);
+        fputc(' ', f);
+        put_cell(f, &t);
+        fputs(" |", f);
+        if (mutants)
+            fputs(t.bad ? " yes |" : " **no** |", f);
+        fputc('\n', f);
+    }
+}
+
+static void put_status_totals(FILE *f, const rp_data *d)
+{
+    fputs("| Backend |", f);
+    for (int s = 0; s < HR_STATUS_COUNT; s++)
+        fprintf(f, " %s |", hr_status_name((hr_status)s));
+    fputs(" Total |\n| --- |", f);
+    for (int s = 0; s <= HR_STATUS_COUNT; s++)
+        fputs(" ---: |", f);
+    fputc('\n', f);
+    /* Real backends first, then mutants, each group by name. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t b = 0; b < d->nb; b++) {
+            if (d->backends[b].mutant != pass)
+                continue;
+            tally t = backend_tally(d, b);
+            fputs("| ", f);
+            md_text(f, d->backends[b].name);
+            fputs(" |", f);
+            for (int s = 0; s < HR_STATUS_COUNT; s++)
+                fprintf(f, " %zu |", t.by_status[s]);
+            fprintf(f, " %zu |\n", t.total);
+        }
+}
+
+static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
+{
+    fputs("- ", f);
+    md_code(f, c->id);
+    fprintf(f, " " EM_DASH " **%s**", hr_status_name(c->status));
+    if (c->message[0]) {
+        fputs(": ", f);
+        md_text_rel(f, d, c->message);
+    }
+    fputc('\n', f);
+    if (c->has_stats) {
+        fputs("  - ", f);
+        if (c->first_bad >= 0) {
+            fputs("first bad index [", f);
+            for (int k = 0; k < c->ndim; k++)
+                fprintf(f, "%s%" PRId64, k ? "," : "", c->index[k]);
+            fprintf(f, "] (flat %" PRId64 "): got ", c->first_bad);
+            put_num(f, c->got, "%.9g");
+            fputs(", expected ", f);
+            put_num(f, c->expected, "%.9g");
+            fputs("; ", f);
+        }
+        fputs("max abs err ", f);
+        put_num(f, c->max_abs_err, "%.3g");
+        fputs(", max rel err ", f);
+        put_num(f, c->max_rel_err, "%.3g");
+        fputc('\n', f);
+    }
+    if (c->rerun[0]) {
+        fputs("  - rerun: ", f);
+        md_code_rel(f, d, c->rerun);
+        fputc('\n', f);
+    }
+}
+
+static void put_failures(FILE *f, const rp_data *d)
+{
+    int any = 0;
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        tally t = backend_tally(d, b);
+        if (be->mutant || t.bad == 0)
+            continue;
+        any = 1;
+        fputs("### ", f);
+        md_text(f, be->name);
+        fprintf(f, " (%zu)\n\n", t.bad);
+        for (size_t k = 0; k < be->n; k++)
+            if (hr_status_is_bad(be->cases[k].status))
+                put_failure(f, d, &be->cases[k]);
+        fputc('\n', f);
+    }
+    if (!any)
+        fputs("No failures.\n\n", f);
+
+    int mutants = 0;
+    for (size_t b = 0; b < d->nb; b++)
+        mutants |= d->backends[b].mutant;
+    if (!mutants)
+        return;
+    fputs("Mutants: cases that caught each one, by family (individual failures are not "
+          "listed):\n\n", f);
+    for (size_t b = 0; b < d->nb; b++) {
+        if (!d->backends[b].mutant)
+            continue;
+        tally t = backend_tally(d, b);
+        fputs("- ", f);
+        md_text(f, d->backends[b].name);
+        if (t.bad == 0) {
+            fputs(": **not caught**\n", f);
+            continue;
+        }
+        fputs(": ", f);
+        int first = 1;
+        for (size_t k = 0; k < d->nf; k++) {
+            tally c;
+            memset(&c, 0, sizeof c);
+            tally_add(&c, cell_counts(d, b, k));
+            if (!c.bad)
+                continue;
+            fputs(first ? "" : ", ", f);
+            md_family(f, d->families[k]);
+            fprintf(f, " %zu", c.bad);
+            first = 0;
+        }
+        fprintf(f, " (%zu caught in total)\n", t.bad);
+    }
+    fputc('\n', f);
+}
+
+static int cmp_case_message(const void *a, const void *b)
+{
+    return strcmp((*(const rp_case *const *)a)->message, (*(const rp_case *const *)b)->message);
+}
+
+/* One row per (backend, reason), real backends only: mutants copy the reference's caps. */
+static int put_not_supported(FILE *f, const rp_data *d)
+{
+    int any = 0;
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        if (be->mutant)
+            continue;
+        size_t n = 0;
+        const rp_case **ns = malloc((be->n ? be->n : 1) * sizeof *ns);
+        if (!ns)
+            return -1;
+        for (size_t k = 0; k < be->n; k++)
+            if (be->cases[k].status == HR_NOT_SUPPORTED)
+                ns[n++] = &be->cases[k];
+        if (n > 1)
+            qsort(ns, n, sizeof *ns, cmp_case_message);
+        for (size_t k = 0; k < n;) {
+            size_t j = k;
+            while (j < n && !strcmp(ns[j]->message, ns[k]->message))
+                j++;
+            if (!any)
+                fputs("| Backend | Reason | Cases |\n| --- | --- | ---: |\n", f);
+            any = 1;
+            fputs("| ", f);
+            md_text(f, be->name);
+            fputs(" | ", f);
+            if (ns[k]->message[0])
+                md_text_rel(f, d, ns[k]->message);
+            else
+                fputs("(no reason given)", f);
+            fprintf(f, " | %zu |\n", j - k);
+            k = j;
+        }
+        free(ns);
+    }
+    fputs(any ? "\n" : "None.\n\n", f);
+    return 0;
+}
+
+static void put_fenced(FILE *f, const char *s)
+{
+    size_t fence = longest_backtick_run(s) + 1;
+    if (fence < 3)
+        fence = 3;
+    put_repeat(f, '`', fence);
+    fputs("sh\n", f);
+    for (; *s; s++)
+        fputc(((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7F ? ' ' : *s, f);
+    fputc('\n', f);
+    put_repeat(f, '`', fence);
+    fputc('\n', f);
+}
+
+static int write_report(FILE *f, const rp_data *d, const char *title, const char *command,
+                        size_t nfiles)
+{
+    fputs("# ", f);
+    for (const char *p = title; *p; p++) /* the title may hold Markdown; keep it on one line */
+        fputc((unsigned char)*p < 0x20 ? ' ' : *p, f);
+    fputs("\n\n", f);
+    fputs("This report summarises results of attnconf, a conformance suite for scaled "
+          "dot-product attention backends: each golden case (seeded inputs and a reference "
+          "result computed in f64) is run on a backend plugin and its output compared with the "
+          "reference within the case's tolerance. PASS and EXPECTED_ERROR (an invalid input "
+          "rejected as required) count as passed; FAIL (wrong values, or a wrong accept or "
+          "reject), INCORRECT_DTYPE (the output dtype is not the input dtype) and ERROR (the "
+          "backend failed where an output was expected) count as failed; NOT_SUPPORTED (the "
+          "backend lacks a capability the case requires) is neither. ", f);
+    fprintf(f, "It was generated from %zu result file%s with:\n\n", nfiles, nfiles == 1 ? "" : "s");
+    char *cmd = relative(d, command);
+    put_fenced(f, cmd ? cmd : command);
+    free(cmd);
+
+    fputs("\n## Conformance matrix\n\n", f);
+    int real = 0, mutants = 0;
+    for (size_t b = 0; b < d->nb; b++) {
+        real += !d->backends[b].mutant;
+        mutants += d->backends[b].mutant;
+    }
+    if (real)
+        put_matrix(f, d, 0);
+    else
+        fputs("No results for non-mutant backends.\n", f);
+    fputc('\n', f);
+    fputs("A cell is passed/run cases, or failed cases / run cases; NOT_SUPPORTED cases are not "
+          "run. " EM_DASH " means the family has no cases in the results.\n\n", f);
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        if (!be->nfilters)
+            continue;
+        md_text(f, be->name);
+        fputs(" was run with filter", f);
+        fputs(be->nfilters > 1 ? "s " : " ", f);
+        for (size_t k = 0; k < be->nfilters; k++) {
+            fputs(k ? ", " : "", f);
+            md_code(f, be->filters[k]);
+        }
+        fputs(": only matching cases are counted.\n\n", f);
+    }
+    if (mutants) {
+        fputs("## Mutants (test-only backends with one deliberate bug; a caught mutant is the "
+              "expected result)\n\n", f);
+        put_matrix(f, d, 1);
+        fputc('\n', f);
+    }
+
+    fputs("## Totals by status\n\n", f);
+    put_status_totals(f, d);
+    fputs("\n## Failures\n\n", f);
+    put_failures(f, d);
+    fputs("## Not supported\n\n", f);
+    if (put_not_supported(f, d))
+        return -1;
+    return 0;
+}
+
+/* ---- command line -------------------------------------------------------------------------- */
+
+static const char usage_text[] =
+    "usage: attnconf report [--out FILE] [--title TITLE] [--command CMD] RESULTS.json...\n"
+    "Merge result files written by `attnconf run --format json` into a Markdown report\n"
+    "(stdout unless --out).  --command: the command line to show in the report.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("attnconf report: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    fputs(usage_text, stderr);
+    return 2;
+}
+
+/* Append s to the memstream, single-quoted for a POSIX shell if it needs it. */
+static void put_shell_word(FILE *f, const char *s)
+{
+    int plain = *s != '\0';
+    for (const char *p = s; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%", *p))
+            plain = 0;
+    if (plain) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*p, f);
+    }
+    fputc('\'', f);
+}
+
+static int write_out(const char *out, const char *buf, size_t len)
+{
+    FILE *f = out ? fopen(out, "wb") : stdout;
+    if (!f) {
+        errf(out, NULL, "cannot open for writing");
+        return 1;
+    }
+    int bad = fwrite(buf, 1, len, f) != len;
+    bad |= out ? fclose(f) != 0 : fflush(f) != 0;
+    if (bad) {
+        errf(out ? out : "<stdout>", NULL, "write error");
+        return 1;
+    }
+    return 0;
+}
+
+int hr_report_main(int argc, char **argv)
+{
+    const char *out = NULL, *title = DEFAULT_TITLE, *command = NULL;
+    if (argc < 1 || !argv)
+        return usage_error("%s", "no arguments");
+    const char **files = malloc((size_t)argc * sizeof *files);
+    if (!files) {
+        fputs("attnconf report: out of memory\n", stderr);
+        return 1;
+    }
+    size_t nfiles = 0;
+    int opts_done = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!a)
+            break;
+        if (opts_done || a[0] != '-' || !a[1]) {
+            files[nfiles++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            opts_done = 1;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            free(files);
+            return 0;
+        }
+        static const char *const valued[] = {"--out", "--title", "--command"};
+        const char **dest[] = {&out, &title, &command};
+        int matched = 0;
+        for (int k = 0; k < 3 && !matched; k++) {
+            size_t l = strlen(valued[k]);
+            if (strncmp(a, valued[k], l) != 0 || (a[l] != '\0' && a[l] != '='))
+                continue;
+            matched = 1;
+            if (a[l] == '=') {
+                *dest[k] = a + l + 1;
+            } else if (i + 1 < argc && argv[i + 1]) {
+                *dest[k] = argv[++i];
+            } else {
+                free(files);
+                return usage_error("%s needs a value", valued[k]);
+            }
+        }
+        if (!matched) {
+            free(files);
+            return usage_error("unknown option %s", a);
+        }
+    }
+    if (nfiles == 0) {
+        free(files);
+        return usage_error("%s", "no result files given");
+    }
+    if (out && !out[0]) {
+        free(files);
+        return usage_error("%s", "--out needs a file name");
+    }
+
+    rp_data d;
+    memset(&d, 0, sizeof d);
+    if (!getcwd(d.cwd, sizeof d.cwd) || !strcmp(d.cwd, "/"))
+        d.cwd[0] = '\0';
+    int rc = 0;
+    for (size_t i = 0; i < nfiles && rc == 0; i++)
+        if (load_file(&d, files[i]))
+            rc = 1;
+    if (rc == 0 && index_data(&d))
+        rc = 1;
+
+    char *buf = NULL, *cmdbuf = NULL;
+    size_t len = 0, cmdlen = 0;
+    if (rc == 0 && !command) {
+        FILE *c = open_memstream(&cmdbuf, &cmdlen);
+        if (c) {
+            fputs("attnconf report", c);
+            for (int i = 1; i < argc && argv[i]; i++) {
+                fputc(' ', c);
+                put_shell_word(c, argv[i]);
+            }
+            if (fclose(c) != 0) {
+                free(cmdbuf);
+                cmdbuf = NULL;
+            }
+        }
+        command = cmdbuf ? cmdbuf : "attnconf report";
+    }
+    if (rc == 0) {
+        FILE *m = open_memstream(&buf, &len);
+        int bad = !m;
+        if (m) {
+            bad |= write_report(m, &d, title, command, nfiles) != 0;
+            bad |= ferror(m) != 0;
+            bad |= fclose(m) != 0;
+        }
+        if (bad) {
+            fputs("attnconf report: out of memory\n", stderr);
+            rc = 1;
+        } else {
+            rc = write_out(out, buf, len);
+        }
+    }
+    free(buf);
+    free(cmdbuf);
+    free(files);
+    rp_free(&d);
+    return rc;
+}

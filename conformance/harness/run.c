@@ -1,1 +1,531 @@
-/* placeholder: being written */
+/* run.c — run one loaded case on a loaded backend and classify the outcome.
+ *
+ * The harness owns every buffer it hands to a backend: inputs are laid out as the case says
+ * (contiguous BHLD, or a (B,L,H,D) buffer seen through permuted strides); the output buffer has
+ * 8 bytes per element (room for a wrong, wider dtype) and is prefilled with 0xFF bytes, a NaN in
+ * every float dtype, so a backend that leaves elements unwritten fails instead of passing on
+ * leftovers.  Sizes are bounded by the case limits
+ * (ACASE_MAX_TENSOR_NUMEL) before anything is allocated.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "run.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compare.h"
+
+/* ---- names ---------------------------------------------------------------------------- */
+
+const char *hr_status_name(hr_status s)
+{
+    switch (s) {
+    case HR_PASS: return "PASS";
+    case HR_EXPECTED_ERROR: return "EXPECTED_ERROR";
+    case HR_NOT_SUPPORTED: return "NOT_SUPPORTED";
+    case HR_FAIL: return "FAIL";
+    case HR_INCORRECT_DTYPE: return "INCORRECT_DTYPE";
+    case HR_ERROR: return "ERROR";
+    default: return "UNKNOWN";
+    }
+}
+
+int hr_status_is_bad(hr_status s)
+{
+    return s == HR_FAIL || s == HR_INCORRECT_DTYPE || s == HR_ERROR;
+}
+
+int hr_format_parse(const char *name, hr_format *out)
+{
+    static const struct { const char *name; hr_format fmt; } tab[] = {
+        {"text", HR_FMT_TEXT}, {"tap", HR_FMT_TAP}, {"junit", HR_FMT_JUNIT}, {"json", HR_FMT_JSON}};
+    if (!name)
+        return -1;
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (strcmp(name, tab[i].name) == 0) {
+            *out = tab[i].fmt;
+            return 0;
+        }
+    return -1;
+}
+
+const char *hr_code_name(int code)
+{
+    switch (code) {
+    case ATTNCONF_OK: return "ok";
+    case ATTNCONF_EINVAL: return "einval";
+    case ATTNCONF_EDTYPE: return "edtype";
+    case ATTNCONF_ENOMEM: return "enomem";
+    case ATTNCONF_ENOTSUP: return "enotsup";
+    case ATTNCONF_EBACKEND: return "ebackend";
+    default: return "unknown";
+    }
+}
+
+/* A dtype name for messages; an out-of-range value (a confused backend) is shown as a number. */
+static const char *hr_dtype_text(int32_t dt, char *buf, size_t n)
+{
+    if (dt >= ATTNCONF_F32 && dt <= ATTNCONF_BOOL)
+        return attnref_dtype_name((attnref_dtype)dt);
+    snprintf(buf, n, "dtype #%d", (int)dt);
+    return buf;
+}
+
+void hr_shell_quote(const char *s, char *out, size_t n)
+{
+    if (n == 0)
+        return;
+    int safe = s[0] != '\0';
+    for (const char *c = s; *c && safe; c++)
+        safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+               strchr("_./:=+,@%-", *c) != NULL;
+    if (safe) {
+        snprintf(out, n, "%s", s);
+        return;
+    }
+    size_t j = 0;
+    out[j++] = '\'';
+    for (const char *c = s; *c && j + 5 < n; c++) {
+        if (*c == '\'') {
+            memcpy(out + j, "'\\''", 4);
+            j += 4;
+        } else {
+            out[j++] = *c;
+        }
+    }
+    if (j + 1 < n)
+        out[j++] = '\'';
+    out[j < n ? j : n - 1] = '\0';
+}
+
+void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->id, sizeof r->id, "%s", id);
+    acase_family(id, r->family, sizeof r->family);
+    r->first_bad = -1;
+    char a0[512], be[512], dir[512], fid[ACASE_ID_MAX + 16];
+    hr_shell_quote(rn->argv0 ? rn->argv0 : "attnconf", a0, sizeof a0);
+    hr_shell_quote(rn->backend_arg ? rn->backend_arg : "", be, sizeof be);
+    hr_shell_quote(rn->cases_dir ? rn->cases_dir : "", dir, sizeof dir);
+    /* The filter is always single-quoted: it is a glob and must reach fnmatch verbatim. */
+    snprintf(fid, sizeof fid, "'%s'", id);
+    if (strchr(id, '\''))
+        hr_shell_quote(id, fid, sizeof fid);
+    int n = snprintf(r->rerun, sizeof r->rerun, "%s run --backend %s --cases %s --filter %s", a0,
+                     be, dir, fid);
+    if (n < 0 || (size_t)n >= sizeof r->rerun)
+        r->rerun[0] = '\0'; /* a truncated command would run something else: give none */
+}
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4))) static void hr_set(hr_result *r, hr_status s,
+                                                         const char *fmt, ...)
+{
+    r->status = s;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+    /* The message is one line (text/TAP outputs rely on it); a backend's last_error might not
+     * be. */
+    for (char *c = r->message; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
+static double hr_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Element count of a shape, or -1 if an extent is negative or the count exceeds the case limit
+ * (so the harness never makes a huge allocation for a malformed or hostile case). */
+static int64_t hr_numel_capped(int32_t ndim, const int64_t *shape)
+{
+    if (ndim < 0 || ndim > 4)
+        return -1;
+    int64_t n = 1;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return -1;
+        if (shape[d] == 0)
+            n = 0;
+        else if (n > ACASE_MAX_TENSOR_NUMEL / shape[d])
+            return -1;
+        else
+            n *= shape[d];
+    }
+    return n > ACASE_MAX_TENSOR_NUMEL ? -1 : n;
+}
+
+static void hr_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int32_t d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= shape[d] > 0 ? shape[d] : 1;
+    }
+}
+
+/* Describe a case input for the backend.  BHLD (and any non-rank-4 tensor) is passed in place;
+ * BLHD is copied into a new (B,L,H,D) buffer (*owned, freed by the caller) and described with
+ * strides {L*H*D, D, H*D, 1}.  Returns 0, or -1 on allocation failure. */
+static int hr_describe(const acase_tensor *t, attnconf_tensor *out, void **owned)
+{
+    memset(out, 0, sizeof *out);
+    *owned = NULL;
+    out->dtype = (int32_t)t->dtype;
+    out->ndim = t->ndim;
+    for (int32_t d = 0; d < t->ndim && d < 4; d++)
+        out->shape[d] = t->shape[d];
+    if (t->layout != ACASE_LAYOUT_BLHD || t->ndim != 4) {
+        out->data = t->data;
+        hr_contiguous_strides(t->ndim, t->shape, out->strides);
+        return 0;
+    }
+    int64_t B = t->shape[0], H = t->shape[1], L = t->shape[2], D = t->shape[3];
+    size_t es = attnref_dtype_size(t->dtype);
+    unsigned char *buf = malloc((size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1));
+    if (!buf)
+        return -1;
+    const unsigned char *src = t->data;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t l = 0; l < L; l++) {
+                int64_t from = ((b * H + h) * L + l) * D;
+                int64_t to = ((b * L + l) * H + h) * D;
+                memcpy(buf + (size_t)to * es, src + (size_t)from * es, (size_t)D * es);
+            }
+    out->data = buf;
+    out->strides[0] = L * H * D;
+    out->strides[1] = D;
+    out->strides[2] = H * D;
+    out->strides[3] = 1;
+    *owned = buf;
+    return 0;
+}
+
+/* "(2,4,8,16)" */
+static void hr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n)
+{
+    size_t j = 0;
+    j += (size_t)snprintf(buf, n, "(");
+    for (int32_t d = 0; d < ndim && d < 4 && j < n; d++)
+        j += (size_t)snprintf(buf + j, n - j, "%s%lld", d ? "," : "", (long long)shape[d]);
+    if (j < n)
+        snprintf(buf + j, n - j, ")");
+}
+
+/* The missing capability names, comma-separated. */
+static void hr_missing_caps(uint64_t missing, char *buf, size_t n)
+{
+    size_t j = 0;
+    buf[0] = '\0';
+    for (int bit = 0; bit < 64 && j < n; bit++) {
+        uint64_t m = 1ull << bit;
+        if (!(missing & m))
+            continue;
+        const char *name = acase_cap_name(m);
+        if (name)
+            j += (size_t)snprintf(buf + j, n - j, "%s%s", j ? ", " : "", name);
+        else
+            j += (size_t)snprintf(buf + j, n - j, "%sbit %d", j ? ", " : "", bit);
+    }
+}
+
+/* Classify the backend's return code.  Returns 1 if classification is complete (an error
+ * case, or a backend failure), 0 if the output must now be checked. */
+static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result *r)
+{
+    const attnconf_backend *be = rn->backend->be;
+    const char *why = rc != ATTNCONF_OK ? be->last_error(rn->backend->ctx) : "";
+    if (!why)
+        why = "";
+    int want = c->expected.error;
+    if (want != 0) {
+        if (rc == want)
+            hr_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hr_code_name(rc),
+                   why);
+        else if (rc == ATTNCONF_OK)
+            hr_set(r, HR_FAIL, "accepted a case that must be rejected (expected %s)",
+                   hr_code_name(want));
+        else
+            hr_set(r, HR_FAIL, "rejected with %s (%d), expected %s (%d): %s", hr_code_name(rc), rc,
+                   hr_code_name(want), want, why);
+        return 1;
+    }
+    if (rc == ATTNCONF_OK)
+        return 0;
+    if (rc == ATTNCONF_ENOTSUP)
+        hr_set(r, HR_NOT_SUPPORTED, "backend returned enotsup: %s", why);
+    else
+        hr_set(r, HR_ERROR, "backend returned %s (%d): %s", hr_code_name(rc), rc, why);
+    return 1;
+}
+
+/* Compare a produced tensor with the expected values and fill the statistics.  Sets PASS or
+ * FAIL unless `keep_status` (an INCORRECT_DTYPE whose values are still worth reporting). */
+static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact, int keep_status,
+                            hr_result *r)
+{
+    hc_stats st;
+    int ok = hc_compare(t->data, (attnref_dtype)t->dtype, t->ndim, t->shape, t->strides,
+                        c->expected.values, c->atol, c->rtol, exact, &st);
+    r->has_stats = 1;
+    r->max_abs_err = st.max_abs_err;
+    r->max_rel_err = st.max_rel_err;
+    r->first_bad = st.first_bad;
+    r->bad_ndim = st.ndim;
+    memcpy(r->bad_index, st.bad_index, sizeof r->bad_index);
+    r->bad_got = st.bad_got;
+    r->bad_expected = st.bad_expected;
+    if (keep_status)
+        return;
+    if (ok) {
+        hr_set(r, HR_PASS, "%s", "");
+        return;
+    }
+    /* The first bad element and the error maxima are in the statistics fields (every output
+     * format prints them); the message says how widespread the failure is. */
+    if (exact)
+        hr_set(r, HR_FAIL, "%lld of %lld elements differ", (long long)st.nbad,
+               (long long)st.numel);
+    else
+        hr_set(r, HR_FAIL, "%lld of %lld elements out of tolerance (atol %g, rtol %g)",
+               (long long)st.nbad, (long long)st.numel, c->atol, c->rtol);
+}
+
+/* Check the output descriptor the backend handed back and, if it is usable, compare the values.
+ * The buffer must be the same, the shape unchanged, the strides inside the buffer (they may
+ * change: the backend may write another layout) and the dtype the expected one.  A wrong but
+ * known dtype is INCORRECT_DTYPE with the value statistics attached, so a report can tell a
+ * pure upcast (right values) from a wrong result. */
+static void hr_check_output(const acase *c, const attnconf_tensor *before,
+                            const attnconf_tensor *after, size_t capacity, int exact,
+                            hr_result *r)
+{
+    char b1[32], b2[32];
+    if (after->data != before->data) {
+        hr_set(r, HR_FAIL, "backend replaced the output data pointer");
+        return;
+    }
+    int wrong_dtype = after->dtype != (int32_t)c->expected.dtype;
+    if (wrong_dtype)
+        hr_set(r, HR_INCORRECT_DTYPE, "output dtype %s, expected %s",
+               hr_dtype_text(after->dtype, b1, sizeof b1),
+               hr_dtype_text((int32_t)c->expected.dtype, b2, sizeof b2));
+    size_t es = (after->dtype >= ATTNCONF_F32 && after->dtype <= ATTNCONF_BOOL)
+                    ? attnref_dtype_size((attnref_dtype)after->dtype)
+                    : 0;
+    if (es == 0)
+        return; /* an unknown dtype cannot be read */
+
+    int same = after->ndim == before->ndim;
+    for (int32_t d = 0; same && d < before->ndim; d++)
+        same = after->shape[d] == before->shape[d];
+    if (!same) {
+        if (wrong_dtype)
+            return;
+        char s1[96], s2[96];
+        hr_shape_text(after->ndim < 0 || after->ndim > 4 ? 0 : after->ndim, after->shape, s1,
+                      sizeof s1);
+        hr_shape_text(before->ndim, before->shape, s2, sizeof s2);
+        hr_set(r, HR_FAIL, "backend changed the output shape to %s (rank %d), expected %s", s1,
+               (int)after->ndim, s2);
+        return;
+    }
+    int64_t last = 0, numel = 1;
+    for (int32_t d = 0; d < after->ndim; d++) {
+        numel *= after->shape[d];
+        if (after->strides[d] < 0 || after->strides[d] > ACASE_MAX_TENSOR_NUMEL * 8) {
+            if (!wrong_dtype)
+                hr_set(r, HR_FAIL, "backend set output stride %d to %lld", (int)d,
+                       (long long)after->strides[d]);
+            return;
+        }
+        if (after->shape[d] > 0)
+            last += (after->shape[d] - 1) * after->strides[d];
+    }
+    if (numel > 0 && (uint64_t)(last + 1) * es > capacity) {
+        if (!wrong_dtype)
+            hr_set(r, HR_FAIL, "backend output strides address past the %zu-byte buffer",
+                   capacity);
+        return;
+    }
+    hr_check_values(c, after, exact, wrong_dtype, r);
+}
+
+/* ---- the two ops ---------------------------------------------------------------------- */
+
+static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
+{
+    const hb_backend *hb = rn->backend;
+    attnconf_tensor q, k, v, mask;
+    void *own[4] = {NULL, NULL, NULL, NULL};
+    void *outbuf = NULL;
+    if (hr_describe(&c->q, &q, &own[0]) || hr_describe(&c->k, &k, &own[1]) ||
+        hr_describe(&c->v, &v, &own[2]) ||
+        (c->mask.present && hr_describe(&c->mask, &mask, &own[3]))) {
+        hr_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
+        goto done;
+    }
+
+    /* Output (B,Hq,Lq,Dv): the expected shape when there is one; for a must-reject case the
+     * shape q and v imply (1 where they are not rank 4), since the backend must reject before
+     * writing anyway. */
+    attnconf_tensor out;
+    memset(&out, 0, sizeof out);
+    out.ndim = 4;
+    out.dtype = (int32_t)c->q.dtype;
+    if (c->expected.error == 0) {
+        out.ndim = c->expected.ndim;
+        for (int32_t d = 0; d < c->expected.ndim && d < 4; d++)
+            out.shape[d] = c->expected.shape[d];
+    } else {
+        for (int d = 0; d < 3; d++)
+            out.shape[d] = c->q.ndim == 4 ? c->q.shape[d] : 1;
+        out.shape[3] = c->v.ndim == 4 ? c->v.shape[3] : 1;
+    }
+    int64_t numel = hr_numel_capped(out.ndim, out.shape);
+    if (numel < 0) {
+        char s[96];
+        hr_shape_text(out.ndim, out.shape, s, sizeof s);
+        hr_set(r, HR_ERROR, "case: output shape %s is invalid or over the %lld-element limit", s,
+               (long long)ACASE_MAX_TENSOR_NUMEL);
+        goto done;
+    }
+    hr_contiguous_strides(out.ndim, out.shape, out.strides);
+    /* 8 bytes per element: room for any dtype the backend might wrongly produce (an f64
+     * upcast included), so a dtype mistake is reported as INCORRECT_DTYPE, not a crash. */
+    size_t capacity = (size_t)(numel > 0 ? numel : 1) * 8;
+    outbuf = malloc(capacity);
+    if (!outbuf) {
+        hr_set(r, HR_ERROR, "harness: out of memory for a %zu-byte output", capacity);
+        goto done;
+    }
+    memset(outbuf, 0xFF, capacity); /* 0xFF.. is a NaN in f32, f16 and bf16 */
+    out.data = outbuf;
+    attnconf_tensor before = out;
+
+    attnconf_sdpa_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.q = &q;
+    a.k = &k;
+    a.v = &v;
+    a.mask = c->mask.present ? &mask : NULL;
+    a.causal = c->causal;
+    a.has_causal_offset = c->has_causal_offset;
+    a.causal_offset = c->causal_offset;
+    a.has_scale = c->has_scale;
+    a.scale = c->scale;
+    a.out = &out;
+    a.out_capacity = capacity;
+
+    double t0 = hr_now();
+    int rc = hb->be->sdpa(hb->ctx, &a);
+    r->seconds = hr_now() - t0;
+
+    if (hr_classify_rc(rn, c, rc, r))
+        goto done;
+    hr_check_output(c, &before, &out, capacity, 0, r);
+
+done:
+    for (int i = 0; i < 4; i++)
+        free(own[i]);
+    free(outbuf);
+}
+
+static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
+{
+    const hb_backend *hb = rn->backend;
+    attnconf_tensor keep;
+    memset(&keep, 0, sizeof keep);
+    keep.dtype = ATTNCONF_BOOL;
+    keep.ndim = 4;
+    if (c->expected.error == 0) {
+        keep.ndim = c->expected.ndim;
+        for (int32_t d = 0; d < c->expected.ndim && d < 4; d++)
+            keep.shape[d] = c->expected.shape[d];
+    } else {
+        /* A must-reject case: the shape its parameters imply, which may be negative; a
+         * conforming backend rejects before writing. */
+        keep.shape[0] = (c->lengths || c->left_padding) ? c->batch : 1;
+        keep.shape[1] = 1;
+        keep.shape[2] = c->lq;
+        if (__builtin_add_overflow(c->offset, c->lq, &keep.shape[3]))
+            keep.shape[3] = -1; /* unrepresentable: treated as invalid below */
+    }
+    int negative = 0;
+    for (int32_t d = 0; d < keep.ndim; d++)
+        negative |= keep.shape[d] < 0;
+    int64_t numel = negative ? 0 : hr_numel_capped(keep.ndim, keep.shape);
+    if (numel < 0) {
+        char s[96];
+        hr_shape_text(keep.ndim, keep.shape, s, sizeof s);
+        hr_set(r, HR_ERROR, "case: keep mask shape %s is over the %lld-element limit", s,
+               (long long)ACASE_MAX_TENSOR_NUMEL);
+        return;
+    }
+    hr_contiguous_strides(keep.ndim, keep.shape, keep.strides);
+    size_t bytes = (size_t)(numel > 0 ? numel : 1);
+    unsigned char *buf = malloc(bytes);
+    if (!buf) {
+        hr_set(r, HR_ERROR, "harness: out of memory for a %zu-byte keep mask", bytes);
+        return;
+    }
+    memset(buf, 0xFF, bytes);
+    keep.data = buf;
+    attnconf_tensor before = keep;
+
+    attnconf_mask_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.lq = c->lq;
+    a.offset = c->offset;
+    a.window = c->window;
+    a.batch = c->batch;
+    a.lengths = c->lengths;
+    a.left_padding = c->left_padding;
+    a.keep = &keep;
+
+    double t0 = hr_now();
+    int rc = hb->be->build_mask(hb->ctx, &a);
+    r->seconds = hr_now() - t0;
+
+    if (!hr_classify_rc(rn, c, rc, r))
+        hr_check_output(c, &before, &keep, bytes, 1, r);
+    free(buf);
+}
+
+void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
+{
+    const hb_backend *hb = rn->backend;
+    uint64_t missing = c->requires & ~hb->caps;
+    if (c->op == ACASE_OP_MASK && !hb->be->build_mask)
+        missing |= ATTNCONF_CAP_BUILD_MASK;
+    if (missing) {
+        char names[400];
+        hr_missing_caps(missing, names, sizeof names);
+        hr_set(r, HR_NOT_SUPPORTED, "backend lacks %s", names);
+        return;
+    }
+    if (c->expected.error == 0 && !c->expected.values && c->expected.numel > 0) {
+        hr_set(r, HR_ERROR, "case: no expected values");
+        return;
+    }
+    switch (c->op) {
+    case ACASE_OP_SDPA: hr_run_sdpa(rn, c, r); break;
+    case ACASE_OP_MASK: hr_run_mask(rn, c, r); break;
+    default: hr_set(r, HR_ERROR, "case: unknown op %d", (int)c->op); break;
+    }
+}

@@ -167,7 +167,8 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
                 for (int64_t j = 0; j < dm.lk; j++) {
                     kept[j] = 0;
                     double add = 0.0;
-                    if (p->causal && j > causal_offset + i)
+                    /* j > offset + i, written so that no offset can overflow */
+                    if (p->causal && j - i > causal_offset)
                         continue;
                     if (mask) {
                         double m = attnref_load(mask->data, mask->dtype, mrow + j * mst[3]);

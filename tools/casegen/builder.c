@@ -178,7 +178,7 @@ static void expect_sdpa(acase *c) {
 }
 
 static void mkdirs(const char *path) {
-    char buf[1024];
+    char buf[2048];
     snprintf(buf, sizeof buf, "%s", path);
     for (char *s = buf + 1; *s; s++)
         if (*s == '/') {

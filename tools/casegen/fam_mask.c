@@ -116,21 +116,21 @@ void fam_mask(cg *g) {
                   "Left padding [2,1,0], Lq=3 (mlx-lm BatchKVCache): causal & [F,F,T], causal "
                   "& [F,T,T], causal. Rows of a padding query that see no key are fully "
                   "masked.",
-                  "padding.left", 3, 0, 0, N(lp), lp, NULL);
+                  "padding.left", 3, 0, 0, N(lp), NULL, lp);
     }
     {
         const int64_t lp[] = {0, 2, 4};
         mask_case(g, "mask.left_padding.decode",
                   "Batched decode with left padding [0,2,4] after 4 cached tokens: key slots "
                   "below left_padding[b] are hidden, the new token is always visible.",
-                  "padding.left", 1, 4, 0, N(lp), lp, NULL);
+                  "padding.left", 1, 4, 0, N(lp), NULL, lp);
     }
     {
         const int64_t lp[] = {3, 0};
         mask_case(g, "mask.left_padding.all_pad",
                   "left_padding equal to Lk hides every key of sequence 0 (all rows fully "
                   "masked); sequence 1 is plain causal.",
-                  "padding.left", 3, 0, 0, N(lp), lp, NULL);
+                  "padding.left", 3, 0, 0, N(lp), NULL, lp);
     }
 
     /* mask.combined: intersections of keep sets. */
@@ -145,7 +145,7 @@ void fam_mask(cg *g) {
         const int64_t lp[] = {1, 3};
         mask_case(g, "mask.combined.window_left_padding",
                   "Window W=3 with left padding [1,3], Lq=5, offset=0.",
-                  "padding.compose_intersection", 5, 0, 3, N(lp), lp, NULL);
+                  "padding.compose_intersection", 5, 0, 3, N(lp), NULL, lp);
     }
     {
         const int64_t len[] = {5, 6, 3}, lp[] = {1, 0, 2};

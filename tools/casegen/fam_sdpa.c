@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attnref/status.h"
 #include "casegen.h"
 
 static const attnref_dtype DTS[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
@@ -70,9 +71,9 @@ static void nomask(cg *g) {
                     "denominator sums over 1025 terms.",
                     "sdpa.definition", ATTNREF_F16, 1, 1, 1, 2, 1025, 64, 64, 1.0));
     cg_emit(g, base("sdpa.nomask.large_logits.f32",
-                    "Logits of magnitude ~1000 (q, k in [-12, 12), D=16): exp() overflows unless "
-                    "the row maximum is subtracted first.",
-                    "sdpa.numerical_stability", ATTNREF_F32, 1, 1, 1, 4, 9, 16, 8, 12.0));
+                    "Logits of magnitude in the hundreds to ~1000 (q, k in [-30, 30), D=16): exp() "
+                    "overflows unless the row maximum is subtracted first.",
+                    "sdpa.numerical_stability", ATTNREF_F32, 1, 1, 1, 4, 9, 16, 8, 30.0));
 }
 
 static void boolmask(cg *g) {

@@ -69,7 +69,7 @@ static void plain_sdpa(const acase *c, double *out) {
                 for (int64_t j = 0; j < Lk; j++) {
                     kept[j] = 0;
                     float add = 0.0f;
-                    if (c->causal && j > off + i)
+                    if (c->causal && j - i > off)
                         continue;
                     if (c->mask.present) {
                         const int64_t idx[4] = {b, h, i, j};

@@ -99,6 +99,12 @@ const char *acase_cap_name(uint64_t bit);
  * explicit scale, causal offset, mask broadcast, mask-builder features). */
 uint64_t acase_derive_requires(const acase *c);
 
+/* The cross-field rules of FORMAT.md on an in-memory case (what acase_load_file checks after
+ * parsing, and what acase_write checks before writing): id and rule grammar, shapes and numel,
+ * expected shape consistent with the inputs/params, tolerance, and requires a superset of
+ * acase_derive_requires.  Returns 0, or -1 with "field.path: reason" in err. */
+int acase_validate(const acase *c, char *err, size_t errlen);
+
 /* The generator of format v1 (FORMAT.md, "Generated inputs"): SplitMix64 from `seed`; for each
  * element in logical row-major order x = lo + (hi - lo) * ((u >> 11) * 2^-53) in binary64, then
  * rounded to f32 (RNE), then to the tensor dtype (RNE).  Fills t->data (allocating it). */

@@ -1,0 +1,35 @@
+/* run.h — run one loaded case on a loaded backend and classify the outcome. */
+#ifndef ATTNCONF_RUN_H
+#define ATTNCONF_RUN_H
+
+#include <stddef.h>
+
+#include "attncase/case.h"
+#include "backend_load.h"
+#include "harness.h"
+
+/* What a run needs besides the case: the backend and the words that re-run a case alone. */
+typedef struct hr_runner {
+    const hb_backend *backend;
+    const char *argv0;       /* the harness as it should be re-invoked (absolute if it had '/') */
+    const char *backend_arg; /* --backend as it should be re-given */
+    const char *cases_dir;   /* --cases as it should be re-given */
+} hr_runner;
+
+/* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
+ * "ebackend"; "unknown" for anything else. */
+const char *hr_code_name(int code);
+
+/* Quote `s` for a POSIX shell into out (n bytes): unchanged if it holds only [A-Za-z0-9_./:=+,@%-]
+ * and is non-empty, else single-quoted with embedded quotes escaped.  Truncates safely. */
+void hr_shell_quote(const char *s, char *out, size_t n);
+
+/* Start a result for case `id`: zeroes *r, sets id, family, first_bad = -1 and the rerun
+ * command `ARGV0 run --backend B --cases DIR --filter 'ID'`. */
+void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r);
+
+/* Run case c on rn->backend and fill *r (which hr_result_begin must have started).  Never
+ * aborts: a backend error, a mismatch or an unusable case becomes a status and a message. */
+void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r);
+
+#endif

@@ -1,0 +1,69 @@
+/* bad_abi.c — TEST-ONLY broken backends that the harness loader must reject with a clear
+ * message.  One source, several modules, chosen by BAD_ABI_MODE:
+ *   1  abi_version 2 (a plugin built against a future ABI)
+ *   2  no attnconf_backend_entry symbol (some other shared library)
+ *   3  a required member (sdpa) is NULL
+ *   4  the entry point returns NULL (refuses this host's ABI version)
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnconf/backend.h"
+
+#ifndef BAD_ABI_MODE
+#define BAD_ABI_MODE 1
+#endif
+
+static int bad_open(void **ctx)
+{
+    *ctx = NULL;
+    return ATTNCONF_OK;
+}
+
+static void bad_close(void *ctx)
+{
+    (void)ctx;
+}
+
+static uint64_t bad_caps(void *ctx)
+{
+    (void)ctx;
+    return ATTNCONF_CAP_F32;
+}
+
+static int bad_sdpa(void *ctx, const attnconf_sdpa_args *args)
+{
+    (void)ctx;
+    (void)args;
+    return ATTNCONF_EBACKEND;
+}
+
+static const char *bad_last_error(void *ctx)
+{
+    (void)ctx;
+    return "bad_abi test backend";
+}
+
+static const attnconf_backend bad_table = {
+    .abi_version = BAD_ABI_MODE == 1 ? 2u : ATTNCONF_ABI_VERSION,
+    .struct_size = sizeof(attnconf_backend),
+    .name = "bad_abi",
+    .version = "0",
+    .open = bad_open,
+    .close = bad_close,
+    .capabilities = bad_caps,
+    .sdpa = BAD_ABI_MODE == 3 ? NULL : bad_sdpa,
+    .build_mask = NULL,
+    .last_error = bad_last_error,
+};
+
+#if BAD_ABI_MODE == 2
+/* Exported under the wrong name: the loader must say the entry symbol is missing. */
+__attribute__((visibility("default"))) const attnconf_backend *not_the_entry(uint32_t v)
+#else
+__attribute__((visibility("default"))) const attnconf_backend *attnconf_backend_entry(uint32_t v)
+#endif
+{
+    (void)v;
+    return BAD_ABI_MODE == 4 ? NULL : &bad_table;
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""PyYAML (yaml.safe_load, YAML 1.1) reads case files with the Python types FORMAT.md promises.
+
+usage: check_pyyaml.py ATTNCASE_SAMPLE_EXE WORKDIR [CASES_DIR...]
+
+Runs `ATTNCASE_SAMPLE_EXE write WORKDIR` (the every-feature sample cases of the C writer), then
+checks every *.yaml under WORKDIR and under each CASES_DIR against the v1 schema, field by field
+and element by element, plus specific values of the samples (-0.0 keeps its sign, NaN/inf,
+descriptions with ':' and '#', f16 bit patterns as ints).
+"""
+import math
+import os
+import subprocess
+import sys
+
+import yaml
+
+CAPS = {'f32', 'f16', 'bf16', 'mask.bool', 'mask.additive', 'causal', 'causal.offset', 'gqa',
+        'dv_ne_d', 'strided', 'scale', 'mask.broadcast', 'build_mask', 'window', 'lengths',
+        'left_padding'}
+
+
+class Bad(Exception):
+    pass
+
+
+def is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def need(cond, where, what):
+    if not cond:
+        raise Bad('%s: %s' % (where, what))
+
+
+def check_keys(d, where, required, optional=()):
+    need(isinstance(d, dict), where, 'expected a mapping, got %r' % type(d).__name__)
+    for k in d:
+        need(k in required or k in optional, where, 'unknown key %r' % k)
+    for k in required:
+        need(k in d, where, 'missing key %r' % k)
+
+
+def check_float(x, where):
+    need(isinstance(x, float), where, 'expected a float, got %r (%s)' % (x, type(x).__name__))
+
+
+def check_shape(s, where):
+    need(isinstance(s, list) and len(s) <= 4 and all(is_int(e) and e >= 0 for e in s), where,
+         'expected a list of 0..4 non-negative ints, got %r' % (s,))
+    n = 1
+    for e in s:
+        n *= e
+    return n
+
+
+def check_tensor(t, where):
+    check_keys(t, where, ('dtype', 'shape'), ('layout', 'data', 'generate'))
+    need(t['dtype'] in ('f32', 'f16', 'bf16', 'bool'), where + '.dtype', repr(t['dtype']))
+    n = check_shape(t['shape'], where + '.shape')
+    if 'layout' in t:
+        need(t['layout'] in ('bhld', 'blhd'), where + '.layout', repr(t['layout']))
+    need(('data' in t) != ('generate' in t), where, 'exactly one of data and generate')
+    if 'generate' in t:
+        g = t['generate']
+        check_keys(g, where + '.generate', ('kind', 'seed', 'lo', 'hi'))
+        need(g['kind'] == 'uniform', where + '.generate.kind', repr(g['kind']))
+        need(is_int(g['seed']) and 0 <= g['seed'] < 2 ** 64, where + '.generate.seed',
+             repr(g['seed']))
+        check_float(g['lo'], where + '.generate.lo')
+        check_float(g['hi'], where + '.generate.hi')
+        return
+    data = t['data']
+    need(isinstance(data, list) and len(data) == n, where + '.data',
+         'expected a list of %d values' % n)
+    for i, x in enumerate(data):
+        w = '%s.data[%d]' % (where, i)
+        if t['dtype'] == 'f32':
+            check_float(x, w)
+        elif t['dtype'] == 'bool':
+            need(is_int(x) and x in (0, 1), w, 'expected 0 or 1, got %r' % (x,))
+        else:  # f16 / bf16 bit patterns (0x%04x) are ints for YAML 1.1
+            need(is_int(x) and 0 <= x <= 0xffff, w, 'expected a 16-bit int, got %r' % (x,))
+
+
+def check_case(d, path):
+    need(isinstance(d, dict), path, 'not a mapping')
+    need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 1, path, 'attnconf_case != 1')
+    check_keys(d, path, ('attnconf_case', 'id', 'description', 'rules', 'op', 'requires',
+                         'params', 'expected'), ('inputs', 'tolerance'))
+    need(isinstance(d['id'], str) and d['id'].count('.') >= 2, path + ': id', repr(d['id']))
+    need(isinstance(d['description'], str) and d['description'], path + ': description',
+         repr(d['description']))
+    need(isinstance(d['rules'], list) and d['rules'] and
+         all(isinstance(r, str) for r in d['rules']), path + ': rules', repr(d['rules']))
+    need(isinstance(d['requires'], list) and all(isinstance(r, str) and r in CAPS
+                                                 for r in d['requires']),
+         path + ': requires', repr(d['requires']))
+    op = d['op']
+    need(op in ('sdpa', 'mask'), path + ': op', repr(op))
+    p = d['params']
+    exp = d['expected']
+    check_keys(exp, path + ': expected', (), ('out', 'keep', 'error'))
+    need(len(exp) == 1, path + ': expected', 'exactly one of out, keep, error')
+    if op == 'sdpa':
+        check_keys(p, path + ': params', ('causal',), ('scale', 'causal_offset'))
+        need(isinstance(p['causal'], bool), path + ': params.causal', repr(p['causal']))
+        if 'scale' in p:
+            check_float(p['scale'], path + ': params.scale')
+        if 'causal_offset' in p:
+            need(is_int(p['causal_offset']), path + ': params.causal_offset', 'not an int')
+        check_keys(d['inputs'], path + ': inputs', ('q', 'k', 'v'), ('mask',))
+        for name, t in d['inputs'].items():
+            check_tensor(t, '%s: inputs.%s' % (path, name))
+    else:
+        need('inputs' not in d, path, 'inputs with op mask')
+        check_keys(p, path + ': params', ('lq', 'offset'), ('window', 'lengths', 'left_padding'))
+        for k in ('lq', 'offset', 'window'):
+            if k in p:
+                need(is_int(p[k]), '%s: params.%s' % (path, k), 'not an int')
+        for k in ('lengths', 'left_padding'):
+            if k in p:
+                need(isinstance(p[k], list) and p[k] and all(is_int(x) for x in p[k]),
+                     '%s: params.%s' % (path, k), repr(p[k]))
+    if 'out' in exp:
+        o = exp['out']
+        check_keys(o, path + ': expected.out', ('dtype', 'shape', 'data'))
+        n = check_shape(o['shape'], path + ': expected.out.shape')
+        need(len(o['data']) == n, path + ': expected.out.data', 'length')
+        for i, x in enumerate(o['data']):
+            check_float(x, '%s: expected.out.data[%d]' % (path, i))
+        check_keys(d['tolerance'], path + ': tolerance', ('atol', 'rtol'))
+        check_float(d['tolerance']['atol'], path + ': tolerance.atol')
+        check_float(d['tolerance']['rtol'], path + ': tolerance.rtol')
+    else:
+        need('tolerance' not in d, path, 'tolerance without expected.out')
+    if 'keep' in exp:
+        k = exp['keep']
+        check_keys(k, path + ': expected.keep', ('shape', 'data'))
+        n = check_shape(k['shape'], path + ': expected.keep.shape')
+        need(len(k['data']) == n and all(is_int(x) and x in (0, 1) for x in k['data']),
+             path + ': expected.keep.data', 'expected %d values 0/1' % n)
+    if 'error' in exp:
+        need(exp['error'] in ('edtype', 'einval'), path + ': expected.error', repr(exp['error']))
+
+
+def check_samples(docs):
+    d = docs['sdpa.sample.f32_every_feature']
+    desc = d['description']
+    need(': ' in desc and ' # ' in desc and '"quotes"' in desc and '\t' in desc and
+         'ünïcödé' in desc, 'f32 sample', 'description %r' % desc)
+    q = d['inputs']['q']['data']
+    need(math.isnan(q[0]) and q[1] == math.inf and q[2] == -math.inf, 'f32 sample', 'specials')
+    need(q[3] == 0.0 and math.copysign(1.0, q[3]) < 0, 'f32 sample', '-0.0 lost its sign')
+    need(math.copysign(1.0, q[4]) > 0, 'f32 sample', '+0.0')
+    need(q[5] == 1.40129846e-45, 'f32 sample', 'f32 subnormal %r' % q[5])
+    out = d['expected']['out']['data']
+    need(math.isnan(out[0]) and out[3] == 0.0 and math.copysign(1.0, out[3]) < 0,
+         'f32 sample', 'expected specials')
+    need(out[5] == 5e-324, 'f32 sample', 'f64 subnormal %r' % out[5])
+    need(d['inputs']['k']['layout'] == 'blhd', 'f32 sample', 'layout')
+    need(d['params'] == {'scale': 0.125, 'causal': False}, 'f32 sample', repr(d['params']))
+    h = docs['sdpa.sample.f16_causal_offset']
+    need(h['inputs']['q']['data'][:3] == [0x3c00, 0xbc00, 0x7e01], 'f16 sample', 'bit patterns')
+    need(h['inputs']['v']['generate']['seed'] == 2 ** 64 - 1, 'f16 sample', 'seed')
+    need(h['params'] == {'causal': True, 'causal_offset': -1}, 'f16 sample', repr(h['params']))
+    m = docs['mask.sample.lengths_left_padding']
+    need(m['params']['lengths'] == [4, 3] and m['params']['left_padding'] == [0, 1],
+         'mask sample', repr(m['params']))
+    need(docs['sdpa.sample.mixed_dtype_error']['expected'] == {'error': 'edtype'},
+         'error sample', 'expected')
+
+
+def yaml_files(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(x for x in dirnames if not x.startswith('.'))
+        for f in sorted(filenames):
+            if f.endswith('.yaml') and not f.startswith('.'):
+                yield os.path.join(dirpath, f)
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    exe, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    for f in yaml_files(work):
+        os.remove(f)
+    subprocess.run([exe, 'write', work], check=True, stdout=subprocess.DEVNULL)
+    docs = {}
+    count = 0
+    try:
+        for root in [work] + sys.argv[3:]:
+            for path in yaml_files(root):
+                with open(path, encoding='utf-8') as f:
+                    d = yaml.safe_load(f)
+                check_case(d, path)
+                count += 1
+                if root == work:
+                    docs[d['id']] = d
+        need(len(docs) == 6, work, 'expected 6 sample cases, found %d' % len(docs))
+        check_samples(docs)
+    except Bad as e:
+        print('check_pyyaml: %s' % e, file=sys.stderr)
+        return 1
+    print('check_pyyaml: %d files ok' % count)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

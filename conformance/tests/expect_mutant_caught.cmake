@@ -1,0 +1,85 @@
+# expect_mutant_caught.cmake — prove that a family of cases catches a deliberately broken backend
+# (or, as a control, that it does not flag a backend whose bug lies elsewhere).
+#
+#   cmake -D HARNESS=attnconf -D BACKEND=path/to/mutant.so -D FILTER='sdpa.causal.*'
+#         [-D MIN_FAILS=1] [-D EXPECT_PASS=1] [-D CASES=dir] [-D OUT=file.json]
+#         -P expect_mutant_caught.cmake
+#
+# Default (caught): passes iff the harness exits 1 AND the JSON results hold at least MIN_FAILS
+# FAIL results whose id matches FILTER.  A mutation test that only checked the exit status
+# would also "pass" when the harness crashed or could not load the backend.
+# EXPECT_PASS=1 (control): passes iff the harness exits 0, no result is bad and at least one
+# case ran, so we know the check above is specific to the mutated behaviour.
+foreach(v HARNESS BACKEND FILTER)
+  if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
+    message(FATAL_ERROR "expect_mutant_caught: -D ${v}=... is required")
+  endif()
+endforeach()
+if(NOT DEFINED MIN_FAILS)
+  set(MIN_FAILS 1)
+endif()
+if(NOT DEFINED OUT)
+  string(MAKE_C_IDENTIFIER "${FILTER}" tag)
+  get_filename_component(bname "${BACKEND}" NAME_WE)
+  set(OUT "${CMAKE_CURRENT_BINARY_DIR}/mutant_${bname}_${tag}.json")
+endif()
+set(cmd "${HARNESS}" run --backend "${BACKEND}" --filter "${FILTER}" --format json --out "${OUT}")
+if(DEFINED CASES)
+  list(APPEND cmd --cases "${CASES}")
+endif()
+file(REMOVE "${OUT}")
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE so ERROR_VARIABLE se)
+message(STATUS "exit ${rc}; stdout: ${so}; stderr: ${se}")
+if(NOT EXISTS "${OUT}")
+  message(FATAL_ERROR "no results file ${OUT} (exit ${rc}): ${se}")
+endif()
+
+file(READ "${OUT}" json)
+string(JSON n ERROR_VARIABLE jerr LENGTH "${json}" results)
+if(jerr)
+  message(FATAL_ERROR "${OUT}: not attnconf JSON results: ${jerr}")
+endif()
+set(fails 0)
+set(bad 0)
+set(passes 0)
+set(failed_ids "")
+if(n GREATER 0)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON id GET "${json}" results ${i} id)
+    string(JSON st GET "${json}" results ${i} status)
+    # FILTER is a shell glob of [a-z0-9_.*?]: turn it into an anchored regex.
+    string(REPLACE "." "\\." re "${FILTER}")
+    string(REPLACE "*" ".*" re "${re}")
+    string(REPLACE "?" "." re "${re}")
+    if(NOT id MATCHES "^${re}$")
+      continue()
+    endif()
+    if(st STREQUAL "FAIL")
+      math(EXPR fails "${fails} + 1")
+      list(APPEND failed_ids "${id}")
+    endif()
+    if(st MATCHES "^(FAIL|INCORRECT_DTYPE|ERROR)$")
+      math(EXPR bad "${bad} + 1")
+    endif()
+    if(st MATCHES "^(PASS|EXPECTED_ERROR)$")
+      math(EXPR passes "${passes} + 1")
+    endif()
+  endforeach()
+endif()
+
+if(EXPECT_PASS)
+  if(NOT rc EQUAL 0 OR bad GREATER 0 OR passes EQUAL 0)
+    message(FATAL_ERROR "control failed: expected exit 0 and no bad result for '${FILTER}', "
+                        "got exit ${rc}, ${bad} bad, ${passes} passed")
+  endif()
+  message(STATUS "control ok: ${passes} cases of '${FILTER}' pass on ${BACKEND}")
+else()
+  if(NOT rc EQUAL 1)
+    message(FATAL_ERROR "mutant not caught: expected exit 1, got ${rc} (${fails} FAIL)")
+  endif()
+  if(fails LESS MIN_FAILS)
+    message(FATAL_ERROR "mutant not caught: ${fails} FAIL among '${FILTER}' (need ${MIN_FAILS})")
+  endif()
+  message(STATUS "mutant caught by ${fails} cases: ${failed_ids}")
+endif()

@@ -1,0 +1,1090 @@
+/* test_caselib.c — Criterion tests of the attncase library (case format v1, cases/FORMAT.md).
+ *
+ * Suites: caselib (model, names, capabilities, listing), generator (the documented generator
+ * and its test vector), casewrite (canonical text, write -> read -> write), caseread (strict
+ * reading: every malformed input is an error with the right line, column and field). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attncase/case.h"
+#include "attnconf/backend.h"
+#include "attnref/status.h"
+#include "sample_cases.h"
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+static char *write_to_string(const acase *c, char *err, size_t errlen, int *rc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    *rc = acase_write(c, f, err, errlen);
+    fclose(f);
+    return buf;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot create %s", path);
+    cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Load `text` from a fresh temporary file named case.yaml. */
+static int load_text(const char *text, acase **out, char *err, size_t errlen)
+{
+    char dir[] = "/tmp/attncase_test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/case.yaml", dir);
+    write_file(path, text);
+    int rc = acase_load_file(path, out, err, errlen);
+    unlink(path);
+    rmdir(dir);
+    return rc;
+}
+
+static acase *write_and_reload(const acase *c, char **text)
+{
+    char err[512] = "";
+    int rc;
+    char *t = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "write %s: %s", c->id, err);
+    acase *back = NULL;
+    rc = load_text(t, &back, err, sizeof err);
+    cr_assert_eq(rc, 0, "reload %s: %s\n%s", c->id, err, t);
+    if (text)
+        *text = t;
+    else
+        free(t);
+    return back;
+}
+
+static int same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static void assert_same_tensor(const char *name, const acase_tensor *a, const acase_tensor *b)
+{
+    cr_assert_eq(a->present, b->present, "%s.present", name);
+    if (!a->present)
+        return;
+    cr_assert_eq(a->dtype, b->dtype, "%s.dtype", name);
+    cr_assert_eq(a->ndim, b->ndim, "%s.ndim", name);
+    for (int i = 0; i < a->ndim; i++)
+        cr_assert_eq(a->shape[i], b->shape[i], "%s.shape[%d]", name, i);
+    cr_assert_eq(a->layout, b->layout, "%s.layout", name);
+    cr_assert_eq(a->source, b->source, "%s.source", name);
+    if (a->source == ACASE_SRC_UNIFORM) {
+        cr_assert_eq(a->seed, b->seed, "%s.seed", name);
+        cr_assert(same_bits(a->lo, b->lo) && same_bits(a->hi, b->hi), "%s lo/hi", name);
+    }
+    cr_assert_eq(a->numel, b->numel, "%s.numel", name);
+    cr_assert(memcmp(a->data, b->data, (size_t)a->numel * attnref_dtype_size(a->dtype)) == 0,
+              "%s.data differs", name);
+}
+
+static void assert_same_case(const acase *a, const acase *b)
+{
+    cr_assert_str_eq(a->id, b->id);
+    cr_assert_str_eq(a->description, b->description);
+    cr_assert_eq(a->nrules, b->nrules);
+    for (int i = 0; i < a->nrules; i++)
+        cr_assert_str_eq(a->rules[i], b->rules[i]);
+    cr_assert_eq(a->op, b->op);
+    cr_assert_eq(a->requires, b->requires);
+    cr_assert_eq(a->lq, b->lq);
+    cr_assert_eq(a->offset, b->offset);
+    cr_assert_eq(a->window, b->window);
+    cr_assert_eq(a->batch, b->batch);
+    cr_assert_eq(!a->lengths, !b->lengths);
+    cr_assert_eq(!a->left_padding, !b->left_padding);
+    if (a->lengths)
+        cr_assert(memcmp(a->lengths, b->lengths, (size_t)a->batch * sizeof(int64_t)) == 0);
+    if (a->left_padding)
+        cr_assert(memcmp(a->left_padding, b->left_padding, (size_t)a->batch * sizeof(int64_t)) == 0);
+    cr_assert_eq(a->has_scale, b->has_scale);
+    cr_assert(same_bits(a->scale, b->scale));
+    cr_assert_eq(a->causal, b->causal);
+    cr_assert_eq(a->has_causal_offset, b->has_causal_offset);
+    cr_assert_eq(a->causal_offset, b->causal_offset);
+    assert_same_tensor("q", &a->q, &b->q);
+    assert_same_tensor("k", &a->k, &b->k);
+    assert_same_tensor("v", &a->v, &b->v);
+    assert_same_tensor("mask", &a->mask, &b->mask);
+    const acase_expected *x = &a->expected, *y = &b->expected;
+    cr_assert_eq(x->error, y->error);
+    if (!x->error) {
+        cr_assert_eq(x->dtype, y->dtype);
+        cr_assert_eq(x->ndim, y->ndim);
+        for (int i = 0; i < x->ndim; i++)
+            cr_assert_eq(x->shape[i], y->shape[i]);
+        cr_assert_eq(x->numel, y->numel);
+        cr_assert(memcmp(x->values, y->values, (size_t)x->numel * sizeof(double)) == 0,
+                  "expected values differ");
+    }
+    cr_assert(same_bits(a->atol, b->atol) && same_bits(a->rtol, b->rtol));
+}
+
+/* ---- caselib -------------------------------------------------------------------------- */
+
+Test(caselib, new_and_free)
+{
+    acase *c = acase_new();
+    cr_assert_not_null(c);
+    cr_assert_eq(c->q.present, 0);
+    cr_assert_null(c->description);
+    cr_assert_eq(c->expected.error, 0);
+    acase_free(c);
+    acase_free(NULL);
+}
+
+Test(caselib, family)
+{
+    char out[ACASE_ID_MAX];
+    acase_family("sdpa.causal.lq_lt_lk.f16", out, sizeof out);
+    cr_assert_str_eq(out, "sdpa.causal");
+    acase_family("mask.window.w1", out, sizeof out);
+    cr_assert_str_eq(out, "mask.window");
+    acase_family("two.parts", out, sizeof out);
+    cr_assert_str_eq(out, "two.parts");
+    char small[5];
+    acase_family("sdpa.causal.x", small, sizeof small);
+    cr_assert_str_eq(small, "sdpa");
+}
+
+Test(caselib, cap_names)
+{
+    static const struct {
+        const char *name;
+        uint64_t bit;
+    } want[] = {
+        {"f32", ATTNCONF_CAP_F32},
+        {"f16", ATTNCONF_CAP_F16},
+        {"bf16", ATTNCONF_CAP_BF16},
+        {"mask.bool", ATTNCONF_CAP_MASK_BOOL},
+        {"mask.additive", ATTNCONF_CAP_MASK_ADD},
+        {"causal", ATTNCONF_CAP_CAUSAL},
+        {"causal.offset", ATTNCONF_CAP_CAUSAL_OFFSET},
+        {"gqa", ATTNCONF_CAP_GQA},
+        {"dv_ne_d", ATTNCONF_CAP_DV_NE_D},
+        {"strided", ATTNCONF_CAP_STRIDED},
+        {"scale", ATTNCONF_CAP_SCALE},
+        {"mask.broadcast", ATTNCONF_CAP_MASK_BCAST},
+        {"build_mask", ATTNCONF_CAP_BUILD_MASK},
+        {"window", ATTNCONF_CAP_WINDOW},
+        {"lengths", ATTNCONF_CAP_LENGTHS},
+        {"left_padding", ATTNCONF_CAP_LEFT_PAD},
+    };
+    uint64_t all = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cr_assert_eq(acase_cap_from_name(want[i].name), want[i].bit, "%s", want[i].name);
+        cr_assert_str_eq(acase_cap_name(want[i].bit), want[i].name);
+        all |= want[i].bit;
+    }
+    cr_assert_eq(all, 0xffffull);
+    cr_assert_eq(acase_cap_from_name("f64"), 0);
+    cr_assert_eq(acase_cap_from_name(""), 0);
+    cr_assert_eq(acase_cap_from_name(NULL), 0);
+    cr_assert_null(acase_cap_name(1ull << 16));
+    cr_assert_null(acase_cap_name(ATTNCONF_CAP_F32 | ATTNCONF_CAP_F16));
+}
+
+Test(caselib, derive_requires_samples)
+{
+    static const uint64_t want[SAMPLE_COUNT] = {
+        ATTNCONF_CAP_F32 | ATTNCONF_CAP_MASK_BOOL | ATTNCONF_CAP_GQA | ATTNCONF_CAP_DV_NE_D |
+            ATTNCONF_CAP_STRIDED | ATTNCONF_CAP_SCALE | ATTNCONF_CAP_MASK_BCAST,
+        ATTNCONF_CAP_F16 | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_CAUSAL_OFFSET | ATTNCONF_CAP_STRIDED,
+        ATTNCONF_CAP_BF16 | ATTNCONF_CAP_MASK_ADD | ATTNCONF_CAP_DV_NE_D | ATTNCONF_CAP_MASK_BCAST,
+        ATTNCONF_CAP_BF16 | ATTNCONF_CAP_F32 | ATTNCONF_CAP_MASK_BOOL | ATTNCONF_CAP_STRIDED |
+            ATTNCONF_CAP_MASK_BCAST,
+        ATTNCONF_CAP_BUILD_MASK | ATTNCONF_CAP_WINDOW | ATTNCONF_CAP_LENGTHS |
+            ATTNCONF_CAP_LEFT_PAD,
+        ATTNCONF_CAP_BUILD_MASK,
+    };
+    for (int i = 0; i < SAMPLE_COUNT; i++) {
+        acase *c = sample_case(i);
+        cr_assert_not_null(c);
+        cr_assert_eq(acase_derive_requires(c), want[i], "sample %d (%s): 0x%llx", i, c->id,
+                     (unsigned long long)acase_derive_requires(c));
+        char err[256];
+        cr_assert_eq(acase_validate(c, err, sizeof err), 0, "%s: %s", c->id, err);
+        acase_free(c);
+    }
+}
+
+Test(caselib, derive_requires_full_mask_is_not_broadcast)
+{
+    acase *c = sample_case(0);
+    cr_assert_not_null(c);
+    /* A mask of exactly (B, Hq, Lq, Lk) = (1, 2, 3, 5) is no broadcast. */
+    c->mask.ndim = 4;
+    c->mask.shape[0] = 1;
+    c->mask.shape[1] = 2;
+    c->mask.shape[2] = 3;
+    c->mask.shape[3] = 5;
+    cr_assert_eq(acase_derive_requires(c) & ATTNCONF_CAP_MASK_BCAST, 0);
+    c->mask.shape[1] = 1;
+    cr_assert_neq(acase_derive_requires(c) & ATTNCONF_CAP_MASK_BCAST, 0);
+    acase_free(c);
+}
+
+Test(caselib, validate_rejects)
+{
+    char err[256];
+    acase *c = sample_case(1);
+    cr_assert_not_null(c);
+    c->requires &= ~ATTNCONF_CAP_CAUSAL_OFFSET;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "requires: missing causal.offset (implied by the case content)");
+    c->requires |= ATTNCONF_CAP_CAUSAL_OFFSET | ATTNCONF_CAP_GQA; /* a superset is fine */
+    cr_assert_eq(acase_validate(c, err, sizeof err), 0, "%s", err);
+    snprintf(c->id, sizeof c->id, "sdpa.Bad.id");
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert(strncmp(err, "id: ", 4) == 0, "%s", err);
+    snprintf(c->id, sizeof c->id, "sdpa.two");
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    snprintf(c->id, sizeof c->id, "sdpa.sample.x");
+    c->expected.shape[3] = 5;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert(strncmp(err, "expected.out.shape: ", 20) == 0, "%s", err);
+    acase_free(c);
+}
+
+Test(caselib, list_dir_recursive_sorted)
+{
+    char dir[] = "/tmp/attncase_list.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    static const char *const dirs[] = {"b", "a", "a/z", ".hidden"};
+    static const char *const files[] = {"b/2.yaml", "b/10.yaml", "a/z/x.yaml", "a/y.yaml",
+                                        "top.yaml", "notes.yml", "a/readme.md", ".hidden/h.yaml",
+                                        "a/.swp.yaml", "a/z/case.yaml.bak"};
+    char p[256];
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, dirs[i]);
+        cr_assert_eq(mkdir(p, 0700), 0);
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        write_file(p, "x: 1\n");
+    }
+    char **paths = NULL, err[256];
+    int n = acase_list_dir(dir, &paths, err, sizeof err);
+    static const char *const want[] = {"a/y.yaml", "a/z/x.yaml", "b/10.yaml", "b/2.yaml",
+                                       "top.yaml"};
+    cr_assert_eq(n, 5, "%d: %s", n, n < 0 ? err : "");
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, want[i]);
+        cr_assert_str_eq(paths[i], p);
+        free(paths[i]);
+    }
+    free(paths);
+    /* A trailing slash gives the same paths (no "//"). */
+    snprintf(p, sizeof p, "%s/", dir);
+    n = acase_list_dir(p, &paths, err, sizeof err);
+    cr_assert_eq(n, 5);
+    snprintf(p, sizeof p, "%s/a/y.yaml", dir);
+    cr_assert_str_eq(paths[0], p);
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    for (int i = (int)(sizeof files / sizeof files[0]) - 1; i >= 0; i--) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    for (int i = (int)(sizeof dirs / sizeof dirs[0]) - 1; i >= 0; i--) {
+        snprintf(p, sizeof p, "%s/%s", dir, dirs[i]);
+        rmdir(p);
+    }
+    rmdir(dir);
+    n = acase_list_dir(dir, &paths, err, sizeof err);
+    cr_assert_eq(n, -1);
+    cr_assert_not_null(strstr(err, "No such file"), "%s", err);
+}
+
+/* ---- generator ------------------------------------------------------------------------ */
+
+Test(generator, splitmix64_reference_outputs)
+{
+    /* SplitMix64 from seed 1 (Vigna's splitmix64.c). */
+    uint64_t s = 1;
+    cr_assert_eq(acase_splitmix64_next(&s), 0x910a2dec89025cc1ull);
+    cr_assert_eq(acase_splitmix64_next(&s), 0xbeeb8da1658eec67ull);
+    cr_assert_eq(acase_splitmix64_next(&s), 0xf893a2eefb32555eull);
+    cr_assert_eq(acase_splitmix64_next(&s), 0x71c18690ee42c90bull);
+}
+
+/* The test vector of FORMAT.md ("Generated inputs"); check_generator.py asserts the same
+ * literals in Python and that FORMAT.md contains them. */
+Test(generator, format_md_test_vector)
+{
+    static const uint32_t f32_bits[4] = {0x3e08516f, 0x3efbae37, 0x3f712746, 0xbde3e797};
+    static const char *const f32_text[4] = {"1.33123145e-01", "4.91563529e-01",
+                                            "9.42005515e-01", "-1.11281566e-01"};
+    static const uint16_t f16_bits[4] = {0x3043, 0x37dd, 0x3b89, 0xaf1f};
+    static const uint16_t bf16_bits[4] = {0x3e08, 0x3efc, 0x3f71, 0xbde4};
+    static const attnref_dtype dts[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
+    for (int d = 0; d < 3; d++) {
+        acase_tensor t;
+        memset(&t, 0, sizeof t);
+        t.present = 1;
+        t.dtype = dts[d];
+        t.ndim = 1;
+        t.shape[0] = 4;
+        t.seed = 1;
+        t.lo = -1.0;
+        t.hi = 1.0;
+        char err[128];
+        cr_assert_eq(acase_tensor_generate(&t, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(t.source, ACASE_SRC_UNIFORM);
+        for (int i = 0; i < 4; i++) {
+            if (dts[d] == ATTNREF_F32) {
+                uint32_t b;
+                memcpy(&b, (float *)t.data + i, 4);
+                cr_assert_eq(b, f32_bits[i], "f32[%d] = 0x%08x", i, b);
+                char txt[32];
+                snprintf(txt, sizeof txt, "%.8e", (double)((float *)t.data)[i]);
+                cr_assert_str_eq(txt, f32_text[i]);
+            } else {
+                uint16_t h = ((uint16_t *)t.data)[i];
+                cr_assert_eq(h, dts[d] == ATTNREF_F16 ? f16_bits[i] : bf16_bits[i],
+                             "%s[%d] = 0x%04x", attnref_dtype_name(dts[d]), i, h);
+            }
+        }
+        free(t.data);
+    }
+}
+
+Test(generator, logical_order_independent_of_layout)
+{
+    acase_tensor a, b;
+    memset(&a, 0, sizeof a);
+    a.present = 1;
+    a.dtype = ATTNREF_F16;
+    a.ndim = 4;
+    a.shape[0] = 1;
+    a.shape[1] = 2;
+    a.shape[2] = 3;
+    a.shape[3] = 4;
+    a.seed = 99;
+    a.lo = -2.0;
+    a.hi = 3.0;
+    b = a;
+    b.layout = ACASE_LAYOUT_BLHD;
+    cr_assert_eq(acase_tensor_generate(&a, NULL, 0), 0);
+    cr_assert_eq(acase_tensor_generate(&b, NULL, 0), 0);
+    cr_assert(memcmp(a.data, b.data, 24 * 2) == 0);
+    /* Element n is the n-th output of one stream: a 1-D tensor of 24 has the same values. */
+    acase_tensor c;
+    memset(&c, 0, sizeof c);
+    c.present = 1;
+    c.dtype = ATTNREF_F16;
+    c.ndim = 1;
+    c.shape[0] = 24;
+    c.seed = 99;
+    c.lo = -2.0;
+    c.hi = 3.0;
+    cr_assert_eq(acase_tensor_generate(&c, NULL, 0), 0);
+    cr_assert(memcmp(a.data, c.data, 24 * 2) == 0);
+    for (int i = 0; i < 24; i++) {
+        float f = attnref_f16_to_f32(((uint16_t *)a.data)[i]);
+        cr_assert(f >= -2.0f && f <= 3.0f);
+    }
+    free(a.data);
+    free(b.data);
+    free(c.data);
+}
+
+Test(generator, degenerate_and_invalid_ranges)
+{
+    acase_tensor t;
+    memset(&t, 0, sizeof t);
+    t.present = 1;
+    t.dtype = ATTNREF_F32;
+    t.ndim = 2;
+    t.shape[0] = 3;
+    t.shape[1] = 0;
+    t.lo = 1.5;
+    t.hi = 1.5;
+    cr_assert_eq(acase_tensor_generate(&t, NULL, 0), 0);
+    cr_assert_eq(t.numel, 0);
+    t.shape[1] = 2;
+    cr_assert_eq(acase_tensor_generate(&t, NULL, 0), 0);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(((float *)t.data)[i], 1.5f);
+    char err[128];
+    t.hi = 1.0;
+    cr_assert_eq(acase_tensor_generate(&t, err, sizeof err), -1);
+    t.lo = -DBL_MAX;
+    t.hi = DBL_MAX; /* hi - lo overflows */
+    cr_assert_eq(acase_tensor_generate(&t, err, sizeof err), -1);
+    t.lo = 0;
+    t.hi = 1;
+    t.dtype = ATTNREF_BOOL;
+    cr_assert_eq(acase_tensor_generate(&t, err, sizeof err), -1);
+    free(t.data);
+}
+
+/* ---- casewrite ------------------------------------------------------------------------ */
+
+/* The canonical text of a small case, byte for byte (FORMAT.md "Canonical form"). */
+Test(casewrite, canonical_text)
+{
+    acase *c = acase_new();
+    cr_assert_not_null(c);
+    snprintf(c->id, sizeof c->id, "sdpa.example.tiny");
+    c->description = strdup("Tiny: one query # not a comment.");
+    c->rules[0] = strdup("sdpa.scale.default");
+    c->nrules = 1;
+    c->op = ACASE_OP_SDPA;
+    int64_t s[4] = {1, 1, 1, 2};
+    acase_tensor *ts[3] = {&c->q, &c->k, &c->v};
+    for (int i = 0; i < 3; i++) {
+        ts[i]->present = 1;
+        ts[i]->dtype = ATTNREF_F16;
+        ts[i]->ndim = 4;
+        memcpy(ts[i]->shape, s, sizeof s);
+        cr_assert_eq(acase_tensor_alloc(ts[i], NULL, 0), 0);
+    }
+    ((uint16_t *)c->q.data)[0] = 0x3c00;
+    ((uint16_t *)c->q.data)[1] = 0x8000;
+    c->k.layout = ACASE_LAYOUT_BLHD;
+    c->v.source = ACASE_SRC_UNIFORM;
+    c->v.seed = 7;
+    c->v.lo = -1.0;
+    c->v.hi = 0.1;
+    cr_assert_eq(acase_tensor_generate(&c->v, NULL, 0), 0);
+    c->expected.dtype = ATTNREF_F16;
+    c->expected.ndim = 4;
+    memcpy(c->expected.shape, s, sizeof s);
+    cr_assert_eq(acase_expected_alloc(&c->expected, NULL, 0), 0);
+    c->expected.values[0] = 0.5;
+    c->expected.values[1] = -0.0;
+    c->atol = 1e-3;
+    c->rtol = 0.0;
+    c->requires = acase_derive_requires(c);
+    char err[256];
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    static const char want[] =
+        "attnconf_case: 1\n"
+        "id: sdpa.example.tiny\n"
+        "description: \"Tiny: one query # not a comment.\"\n"
+        "rules: [sdpa.scale.default]\n"
+        "op: sdpa\n"
+        "requires: [f16, strided]\n"
+        "params: {causal: false}\n"
+        "inputs:\n"
+        "  q: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, 0x8000]}\n"
+        "  k: {dtype: f16, shape: [1, 1, 1, 2], layout: blhd, data: [0x0000, 0x0000]}\n"
+        "  v: {dtype: f16, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 7, lo: -1.0e+00, hi: 1.0e-01}}\n"
+        "expected:\n"
+        "  out: {dtype: f16, shape: [1, 1, 1, 2], data: [5.0000000000000000e-01, -0.0000000000000000e+00]}\n"
+        "tolerance: {atol: 1.0e-03, rtol: 0.0e+00}\n";
+    cr_assert_str_eq(text, want);
+    free(text);
+    acase_free(c);
+}
+
+Test(casewrite, number_forms)
+{
+    char *text;
+    acase *c = sample_case(0);
+    cr_assert_not_null(c);
+    acase *back = write_and_reload(c, &text);
+    /* f32 specials and extremes, f64 expected values. */
+    cr_assert_not_null(strstr(text, "data: [.nan, .inf, -.inf, -0.00000000e+00, 0.00000000e+00, "
+                                    "1.40129846e-45, -1.40129846e-45, 1.17549435e-38, "
+                                    "3.40282347e+38, -3.40282347e+38, 1.00000001e-01, "),
+                      "%s", text);
+    cr_assert_not_null(strstr(text, "data: [.nan, .inf, -.inf, -0.0000000000000000e+00, "
+                                    "0.0000000000000000e+00, 4.9406564584124654e-324, "),
+                      "%s", text);
+    cr_assert_not_null(strstr(text, "layout: blhd, generate: {kind: uniform, seed: 17, lo: "
+                                    "-1.0e+00, hi: 1.0e+00}"));
+    cr_assert_not_null(strstr(text, "mask: {dtype: bool, shape: [3, 5], data: [0, 1, 1, 0, "));
+    cr_assert_not_null(strstr(text, "params: {scale: 1.25e-01, causal: false}\n"));
+    cr_assert_not_null(strstr(text, "tolerance: {atol: 1.0e-06, rtol: 3.333333333333333e-01}\n"));
+    cr_assert(signbit(((float *)back->q.data)[3]) && ((float *)back->q.data)[3] == 0.0f);
+    cr_assert(signbit(back->expected.values[3]) && back->expected.values[3] == 0.0);
+    cr_assert(isnan(((float *)back->q.data)[0]));
+    free(text);
+    acase_free(back);
+    acase_free(c);
+
+    c = sample_case(1);
+    cr_assert_not_null(c);
+    back = write_and_reload(c, &text);
+    cr_assert_not_null(
+        strstr(text, "data: [0x3c00, 0xbc00, 0x7e01, 0xfe00, 0x8000, 0x0001, 0x7bff, 0xfc00]"));
+    cr_assert_not_null(strstr(text, "seed: 18446744073709551615, lo: -1.0e-03, hi: 1.0e-03}"));
+    cr_assert_not_null(strstr(text, "params: {causal: true, causal_offset: -1}\n"));
+    free(text);
+    acase_free(back);
+    acase_free(c);
+
+    c = sample_case(4);
+    cr_assert_not_null(c);
+    back = write_and_reload(c, &text);
+    cr_assert_not_null(strstr(text, "params: {lq: 3, offset: 1, window: 2, lengths: [4, 3], "
+                                    "left_padding: [0, 1]}\n"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "expected:\n  keep: {shape: [2, 1, 3, 4], data: [1, 1, 0, 0, 0, 1, 1, 0, "));
+    cr_assert_null(strstr(text, "inputs"));
+    cr_assert_null(strstr(text, "tolerance"));
+    free(text);
+    acase_free(back);
+    acase_free(c);
+
+    c = sample_case(3);
+    cr_assert_not_null(c);
+    back = write_and_reload(c, &text);
+    cr_assert_not_null(strstr(text, "expected:\n  error: edtype\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "requires: [f32, bf16, mask.bool, strided, mask.broadcast]\n"));
+    free(text);
+    acase_free(back);
+    acase_free(c);
+}
+
+/* write -> read -> write gives the same bytes, and the read case equals the in-memory one bit
+ * for bit, for every sample (together they use every feature of the format). */
+Test(casewrite, roundtrip_every_sample)
+{
+    for (int i = 0; i < SAMPLE_COUNT; i++) {
+        acase *c = sample_case(i);
+        cr_assert_not_null(c);
+        char *first, *second, err[256];
+        acase *back = write_and_reload(c, &first);
+        cr_assert_not_null(back->path);
+        assert_same_case(c, back);
+        int rc;
+        second = write_to_string(back, err, sizeof err, &rc);
+        cr_assert_eq(rc, 0, "%s", err);
+        cr_assert_str_eq(first, second, "sample %d (%s) is not byte-identical", i, c->id);
+        free(first);
+        free(second);
+        acase_free(back);
+        acase_free(c);
+    }
+}
+
+Test(casewrite, awkward_descriptions_roundtrip)
+{
+    static const char *const descs[] = {
+        "key: value # comment",
+        "- leading dash",
+        "yes",
+        "1.5",
+        "line one\nline two\n\nafter a blank line",
+        "  leading and trailing spaces  ",
+        "tab\tand \"quotes\" and \\backslash and 'single'",
+        "unicode: \xc3\xa9\xe2\x86\x92\xf0\x9f\x98\x80",
+        "ends with a newline\n",
+    };
+    for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++) {
+        acase *c = sample_case(5);
+        cr_assert_not_null(c);
+        free(c->description);
+        c->description = strdup(descs[i]);
+        char *text;
+        acase *back = write_and_reload(c, &text);
+        cr_assert_str_eq(back->description, descs[i], "%s", text);
+        free(text);
+        acase_free(back);
+        acase_free(c);
+    }
+}
+
+Test(casewrite, rejects_invalid_case)
+{
+    acase *c = sample_case(0);
+    cr_assert_not_null(c);
+    c->requires = ATTNCONF_CAP_F32;
+    char err[256];
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, -1);
+    cr_assert_not_null(strstr(err, "requires: missing mask.bool, gqa, dv_ne_d, strided, scale, "
+                                   "mask.broadcast"),
+                       "%s", err);
+    free(text);
+    acase_free(c);
+}
+
+/* ---- caseread ------------------------------------------------------------------------- */
+
+static const char base_case[] =
+    "attnconf_case: 1\n"                                                               /* 1 */
+    "id: sdpa.test.base\n"                                                             /* 2 */
+    "description: \"Base case.\"\n"                                                    /* 3 */
+    "rules: [sdpa.base]\n"                                                             /* 4 */
+    "op: sdpa\n"                                                                       /* 5 */
+    "requires: [f32]\n"                                                                /* 6 */
+    "params: {causal: false}\n"                                                        /* 7 */
+    "inputs:\n"                                                                        /* 8 */
+    "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0]}\n"                        /* 9 */
+    "  k: {dtype: f32, shape: [1, 1, 1, 2], data: [0.5, -0.5]}\n"                       /* 10 */
+    "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: -1.0, hi: 1.0}}\n"
+    "expected:\n"                                                                      /* 12 */
+    "  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, -0.75]}\n"                   /* 13 */
+    "tolerance: {atol: 1.0e-06, rtol: 0.0}\n";                                         /* 14 */
+
+/* base_case with 1-based line `line` replaced by `text` (NULL: removed). */
+static char *base_with(int line, const char *text)
+{
+    size_t cap = sizeof base_case + (text ? strlen(text) : 0) + 2;
+    char *out = malloc(cap);
+    cr_assert_not_null(out);
+    out[0] = '\0';
+    const char *p = base_case;
+    for (int n = 1; *p; n++) {
+        const char *nl = strchr(p, '\n');
+        size_t len = (size_t)(nl - p) + 1;
+        if (n == line) {
+            if (text) {
+                strcat(out, text);
+                strcat(out, "\n");
+            }
+        } else {
+            strncat(out, p, len);
+        }
+        p += len;
+    }
+    return out;
+}
+
+/* Loading `text` fails with an error that contains "case.yaml:" + where (e.g.
+ * "9:26: inputs.q.shape: expected"), and nothing leaks into *out. */
+static void expect_error(const char *text, const char *where)
+{
+    char err[512] = "";
+    acase *c = (acase *)0x1;
+    int rc = load_text(text, &c, err, sizeof err);
+    cr_assert_eq(rc, -1, "loaded but expected '%s':\n%s", where, text);
+    cr_assert_null(c);
+    char want[256];
+    snprintf(want, sizeof want, "/case.yaml:%s", where);
+    cr_assert_not_null(strstr(err, want), "error:\n  %s\nwanted:\n  %s", err, want);
+}
+
+static void expect_line_error(int line, const char *replacement, const char *where)
+{
+    char *text = base_with(line, replacement);
+    expect_error(text, where);
+    free(text);
+}
+
+Test(caseread, base_case_loads)
+{
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(base_case, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c->id, "sdpa.test.base");
+    cr_assert_str_eq(c->description, "Base case.");
+    cr_assert_eq(c->op, ACASE_OP_SDPA);
+    cr_assert_eq(c->requires, ATTNCONF_CAP_F32);
+    cr_assert_eq(((float *)c->q.data)[1], 2.0f);
+    cr_assert_eq(c->v.source, ACASE_SRC_UNIFORM);
+    acase_tensor g = c->v;
+    g.data = NULL;
+    cr_assert_eq(acase_tensor_generate(&g, NULL, 0), 0);
+    cr_assert(memcmp(g.data, c->v.data, 8) == 0);
+    free(g.data);
+    cr_assert_eq(c->expected.values[1], -0.75);
+    cr_assert_eq(c->atol, 1e-6);
+    cr_assert_eq(c->rtol, 0.0);
+    cr_assert_eq(c->mask.present, 0);
+    acase_free(c);
+}
+
+Test(caseread, accepted_spellings)
+{
+    /* Key order is free; explicit bhld; YAML 1.1 spellings of booleans and specials; block
+     * style; an f16 decimal that is exact; f32 decimals rounded to nearest. */
+    static const char text[] =
+        "id: sdpa.test.spellings\n"
+        "attnconf_case: 1\n"
+        "rules:\n  - sdpa.base\n"
+        "description: plain text is fine\n"
+        "op: sdpa\n"
+        "requires: [f16, causal]\n"
+        "params:\n  causal: True\n"
+        "inputs:\n"
+        "  q: {dtype: f16, layout: bhld, shape: [1, 1, 1, 4], data: [1.0, -0.0, 6.103515625e-05, -.inf]}\n"
+        "  k: {dtype: f16, shape: [1, 1, 1, 4], data: [0x3C00, 0x7e01, 0x0, 0xFFFF]}\n"
+        "  v: {dtype: f16, shape: [1, 1, 1, 4], data: [+.inf, .Inf, 65504.0, 5.9604644775390625e-08]}\n"
+        "expected:\n"
+        "  out: {dtype: f16, shape: [1, 1, 1, 4], data: [.NaN, +.INF, 4.9406564584124654e-324, 1.]}\n"
+        "tolerance: {rtol: 0.0, atol: 0.0}\n";
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(text, &c, err, sizeof err), 0, "%s", err);
+    const uint16_t *q = c->q.data, *k = c->k.data, *v = c->v.data;
+    cr_assert_eq(q[0], 0x3c00);
+    cr_assert_eq(q[1], 0x8000);
+    cr_assert_eq(q[2], 0x0400);
+    cr_assert_eq(q[3], 0xfc00);
+    cr_assert_eq(k[0], 0x3c00);
+    cr_assert_eq(k[1], 0x7e01);
+    cr_assert_eq(k[2], 0x0000);
+    cr_assert_eq(k[3], 0xffff);
+    cr_assert_eq(v[0], 0x7c00);
+    cr_assert_eq(v[2], 0x7bff);
+    cr_assert_eq(v[3], 0x0001);
+    cr_assert(isnan(c->expected.values[0]));
+    cr_assert(isinf(c->expected.values[1]) && c->expected.values[1] > 0);
+    cr_assert_eq(c->expected.values[2], 0x1p-1074);
+    cr_assert_eq(c->causal, 1);
+    acase_free(c);
+
+    /* f32 inline values are rounded to nearest: 0.1 -> 0x3dcccccd. */
+    char *t = base_with(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [0.1, 3.4028235677973366e+38]}");
+    cr_assert_eq(load_text(t, &c, err, sizeof err), 0, "%s", err);
+    uint32_t b;
+    memcpy(&b, c->q.data, 4);
+    cr_assert_eq(b, 0x3dcccccdu);
+    cr_assert_eq(((float *)c->q.data)[1], FLT_MAX); /* rounds down to FLT_MAX: no overflow */
+    free(t);
+    acase_free(c);
+}
+
+Test(caseread, yaml_syntax_error)
+{
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0}",
+                      "9:55: yaml: did not find expected ',' or ']'");
+    expect_error("a: [1, 2\n", "2:1: yaml: did not find expected ',' or ']'");
+    expect_error("a: b: c\n", "1:5: yaml: mapping values are not allowed in this context");
+    expect_error("\t- x\n", "1:1: yaml: found character that cannot start any token");
+}
+
+Test(caseread, document_level)
+{
+    expect_error("", "1:1: (document): empty file");
+    expect_error("# only a comment\n", "1:1: (document): empty file");
+    expect_error("- 1\n- 2\n", "1:1: (document): expected a mapping (a case), got a sequence");
+    expect_error("just text\n", "1:1: (document): expected a mapping (a case), got a scalar");
+    char text[sizeof base_case + 16];
+    snprintf(text, sizeof text, "%s---\nx: 1\n", base_case);
+    expect_error(text, "16:1: (document): more than one YAML document");
+}
+
+Test(caseread, version)
+{
+    expect_line_error(1, "attnconf_case: 2",
+                      "1:16: attnconf_case: unsupported format version 2 (this reader reads 1)");
+    expect_line_error(1, "attnconf_case: \"1\"", "1:16: attnconf_case: expected an integer, got a "
+                                                 "quoted string");
+    expect_line_error(1, "attnconf_case: 1.0", "1:16: attnconf_case: expected a decimal integer");
+    expect_line_error(1, NULL, "1:1: attnconf_case: required key missing");
+    /* A future version with unknown keys is reported as a version problem. */
+    char *t = base_with(1, "attnconf_case: 2\nnew_field: 3");
+    expect_error(t, "1:16: attnconf_case: unsupported format version 2");
+    free(t);
+}
+
+Test(caseread, unknown_duplicate_and_missing_keys)
+{
+    expect_line_error(5, "op: sdpa\nfrobnicate: 1", "6:1: frobnicate: unknown key");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0], foo: 1}",
+                      "9:58: inputs.q.foo: unknown key");
+    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: -1.0, hi: 1.0, hue: 2}}",
+                      "11:94: inputs.v.generate.hue: unknown key");
+    expect_line_error(5, "op: sdpa\nop: sdpa", "6:1: op: duplicate key");
+    expect_line_error(2, NULL, "1:1: id: required key missing");
+    expect_line_error(9, "  q: {shape: [1, 1, 1, 2], data: [1.0, 2.0]}",
+                      "9:6: inputs.q.dtype: required key missing");
+    expect_line_error(9, NULL, "9:3: inputs.q: required key missing");
+    expect_line_error(14, NULL, "1:1: tolerance: required key missing");
+    expect_line_error(7, "params: {causal: false, window: 2}", "7:25: params.window: unknown key");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2]}",
+                      "9:6: inputs.q: exactly one of data and generate is required");
+}
+
+Test(caseread, data_length_mismatch)
+{
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0, 3.0]}",
+                      "9:46: inputs.q.data: has 3 values, the shape needs 2");
+    expect_line_error(13, "  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25]}",
+                      "13:48: expected.out.data: has 1 values, the shape needs 2");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: 1.0}",
+                      "9:46: inputs.q.data: expected a sequence of values");
+}
+
+Test(caseread, shapes)
+{
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, -1, 2], data: [1.0, 2.0]}",
+                      "9:26: inputs.q.shape: expected a sequence of 0..4 non-negative integers "
+                      "(item 2 is -1)");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2, 1], data: [1.0, 2.0]}",
+                      "9:26: inputs.q.shape: expected a sequence of 0..4 non-negative integers");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, x, 2], data: [1.0, 2.0]}",
+                      "9:26: inputs.q.shape: expected a sequence of 0..4 non-negative integers "
+                      "(item 2 is not an integer)");
+    expect_line_error(9, "  q: {dtype: f32, shape: 4, data: [1.0, 2.0]}",
+                      "9:26: inputs.q.shape: expected a sequence of 0..4 non-negative integers");
+    /* Too many elements (and an int64 overflow) are caught before any allocation. */
+    expect_line_error(9, "  q: {dtype: f32, shape: [65536, 65536, 65536, 65536], data: []}",
+                      "9:26: inputs.q.shape: more than 16777216 elements");
+    expect_line_error(9, "  q: {dtype: f32, shape: [9223372036854775807, 2, 1, 1], data: []}",
+                      "9:26: inputs.q.shape: more than 16777216 elements");
+    expect_line_error(9, "  q: {dtype: f32, shape: [99999999999999999999, 1, 1, 1], data: []}",
+                      "9:26: inputs.q.shape: expected a sequence of 0..4 non-negative integers "
+                      "(item 0 is out of range)");
+    expect_line_error(9, "  q: {dtype: f32, shape: [4097, 4097], generate: {kind: uniform, seed: 1, lo: 0.0, hi: 1.0}}",
+                      "9:26: inputs.q.shape: more than 16777216 elements");
+    expect_line_error(13, "  out: {dtype: f32, shape: [1, 1, 2, 1], data: [0.25, -0.75]}",
+                      "13:28: expected.out.shape: must be (B, Hq, Lq, Dv) = [1, 1, 1, 2]");
+    expect_line_error(9, "  q: {dtype: f32, shape: [2, 1], layout: blhd, data: [1.0, 2.0]}",
+                      "9:42: inputs.q.layout: blhd needs a rank-4 tensor");
+}
+
+Test(caseread, dtypes_and_values)
+{
+    expect_line_error(9, "  q: {dtype: f8, shape: [1, 1, 1, 2], data: [1.0, 2.0]}",
+                      "9:14: inputs.q.dtype: unknown dtype 'f8'");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, abc]}",
+                      "9:52: inputs.q.data[1]: expected a float");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2]}",
+                      "9:52: inputs.q.data[1]: expected a float");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 1e5]}",
+                      "9:52: inputs.q.data[1]: expected a float");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 1.0e5]}",
+                      "9:52: inputs.q.data[1]: expected a float");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, \"2.0\"]}",
+                      "9:52: inputs.q.data[1]: expected a float, got a quoted string");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, [2.0]]}",
+                      "9:52: inputs.q.data[1]: expected a float, got a sequence");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, -.nan]}",
+                      "9:52: inputs.q.data[1]: expected a float");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 1.0e+39]}",
+                      "9:52: inputs.q.data[1]: '1.0e+39' overflows f32 (write .inf)");
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, !!float 2.0]}",
+                      "9:52: inputs.q.data[1]: explicit YAML tags are not allowed");
+    expect_line_error(13, "  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, 1.0e+309]}",
+                      "13:55: expected.out.data[1]: '1.0e+309' overflows binary64");
+    expect_line_error(13, "  out: {dtype: bool, shape: [1, 1, 1, 2], data: [0.25, 1.0]}",
+                      "13:16: expected.out.dtype: must be f32, f16 or bf16");
+    /* f16 / bf16: bit patterns of at most 4 hex digits, or exact decimals. */
+    static const char f16[] =
+        "  q: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, %s]}\n"
+        "  k: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, 0x3c00]}\n"
+        "  v: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, 0x3c00]}";
+    static const struct {
+        const char *value, *where;
+    } bad16[] = {
+        {"0x10000", "9:55: inputs.q.data[1]: expected a bit pattern 0x0000..0xffff"},
+        {"0x", "9:55: inputs.q.data[1]: expected a bit pattern"},
+        {"15360", "9:55: inputs.q.data[1]: expected a bit pattern"},
+        {"0.1", "9:55: inputs.q.data[1]: 0.1 is not exactly representable in f16"},
+        {"65520.0", "9:55: inputs.q.data[1]: 65520.0 is not exactly representable in f16"},
+        {".nan", "9:55: inputs.q.data[1]: expected a bit pattern"},
+        {"\"0x3c00\"", "9:55: inputs.q.data[1]: expected a 0x0000..0xffff bit pattern, got a "
+                       "quoted string"},
+    };
+    for (size_t i = 0; i < sizeof bad16 / sizeof bad16[0]; i++) {
+        char lines[512];
+        snprintf(lines, sizeof lines, f16, bad16[i].value);
+        char *t = base_with(9, lines);
+        char *k = strstr(t, "  k: {dtype: f32");
+        cr_assert_not_null(k);
+        /* drop the base k and v lines (now lines 12 and 13) */
+        char *after = strstr(k, "expected:");
+        memmove(k, after, strlen(after) + 1);
+        char *req = strstr(t, "requires: [f32]");
+        memcpy(req, "requires: [f16]", 15);
+        expect_error(t, bad16[i].where);
+        free(t);
+    }
+    expect_line_error(9, "  q: {dtype: bool, shape: [1, 1, 1, 2], data: [1, 2]}",
+                      "9:51: inputs.q.data[1]: expected 0 or 1, got '2'");
+}
+
+Test(caseread, scalars_and_strings)
+{
+    expect_line_error(7, "params: {causal: yes}", "7:18: params.causal: expected true or false, "
+                                                   "got 'yes'");
+    expect_line_error(7, "params: {causal: 1}", "7:18: params.causal: expected true or false");
+    expect_line_error(4, "rules: [yes]", "4:9: rules[0]: expected a string; YAML reads 'yes' as "
+                                         "a boolean (quote it)");
+    expect_line_error(4, "rules: [Sdpa.Base]", "4:9: rules[0]: expected [a-z0-9_]+ components");
+    expect_line_error(4, "rules: []", "4:8: rules: expected 1..16 rule ids, got 0");
+    expect_line_error(4, "rules: [a.b, a.b]", "4:14: rules[1]: duplicate rule 'a.b'");
+    expect_line_error(2, "id: sdpa.base", "2:5: id: expected [a-z0-9_]+ components joined by '.', "
+                                          "at least 3");
+    expect_line_error(2, "id: 2024-01-01", "2:5: id: expected a string; YAML reads '2024-01-01' "
+                                           "as a timestamp or special value (quote it)");
+    expect_line_error(3, "description:", "3:13: description: expected a string; YAML reads '' as "
+                                         "a null (quote it)");
+    expect_line_error(3, "description: \"\"", "3:14: description: expected a non-empty string");
+    expect_line_error(3, "description: [a]", "3:14: description: expected a string, got a sequence");
+    expect_line_error(5, "op: attention", "5:5: op: unknown op 'attention'");
+    expect_line_error(6, "requires: [f32, f64]", "6:17: requires[1]: unknown capability 'f64'");
+    expect_line_error(6, "requires: [f32, f32]", "6:17: requires[1]: duplicate capability 'f32'");
+    expect_line_error(6, "requires: f32", "6:11: requires: expected a sequence of capability names");
+    expect_line_error(14, "tolerance: {atol: 0, rtol: 0.0}",
+                      "14:19: tolerance.atol: expected a float such as 1.5e-03");
+    expect_line_error(14, "tolerance: {atol: -1.0, rtol: 0.0}",
+                      "14:19: tolerance.atol: must be finite and >= 0");
+    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: -3, lo: -1.0, hi: 1.0}}",
+                      "11:72: inputs.v.generate.seed: expected a non-negative decimal integer");
+    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 18446744073709551616, lo: -1.0, hi: 1.0}}",
+                      "11:72: inputs.v.generate.seed: integer '18446744073709551616' out of range");
+    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: normal, seed: 3, lo: -1.0, hi: 1.0}}",
+                      "11:57: inputs.v.generate.kind: unknown generator 'normal'");
+    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: 1.0, hi: -1.0}}",
+                      "11:50: inputs.v.generate: need finite lo <= hi");
+    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 010, lo: -1.0, hi: 1.0}}",
+                      "11:72: inputs.v.generate.seed: expected a non-negative decimal integer, "
+                      "got '010'");
+}
+
+Test(caseread, semantic_rules)
+{
+    expect_line_error(6, "requires: [f16]", "6:11: requires: missing f32 (implied by the case "
+                                            "content)");
+    expect_line_error(7, "params: {causal: false, causal_offset: 0}",
+                      "7:40: params.causal_offset: only allowed with causal: true");
+    char *t = base_with(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0]}\n"
+                            "  mask: {dtype: bool, shape: [1, 1], data: [1]}");
+    char *p = strstr(t, "params: {causal: false}");
+    memcpy(p, "params: {causal: true} ", 23);
+    p = strstr(t, "requires: [f32]");
+    cr_assert_not_null(p);
+    char *fixed = malloc(strlen(t) + 64);
+    cr_assert_not_null(fixed);
+    snprintf(fixed, strlen(t) + 64, "%.*srequires: [f32, mask.bool, causal, mask.broadcast]%s",
+             (int)(p - t), t, p + strlen("requires: [f32]"));
+    expect_error(fixed, "7:18: params.causal: causal together with a mask tensor must be an error "
+                        "case");
+    free(fixed);
+    free(t);
+    expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 2], data: [1.0, 2.0]}",
+                      "9:3: inputs: q, k and v must have rank 4 unless expected is an error");
+}
+
+Test(caseread, expected_and_tolerance)
+{
+    /* An error case carries no tolerance. */
+    char *t = base_with(13, "  error: einval");
+    expect_error(t, "14:12: tolerance: only allowed with expected.out");
+    free(t);
+    t = base_with(13, "  error: eperm");
+    expect_error(t, "13:10: expected.error: unknown error 'eperm'");
+    free(t);
+    t = base_with(13, "  error: einval\n  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, -0.75]}");
+    expect_error(t, "13:3: expected: exactly one of out, keep and error is required");
+    free(t);
+    t = base_with(13, "  keep: {shape: [1, 1, 1, 2], data: [0, 1]}");
+    expect_error(t, "13:9: expected.keep: only for op mask");
+    free(t);
+    /* A loadable error case. */
+    t = base_with(13, "  error: edtype");
+    char *tol = strstr(t, "tolerance:");
+    *tol = '\0';
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(t, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->expected.error, ATTNREF_EDTYPE);
+    acase_free(c);
+    free(t);
+}
+
+static const char mask_case[] =
+    "attnconf_case: 1\n"
+    "id: mask.test.base\n"
+    "description: \"Mask.\"\n"
+    "rules: [mask.causal]\n"
+    "op: mask\n"
+    "requires: [build_mask, lengths, left_padding]\n"
+    "params: {lq: 1, offset: 1, lengths: [2, 1], left_padding: [0, 1]}\n"
+    "expected:\n"
+    "  keep: {shape: [2, 1, 1, 2], data: [1, 1, 1, 0]}\n";
+
+static char *mask_with(const char *from, const char *to)
+{
+    const char *at = strstr(mask_case, from);
+    cr_assert_not_null(at);
+    size_t n = sizeof mask_case + strlen(to);
+    char *out = malloc(n);
+    cr_assert_not_null(out);
+    snprintf(out, n, "%.*s%s%s", (int)(at - mask_case), mask_case, to, at + strlen(from));
+    return out;
+}
+
+Test(caseread, mask_op)
+{
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(mask_case, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->op, ACASE_OP_MASK);
+    cr_assert_eq(c->batch, 2);
+    cr_assert_eq(c->lengths[1], 1);
+    cr_assert_eq(c->left_padding[1], 1);
+    cr_assert_eq(c->expected.dtype, ATTNREF_BOOL);
+    cr_assert_eq(c->expected.values[3], 0.0);
+    acase_free(c);
+
+    static const struct {
+        const char *from, *to, *where;
+    } bad[] = {
+        {"left_padding: [0, 1]", "left_padding: [0, 1, 2]",
+         "7:59: params.left_padding: has 3 entries, lengths has 2"},
+        {"[2, 1, 1, 2]", "[2, 1, 2, 1]", "9:17: expected.keep.shape: must be (B, 1, lq, offset + lq)"},
+        {"[1, 1, 1, 0]", "[1, 1, 1, 2]", "9:47: expected.keep.data[3]: expected 0 or 1, got '2'"},
+        {"requires: [build_mask, lengths, left_padding]", "requires: [build_mask, lengths]",
+         "6:11: requires: missing left_padding"},
+        {"op: mask\n", "op: mask\ninputs: {}\n", "6:9: inputs: not allowed for op mask"},
+        {"expected:\n", "tolerance: {atol: 0.0, rtol: 0.0}\nexpected:\n",
+         "8:12: tolerance: only allowed with expected.out"},
+        {"  keep:", "  out:", "9:8: expected.out: only for op sdpa"},
+        {"lq: 1,", "lq: -1,", "7:14: params.lq: must be >= 0 unless expected is an error"},
+        {"lengths: [2, 1]", "lengths: []", "7:37: params.lengths: expected 1..4096 integers, got 0"},
+        {"offset: 1", "offset: 1.0", "7:25: params.offset: expected a decimal integer, got '1.0'"},
+        {"params: {lq: 1, ", "params: {", "7:9: params.lq: required key missing"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *t = mask_with(bad[i].from, bad[i].to);
+        expect_error(t, bad[i].where);
+        free(t);
+    }
+
+    /* More than ACASE_MAX_BATCH lengths. */
+    size_t cap = 8 * (ACASE_MAX_BATCH + 1) + 64;
+    char *many = malloc(cap);
+    cr_assert_not_null(many);
+    strcpy(many, "lengths: [");
+    for (int i = 0; i <= ACASE_MAX_BATCH; i++)
+        strcat(many, i ? ", 1" : "1");
+    strcat(many, "]");
+    char *t = mask_with("lengths: [2, 1]", many);
+    expect_error(t, "7:37: params.lengths: expected 1..4096 integers, got 4097");
+    free(t);
+    free(many);
+}
+
+Test(caseread, missing_file)
+{
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(acase_load_file("/nonexistent/dir/x.yaml", &c, err, sizeof err), -1);
+    cr_assert_null(c);
+    cr_assert_str_eq(err, "/nonexistent/dir/x.yaml: No such file or directory");
+    /* A NULL or zero-length error buffer is fine. */
+    cr_assert_eq(acase_load_file("/nonexistent/dir/x.yaml", &c, NULL, 0), -1);
+    cr_assert_eq(load_text("x: [", &c, NULL, 0), -1);
+}

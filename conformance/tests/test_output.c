@@ -1,0 +1,532 @@
+/* test_output.c — hr_write (text, TAP, JUnit, JSON) and `attnconf report` on in-memory runs.
+ *
+ * Each test builds a run holding every status, including a NaN value and text that needs XML
+ * and Markdown escaping, writes it to a memory stream and checks the content, not just "it did
+ * not crash".  The report tests go through real files in a private temp dir.
+ */
+#define _POSIX_C_SOURCE 200809L /* open_memstream, mkdtemp */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include "harness.h"
+
+/* ---- fixtures ------------------------------------------------------------------------------ */
+
+#define NASTY_MSG "values differ: <a & b> \"q\" 'x'\x01 end"
+
+static hr_result mk(const char *id, const char *family, hr_status s, const char *msg)
+{
+    hr_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.id, sizeof r.id, "%s", id);
+    snprintf(r.family, sizeof r.family, "%s", family);
+    r.status = s;
+    r.first_bad = -1;
+    snprintf(r.message, sizeof r.message, "%s", msg);
+    r.seconds = 0.0015;
+    snprintf(r.rerun, sizeof r.rerun, "attnconf run --backend x --filter '%s'", id);
+    return r;
+}
+
+static hr_result g_results[6];
+
+/* One result of each status, in enum order (PASS .. ERROR). */
+static hr_run every_status_run(const char *backend)
+{
+    g_results[0] = mk("sdpa.basic.f32", "sdpa", HR_PASS, "");
+    g_results[0].has_stats = 1;
+    g_results[0].max_abs_err = 1e-7;
+    g_results[1] = mk("sdpa.reject.mixed_dtype", "sdpa", HR_EXPECTED_ERROR, "rejected: edtype");
+    g_results[2] = mk("sdpa.f16.basic", "sdpa", HR_NOT_SUPPORTED, "requires capability f16");
+    g_results[3] = mk("sdpa.causal.offset", "sdpa", HR_FAIL, NASTY_MSG);
+    hr_result *f = &g_results[3];
+    f->has_stats = 1;
+    f->max_abs_err = 0.5;
+    f->max_rel_err = 0.25;
+    f->first_bad = 27;
+    f->bad_ndim = 4;
+    f->bad_index[0] = 0, f->bad_index[1] = 1, f->bad_index[2] = 2, f->bad_index[3] = 3;
+    f->bad_got = NAN;
+    f->bad_expected = 1.25;
+    g_results[4] = mk("mask.window.basic", "mask", HR_INCORRECT_DTYPE, "out dtype f32, q f16");
+    g_results[5] = mk("mask.lengths.basic", "mask", HR_ERROR, "backend error: boom");
+
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend_name, sizeof run.backend_name, "%s", backend);
+    snprintf(run.backend_version, sizeof run.backend_version, "0.1.0");
+    snprintf(run.backend_path, sizeof run.backend_path, "/somewhere/%s.so", backend);
+    snprintf(run.cases_dir, sizeof run.cases_dir, "cases");
+    run.results = g_results;
+    run.count = 6;
+    return run;
+}
+
+/* The run written in `fmt`, as a malloc'd NUL-terminated string. */
+static char *write_mem(const hr_run *run, hr_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    cr_assert(m != NULL, "open_memstream failed");
+    cr_assert_eq(hr_write(run, fmt, m), 0, "hr_write failed");
+    cr_assert_eq(fclose(m), 0, "fclose of the memory stream failed");
+    return buf;
+}
+
+static size_t count_sub(const char *hay, const char *needle)
+{
+    size_t n = 0, l = strlen(needle);
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + l, needle))
+        n++;
+    return n;
+}
+
+static const char *last_line(const char *s)
+{
+    size_t n = strlen(s);
+    cr_assert(n > 0 && s[n - 1] == '\n', "output must end with a newline");
+    const char *p = s + n - 1;
+    while (p > s && p[-1] != '\n')
+        p--;
+    return p;
+}
+
+#define assert_has(hay, needle) \
+    cr_assert(strstr((hay), (needle)) != NULL, "missing %s in:\n%s", (needle), (hay))
+#define assert_lacks(hay, needle) \
+    cr_assert(strstr((hay), (needle)) == NULL, "unexpected %s in:\n%s", (needle), (hay))
+
+/* ---- text ---------------------------------------------------------------------------------- */
+
+Test(output_text, summary_and_details)
+{
+    hr_run run = every_status_run("reference");
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 skipped\n", "summary line: %s", t);
+    assert_has(t, "\nPASS 1, EXPECTED_ERROR 1, NOT_SUPPORTED 1, FAIL 1, INCORRECT_DTYPE 1, "
+                  "ERROR 1\n2 passed");
+    /* Status column padded to the longest name (INCORRECT_DTYPE) plus two spaces. */
+    assert_has(t, "\nPASS             sdpa.basic.f32\n");
+    assert_has(t, "\nINCORRECT_DTYPE  mask.window.basic\n");
+    assert_has(t, "\nNOT_SUPPORTED    sdpa.f16.basic\n"
+                  "    not supported: requires capability f16\n");
+    /* The control character is flattened so the detail block stays one line per item. */
+    assert_has(t, "\nFAIL             sdpa.causal.offset\n"
+                  "    values differ: <a & b> \"q\" 'x'  end\n"
+                  "    first bad index [0,1,2,3] (flat 27): got nan, expected 1.25; "
+                  "max abs err 0.5, max rel err 0.25\n"
+                  "    rerun: attnconf run --backend x --filter 'sdpa.causal.offset'\n");
+    assert_has(t, "\nERROR            mask.lengths.basic\n    backend error: boom\n");
+    /* Passing cases carry no detail block. */
+    assert_lacks(t, "'sdpa.basic.f32'");
+    free(t);
+}
+
+Test(output_text, empty_run)
+{
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    cr_assert_str_eq(last_line(t), "0 passed, 0 failed, 0 skipped\n", "got: %s", t);
+    free(t);
+}
+
+/* ---- TAP ----------------------------------------------------------------------------------- */
+
+Test(output_tap, plan_lines_and_diagnostics)
+{
+    hr_run run = every_status_run("reference");
+    char *t = write_mem(&run, HR_FMT_TAP);
+    cr_assert(strncmp(t, "TAP version 13\n1..6\n", 20) == 0, "header: %s", t);
+    assert_has(t, "\nok 1 - sdpa.basic.f32\n");
+    assert_has(t, "\nok 2 - sdpa.reject.mixed_dtype\n");
+    assert_has(t, "\nok 3 - sdpa.f16.basic # SKIP not supported: requires capability f16\n");
+    assert_has(t, "\nnot ok 4 - sdpa.causal.offset\n  ---\n  status: FAIL\n");
+    assert_has(t, "\nnot ok 5 - mask.window.basic\n");
+    assert_has(t, "\nnot ok 6 - mask.lengths.basic\n");
+    cr_assert_eq(count_sub(t, "\nnot ok "), 3, "three failures");
+    cr_assert_eq(count_sub(t, "\nok "), 3, "three passes (one skipped)");
+    /* YAML diagnostics: escaped message, stats, the NaN as YAML's .nan, the rerun command. */
+    assert_has(t, "  message: \"values differ: <a & b> \\\"q\\\" 'x'\\x01 end\"\n");
+    assert_has(t, "  max_abs_err: 0.5\n  max_rel_err: 0.25\n  first_bad: [0,1,2,3]\n"
+                  "  first_bad_flat: 27\n  got: .nan\n  expected: 1.25\n");
+    assert_has(t, "  rerun: \"attnconf run --backend x --filter 'sdpa.causal.offset'\"\n  ...\n");
+    cr_assert_eq(count_sub(t, "\n  ---\n"), count_sub(t, "\n  ...\n"), "balanced YAML blocks");
+    free(t);
+}
+
+/* ---- JUnit --------------------------------------------------------------------------------- */
+
+Test(output_junit, counts_and_escaping)
+{
+    hr_run run = every_status_run("reference");
+    char *x = write_mem(&run, HR_FMT_JUNIT);
+    cr_assert(strncmp(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites", 50) == 0,
+              "prolog: %s", x);
+    assert_has(x, "<testsuite name=\"attnconf.reference\" tests=\"6\" failures=\"2\" "
+                  "errors=\"1\" skipped=\"1\" ");
+    cr_assert_eq(count_sub(x, "<testcase "), 6, "six testcases");
+    cr_assert_eq(count_sub(x, "<failure "), 2, "FAIL and INCORRECT_DTYPE are failures");
+    cr_assert_eq(count_sub(x, "<error "), 1, "ERROR is an error");
+    cr_assert_eq(count_sub(x, "<skipped "), 1, "NOT_SUPPORTED is skipped");
+    assert_has(x, "<testcase classname=\"sdpa\" name=\"sdpa.causal.offset\" time=\"0.001500\">");
+    assert_has(x, "<skipped message=\"not supported: requires capability f16\"/>");
+    assert_has(x, "type=\"INCORRECT_DTYPE\"");
+    /* Every special character escaped; the control character (not allowed in XML 1.0) gone. */
+    assert_has(x, "message=\"values differ: &lt;a &amp; b&gt; &quot;q&quot; &apos;x&apos;? "
+                  "end\"");
+    assert_lacks(x, "<a &");
+    assert_lacks(x, "\x01");
+    assert_has(x, "first bad index [0,1,2,3] (flat 27): got nan, expected 1.25");
+    assert_has(x, "--filter &apos;sdpa.causal.offset&apos;");
+    cr_assert_eq(count_sub(x, "<testsuite "), count_sub(x, "</testsuite>"), "balanced");
+    assert_has(x, "</testsuites>\n");
+    free(x);
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+Test(output_json, loads_back)
+{
+    hr_run run = every_status_run("reference");
+    char *j = write_mem(&run, HR_FMT_JSON);
+    json_error_t err;
+    json_t *root = json_loads(j, JSON_REJECT_DUPLICATES, &err);
+    cr_assert(root != NULL, "invalid JSON (%s) in:\n%s", err.text, j);
+    cr_assert_eq(json_integer_value(json_object_get(root, "attnconf_results")), 1, "version");
+    json_t *backend = json_object_get(root, "backend");
+    cr_assert_str_eq(json_string_value(json_object_get(backend, "name")), "reference", "name");
+    cr_assert_str_eq(json_string_value(json_object_get(backend, "path")), "/somewhere/reference.so",
+                     "path");
+    json_t *results = json_object_get(root, "results");
+    cr_assert_eq(json_array_size(results), 6, "six results");
+    static const char *const want[] = {"PASS", "EXPECTED_ERROR", "NOT_SUPPORTED", "FAIL",
+                                       "INCORRECT_DTYPE", "ERROR"};
+    for (size_t i = 0; i < 6; i++) {
+        json_t *r = json_array_get(results, i);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "status")), want[i], "status %zu", i);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "id")), g_results[i].id, "id");
+    }
+    json_t *fail = json_array_get(results, 3);
+    cr_assert_str_eq(json_string_value(json_object_get(fail, "bad_got")), "nan", "NaN as \"nan\"");
+    cr_assert_eq(json_real_value(json_object_get(fail, "bad_expected")), 1.25, "expected value");
+    cr_assert_eq(json_integer_value(json_object_get(fail, "first_bad")), 27, "first_bad");
+    json_t *idx = json_object_get(fail, "bad_index");
+    cr_assert_eq(json_array_size(idx), 4, "bad_index rank");
+    cr_assert_eq(json_integer_value(json_array_get(idx, 3)), 3, "bad_index[3]");
+    cr_assert_str_eq(json_string_value(json_object_get(fail, "message")), NASTY_MSG, "message");
+    /* Stats fields only where the comparison ran. */
+    json_t *ee = json_array_get(results, 1);
+    cr_assert(json_object_get(ee, "max_abs_err") == NULL, "no stats without has_stats");
+    json_t *pass = json_array_get(results, 0);
+    cr_assert_eq(json_integer_value(json_object_get(pass, "first_bad")), -1, "no bad element");
+    cr_assert(json_object_get(pass, "bad_index") == NULL, "no bad_index without a bad element");
+    json_t *sum = json_object_get(root, "summary");
+    for (size_t i = 0; i < 6; i++)
+        cr_assert_eq(json_integer_value(json_object_get(sum, want[i])), 1, "summary %s", want[i]);
+    cr_assert_eq(json_integer_value(json_object_get(sum, "total")), 6, "summary total");
+    json_decref(root);
+    free(j);
+}
+
+Test(output_json, non_finite_everywhere_and_deterministic)
+{
+    hr_run run = every_status_run("reference");
+    g_results[3].max_abs_err = INFINITY;
+    g_results[3].max_rel_err = -INFINITY;
+    g_results[3].bad_expected = -NAN;
+    char *a = write_mem(&run, HR_FMT_JSON);
+    char *b = write_mem(&run, HR_FMT_JSON);
+    cr_assert_str_eq(a, b, "same run, same bytes");
+    json_t *root = json_loads(a, 0, NULL);
+    cr_assert(root != NULL, "valid JSON with non-finite values:\n%s", a);
+    json_t *fail = json_array_get(json_object_get(root, "results"), 3);
+    cr_assert_str_eq(json_string_value(json_object_get(fail, "max_abs_err")), "inf", "inf");
+    cr_assert_str_eq(json_string_value(json_object_get(fail, "max_rel_err")), "-inf", "-inf");
+    cr_assert_str_eq(json_string_value(json_object_get(fail, "bad_expected")), "nan", "-nan");
+    json_decref(root);
+    free(a);
+    free(b);
+}
+
+/* ---- robustness ---------------------------------------------------------------------------- */
+
+Test(output_robust, bad_arguments_and_garbage_fields)
+{
+    hr_run run = every_status_run("reference");
+    cr_assert_eq(hr_write(NULL, HR_FMT_TEXT, stdout), -1, "NULL run");
+    cr_assert_eq(hr_write(&run, HR_FMT_TEXT, NULL), -1, "NULL stream");
+    cr_assert_eq(hr_write(&run, (hr_format)99, stdout), -1, "unknown format");
+    hr_run bad = run;
+    bad.results = NULL;
+    cr_assert_eq(hr_write(&bad, HR_FMT_JSON, stdout), -1, "count without results");
+    /* A stream that cannot be written (ENOSPC on every write) is reported, not ignored. */
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        for (int fmt = HR_FMT_TEXT; fmt <= HR_FMT_JSON; fmt++)
+            cr_assert_eq(hr_write(&run, (hr_format)fmt, full), -1, "write error, format %d", fmt);
+        fclose(full);
+    }
+
+    /* An out-of-range status, an unterminated id, invalid UTF-8 and a silly rank. */
+    g_results[5].status = (hr_status)42;
+    memset(g_results[5].id, 'a', sizeof g_results[5].id);
+    snprintf(g_results[5].message, sizeof g_results[5].message, "bad \xff\xfe utf8 \xc3\x28");
+    g_results[3].bad_ndim = 99;
+    for (int fmt = HR_FMT_TEXT; fmt <= HR_FMT_JSON; fmt++) {
+        char *s = write_mem(&run, (hr_format)fmt);
+        cr_assert(strlen(s) > 0, "format %d wrote something", fmt);
+        free(s);
+    }
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 skipped\n",
+                     "a bad status counts as failed");
+    assert_has(t, "first bad index [] (flat 27)");
+    free(t);
+    char *j = write_mem(&run, HR_FMT_JSON);
+    json_t *root = json_loads(j, 0, NULL);
+    cr_assert(root != NULL, "invalid UTF-8 must not break the JSON:\n%s", j);
+    json_t *r5 = json_array_get(json_object_get(root, "results"), 5);
+    cr_assert_eq(strlen(json_string_value(json_object_get(r5, "id"))), ACASE_ID_MAX, "bounded id");
+    cr_assert_str_eq(json_string_value(json_object_get(r5, "message")), "bad ?? utf8 ?(", "UTF-8");
+    cr_assert_str_eq(json_string_value(json_object_get(r5, "status")), "ERROR", "status");
+    json_decref(root);
+    free(j);
+}
+
+/* ---- report -------------------------------------------------------------------------------- */
+
+typedef struct tmpdir {
+    char path[64];
+    char files[8][128];
+    int nfiles;
+} tmpdir;
+
+static void tmp_open(tmpdir *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->path, sizeof d->path, "/tmp/attnconf_report_XXXXXX");
+    cr_assert(mkdtemp(d->path) != NULL, "mkdtemp failed");
+}
+
+static const char *tmp_file(tmpdir *d, const char *name)
+{
+    cr_assert(d->nfiles < 8, "too many temp files");
+    char *p = d->files[d->nfiles++];
+    char buf[128]; /* a separate buffer: GCC's -Wrestrict cannot tell p from d->path */
+    snprintf(buf, sizeof buf, "%s/%s", d->path, name);
+    memcpy(p, buf, sizeof buf);
+    return p;
+}
+
+static void tmp_close(tmpdir *d)
+{
+    for (int i = 0; i < d->nfiles; i++)
+        remove(d->files[i]);
+    rmdir(d->path);
+}
+
+static void write_text_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0, "close %s", path);
+}
+
+static void write_run_file(const char *path, const hr_run *run)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL, "cannot write %s", path);
+    cr_assert_eq(hr_write(run, HR_FMT_JSON, f), 0, "hr_write %s", path);
+    cr_assert_eq(fclose(f), 0, "close %s", path);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f != NULL, "cannot read %s", path);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int c;
+    while ((c = fgetc(f)) != EOF)
+        fputc(c, m);
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
+static int report(int argc, const char **argv)
+{
+    return hr_report_main(argc, (char **)argv);
+}
+
+/* Three result files: reference (every status), cpu_fast (passes sdpa, no mask support) and
+ * mutant_topleft (caught by two sdpa cases). */
+static void write_fixture_files(tmpdir *d, const char **ref, const char **cpu, const char **mut)
+{
+    hr_run run = every_status_run("reference");
+    *ref = tmp_file(d, "reference.json");
+    write_run_file(*ref, &run);
+
+    run = every_status_run("cpu_fast");
+    snprintf(run.backend_version, sizeof run.backend_version, "1.2");
+    g_results[2] = g_results[4];
+    g_results[2].status = HR_NOT_SUPPORTED;
+    snprintf(g_results[2].message, sizeof g_results[2].message, "requires capability window");
+    run.count = 3; /* PASS, EXPECTED_ERROR, NOT_SUPPORTED (mask) */
+    *cpu = tmp_file(d, "cpu_fast.json");
+    write_run_file(*cpu, &run);
+
+    run = every_status_run("mutant_topleft");
+    g_results[0].status = HR_FAIL;
+    snprintf(g_results[0].message, sizeof g_results[0].message, "values differ");
+    g_results[1] = g_results[3];
+    snprintf(g_results[1].id, sizeof g_results[1].id, "sdpa.causal.decode");
+    run.count = 2; /* two sdpa failures: the mutant is caught */
+    *mut = tmp_file(d, "mutant.json");
+    write_run_file(*mut, &run);
+}
+
+Test(report, matrix_mutants_failures_deterministic)
+{
+    tmpdir d;
+    tmp_open(&d);
+    const char *ref, *cpu, *mut;
+    write_fixture_files(&d, &ref, &cpu, &mut);
+    const char *out1 = tmp_file(&d, "r1.md"), *out2 = tmp_file(&d, "r2.md");
+
+    const char *argv1[] = {"report", "--out", out1, "--command", "attnconf report results/*.json",
+                           ref, mut, cpu};
+    cr_assert_eq(report(8, argv1), 0, "report failed");
+    /* Same inputs in another order: the report must not change by a byte. */
+    const char *argv2[] = {"report", "--command=attnconf report results/*.json", "--out", out2,
+                           cpu, mut, ref};
+    cr_assert_eq(report(7, argv2), 0, "second report failed");
+    char *a = slurp(out1), *b = slurp(out2);
+    cr_assert_str_eq(a, b, "report is not deterministic");
+
+    cr_assert(strncmp(a, "# attnconf conformance report\n\n", 31) == 0, "title:\n%s", a);
+    assert_has(a, "```sh\nattnconf report results/*.json\n```\n");
+    /* Matrix: backends sorted, families sorted, all cell kinds. */
+    assert_has(a, "\n| Backend | Version | mask | sdpa | Total |\n| --- | --- | --- | --- | --- |\n"
+                  "| cpu_fast | 1.2 | not supported | 2/2 pass | 2/2 pass, 1 not supported |\n"
+                  "| reference | 0.1.0 | 2 fail / 2 | 1 fail / 3, 1 not supported | "
+                  "3 fail / 5, 1 not supported |\n");
+    /* Mutants in their own table, with the em dash for a family without cases. */
+    assert_has(a, "\n## Mutants (test-only backends with one deliberate bug; a caught mutant is "
+                  "the expected result)\n\n| Mutant | Version | mask | sdpa | Total | Caught |\n");
+    assert_has(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 | yes |\n");
+    assert_lacks(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 |\n");
+    /* Per-status totals. */
+    assert_has(a, "| reference | 1 | 1 | 1 | 1 | 1 | 1 | 6 |\n");
+    assert_has(a, "| mutant_topleft | 0 | 0 | 0 | 2 | 0 | 0 | 2 |\n");
+    /* Failures of real backends, escaped, with stats and rerun; the mutant only as counts. */
+    assert_has(a, "\n### reference (3)\n\n- `mask.lengths.basic` \xE2\x80\x94 **ERROR**: "
+                  "backend error: boom\n");
+    assert_has(a, "\n- `sdpa.causal.offset` \xE2\x80\x94 **FAIL**: values differ: "
+                  "\\<a \\& b\\> \"q\" 'x'  end\n"
+                  "  - first bad index [0,1,2,3] (flat 27): got nan, expected 1.25; "
+                  "max abs err 0.5, max rel err 0.25\n"
+                  "  - rerun: `attnconf run --backend x --filter 'sdpa.causal.offset'`\n");
+    assert_lacks(a, "sdpa.causal.decode");
+    assert_has(a, "\n- mutant_topleft: sdpa 2 (2 caught in total)\n");
+    assert_lacks(a, "### cpu_fast");
+    /* Not supported counts of real backends. */
+    assert_has(a, "\n## Not supported\n\n| Backend | Reason | Cases |\n| --- | --- | ---: |\n"
+                  "| cpu_fast | requires capability window | 1 |\n"
+                  "| reference | requires capability f16 | 1 |\n");
+    /* Nothing machine- or time-dependent. */
+    assert_lacks(a, "/somewhere");
+    assert_lacks(a, "0.0015");
+    assert_lacks(a, d.path);
+    free(a);
+    free(b);
+    tmp_close(&d);
+}
+
+Test(report, paths_under_cwd_become_relative)
+{
+    tmpdir d;
+    tmp_open(&d);
+    /* Each Criterion test is its own process: changing directory here affects nobody else. */
+    cr_assert_eq(chdir(d.path), 0, "chdir %s", d.path);
+    hr_run run = every_status_run("reference");
+    snprintf(g_results[3].rerun, sizeof g_results[3].rerun,
+             "%s/build/attnconf run --cases %s/cases --filter x --other %s_sibling/y", d.path,
+             d.path, d.path);
+    const char *in = tmp_file(&d, "in.json"), *out = tmp_file(&d, "out.md");
+    write_run_file(in, &run);
+    const char *argv[] = {"report", "--out", out, in};
+    cr_assert_eq(report(4, argv), 0, "report failed");
+    char *a = slurp(out);
+    /* Only whole path components are rewritten: the sibling directory keeps its path. */
+    char want[256];
+    snprintf(want, sizeof want,
+             "rerun: `./build/attnconf run --cases ./cases --filter x --other %s_sibling/y`",
+             d.path);
+    assert_has(a, want);
+    /* Without --command, the command line as typed (here with absolute, rewritten paths). */
+    assert_has(a, "```sh\nattnconf report --out ./out.md ./in.json\n```\n");
+    free(a);
+    tmp_close(&d);
+}
+
+Test(report, strict_input_and_usage)
+{
+    tmpdir d;
+    tmp_open(&d);
+    hr_run run = every_status_run("reference");
+    const char *good = tmp_file(&d, "good.json"), *bad = tmp_file(&d, "bad.json");
+    const char *out = tmp_file(&d, "out.md");
+    write_run_file(good, &run);
+
+    const char *no_files[] = {"report", "--out", out};
+    cr_assert_eq(report(3, no_files), 2, "no result files is a usage error");
+    const char *unknown[] = {"report", "--frobnicate", good};
+    cr_assert_eq(report(3, unknown), 2, "unknown option");
+    const char *dangling[] = {"report", good, "--out"};
+    cr_assert_eq(report(3, dangling), 2, "--out without a value");
+    const char *help[] = {"report", "--help"};
+    cr_assert_eq(report(2, help), 0, "--help");
+
+    const char *argv[] = {"report", "--out", out, bad};
+    static const char *const broken[] = {
+        "{\"attnconf_results\": 2, \"backend\": {}}",  /* wrong version */
+        "{\"backend\": {}}",                           /* missing version */
+        "[1, 2]",                                      /* not an object */
+        "{\"attnconf_results\": 1",                    /* not JSON */
+        "{\"attnconf_results\": 1, \"backend\": {\"name\": \"x\", \"version\": \"1\", "
+        "\"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", \"results\": [{\"id\": "
+        "\"a.b.c\", \"family\": \"a\", \"status\": \"MAYBE\", \"message\": \"\", \"seconds\": 0, "
+        "\"rerun\": \"\"}], \"summary\": {}}",        /* unknown status */
+        "{\"attnconf_results\": 1, \"backend\": {\"name\": \"x\", \"version\": \"1\", "
+        "\"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", \"results\": [], "
+        "\"summary\": {\"PASS\": 1, \"EXPECTED_ERROR\": 0, \"NOT_SUPPORTED\": 0, \"FAIL\": 0, "
+        "\"INCORRECT_DTYPE\": 0, \"ERROR\": 0, \"total\": 1}}", /* summary does not match */
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        write_text_file(bad, broken[i]);
+        cr_assert_eq(report(4, argv), 1, "broken input %zu must be rejected", i);
+    }
+    const char *unwritable[] = {"report", "--out", "/nonexistent/dir/out.md", good};
+    cr_assert_eq(report(4, unwritable), 1, "unwritable --out");
+    const char *missing[] = {"report", "--out", out, "/nonexistent/results.json"};
+    cr_assert_eq(report(4, missing), 1, "missing file");
+    /* The same case twice for one backend (two files of the same run). */
+    const char *twice[] = {"report", "--out", out, good, good};
+    cr_assert_eq(report(5, twice), 1, "duplicate case ids");
+    const char *ok[] = {"report", "--out", out, good};
+    cr_assert_eq(report(4, ok), 0, "the good file still works");
+    tmp_close(&d);
+}
