@@ -18,7 +18,8 @@
  *     finite values (however negative) take part in the softmax;
  *   - causal (bottom-right, as mlx "causal" and FlashAttention >= 2.1): query i sits at
  *     absolute position offset + i and keeps key j iff j <= offset + i, where
- *     offset = params.has_causal_offset ? params.causal_offset : Lk - Lq.  Offset 0 given
+ *     offset = params.has_causal_offset ? params.causal_offset : Lk - Lq (any int64; a very
+ *     negative offset keeps nothing, a very large one keeps everything).  Offset 0 given
  *     explicitly is top-left alignment.  When Lq > Lk the first Lq - Lk rows keep nothing.
  *   A mask tensor has rank <= 4 and broadcasts to (B, Hq, Lq, Lk) by NumPy rules (trailing
  *   dimensions aligned; each extent equal or 1); per-head masks index query heads.
@@ -29,7 +30,9 @@
  *
  * Numerics: inputs are read exactly, scores, softmax (max-subtracted) and the weighted sum of V
  * are computed in double, and each output element is rounded once to the output dtype (RNE).
- * A row whose keys are all skipped (fully masked) is exactly 0.  A skipped key contributes
+ * A row whose keys are all skipped (fully masked, or Lk = 0) is exactly +0.  Finite additive
+ * values never skip a key, so a row masked only by the finite minimum (what
+ * attnref_mask_to_additive produces) is not fully masked: it attends uniformly to its keys.  A skipped key contributes
  * nothing even if its K or V hold NaN or inf.  Deterministic: fixed loop order, no FMA
  * contraction.
  */
@@ -56,7 +59,7 @@ typedef struct attnref_sdpa_params {
 /* Compute out (see the file comment).  mask may be NULL; params may be NULL (defaults: no
  * explicit scale, not causal).
  * Errors:
- *   ATTNREF_EINVAL  a NULL tensor, a bad descriptor, rank != 4, B/D/Lk mismatch between q, k, v,
+ *   ATTNREF_EINVAL  a NULL tensor, a bad descriptor, rank != 4, D == 0, B/D/Lk mismatch between q, k, v,
  *                   Hkv != v's heads, Hq % Hkv != 0, Hkv == 0, out shape != (B,Hq,Lq,Dv), a mask
  *                   of rank > 4 or not broadcastable to (B,Hq,Lq,Lk), both causal and a mask,
  *                   a non-finite explicit scale;
