@@ -369,6 +369,35 @@ Test(generator, format_md_test_vector)
     }
 }
 
+/* FORMAT.md's double-rounding example: x rounds to the f32 0x3e875000, an f16 halfway point,
+ * which rounds to even (0x343a); one rounding from binary64 would give 0x343b. */
+Test(generator, format_md_double_rounding_example)
+{
+    acase_tensor t;
+    memset(&t, 0, sizeof t);
+    t.present = 1;
+    t.ndim = 1;
+    t.shape[0] = 1;
+    t.seed = 18042;
+    t.lo = -1.0;
+    t.hi = 1.0;
+    t.dtype = ATTNREF_F32;
+    cr_assert_eq(acase_tensor_generate(&t, NULL, 0), 0);
+    uint32_t b;
+    memcpy(&b, t.data, 4);
+    cr_assert_eq(b, 0x3e875000u);
+    char txt[32];
+    snprintf(txt, sizeof txt, "%.8e", (double)*(float *)t.data);
+    cr_assert_str_eq(txt, "2.64282227e-01");
+    t.dtype = ATTNREF_F16;
+    cr_assert_eq(acase_tensor_generate(&t, NULL, 0), 0);
+    cr_assert_eq(*(uint16_t *)t.data, 0x343a);
+    uint64_t s = 18042;
+    double x = -1.0 + 2.0 * ((double)(acase_splitmix64_next(&s) >> 11) * 0x1p-53);
+    cr_assert_eq(attnref_f64_to_f16(x), 0x343b);
+    free(t.data);
+}
+
 Test(generator, logical_order_independent_of_layout)
 {
     acase_tensor a, b;

@@ -67,7 +67,8 @@ typedef struct acase {
     acase_op op;
     uint64_t requires;         /* ATTNCONF_CAP_* bits the backend must have */
 
-    /* op == ACASE_OP_MASK */
+    /* op == ACASE_OP_MASK.  batch: the number of lengths / left_padding entries; the reader
+     * sets 1 when neither is given. */
     int64_t lq, offset, window, batch;
     int64_t *lengths;          /* owned, [batch], or NULL */
     int64_t *left_padding;     /* owned, [batch], or NULL */
