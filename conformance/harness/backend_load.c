@@ -149,6 +149,12 @@ static int hb_validate(const attnconf_backend *be, const char *path, char *err, 
         return hb_err(err, errlen, "%s: required member '%s' is NULL", path, missing);
     if (!be->name || !be->name[0])
         return hb_err(err, errlen, "%s: backend name is empty", path);
+    /* The name ends up in file names, JUnit suite names and the report: hold it to the ABI's
+     * [a-z0-9_-]+ (at most 64 characters). */
+    size_t nlen = strlen(be->name);
+    if (nlen > 64 || strspn(be->name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != nlen)
+        return hb_err(err, errlen, "%s: backend name '%.64s' is not [a-z0-9_-]{1,64}", path,
+                      be->name);
     return 0;
 }
 

@@ -102,6 +102,8 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
         }
         if (!val[0])
             return usage_error("empty value for option", a);
+        if (*slot) /* last-one-wins would silently run something else than asked */
+            return usage_error("option given twice", a);
         *slot = val;
     }
     return 0;
@@ -287,11 +289,20 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         return usage_error("unknown format (text, tap, junit, json)", o.format);
     const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
 
+    /* Open --out before anything runs, so an unwritable path cannot cost a whole run. */
+    FILE *outf = NULL;
+    if (o.out && !(outf = fopen(o.out, "w"))) {
+        fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
+        return EXIT_USAGE;
+    }
+
     /* The backend first: a typo in --backend should fail before any case is parsed. */
     hb_backend hb;
     char err[1024];
     if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &hb, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf: %s\n", err);
+        if (outf)
+            fclose(outf);
         return EXIT_BAD;
     }
 
@@ -299,12 +310,16 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     size_t n;
     if (load_cases(dir, o.filter, &e, &n) != 0) {
         hb_unload(&hb);
+        if (outf)
+            fclose(outf);
         return EXIT_USAGE;
     }
     if (n == 0) {
         fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
         entries_free(e, n);
         hb_unload(&hb);
+        if (outf)
+            fclose(outf);
         return EXIT_USAGE;
     }
 
@@ -330,6 +345,8 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         fprintf(stderr, "attnconf: out of memory\n");
         hb_unload(&hb);
         entries_free(e, n);
+        if (outf)
+            fclose(outf);
         return EXIT_BAD;
     }
 
@@ -361,24 +378,19 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     size_t skipped = counts[HR_NOT_SUPPORTED];
 
     int status = failed ? EXIT_BAD : (skipped == run.count ? EXIT_SKIP : 0);
-    FILE *f = stdout;
-    if (o.out && !(f = fopen(o.out, "w"))) {
-        fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
-        status = EXIT_BAD;
-    } else {
-        int wr = hr_write(&run, fmt, f);
-        if (f != stdout) {
-            if (fclose(f) != 0)
-                wr = -1;
-        } else if (fflush(f) != 0) {
+    FILE *f = outf ? outf : stdout;
+    int wr = hr_write(&run, fmt, f);
+    if (f != stdout) {
+        if (fclose(f) != 0)
             wr = -1;
-        }
-        if (wr != 0) {
-            fprintf(stderr, "attnconf: cannot write results to %s\n", o.out ? o.out : "stdout");
-            status = EXIT_BAD;
-        }
+    } else if (fflush(f) != 0) {
+        wr = -1;
     }
-    if (o.out)
+    if (wr != 0) {
+        fprintf(stderr, "attnconf: cannot write results to %s\n", o.out ? o.out : "stdout");
+        status = EXIT_BAD;
+    }
+    if (o.out && wr == 0)
         printf("attnconf: %s %s: %zu passed, %zu failed, %zu skipped (results in %s)\n",
                run.backend_name, run.backend_version, passed, failed, skipped, o.out);
 

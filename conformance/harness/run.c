@@ -72,7 +72,7 @@ static const char *hr_dtype_text(int32_t dt, char *buf, size_t n)
 {
     if (dt >= ATTNCONF_F32 && dt <= ATTNCONF_BOOL)
         return attnref_dtype_name((attnref_dtype)dt);
-    snprintf(buf, n, "dtype #%d", (int)dt);
+    snprintf(buf, n, "#%d (not an attnconf_dtype)", (int)dt);
     return buf;
 }
 

@@ -14,7 +14,32 @@
  * backends can copy it.  No member may abort, exit or print to stdout; errors are returned as
  * the negative codes below, with detail from last_error.
  *
- * Threading: the harness calls a context from one thread at a time.
+ * Threading: the harness calls a context from one thread at a time.  Lifetime: the harness
+ * opens one context per run and closes it after the last case.
+ *
+ * Semantics a backend must implement (normative text: SPEC.md in the attnconf repository;
+ * clause numbers in brackets):
+ *   - out = softmax(scale * q.k^T + mask) . v; scale omitted = 1/sqrt(D) of q/k, never of Dv;
+ *     an explicit 0 is 0 [2].
+ *   - GQA: query head h uses kv head h / (Hq / Hkv) (repeat-interleave), never h % Hkv [1].
+ *   - causal: query i keeps key j iff j <= offset + i, offset = Lk - Lq unless given
+ *     (bottom-right); when Lq > Lk the first Lq - Lk rows keep nothing [3].
+ *   - build_mask: window W keeps W keys counting the query itself; lengths[b] = total valid keys
+ *     (cache included, right padding); left_padding[b] = first valid key; everything composes by
+ *     intersection [4, 5].
+ *   - BOOL mask selects (true = attend); a float mask is added, and only -inf excludes a key [6];
+ *     masks broadcast by NumPy rules to (B, Hq, Lq, Lk), head dims index QUERY heads [7].
+ *   - dtypes: q, k, v share one dtype, which the output must have; an additive mask whose dtype
+ *     does not promote to q's (f32 mask with f16/bf16 q, bf16 with f16, f16 with bf16) must be
+ *     rejected with ATTNCONF_EDTYPE, never computed upcast [8].
+ *   - a row with no kept key (fully masked, or Lk = 0) is exactly 0, never NaN or mean(V) [9];
+ *     an excluded key contributes nothing even if its K or V hold NaN or inf [10].
+ * Results: values are compared with |got - exp| <= atol + rtol*|exp| per case; NaN must meet NaN
+ * and inf the same-signed inf.  Returning ATTNCONF_ENOTSUP counts as NOT_SUPPORTED, except in a
+ * case that must be rejected, where only the expected code (EDTYPE / EINVAL) passes.
+ *
+ * Arguments structs start with struct_size (the host's sizeof): a backend must not read a member
+ * that struct_size does not cover.  Strides are >= 0 (0 broadcasts).
  */
 #ifndef ATTNCONF_BACKEND_H
 #define ATTNCONF_BACKEND_H
@@ -107,7 +132,7 @@ typedef struct attnconf_mask_args {
     int64_t lq;                   /* new queries */
     int64_t offset;               /* tokens already in the KV cache */
     int64_t window;               /* sliding window in keys (own included); 0 = none */
-    int64_t batch;                /* B (>= 1) when lengths or left_padding is set */
+    int64_t batch;                /* B (>= 1) when lengths or left_padding is set; else 1 */
     const int64_t *lengths;       /* [batch] total valid keys, cache included; NULL = none */
     const int64_t *left_padding;  /* [batch] first valid key; NULL = none */
     attnconf_tensor *keep;        /* host-allocated BOOL (B,1,Lq,offset+Lq), contiguous */
