@@ -56,6 +56,7 @@ void acase_free(acase *c)
     tensor_free(&c->v);
     tensor_free(&c->mask);
     free(c->expected.values);
+    free(c->expected.row_check);
     free(c->path);
     free(c);
 }
@@ -145,12 +146,57 @@ int acase_expected_alloc(acase_expected *e, char *err, size_t errlen)
     }
     free(e->values);
     e->values = NULL;
+    free(e->row_check); /* sized for the old shape */
+    e->row_check = NULL;
+    e->nrows = 0;
     e->numel = n;
     e->values = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
     if (!e->values) {
         acase__errf(err, errlen, "out of memory (%lld elements)", (long long)n);
         return -1;
     }
+    return 0;
+}
+
+/* Rows of a shape: the product of every extent but the last, or -1 with a reason. */
+static int64_t expected_rows(const acase_expected *e, char *why, size_t whylen)
+{
+    int64_t n;
+    if (acase__numel(e->ndim, e->shape, &n, why, whylen) != 0)
+        return -1;
+    if (e->ndim < 1) {
+        acase__errf(why, whylen, "rank 0 has no rows");
+        return -1;
+    }
+    int64_t rows = 1;
+    for (int32_t i = 0; i + 1 < e->ndim; i++) {
+        if (e->shape[i] == 0)
+            return 0;
+        if (rows > ACASE_MAX_TENSOR_NUMEL / e->shape[i]) {
+            acase__errf(why, whylen, "more than %lld rows", (long long)ACASE_MAX_TENSOR_NUMEL);
+            return -1;
+        }
+        rows *= e->shape[i];
+    }
+    return rows;
+}
+
+int acase_expected_alloc_rows(acase_expected *e, char *err, size_t errlen)
+{
+    char why[128];
+    int64_t rows = expected_rows(e, why, sizeof why);
+    if (rows < 0) {
+        acase__errf(err, errlen, "shape: %s", why);
+        return -1;
+    }
+    free(e->row_check);
+    e->nrows = 0;
+    e->row_check = calloc((size_t)(rows > 0 ? rows : 1), 1);
+    if (!e->row_check) {
+        acase__errf(err, errlen, "out of memory (%lld rows)", (long long)rows);
+        return -1;
+    }
+    e->nrows = rows;
     return 0;
 }
 
@@ -409,6 +455,19 @@ static int check_sdpa(chk *k, const acase *c)
                         (long long)e->numel);
     if (n > 0 && !e->values)
         return chk_fail(k, "expected.out.data", "no data");
+    if (e->row_check) {
+        int64_t rows = expected_rows(e, why, sizeof why);
+        if (rows < 0)
+            return chk_fail(k, "expected.out.shape", "%s", why);
+        if (e->nrows != rows)
+            return chk_fail(k, "expected.row_checks",
+                            "has %lld rows, the output has B*Hq*Lq = %lld", (long long)e->nrows,
+                            (long long)rows);
+        for (int64_t r = 0; r < e->nrows; r++)
+            if (e->row_check[r] > ACASE_CHECK_FINITE)
+                return chk_fail(k, "expected.row_checks", "row %lld has unknown check mode %u",
+                                (long long)r, (unsigned)e->row_check[r]);
+    }
     if (!isfinite(c->atol) || c->atol < 0)
         return chk_fail(k, "tolerance.atol", "must be finite and >= 0");
     if (!isfinite(c->rtol) || c->rtol < 0)
@@ -489,6 +548,8 @@ int acase__check(const acase *c, char *field, size_t fieldlen, char *why, size_t
         return chk_fail(&k, "tolerance", "only allowed with expected.out");
     if (c->op == ACASE_OP_MASK && (c->atol != 0 || c->rtol != 0))
         return chk_fail(&k, "tolerance", "only allowed with expected.out");
+    if (c->expected.row_check && (c->op != ACASE_OP_SDPA || c->expected.error))
+        return chk_fail(&k, "expected.row_checks", "only allowed with expected.out");
     if (c->op == ACASE_OP_SDPA ? check_sdpa(&k, c) : check_mask(&k, c))
         return -1;
     return check_requires(&k, c);

@@ -700,15 +700,73 @@ static int read_expected_values(rd *r, yaml_node_t *n, const char *field, acase_
     return 0;
 }
 
+/* expected.row_checks: {exact: [r, ...], finite: [r, ...]} on an SDPA output whose shape has
+ * been read.  Each list strictly increasing, indices in 0..nrows-1, no row in both lists (exact
+ * is applied first, so an overlap is reported at its item in finite). */
+static int read_row_checks(rd *r, yaml_node_t *n, acase_expected *e)
+{
+    static const char *const names[2] = {"exact", "finite"};
+    static const uint8_t modes[2] = {ACASE_CHECK_EXACT, ACASE_CHECK_FINITE};
+    fieldspec s[] = {{"exact", 0, NULL}, {"finite", 0, NULL}};
+    char why[128];
+    if (get_map(r, n, "expected.row_checks", s, 2))
+        return -1;
+    if (!s[0].val && !s[1].val)
+        return fail(r, n, "expected.row_checks", "expected at least one of exact and finite");
+    if (acase_expected_alloc_rows(e, why, sizeof why))
+        return fail(r, n, "expected.row_checks", "%s", why);
+    for (int m = 0; m < 2; m++) {
+        yaml_node_t *list = s[m].val;
+        if (!list)
+            continue;
+        char f[FIELD_MAX];
+        fieldf(f, "expected.row_checks.%s", names[m]);
+        if (expect_seq(r, list, f, "a sequence of row indices"))
+            return -1;
+        int64_t prev = -1;
+        for (size_t i = 0; i < seq_len(list); i++) {
+            char fi[FIELD_MAX];
+            fieldf(fi, "%s[%zu]", f, i);
+            yaml_node_t *it = seq_item(r, list, i);
+            int64_t row;
+            if (!it)
+                return fail(r, list, fi, "malformed sequence");
+            if (get_int(r, it, fi, &row))
+                return -1;
+            if (row < 0 || row >= e->nrows) {
+                if (e->nrows == 0)
+                    return fail(r, it, fi, "row %lld is out of range: the output has no rows",
+                                (long long)row);
+                return fail(r, it, fi, "row %lld is out of range 0..%lld (B*Hq*Lq = %lld rows)",
+                            (long long)row, (long long)(e->nrows - 1), (long long)e->nrows);
+            }
+            if (row <= prev)
+                return fail(r, it, fi, "row %lld does not follow %lld: indices must be strictly "
+                            "increasing", (long long)row, (long long)prev);
+            if (e->row_check[row] != ACASE_CHECK_CLOSE)
+                return fail(r, it, fi, "row %lld is also listed in %s", (long long)row,
+                            names[e->row_check[row] == ACASE_CHECK_EXACT ? 0 : 1]);
+            e->row_check[row] = modes[m];
+            prev = row;
+        }
+    }
+    return 0;
+}
+
 static int read_expected(rd *r, yaml_node_t *n, acase *c)
 {
     acase_expected *e = &c->expected;
-    fieldspec s[] = {{"out", 0, NULL}, {"keep", 0, NULL}, {"error", 0, NULL}};
+    fieldspec s[] = {{"out", 0, NULL}, {"keep", 0, NULL}, {"error", 0, NULL},
+                     {"row_checks", 0, NULL}};
     char why[128];
-    if (get_map(r, n, "expected", s, 3))
+    if (get_map(r, n, "expected", s, 4))
         return -1;
     if (!!s[0].val + !!s[1].val + !!s[2].val != 1)
         return fail(r, n, "expected", "exactly one of out, keep and error is required");
+    if (s[3].val && !s[0].val)
+        return fail(r, s[3].val, "expected.row_checks",
+                    "only allowed with expected.out (op sdpa), not with expected.%s",
+                    s[1].val ? "keep" : "error");
     if (s[2].val) {
         const char *name;
         if (get_str(r, s[2].val, "expected.error", &name))
@@ -733,7 +791,9 @@ static int read_expected(rd *r, yaml_node_t *n, acase *c)
             return -1;
         if (acase__numel(e->ndim, e->shape, &e->numel, why, sizeof why))
             return fail(r, o[1].val, "expected.out.shape", "%s", why);
-        return read_expected_values(r, o[2].val, "expected.out.data", e, 0);
+        if (read_expected_values(r, o[2].val, "expected.out.data", e, 0))
+            return -1;
+        return s[3].val ? read_row_checks(r, s[3].val, e) : 0;
     }
     if (c->op != ACASE_OP_MASK)
         return fail(r, s[1].val, "expected.keep", "only for op mask (op sdpa uses out)");

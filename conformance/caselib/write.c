@@ -196,6 +196,33 @@ static void tensor(wr *w, const char *name, const acase_tensor *t)
     map_end(w);
 }
 
+/* expected.row_checks, only when some row is not CLOSE: keys exact, finite; an empty list is
+ * omitted. */
+static void row_checks(wr *w, const acase_expected *e)
+{
+    static const char *const names[2] = {"exact", "finite"};
+    static const uint8_t modes[2] = {ACASE_CHECK_EXACT, ACASE_CHECK_FINITE};
+    int64_t count[2] = {0, 0};
+    for (int64_t r = 0; e->row_check && r < e->nrows; r++)
+        for (int m = 0; m < 2; m++)
+            count[m] += e->row_check[r] == modes[m];
+    if (count[0] + count[1] == 0)
+        return;
+    key(w, "row_checks");
+    map_start(w, 1);
+    for (int m = 0; m < 2; m++) {
+        if (!count[m])
+            continue;
+        key(w, names[m]);
+        seq_start(w);
+        for (int64_t r = 0; r < e->nrows && !w->failed; r++)
+            if (e->row_check[r] == modes[m])
+                int_val(w, r);
+        seq_end(w);
+    }
+    map_end(w);
+}
+
 static void write_case(wr *w, const acase *c)
 {
     char buf[32];
@@ -288,6 +315,7 @@ static void write_case(wr *w, const acase *c)
             f64_val(w, e->values[i]);
         seq_end(w);
         map_end(w);
+        row_checks(w, e);
     } else {
         key(w, "keep");
         map_start(w, 1);

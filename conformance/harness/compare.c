@@ -7,6 +7,7 @@
 #include "compare.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 int hc_element_ok(double got, double exp, double atol, double rtol, int exact)
@@ -42,8 +43,28 @@ int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *s
                const int64_t *strides, const double *expected, double atol, double rtol,
                int exact, hc_stats *st)
 {
+    return hc_compare_rows(got, dt, ndim, shape, strides, expected, atol, rtol, exact, NULL, 0,
+                           st);
+}
+
+/* One element under the mode of its row. */
+static int hc_mode_ok(double g, double e, double atol, double rtol, int exact, int mode)
+{
+    switch (mode) {
+    case HC_ROW_CLOSE: return hc_element_ok(g, e, atol, rtol, exact);
+    case HC_ROW_EXACT: return hc_element_ok(g, e, 0.0, 0.0, 1);
+    case HC_ROW_FINITE: return isfinite(g) != 0;
+    default: return 0; /* an unknown mode never passes */
+    }
+}
+
+int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *shape,
+                    const int64_t *strides, const double *expected, double atol, double rtol,
+                    int exact, const uint8_t *row_check, int64_t row_len, hc_stats *st)
+{
     memset(st, 0, sizeof *st);
     st->first_bad = -1;
+    st->bad_row = -1;
     if (ndim < 0 || ndim > 4)
         return 0;
     st->ndim = ndim;
@@ -53,6 +74,8 @@ int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *s
             return 0;
         numel *= shape[d];
     }
+    if (row_check && (ndim < 1 || row_len != shape[ndim - 1]))
+        return 0;
     st->numel = numel;
 
     /* Walk the logical row-major order with a multi-index so any strides (permuted, padded,
@@ -64,8 +87,12 @@ int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *s
             off += idx[d] * strides[d];
         double g = attnref_load(got, dt, off);
         double e = expected[flat];
-        int ok = hc_element_ok(g, e, atol, rtol, exact);
-        if (isfinite(g) && isfinite(e)) {
+        int64_t row = row_check ? flat / row_len : -1;
+        int mode = row_check ? row_check[row] : HC_ROW_CLOSE;
+        int ok = hc_mode_ok(g, e, atol, rtol, exact, mode);
+        if (mode == HC_ROW_FINITE) {
+            /* no error statistics: the expected value of a FINITE row means nothing */
+        } else if (isfinite(g) && isfinite(e)) {
             double abs_err = fabs(g - e);
             hc_max(&st->max_abs_err, abs_err);
             if (e != 0.0)
@@ -78,11 +105,15 @@ int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *s
             hc_max(&st->max_rel_err, err);
         }
         if (!ok) {
+            if (mode >= HC_ROW_CLOSE && mode <= HC_ROW_FINITE)
+                st->nbad_mode[mode]++;
             if (st->nbad++ == 0) {
                 st->first_bad = flat;
                 hc_unflatten(flat, ndim, shape, st->bad_index);
                 st->bad_got = g;
                 st->bad_expected = e;
+                st->bad_mode = mode;
+                st->bad_row = row;
             }
         }
         for (int32_t d = ndim - 1; d >= 0; d--) {
@@ -92,4 +123,48 @@ int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *s
         }
     }
     return st->nbad == 0;
+}
+
+void hc_failure_message(const hc_stats *st, double atol, double rtol, int exact, char *buf,
+                        size_t n)
+{
+    if (!buf || n == 0)
+        return;
+    buf[0] = '\0';
+    if (st->first_bad < 0)
+        return;
+    if (st->bad_mode == HC_ROW_CLOSE) {
+        int64_t nclose = st->nbad_mode[HC_ROW_CLOSE], rest = st->nbad - nclose;
+        int w;
+        if (exact)
+            w = snprintf(buf, n, "%lld of %lld elements differ", (long long)nclose,
+                         (long long)st->numel);
+        else
+            w = snprintf(buf, n, "%lld of %lld elements out of tolerance (atol %g, rtol %g)",
+                         (long long)nclose, (long long)st->numel, atol, rtol);
+        if (rest > 0 && w >= 0 && (size_t)w < n)
+            snprintf(buf + w, n - (size_t)w, "; %lld more fail their exact/finite row check",
+                     (long long)rest);
+        return;
+    }
+    char at[96];
+    size_t j = 0;
+    at[j++] = '[';
+    for (int32_t d = 0; d < st->ndim && d < 4 && j < sizeof at; d++)
+        j += (size_t)snprintf(at + j, sizeof at - j, "%s%lld", d ? "," : "",
+                              (long long)st->bad_index[d]);
+    if (j < sizeof at)
+        snprintf(at + j, sizeof at - j, "]");
+    if (st->bad_mode == HC_ROW_EXACT)
+        snprintf(buf, n, "row %lld must be exactly %.17g: got %.17g at %s; %lld of %lld elements "
+                 "fail", (long long)st->bad_row, st->bad_expected, st->bad_got, at,
+                 (long long)st->nbad, (long long)st->numel);
+    else if (st->bad_mode == HC_ROW_FINITE)
+        snprintf(buf, n, "row %lld must be finite: got %.17g at %s; %lld of %lld elements fail",
+                 (long long)st->bad_row, st->bad_got, at, (long long)st->nbad,
+                 (long long)st->numel);
+    else
+        snprintf(buf, n, "row %lld has unknown check mode %d: got %.17g at %s; %lld of %lld "
+                 "elements fail", (long long)st->bad_row, st->bad_mode, st->bad_got, at,
+                 (long long)st->nbad, (long long)st->numel);
 }

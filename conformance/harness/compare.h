@@ -2,9 +2,20 @@
 #ifndef ATTNCONF_COMPARE_H
 #define ATTNCONF_COMPARE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "attnref/dtype.h"
+
+/* Per-row check modes (the values of ACASE_CHECK_* in attncase/case.h, FORMAT.md
+ * `expected.row_checks`).  A row is the last dimension: flat row r covers the elements
+ * [r*row_len, (r+1)*row_len) of the row-major order.
+ *   HC_ROW_CLOSE:  the element rule below (hc_element_ok with the call's atol/rtol/exact);
+ *   HC_ROW_EXACT:  got == exp as doubles, whatever the tolerances: +0 and -0 both match 0;
+ *                  NaN only against NaN, an infinity only against the same infinity;
+ *   HC_ROW_FINITE: got must be finite; the expected value is ignored (implementation-defined,
+ *                  SPEC.md clause 11). */
+enum { HC_ROW_CLOSE = 0, HC_ROW_EXACT = 1, HC_ROW_FINITE = 2 };
 
 /* Statistics of one comparison. */
 typedef struct hc_stats {
@@ -12,12 +23,18 @@ typedef struct hc_stats {
     int64_t nbad;           /* elements that failed */
     double max_abs_err;     /* max |got - exp| over the elements where both are finite; NaN if
                                a NaN stands against a non-NaN anywhere, else +inf if an
-                               infinity is matched wrongly; matching non-finite pairs count 0 */
+                               infinity is matched wrongly; matching non-finite pairs count 0.
+                               Over CLOSE and EXACT rows only: a FINITE row has no meaningful
+                               expected value. */
     double max_rel_err;     /* the same for |got - exp| / |exp|, over exp != 0 */
     int64_t first_bad;      /* flat row-major index of the first failing element, -1 if none */
     int32_t ndim;
     int64_t bad_index[4];   /* first_bad as a multi-index of the shape (valid if first_bad >= 0) */
     double bad_got, bad_expected;
+    /* Per-row checks (hc_compare_rows; 0 / HC_ROW_CLOSE for hc_compare). */
+    int64_t nbad_mode[3];   /* failing elements by the mode of their row, HC_ROW_* */
+    int bad_mode;           /* the mode of the row holding first_bad */
+    int64_t bad_row;        /* that row (first_bad / row_len), -1 without row checks or none */
 } hc_stats;
 
 /* The per-element rule.  Passes iff both are NaN, or both are infinite with the same sign, or
@@ -32,5 +49,26 @@ int hc_element_ok(double got, double exp, double atol, double rtol, int exact);
 int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *shape,
                const int64_t *strides, const double *expected, double atol, double rtol,
                int exact, hc_stats *st);
+
+/* hc_compare with a check mode per row: row_check (NULL: every row HC_ROW_CLOSE) has one
+ * HC_ROW_* entry per row of row_len elements, one per index of all dimensions but the last
+ * (B*Hq*Lq for an SDPA output), and row_len is the last extent (Dv).  A mode outside HC_ROW_* fails every element of its row.  With
+ * row_check, a rank below 1 or a row_len other than the last extent compares nothing and
+ * returns 0 with first_bad = -1. */
+int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *shape,
+                    const int64_t *strides, const double *expected, double atol, double rtol,
+                    int exact, const uint8_t *row_check, int64_t row_len, hc_stats *st);
+
+/* The one-line failure message of a comparison that failed (st->first_bad >= 0), into buf:
+ *   first bad element in a CLOSE row:  "N of M elements out of tolerance (atol A, rtol R)", or
+ *                                      "N of M elements differ" with `exact` (bool outputs),
+ *                                      N counting the close rows' failures (all of them without
+ *                                      row checks); "; K more fail their exact/finite row
+ *                                      check" appended when other rows failed too;
+ *   in an EXACT row:   "row 5 must be exactly 0: got 0.25 at [0,1,5,3]; N of M elements fail";
+ *   in a FINITE row:   "row 5 must be finite: got nan at [0,1,5,3]; N of M elements fail".
+ * Numbers in the row messages are %.17g (got and expected exactly as compared). */
+void hc_failure_message(const hc_stats *st, double atol, double rtol, int exact, char *buf,
+                        size_t n);
 
 #endif

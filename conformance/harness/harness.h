@@ -25,9 +25,16 @@ const char *hr_status_name(hr_status s);
 /* 1 for FAIL, INCORRECT_DTYPE and ERROR (they make `attnconf run` exit 1). */
 int hr_status_is_bad(hr_status s);
 
+/* Room for one spec rule id in a result ("clause3.bottom_right"); longer ids are truncated. */
+#define HR_RULE_MAX ACASE_ID_MAX
+
 typedef struct hr_result {
     char id[ACASE_ID_MAX];
     char family[ACASE_ID_MAX];
+    /* The case's spec rule ids (acase.rules, in case order), copied by hr_run_case; none when
+     * the case could not be loaded.  The report groups them by SPEC clause ("clauseN.name"). */
+    char rules[ACASE_MAX_RULES][HR_RULE_MAX];
+    int nrules;
     hr_status status;
     char message[512];       /* one line: why it failed / which capability is missing */
     /* Comparison statistics (valid when has_stats). */

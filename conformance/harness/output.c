@@ -10,6 +10,9 @@
  *     "results": [                                 in run order
  *       {
  *         "id": str, "family": str,
+ *         "rules": [str, ...],                     the case's spec rule ids, in case order
+ *                                                  (e.g. "clause3.bottom_right"); always
+ *                                                  present, [] when the case did not load
  *         "status": "PASS" | "EXPECTED_ERROR" | "NOT_SUPPORTED" | "FAIL" | "INCORRECT_DTYPE"
  *                   | "ERROR",
  *         "message": str,                          "" when there is nothing to say
@@ -506,6 +509,13 @@ static json_t *json_result(const hr_result *r)
     int err = 0;
     err |= jset(o, "id", jstr(FIELD(r->id)));
     err |= jset(o, "family", jstr(FIELD(r->family)));
+    json_t *rules = json_array();
+    int nrules = r->nrules < 0 ? 0 : r->nrules > ACASE_MAX_RULES ? ACASE_MAX_RULES : r->nrules;
+    for (int k = 0; rules && k < nrules; k++) {
+        json_t *rule = jstr(FIELD(r->rules[k]));
+        err |= !rule || json_array_append_new(rules, rule) != 0;
+    }
+    err |= jset(o, "rules", rules);
     err |= jset(o, "status", json_string(status_name(r->status)));
     err |= jset(o, "message", jstr(FIELD(r->message)));
     if (r->has_stats) {

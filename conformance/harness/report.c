@@ -7,6 +7,12 @@
  * with "mutant_" are test-only backends with one deliberate bug: they get their own table, and
  * only per-family counts of the cases that caught them.
  *
+ * "Spec clauses" groups the cases by the SPEC.md clause their rule ids cite: a rule id
+ * "clauseN.<name>" (N in 1..13, no leading zero, a non-empty name) belongs to clause N, any
+ * other id to the row "other".  Per clause: its distinct rule ids, the number of distinct case
+ * ids citing it over all files, passed/run of those cases on each non-mutant backend, and the
+ * mutants that FAILed, had an INCORRECT_DTYPE or ERRORed on at least one of them.
+ *
  * The report is a pure function of the results, the options and the current directory: rows,
  * columns and failures are sorted bytewise, and nothing machine- or time-dependent is printed
  * (no timings, no backend paths, no cases_dir).  Rerun commands and messages are printed as
@@ -16,8 +22,9 @@
  * the arguments as typed (give relative paths for a portable report).
  *
  * Reading is strict: a missing or wrong "attnconf_results" version, a missing field or one of
- * the wrong type, an unknown status or a summary that does not match the results is an error
- * naming the file and the field (exit 1).  Unknown extra keys are ignored.
+ * the wrong type (e.g. "rules" not an array of strings), an unknown status or a summary that
+ * does not match the results is an error naming the file and the field (exit 1).  Unknown
+ * extra keys are ignored.
  */
 #define _POSIX_C_SOURCE 200809L /* getcwd, open_memstream */
 
@@ -35,9 +42,13 @@
 #define MUTANT_PREFIX "mutant_"
 #define DEFAULT_TITLE "attnconf conformance report"
 #define EM_DASH "\xE2\x80\x94"
+#define SPEC_CLAUSES 13                /* SPEC.md clauses 1..13 */
+#define CLAUSE_OTHER (SPEC_CLAUSES + 1) /* row of rule ids that cite no clause */
 
 typedef struct rp_case {
     const char *id, *family, *message, *rerun; /* borrowed from the loaded JSON */
+    const json_t *rules;                       /* borrowed; an array of strings (checked) */
+    unsigned clauses;                          /* bit k: a rule cites clause k (CLAUSE_OTHER) */
     const char *file;
     hr_status status;
     int has_stats;
@@ -199,6 +210,21 @@ static int parse_status(const char *s, hr_status *out)
     return -1;
 }
 
+/* The clause a rule id cites: N for "clauseN.<name>" (N in 1..SPEC_CLAUSES, no leading zero,
+ * a non-empty name), else CLAUSE_OTHER. */
+static int rule_clause(const char *rule)
+{
+    if (strncmp(rule, "clause", 6) != 0 || rule[6] < '1' || rule[6] > '9')
+        return CLAUSE_OTHER;
+    const char *p = rule + 6;
+    int n = 0;
+    while (*p >= '0' && *p <= '9' && n <= SPEC_CLAUSES)
+        n = n * 10 + (*p++ - '0');
+    if (n > SPEC_CLAUSES || p[0] != '.' || p[1] == '\0')
+        return CLAUSE_OTHER;
+    return n;
+}
+
 /* ---- loading ------------------------------------------------------------------------------ */
 
 static rp_backend *find_backend(rp_data *d, const char *name)
@@ -222,6 +248,16 @@ static int read_case(const rd *r, const json_t *o, rp_case *c)
     if (parse_status(status, &c->status) != 0) {
         ferr(r, "status", "unknown status \"%s\"", status);
         return -1;
+    }
+    if (!(c->rules = need(r, o, "rules", JSON_ARRAY)))
+        return -1;
+    for (size_t k = 0; k < json_array_size(c->rules); k++) {
+        const json_t *e = json_array_get(c->rules, k);
+        if (!json_is_string(e)) {
+            ferr(r, "rules", "entry %zu is %s, expected a string", k, type_name(e));
+            return -1;
+        }
+        c->clauses |= 1u << rule_clause(json_string_value(e));
     }
     double seconds;
     if (get_num(r, o, "seconds", &seconds))
@@ -579,8 +615,10 @@ static void put_repeat(FILE *f, char ch, size_t n)
 }
 
 /* A code span that survives backticks in its content (CommonMark: a longer fence, and a space
- * of padding when the content starts or ends with a backtick).  Not for table cells. */
-static void md_code(FILE *f, const char *s)
+ * of padding when the content starts or ends with a backtick).  In a GFM table cell
+ * (`in_cell`), '|' is written "\|": GFM removes that backslash before it parses the cell, even
+ * inside a code span. */
+static void md_code_span(FILE *f, const char *s, int in_cell)
 {
     if (!*s) {
         fputs("(empty)", f);
@@ -591,11 +629,25 @@ static void md_code(FILE *f, const char *s)
     put_repeat(f, '`', fence);
     if (pad)
         fputc(' ', f);
-    for (; *s; s++)
-        fputc(((unsigned char)*s < 0x20 || *s == 0x7F) ? ' ' : *s, f);
+    for (; *s; s++) {
+        if (*s == '|' && in_cell)
+            fputs("\\|", f);
+        else
+            fputc(((unsigned char)*s < 0x20 || *s == 0x7F) ? ' ' : *s, f);
+    }
     if (pad)
         fputc(' ', f);
     put_repeat(f, '`', fence);
+}
+
+static void md_code(FILE *f, const char *s)
+{
+    md_code_span(f, s, 0);
+}
+
+static void md_code_cell(FILE *f, const char *s)
+{
+    md_code_span(f, s, 1);
 }
 
 static void md_code_rel(FILE *f, const rp_data *d, const char *s)
@@ -823,6 +875,133 @@ static void put_failures(FILE *f, const rp_data *d)
     fputc('\n', f);
 }
 
+/* Sort s[0..n) bytewise and drop repeats; returns the new count. */
+static size_t sort_unique(const char **s, size_t n)
+{
+    if (n > 1)
+        qsort(s, n, sizeof *s, cmp_str);
+    size_t u = 0;
+    for (size_t k = 0; k < n; k++)
+        if (u == 0 || strcmp(s[u - 1], s[k]) != 0)
+            s[u++] = s[k];
+    return u;
+}
+
+/* "Passing on non-mutant backends" cell of clause k: "reference 31/31", "cpu 2/3 + 1 not
+ * supported", "cpu 2 not supported", backends by name, comma-separated; an em dash if no
+ * non-mutant backend has a case citing the clause. */
+static void put_clause_passing(FILE *f, const rp_data *d, int k)
+{
+    int any = 0;
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        if (be->mutant)
+            continue;
+        size_t by_status[HR_STATUS_COUNT] = {0};
+        for (size_t i = 0; i < be->n; i++)
+            if (be->cases[i].clauses & (1u << k))
+                by_status[be->cases[i].status]++;
+        tally t;
+        memset(&t, 0, sizeof t);
+        tally_add(&t, by_status);
+        if (t.total == 0)
+            continue;
+        fputs(any ? ", " : "", f);
+        any = 1;
+        md_text(f, be->name);
+        if (t.ran)
+            fprintf(f, " %zu/%zu", t.passed, t.ran);
+        if (t.ns)
+            fprintf(f, t.ran ? " + %zu not supported" : " %zu not supported", t.ns);
+    }
+    if (!any)
+        fputs(EM_DASH, f);
+}
+
+/* "Mutants caught" cell of clause k: mutants with a bad result on a case citing it, by name. */
+static void put_clause_mutants(FILE *f, const rp_data *d, int k)
+{
+    int any = 0;
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        int caught = 0;
+        for (size_t i = 0; be->mutant && i < be->n && !caught; i++)
+            caught = (be->cases[i].clauses & (1u << k)) && hr_status_is_bad(be->cases[i].status);
+        if (!caught)
+            continue;
+        fputs(any ? ", " : "", f);
+        any = 1;
+        md_text(f, be->name);
+    }
+    if (!any)
+        fputs(EM_DASH, f);
+}
+
+/* The "Spec clauses" table (see the top comment).  Returns -1 when out of memory. */
+static int put_clauses(FILE *f, const rp_data *d)
+{
+    unsigned present = 0;
+    size_t ncases = 0, nrules = 0;
+    for (size_t b = 0; b < d->nb; b++)
+        for (size_t i = 0; i < d->backends[b].n; i++) {
+            present |= d->backends[b].cases[i].clauses;
+            nrules += json_array_size(d->backends[b].cases[i].rules);
+        }
+    if (!present) {
+        fputs("No case in the results cites a rule id.\n\n", f);
+        return 0;
+    }
+    for (size_t b = 0; b < d->nb; b++)
+        ncases += d->backends[b].n;
+    const char **ids = malloc(ncases * sizeof *ids), **rules = malloc(nrules * sizeof *rules);
+    if (!ids || !rules) {
+        free(ids);
+        free(rules);
+        return -1;
+    }
+    fputs("| Clause | Rules | Cases | Passing on non-mutant backends | Mutants caught |\n"
+          "| --- | --- | ---: | --- | --- |\n", f);
+    for (int k = 1; k <= CLAUSE_OTHER; k++) {
+        if (!(present & (1u << k)))
+            continue;
+        size_t ni = 0, nr = 0;
+        for (size_t b = 0; b < d->nb; b++)
+            for (size_t i = 0; i < d->backends[b].n; i++) {
+                const rp_case *c = &d->backends[b].cases[i];
+                if (!(c->clauses & (1u << k)))
+                    continue;
+                ids[ni++] = c->id;
+                for (size_t j = 0; j < json_array_size(c->rules); j++) {
+                    const char *rule = json_string_value(json_array_get(c->rules, j));
+                    if (rule_clause(rule) == k)
+                        rules[nr++] = rule;
+                }
+            }
+        ni = sort_unique(ids, ni);
+        nr = sort_unique(rules, nr);
+        if (k == CLAUSE_OTHER)
+            fputs("| other | ", f);
+        else
+            fprintf(f, "| %d | ", k);
+        for (size_t j = 0; j < nr; j++) {
+            fputs(j ? ", " : "", f);
+            md_code_cell(f, rules[j]);
+        }
+        fprintf(f, " | %zu | ", ni);
+        put_clause_passing(f, d, k);
+        fputs(" | ", f);
+        put_clause_mutants(f, d, k);
+        fputs(" |\n", f);
+    }
+    free(ids);
+    free(rules);
+    fputs("\nA rule id `clauseN.<name>` cites SPEC.md clause N; ids of another form are under "
+          "\"other\". Cases: distinct case ids citing the clause, over all result files. Passing: "
+          "passed/run cases citing the clause, per non-mutant backend. Mutants caught: mutants "
+          "with a FAIL, INCORRECT_DTYPE or ERROR on at least one case citing the clause.\n\n", f);
+    return 0;
+}
+
 static int cmp_case_message(const void *a, const void *b)
 {
     return strcmp((*(const rp_case *const *)a)->message, (*(const rp_case *const *)b)->message);
@@ -935,6 +1114,9 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
         fputc('\n', f);
     }
 
+    fputs("## Spec clauses\n\n", f);
+    if (put_clauses(f, d))
+        return -1;
     fputs("## Totals by status\n\n", f);
     put_status_totals(f, d);
     fputs("\n## Failures\n\n", f);

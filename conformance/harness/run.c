@@ -277,9 +277,24 @@ static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result
 static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact, int keep_status,
                             hr_result *r)
 {
+    _Static_assert((int)HC_ROW_CLOSE == (int)ACASE_CHECK_CLOSE &&
+                       (int)HC_ROW_EXACT == (int)ACASE_CHECK_EXACT &&
+                       (int)HC_ROW_FINITE == (int)ACASE_CHECK_FINITE,
+                   "compare.h row modes must be the case format's");
+    /* Per-row check modes (expected.row_checks): one per row of the last extent (Dv). */
+    const uint8_t *rows = c->expected.row_check;
+    int64_t row_len = t->ndim >= 1 ? t->shape[t->ndim - 1] : 0, nrows = 1;
+    for (int32_t d = 0; rows && d + 1 < t->ndim; d++)
+        nrows *= t->shape[d];
+    if (rows && (t->ndim < 1 || nrows != c->expected.nrows)) {
+        if (!keep_status)
+            hr_set(r, HR_ERROR, "case: row_checks has %lld rows, the output has %lld",
+                   (long long)c->expected.nrows, (long long)nrows);
+        return;
+    }
     hc_stats st;
-    int ok = hc_compare(t->data, (attnref_dtype)t->dtype, t->ndim, t->shape, t->strides,
-                        c->expected.values, c->atol, c->rtol, exact, &st);
+    int ok = hc_compare_rows(t->data, (attnref_dtype)t->dtype, t->ndim, t->shape, t->strides,
+                             c->expected.values, c->atol, c->rtol, exact, rows, row_len, &st);
     r->has_stats = 1;
     r->max_abs_err = st.max_abs_err;
     r->max_rel_err = st.max_rel_err;
@@ -295,13 +310,11 @@ static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact,
         return;
     }
     /* The first bad element and the error maxima are in the statistics fields (every output
-     * format prints them); the message says how widespread the failure is. */
-    if (exact)
-        hr_set(r, HR_FAIL, "%lld of %lld elements differ", (long long)st.nbad,
-               (long long)st.numel);
-    else
-        hr_set(r, HR_FAIL, "%lld of %lld elements out of tolerance (atol %g, rtol %g)",
-               (long long)st.nbad, (long long)st.numel, c->atol, c->rtol);
+     * format prints them); the message says how widespread the failure is, or which row check
+     * (exact / finite) the first bad element broke. */
+    char msg[sizeof r->message];
+    hc_failure_message(&st, c->atol, c->rtol, exact, msg, sizeof msg);
+    hr_set(r, HR_FAIL, "%s", msg);
 }
 
 /* Check the output descriptor the backend handed back and, if it is usable, compare the values.
@@ -510,6 +523,11 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
 void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
+    /* The case's rule ids (hr_result_begin sees only the id; a case that did not load has none). */
+    r->nrules = 0;
+    for (int i = 0; i < c->nrules && i < ACASE_MAX_RULES; i++)
+        if (c->rules[i])
+            snprintf(r->rules[r->nrules++], sizeof r->rules[0], "%s", c->rules[i]);
     uint64_t missing = c->requires & ~hb->caps;
     if (c->op == ACASE_OP_MASK && !hb->be->build_mask)
         missing |= ATTNCONF_CAP_BUILD_MASK;

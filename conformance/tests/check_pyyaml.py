@@ -83,6 +83,30 @@ def check_tensor(t, where):
             need(is_int(x) and 0 <= x <= 0xffff, w, 'expected a 16-bit int, got %r' % (x,))
 
 
+def check_row_checks(rc, shape, where):
+    """{exact: [int, ...], finite: [int, ...]}: each key optional, at least one; every list
+    strictly increasing, indices in 0..nrows-1 (nrows = product of all extents but the last),
+    no row in both lists."""
+    check_keys(rc, where, (), ('exact', 'finite'))
+    need(rc, where, 'expected at least one of exact and finite')
+    nrows = 1
+    for e in shape[:-1]:
+        nrows *= e
+    seen = set()
+    for key in ('exact', 'finite'):
+        if key not in rc:
+            continue
+        rows = rc[key]
+        need(isinstance(rows, list) and all(is_int(r) for r in rows), '%s.%s' % (where, key),
+             'expected a list of ints, got %r' % (rows,))
+        need(all(a < b for a, b in zip(rows, rows[1:])), '%s.%s' % (where, key),
+             'not strictly increasing: %r' % (rows,))
+        need(all(0 <= r < nrows for r in rows), '%s.%s' % (where, key),
+             'index out of range 0..%d: %r' % (nrows - 1, rows))
+        need(not seen.intersection(rows), '%s.%s' % (where, key), 'row in both lists')
+        seen.update(rows)
+
+
 def check_case(d, path):
     need(isinstance(d, dict), path, 'not a mapping')
     need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 1, path, 'attnconf_case != 1')
@@ -100,8 +124,11 @@ def check_case(d, path):
     need(op in ('sdpa', 'mask'), path + ': op', repr(op))
     p = d['params']
     exp = d['expected']
-    check_keys(exp, path + ': expected', (), ('out', 'keep', 'error'))
-    need(len(exp) == 1, path + ': expected', 'exactly one of out, keep, error')
+    check_keys(exp, path + ': expected', (), ('out', 'keep', 'error', 'row_checks'))
+    need(len([k for k in exp if k != 'row_checks']) == 1, path + ': expected',
+         'exactly one of out, keep, error')
+    need('row_checks' not in exp or 'out' in exp, path + ': expected.row_checks',
+         'only with expected.out')
     if op == 'sdpa':
         check_keys(p, path + ': params', ('causal',), ('scale', 'causal_offset'))
         need(isinstance(p['causal'], bool), path + ': params.causal', repr(p['causal']))
@@ -129,6 +156,8 @@ def check_case(d, path):
         need(len(o['data']) == n, path + ': expected.out.data', 'length')
         for i, x in enumerate(o['data']):
             check_float(x, '%s: expected.out.data[%d]' % (path, i))
+        if 'row_checks' in exp:
+            check_row_checks(exp['row_checks'], o['shape'], path + ': expected.row_checks')
         check_keys(d['tolerance'], path + ': tolerance', ('atol', 'rtol'))
         check_float(d['tolerance']['atol'], path + ': tolerance.atol')
         check_float(d['tolerance']['rtol'], path + ': tolerance.rtol')
@@ -160,6 +189,9 @@ def check_samples(docs):
     need(out[5] == 5e-324, 'f32 sample', 'f64 subnormal %r' % out[5])
     need(d['inputs']['k']['layout'] == 'blhd', 'f32 sample', 'layout')
     need(d['params'] == {'scale': 0.125, 'causal': False}, 'f32 sample', repr(d['params']))
+    need(d['expected']['row_checks'] == {'exact': [1, 4], 'finite': [5]}, 'f32 sample',
+         'row_checks %r' % (d['expected'].get('row_checks'),))
+    need(list(d['expected']) == ['out', 'row_checks'], 'f32 sample', 'expected key order')
     h = docs['sdpa.sample.f16_causal_offset']
     need(h['inputs']['q']['data'][:3] == [0x3c00, 0xbc00, 0x7e01], 'f16 sample', 'bit patterns')
     need(h['inputs']['v']['generate']['seed'] == 2 ** 64 - 1, 'f16 sample', 'seed')

@@ -68,7 +68,7 @@ static int build(acase *c, int which)
     switch (which) {
     case 0: {
         /* f32: inline q with every special value, generated blhd k, generated v (Dv != D),
-         * GQA, an explicit scale and a broadcast bool mask. */
+         * GQA, an explicit scale, a broadcast bool mask and per-row checks. */
         if (set_text(c, "sdpa.sample.f32_every_feature",
                      "Every feature: colons: and # hashes, \"quotes\", 'apostrophes', "
                      "back\\slash, ünïcödé, a tab\there, [brackets] {braces}, yes, null, ~, -1.",
@@ -99,6 +99,13 @@ static int build(acase *c, int which)
                              0.1,   1.0 / 3,  DBL_MAX,          -DBL_MIN, 1e300, -2.5,
                              1e-5,  12345.678901234567, -0x1.fffffffffffffp-1, 0x1p-149};
         fill_expected(&c->expected, ev, (int)(sizeof ev / sizeof ev[0]));
+        /* Per-row checks of the 6 rows (b, h, i): rows 1 and 4 exact, row 5 finite, the rest
+         * close (written `row_checks: {exact: [1, 4], finite: [5]}`). */
+        if (acase_expected_alloc_rows(&c->expected, NULL, 0))
+            return -1;
+        c->expected.row_check[1] = ACASE_CHECK_EXACT;
+        c->expected.row_check[4] = ACASE_CHECK_EXACT;
+        c->expected.row_check[5] = ACASE_CHECK_FINITE;
         c->atol = 1e-6;
         c->rtol = 1.0 / 3;
         break;

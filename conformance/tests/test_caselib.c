@@ -136,6 +136,13 @@ static void assert_same_case(const acase *a, const acase *b)
         cr_assert(memcmp(x->values, y->values, (size_t)x->numel * sizeof(double)) == 0,
                   "expected values differ");
     }
+    /* Row checks: NULL means every row close, the same as all ACASE_CHECK_CLOSE. */
+    if (x->row_check && y->row_check)
+        cr_assert_eq(x->nrows, y->nrows, "expected.nrows");
+    int64_t nrows = x->row_check ? x->nrows : y->row_check ? y->nrows : 0;
+    for (int64_t r = 0; r < nrows; r++)
+        cr_assert_eq(x->row_check ? x->row_check[r] : 0, y->row_check ? y->row_check[r] : 0,
+                     "row_check[%lld]", (long long)r);
     cr_assert(same_bits(a->atol, b->atol) && same_bits(a->rtol, b->rtol));
 }
 
@@ -263,6 +270,72 @@ Test(caselib, validate_rejects)
     cr_assert_eq(acase_validate(c, err, sizeof err), -1);
     cr_assert(strncmp(err, "expected.out.shape: ", 20) == 0, "%s", err);
     acase_free(c);
+}
+
+Test(caselib, expected_alloc_rows)
+{
+    acase_expected e;
+    memset(&e, 0, sizeof e);
+    e.dtype = ATTNREF_F32;
+    e.ndim = 4;
+    int64_t s[4] = {2, 3, 4, 5};
+    memcpy(e.shape, s, sizeof s);
+    cr_assert_eq(acase_expected_alloc(&e, NULL, 0), 0);
+    cr_assert_null(e.row_check);
+    cr_assert_eq(e.nrows, 0);
+    char err[128];
+    cr_assert_eq(acase_expected_alloc_rows(&e, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(e.nrows, 24, "B*Hq*Lq = numel / Dv");
+    for (int64_t r = 0; r < e.nrows; r++)
+        cr_assert_eq(e.row_check[r], ACASE_CHECK_CLOSE);
+    /* Dv = 0: the rows exist but are empty. */
+    e.shape[3] = 0;
+    cr_assert_eq(acase_expected_alloc_rows(&e, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(e.nrows, 24);
+    /* A zero leading extent: no rows. */
+    e.shape[3] = 5;
+    e.shape[1] = 0;
+    cr_assert_eq(acase_expected_alloc_rows(&e, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(e.nrows, 0);
+    cr_assert_not_null(e.row_check, "never NULL after a successful allocation");
+    /* Reallocating the values drops the rows (the shape may have changed). */
+    e.shape[1] = 3;
+    cr_assert_eq(acase_expected_alloc(&e, NULL, 0), 0);
+    cr_assert_null(e.row_check);
+    cr_assert_eq(e.nrows, 0);
+    e.ndim = 0;
+    cr_assert_eq(acase_expected_alloc_rows(&e, err, sizeof err), -1);
+    cr_assert_str_eq(err, "shape: rank 0 has no rows");
+    cr_assert_null(e.row_check);
+    free(e.values);
+}
+
+Test(caselib, validate_row_checks)
+{
+    char err[256];
+    acase *c = sample_case(0);
+    cr_assert_not_null(c);
+    cr_assert_eq(c->expected.nrows, 6);
+    cr_assert_eq(acase_validate(c, err, sizeof err), 0, "%s", err);
+    c->expected.row_check[2] = 3;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "expected.row_checks: row 2 has unknown check mode 3");
+    c->expected.row_check[2] = ACASE_CHECK_CLOSE;
+    c->expected.nrows = 5;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "expected.row_checks: has 5 rows, the output has B*Hq*Lq = 6");
+    acase_free(c);
+
+    /* Only sdpa cases with expected.out may carry row checks. */
+    for (int i = 3; i <= 4; i++) {
+        c = sample_case(i); /* 3: a rejection, 4: a mask case */
+        cr_assert_not_null(c);
+        c->expected.row_check = calloc(1, 1);
+        c->expected.nrows = 1;
+        cr_assert_eq(acase_validate(c, err, sizeof err), -1, "sample %d", i);
+        cr_assert_str_eq(err, "expected.row_checks: only allowed with expected.out");
+        acase_free(c);
+    }
 }
 
 Test(caselib, list_dir_recursive_sorted)
@@ -610,6 +683,61 @@ Test(casewrite, roundtrip_every_sample)
         acase_free(back);
         acase_free(c);
     }
+}
+
+/* expected.row_checks: written after out, only when a row is not close, keys exact then
+ * finite, an empty list omitted; it reads back to the same modes, byte-identical. */
+Test(casewrite, row_checks_text_and_roundtrip)
+{
+    char *text, err[256];
+    acase *c = sample_case(0);
+    cr_assert_not_null(c);
+    acase *back = write_and_reload(c, &text);
+    cr_assert_not_null(strstr(text, "]}\n  row_checks: {exact: [1, 4], finite: [5]}\n"
+                                    "tolerance: "),
+                       "%s", text);
+    cr_assert_eq(back->expected.nrows, 6);
+    static const uint8_t want[6] = {0, 1, 0, 0, 1, 2};
+    cr_assert(memcmp(back->expected.row_check, want, 6) == 0);
+    int rc;
+    char *again = write_to_string(back, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(again, text, "row_checks round trip is not byte-identical");
+    free(again);
+    free(text);
+    acase_free(back);
+
+    /* Only finite rows: no exact key. */
+    c->expected.row_check[1] = c->expected.row_check[4] = ACASE_CHECK_CLOSE;
+    back = write_and_reload(c, &text);
+    cr_assert_not_null(strstr(text, "  row_checks: {finite: [5]}\n"), "%s", text);
+    free(text);
+    acase_free(back);
+
+    /* Only exact rows: no finite key. */
+    c->expected.row_check[0] = ACASE_CHECK_EXACT;
+    c->expected.row_check[5] = ACASE_CHECK_CLOSE;
+    back = write_and_reload(c, &text);
+    cr_assert_not_null(strstr(text, "  row_checks: {exact: [0]}\n"), "%s", text);
+    free(text);
+    acase_free(back);
+
+    /* Every row close: the same bytes as without row checks. */
+    c->expected.row_check[0] = ACASE_CHECK_CLOSE;
+    back = write_and_reload(c, &text);
+    cr_assert_null(strstr(text, "row_checks"), "%s", text);
+    cr_assert_null(back->expected.row_check);
+    free(c->expected.row_check);
+    c->expected.row_check = NULL;
+    c->expected.nrows = 0;
+    int rc2;
+    char *plain = write_to_string(c, err, sizeof err, &rc2);
+    cr_assert_eq(rc2, 0, "%s", err);
+    cr_assert_str_eq(plain, text);
+    free(plain);
+    free(text);
+    acase_free(back);
+    acase_free(c);
 }
 
 Test(casewrite, awkward_descriptions_roundtrip)
@@ -1116,4 +1244,177 @@ Test(caseread, missing_file)
     /* A NULL or zero-length error buffer is fine. */
     cr_assert_eq(acase_load_file("/nonexistent/dir/x.yaml", &c, NULL, 0), -1);
     cr_assert_eq(load_text("x: [", &c, NULL, 0), -1);
+}
+
+/* ---- caseread: expected.row_checks ---------------------------------------------------- */
+
+/* Canonical: write(read(rows_case)) is rows_case, byte for byte.  Output (1, 1, 4, 2): 4 rows. */
+static const char rows_case[] =
+    "attnconf_case: 1\n"                                                               /* 1 */
+    "id: sdpa.test.rows\n"                                                             /* 2 */
+    "description: \"Row checks.\"\n"                                                   /* 3 */
+    "rules: [fully_masked_row.zero]\n"                                                 /* 4 */
+    "op: sdpa\n"                                                                       /* 5 */
+    "requires: [f32]\n"                                                                /* 6 */
+    "params: {causal: false}\n"                                                        /* 7 */
+    "inputs:\n"                                                                        /* 8 */
+    "  q: {dtype: f32, shape: [1, 1, 4, 2], generate: {kind: uniform, seed: 1, lo: -1.0e+00, hi: 1.0e+00}}\n"
+    "  k: {dtype: f32, shape: [1, 1, 3, 2], generate: {kind: uniform, seed: 2, lo: -1.0e+00, hi: 1.0e+00}}\n"
+    "  v: {dtype: f32, shape: [1, 1, 3, 2], generate: {kind: uniform, seed: 3, lo: -1.0e+00, hi: 1.0e+00}}\n"
+    "expected:\n"                                                                      /* 12 */
+    "  out: {dtype: f32, shape: [1, 1, 4, 2], data: [2.5000000000000000e-01, "
+    "-7.5000000000000000e-01, 0.0000000000000000e+00, 0.0000000000000000e+00, "
+    "5.0000000000000000e-01, .nan, 1.0000000000000000e+00, .inf]}\n"                    /* 13 */
+    "  row_checks: {exact: [1], finite: [2, 3]}\n"                                     /* 14 */
+    "tolerance: {atol: 1.0e-06, rtol: 0.0e+00}\n";                                     /* 15 */
+
+/* `base` with 1-based line `line` replaced by `text` (NULL: removed). */
+static char *lines_with(const char *base, int line, const char *text)
+{
+    size_t cap = strlen(base) + (text ? strlen(text) : 0) + 2;
+    char *out = malloc(cap);
+    cr_assert_not_null(out);
+    out[0] = '\0';
+    const char *p = base;
+    for (int n = 1; *p; n++) {
+        const char *nl = strchr(p, '\n');
+        size_t len = (size_t)(nl - p) + 1;
+        if (n == line) {
+            if (text) {
+                strcat(out, text);
+                strcat(out, "\n");
+            }
+        } else {
+            strncat(out, p, len);
+        }
+        p += len;
+    }
+    return out;
+}
+
+Test(caseread, row_checks_load_and_roundtrip)
+{
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(rows_case, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->expected.nrows, 4);
+    static const uint8_t want[4] = {ACASE_CHECK_CLOSE, ACASE_CHECK_EXACT, ACASE_CHECK_FINITE,
+                                    ACASE_CHECK_FINITE};
+    cr_assert(memcmp(c->expected.row_check, want, 4) == 0);
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(text, rows_case);
+    free(text);
+    acase_free(c);
+}
+
+Test(caseread, row_checks_accepted_spellings)
+{
+    /* Key order is free (in expected and in row_checks); an empty list may be given; block
+     * style. */
+    static const struct {
+        int line;
+        const char *text;
+        uint8_t want[4];
+    } ok[] = {
+        {14, "  row_checks: {finite: [2, 3], exact: [1]}", {0, 1, 2, 2}},
+        {14, "  row_checks: {exact: [], finite: [0]}", {2, 0, 0, 0}},
+        {14, "  row_checks: {exact: [0, 1, 2, 3]}", {1, 1, 1, 1}},
+        {14, "  row_checks:\n    exact:\n      - 3", {0, 0, 0, 1}},
+        {14, NULL, {0, 0, 0, 0}},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char *t = lines_with(rows_case, ok[i].line, ok[i].text);
+        acase *c = NULL;
+        char err[256];
+        cr_assert_eq(load_text(t, &c, err, sizeof err), 0, "%zu: %s", i, err);
+        for (int r = 0; r < 4; r++)
+            cr_assert_eq(c->expected.row_check ? c->expected.row_check[r] : 0, ok[i].want[r],
+                         "variant %zu row %d", i, r);
+        if (!ok[i].text)
+            cr_assert_null(c->expected.row_check);
+        acase_free(c);
+        free(t);
+    }
+    /* row_checks before out. */
+    const char *out = strstr(rows_case, "  out:");
+    const char *rcl = strstr(rows_case, "  row_checks:");
+    const char *tol = strstr(rows_case, "tolerance:");
+    size_t head = (size_t)(out - rows_case), rcn = (size_t)(tol - rcl), outn = (size_t)(rcl - out);
+    char *t = malloc(sizeof rows_case);
+    cr_assert_not_null(t);
+    memcpy(t, rows_case, head);
+    memcpy(t + head, rcl, rcn);
+    memcpy(t + head + rcn, out, outn);
+    strcpy(t + head + rcn + outn, tol);
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(t, &c, err, sizeof err), 0, "%s\n%s", err, t);
+    cr_assert_eq(c->expected.row_check[1], ACASE_CHECK_EXACT);
+    acase_free(c);
+    free(t);
+}
+
+Test(caseread, row_checks_malformed)
+{
+    static const struct {
+        const char *text, *where;
+    } bad[] = {
+        {"  row_checks: {exact: [1], fuzzy: [2]}", "14:28: expected.row_checks.fuzzy: unknown key"},
+        {"  row_checks: {exact: [1], exact: [2]}", "14:28: expected.row_checks.exact: duplicate key"},
+        {"  row_checks: {}",
+         "14:15: expected.row_checks: expected at least one of exact and finite"},
+        {"  row_checks: [1]", "14:15: expected.row_checks: expected a mapping, got a sequence"},
+        {"  row_checks: {exact: 1}",
+         "14:23: expected.row_checks.exact: expected a sequence of row indices"},
+        {"  row_checks: {exact: [2, 1]}",
+         "14:27: expected.row_checks.exact[1]: row 1 does not follow 2: indices must be strictly "
+         "increasing"},
+        {"  row_checks: {finite: [0, 2, 2]}",
+         "14:31: expected.row_checks.finite[2]: row 2 does not follow 2"},
+        {"  row_checks: {finite: [4]}",
+         "14:25: expected.row_checks.finite[0]: row 4 is out of range 0..3 (B*Hq*Lq = 4 rows)"},
+        {"  row_checks: {exact: [-1]}",
+         "14:24: expected.row_checks.exact[0]: row -1 is out of range 0..3"},
+        {"  row_checks: {exact: [1, 2], finite: [2]}",
+         "14:40: expected.row_checks.finite[0]: row 2 is also listed in exact"},
+        {"  row_checks: {finite: [2], exact: [0, 2]}",
+         "14:25: expected.row_checks.finite[0]: row 2 is also listed in exact"},
+        {"  row_checks: {exact: [1.0]}",
+         "14:24: expected.row_checks.exact[0]: expected a decimal integer, got '1.0'"},
+        {"  row_checks: {exact: [\"1\"]}",
+         "14:24: expected.row_checks.exact[0]: expected an integer, got a quoted string"},
+        {"  row_checks: {exact: [01]}",
+         "14:24: expected.row_checks.exact[0]: expected a decimal integer, got '01'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *t = lines_with(rows_case, 14, bad[i].text);
+        expect_error(t, bad[i].where);
+        free(t);
+    }
+    /* The output shape decides the row count: (1, 1, 2, 4) has 2 rows. */
+    char *t = lines_with(rows_case, 13, "  out: {dtype: f32, shape: [1, 1, 2, 4], data: [0.0, 0.0, "
+                                        "0.0, 0.0, 0.0, 0.0, 0.0, 0.0]}");
+    expect_error(t, "14:37: expected.row_checks.finite[0]: row 2 is out of range 0..1");
+    free(t);
+}
+
+Test(caseread, row_checks_only_with_expected_out)
+{
+    /* A rejection case (no tolerance). */
+    char *t = lines_with(rows_case, 15, NULL);
+    char *u = lines_with(t, 13, "  error: einval");
+    expect_error(u, "14:15: expected.row_checks: only allowed with expected.out (op sdpa), not "
+                    "with expected.error");
+    free(u);
+    free(t);
+    /* A mask case. */
+    size_t n = sizeof mask_case + 64;
+    t = malloc(n);
+    cr_assert_not_null(t);
+    snprintf(t, n, "%s  row_checks: {exact: [0]}\n", mask_case);
+    expect_error(t, "10:15: expected.row_checks: only allowed with expected.out (op sdpa), not "
+                    "with expected.keep");
+    free(t);
 }

@@ -1,8 +1,10 @@
 /* test_compare.c — the harness comparator (harness/compare.c): a conformance suite is only as
  * good as the check that says PASS, so its edge cases are pinned here. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "attnref/dtype.h"
 #include "compare.h"
@@ -220,4 +222,211 @@ Test(compare_tensor, empty_tensor_passes_and_bad_rank_fails)
     cr_assert_eq(st.first_bad, -1);
     int64_t neg[1] = {-1};
     cr_assert_eq(hc_compare(got, ATTNREF_F32, 1, neg, strides, exp, 0, 0, 0, &st), 0);
+}
+
+/* ---- per-row check modes (expected.row_checks) ---- */
+
+/* Output (1,2,2,2): 4 rows of Dv = 2; row r covers flat elements 2r and 2r+1. */
+#define ROWS_SHAPE {1, 2, 2, 2}
+#define ROWS_STRIDES {8, 4, 2, 1}
+
+Test(compare_rows, exact_row_accepts_either_zero)
+{
+    float got[8] = {0.5f, 1.0f, -0.0f, 0.0f, NAN, 2.0f, -INFINITY, 3.0f};
+    double exp[8] = {0.5, 1.0, 0.0, -0.0, NAN, 2.0, -INFINITY, 3.0};
+    uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_EXACT, HC_ROW_EXACT, HC_ROW_EXACT};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats st;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0, 0, 0, rows, 2, &st),
+                 1, "-0 == 0 and 0 == -0; NaN meets NaN and -inf meets -inf in an exact row");
+    cr_assert_eq(st.nbad, 0);
+    cr_assert_eq(st.first_bad, -1);
+    cr_assert_eq(st.bad_row, -1);
+    cr_assert_eq(st.max_abs_err, 0.0);
+}
+
+Test(compare_rows, exact_row_off_by_one_ulp_fails_whatever_the_tolerance)
+{
+    float got[8] = {1, 1, 0, 0, 0.5f, 0.5f, 1, 1};
+    double exp[8] = {1, 1, 0, 0, 0.5, 0.5, 1, 1};
+    got[5] = nextafterf(0.5f, 1.0f);
+    uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_EXACT, HC_ROW_CLOSE};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats st;
+    /* Huge tolerances: a close row would pass, an exact row must not. */
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 1.0, 1.0, 0, rows, 2,
+                                 &st), 0);
+    cr_assert_eq(st.nbad, 1);
+    cr_assert_eq(st.nbad_mode[HC_ROW_EXACT], 1);
+    cr_assert_eq(st.first_bad, 5);
+    cr_assert_eq(st.bad_row, 2);
+    cr_assert_eq(st.bad_mode, HC_ROW_EXACT);
+    cr_assert_eq(st.bad_index[1], 1);
+    cr_assert_eq(st.bad_index[2], 0);
+    cr_assert_eq(st.bad_index[3], 1);
+    cr_assert_eq(st.max_abs_err, 0x1p-24, "an exact row counts in the error statistics");
+    char msg[256];
+    hc_failure_message(&st, 1.0, 1.0, 0, msg, sizeof msg);
+    cr_assert_str_eq(msg, "row 2 must be exactly 0.5: got 0.50000005960464478 at [0,1,0,1]; "
+                          "1 of 8 elements fail");
+    /* The same value in a close row passes. */
+    rows[2] = HC_ROW_CLOSE;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 1.0, 1.0, 0, rows, 2,
+                                 &st), 1);
+}
+
+Test(compare_rows, exact_row_of_zeros_message)
+{
+    /* A fully masked row (SPEC clause 9) must be exactly 0: 0.25 is a FAIL, as is NaN. */
+    float got[8] = {1, 1, 0, 0, 0, 0.25f, NAN, 0};
+    double exp[8] = {1, 1, 0, 0, 0, 0, 0, 0};
+    uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_EXACT, HC_ROW_EXACT, HC_ROW_EXACT};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats st;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 1e-3, 1e-3, 0, rows, 2,
+                                 &st), 0);
+    cr_assert_eq(st.nbad, 2);
+    cr_assert_eq(st.first_bad, 5);
+    char msg[256];
+    hc_failure_message(&st, 1e-3, 1e-3, 0, msg, sizeof msg);
+    cr_assert_str_eq(msg, "row 2 must be exactly 0: got 0.25 at [0,1,0,1]; 2 of 8 elements fail");
+    cr_assert(isnan(st.max_abs_err), "the NaN in an exact row makes the error undefined");
+}
+
+Test(compare_rows, finite_row_accepts_any_finite_value)
+{
+    /* Row 1 and 3 are FINITE: their expected values (NaN, inf, 0) are ignored. */
+    float got[8] = {1, 2, 1e30f, -3.0f, 5, 6, -FLT_MAX, 0x1p-149f};
+    double exp[8] = {1, 2, NAN, INFINITY, 5, 6, 0.0, -INFINITY};
+    uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_FINITE, HC_ROW_CLOSE, HC_ROW_FINITE};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats st;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0, 0, 0, rows, 2, &st),
+                 1);
+    cr_assert_eq(st.nbad, 0);
+    cr_assert_eq(st.max_abs_err, 0.0, "finite rows stay out of the statistics");
+    cr_assert_eq(st.max_rel_err, 0.0);
+}
+
+Test(compare_rows, finite_row_rejects_nan_and_inf)
+{
+    static const float bad[3] = {NAN, INFINITY, -INFINITY};
+    static const char *const text[3] = {"nan", "inf", "-inf"};
+    for (int k = 0; k < 3; k++) {
+        float got[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        double exp[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        got[6] = bad[k];
+        exp[6] = (double)bad[k]; /* even the "same" non-finite value: finite means finite */
+        uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_FINITE};
+        int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+        hc_stats st;
+        cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 1, 1, 0, rows, 2,
+                                     &st), 0, "%s", text[k]);
+        cr_assert_eq(st.first_bad, 6);
+        cr_assert_eq(st.bad_row, 3);
+        cr_assert_eq(st.bad_mode, HC_ROW_FINITE);
+        cr_assert_eq(st.nbad_mode[HC_ROW_FINITE], 1);
+        cr_assert_eq(st.max_abs_err, 0.0, "%s: a finite row adds no error", text[k]);
+        char msg[256], want[128];
+        hc_failure_message(&st, 1, 1, 0, msg, sizeof msg);
+        snprintf(want, sizeof want, "row 3 must be finite: got %s at [0,1,1,0]; 1 of 8 elements "
+                 "fail", text[k]);
+        cr_assert_str_eq(msg, want);
+    }
+}
+
+Test(compare_rows, close_rows_unchanged)
+{
+    /* Every row CLOSE gives exactly what hc_compare gives, message included. */
+    float got[8] = {1, 2.5f, 3, 4, NAN, 6, 7, INFINITY};
+    double exp[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint8_t rows[4] = {0, 0, 0, 0};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats a, b;
+    cr_assert_eq(hc_compare(got, ATTNREF_F32, 4, shape, strides, exp, 0.1, 0.1, 0, &a), 0);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0.1, 0.1, 0, rows, 2,
+                                 &b), 0);
+    cr_assert_eq(a.nbad, 3);
+    cr_assert_eq(b.nbad, 3);
+    cr_assert_eq(a.first_bad, b.first_bad);
+    cr_assert(isnan(a.max_abs_err) && isnan(b.max_abs_err));
+    cr_assert_eq(a.bad_row, -1, "no row checks: no row");
+    cr_assert_eq(b.bad_row, 0);
+    cr_assert_eq(b.bad_mode, HC_ROW_CLOSE);
+    char ma[256], mb[256];
+    hc_failure_message(&a, 0.1, 0.1, 0, ma, sizeof ma);
+    hc_failure_message(&b, 0.1, 0.1, 0, mb, sizeof mb);
+    cr_assert_str_eq(ma, "3 of 8 elements out of tolerance (atol 0.1, rtol 0.1)");
+    cr_assert_str_eq(mb, ma);
+    /* NULL row_check: row_len is not looked at. */
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0.1, 0.1, 0, NULL, 0,
+                                 &b), 0);
+    cr_assert_eq(b.nbad, 3);
+    /* The bool/mask wording is unchanged too. */
+    a.nbad = a.nbad_mode[HC_ROW_CLOSE] = 1;
+    hc_failure_message(&a, 0, 0, 1, ma, sizeof ma);
+    cr_assert_str_eq(ma, "1 of 8 elements differ");
+}
+
+Test(compare_rows, stats_ignore_finite_rows)
+{
+    /* Close row 0 off by 0.5 (rel 0.25); finite row 1 miles away from its expected value. */
+    float got[8] = {2.5f, 1, 1000, -1e6f, 3, 4, 5, 6};
+    double exp[8] = {2, 1, 0, 1, 3, 4, 5, 6};
+    uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_FINITE, HC_ROW_EXACT, HC_ROW_CLOSE};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats st;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0.5, 0, 0, rows, 2,
+                                 &st), 1);
+    cr_assert_eq(st.max_abs_err, 0.5);
+    cr_assert_eq(st.max_rel_err, 0.25);
+}
+
+Test(compare_rows, mixed_failures_message_counts_both)
+{
+    float got[8] = {9, 1, 1, 1, 0.5f, 0, NAN, 1};
+    double exp[8] = {1, 1, 1, 1, 0, 0, 1, 1};
+    uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_EXACT, HC_ROW_FINITE};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats st;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0, 0, 0, rows, 2, &st),
+                 0);
+    cr_assert_eq(st.nbad, 3);
+    cr_assert_eq(st.nbad_mode[HC_ROW_CLOSE], 1);
+    cr_assert_eq(st.nbad_mode[HC_ROW_EXACT], 1);
+    cr_assert_eq(st.nbad_mode[HC_ROW_FINITE], 1);
+    cr_assert_eq(st.max_abs_err, 8.0, "the NaN is in a finite row: no NaN statistics");
+    char msg[256];
+    hc_failure_message(&st, 0, 0, 0, msg, sizeof msg);
+    cr_assert_str_eq(msg, "1 of 8 elements out of tolerance (atol 0, rtol 0); 2 more fail their "
+                          "exact/finite row check");
+}
+
+Test(compare_rows, unknown_mode_and_bad_row_length)
+{
+    float got[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    double exp[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint8_t rows[4] = {HC_ROW_CLOSE, 7, HC_ROW_CLOSE, HC_ROW_CLOSE};
+    int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
+    hc_stats st;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0, 0, 0, rows, 2, &st),
+                 0, "an unknown mode never passes");
+    cr_assert_eq(st.nbad, 2);
+    cr_assert_eq(st.first_bad, 2);
+    char msg[256];
+    hc_failure_message(&st, 0, 0, 0, msg, sizeof msg);
+    cr_assert_str_eq(msg, "row 1 has unknown check mode 7: got 3 at [0,0,1,0]; 2 of 8 elements "
+                          "fail");
+    rows[1] = HC_ROW_CLOSE;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, 0, 0, 0, rows, 4, &st),
+                 0, "row_len must be the last extent");
+    cr_assert_eq(st.first_bad, -1);
+    cr_assert_eq(st.numel, 0);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 0, shape, strides, exp, 0, 0, 0, rows, 1, &st),
+                 0, "a rank-0 tensor has no rows");
+    /* Dv = 0: rows exist but are empty, nothing to compare. */
+    int64_t empty[4] = {1, 2, 2, 0};
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, empty, strides, exp, 0, 0, 0, rows, 0, &st),
+                 1);
+    cr_assert_eq(st.numel, 0);
 }

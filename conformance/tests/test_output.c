@@ -36,6 +36,14 @@ static hr_result mk(const char *id, const char *family, hr_status s, const char 
     return r;
 }
 
+/* Set r's rule ids from a NULL-terminated list. */
+static void set_rules(hr_result *r, const char *const *rules)
+{
+    r->nrules = 0;
+    for (; *rules; rules++)
+        snprintf(r->rules[r->nrules++], sizeof r->rules[0], "%s", *rules);
+}
+
 static hr_result g_results[6];
 
 /* One result of each status, in enum order (PASS .. ERROR). */
@@ -198,6 +206,8 @@ Test(output_junit, counts_and_escaping)
 Test(output_json, loads_back)
 {
     hr_run run = every_status_run("reference");
+    set_rules(&g_results[3], (const char *const[]){"clause3.bottom_right", "clause13.tolerance",
+                                                   "sdpa.definition", NULL});
     char *j = write_mem(&run, HR_FMT_JSON);
     json_error_t err;
     json_t *root = json_loads(j, JSON_REJECT_DUPLICATES, &err);
@@ -224,6 +234,20 @@ Test(output_json, loads_back)
     cr_assert_eq(json_array_size(idx), 4, "bad_index rank");
     cr_assert_eq(json_integer_value(json_array_get(idx, 3)), 3, "bad_index[3]");
     cr_assert_str_eq(json_string_value(json_object_get(fail, "message")), NASTY_MSG, "message");
+    /* Rule ids in case order; every result has the array, empty when there are none. */
+    json_t *rules = json_object_get(fail, "rules");
+    cr_assert(json_is_array(rules) && json_array_size(rules) == 3, "rules:\n%s", j);
+    cr_assert_str_eq(json_string_value(json_array_get(rules, 0)), "clause3.bottom_right", "rule 0");
+    cr_assert_str_eq(json_string_value(json_array_get(rules, 1)), "clause13.tolerance", "rule 1");
+    cr_assert_str_eq(json_string_value(json_array_get(rules, 2)), "sdpa.definition", "rule 2");
+    for (size_t i = 0; i < 6; i++) {
+        json_t *ri = json_object_get(json_array_get(results, i), "rules");
+        cr_assert(json_is_array(ri), "result %zu has no rules array", i);
+        if (i != 3)
+            cr_assert_eq(json_array_size(ri), 0, "result %zu: no rules", i);
+    }
+    /* Written right after "family" (key order is part of the schema). */
+    assert_has(j, "\"family\": \"sdpa\",\n      \"rules\": [\n        \"clause3.bottom_right\",");
     /* Stats fields only where the comparison ran. */
     json_t *ee = json_array_get(results, 1);
     cr_assert(json_object_get(ee, "max_abs_err") == NULL, "no stats without has_stats");
@@ -282,6 +306,11 @@ Test(output_robust, bad_arguments_and_garbage_fields)
     memset(g_results[5].id, 'a', sizeof g_results[5].id);
     snprintf(g_results[5].message, sizeof g_results[5].message, "bad \xff\xfe utf8 \xc3\x28");
     g_results[3].bad_ndim = 99;
+    /* Rule counts out of range and an unterminated rule id: clamped, bounded. */
+    g_results[2].nrules = -3;
+    g_results[4].nrules = 1000;
+    g_results[5].nrules = 1;
+    memset(g_results[5].rules[0], 'r', sizeof g_results[5].rules[0]);
     for (int fmt = HR_FMT_TEXT; fmt <= HR_FMT_JSON; fmt++) {
         char *s = write_mem(&run, (hr_format)fmt);
         cr_assert(strlen(s) > 0, "format %d wrote something", fmt);
@@ -299,6 +328,15 @@ Test(output_robust, bad_arguments_and_garbage_fields)
     cr_assert_eq(strlen(json_string_value(json_object_get(r5, "id"))), ACASE_ID_MAX, "bounded id");
     cr_assert_str_eq(json_string_value(json_object_get(r5, "message")), "bad ?? utf8 ?(", "UTF-8");
     cr_assert_str_eq(json_string_value(json_object_get(r5, "status")), "ERROR", "status");
+    json_t *results = json_object_get(root, "results");
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(results, 2), "rules")), 0,
+                 "negative nrules: no rules");
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(results, 4), "rules")),
+                 ACASE_MAX_RULES, "nrules clamped to ACASE_MAX_RULES");
+    json_t *r5rules = json_object_get(r5, "rules");
+    cr_assert_eq(json_array_size(r5rules), 1, "one rule");
+    cr_assert_eq(strlen(json_string_value(json_array_get(r5rules, 0))), HR_RULE_MAX,
+                 "bounded rule id");
     json_decref(root);
     free(j);
 }
@@ -441,6 +479,9 @@ Test(report, matrix_mutants_failures_deterministic)
                   "  - rerun: `attnconf run --backend x --filter 'sdpa.causal.offset'`\n");
     assert_lacks(a, "sdpa.causal.decode");
     assert_has(a, "\n- mutant_topleft: sdpa 2 (2 caught in total)\n");
+    /* These results carry no rule ids: the clause section says so. */
+    assert_has(a, "\n## Spec clauses\n\nNo case in the results cites a rule id.\n\n"
+                  "## Totals by status\n");
     assert_lacks(a, "### cpu_fast");
     /* Not supported counts of real backends. */
     assert_has(a, "\n## Not supported\n\n| Backend | Reason | Cases |\n| --- | --- | ---: |\n"
@@ -528,5 +569,188 @@ Test(report, strict_input_and_usage)
     cr_assert_eq(report(5, twice), 1, "duplicate case ids");
     const char *ok[] = {"report", "--out", out, good};
     cr_assert_eq(report(4, ok), 0, "the good file still works");
+    tmp_close(&d);
+}
+
+/* ---- report: spec clauses ------------------------------------------------------------------ */
+
+#define CASE_ABSENT (-1)
+#define NCLAUSE_CASES 5
+
+/* Five cases citing clauses 3, 9 and 13 (and ids of another form, which go under "other"). */
+static const struct {
+    const char *id, *family;
+    const char *rules[6];
+} k_clause_cases[NCLAUSE_CASES] = {
+    {"mask.causal.offset2_lq3", "mask.causal", {"clause3.bottom_right", NULL}},
+    /* Two clause-3 rules on one case: still one case of clause 3 per backend. */
+    {"sdpa.causal.lq_gt_lk.f32", "sdpa.causal",
+     {"clause3.bottom_right", "clause3.explicit_offset", "clause9.fully_masked_zero",
+      "clause13.tolerance", NULL}},
+    {"sdpa.causal.offset0_topleft.f32", "sdpa.causal",
+     {"clause3.explicit_offset", "clause13.tolerance", NULL}},
+    {"sdpa.bool.fully_masked_row.f32", "sdpa.bool",
+     {"clause9.fully_masked_zero", "clause13.tolerance", NULL}},
+    /* Not of the form clauseN.<name> with N in 1..13: "other". */
+    {"sdpa.nomask.basic.f32", "sdpa.nomask",
+     {"clause13.tolerance", "sdpa.definition", "clause14.beyond", "clause03.zero", "clause9",
+      NULL}},
+};
+
+
+/* A run of `backend` over k_clause_cases with the given statuses (CASE_ABSENT: not in it). */
+static hr_run clause_run(const char *backend, const int status[NCLAUSE_CASES])
+{
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend_name, sizeof run.backend_name, "%s", backend);
+    snprintf(run.backend_version, sizeof run.backend_version, "0.1.0");
+    snprintf(run.backend_path, sizeof run.backend_path, "/somewhere/%s.so", backend);
+    snprintf(run.cases_dir, sizeof run.cases_dir, "cases");
+    run.results = g_results;
+    for (size_t i = 0; i < NCLAUSE_CASES; i++) {
+        if (status[i] == CASE_ABSENT)
+            continue;
+        hr_status st = (hr_status)status[i];
+        hr_result *r = &g_results[run.count++];
+        *r = mk(k_clause_cases[i].id, k_clause_cases[i].family, st,
+                st == HR_PASS ? "" : st == HR_NOT_SUPPORTED ? "requires capability f16" : "bad");
+        set_rules(r, k_clause_cases[i].rules);
+    }
+    return run;
+}
+
+/* Write the runs of the clause fixture: reference passes everything; mutant_topleft fails the
+ * three causal cases (clauses 3, 9, 13); mutant_upcast has an INCORRECT_DTYPE on the fully
+ * masked row case (clauses 9, 13) and does not support the "other" one; cpu_fast (written only
+ * when `cpu` is not NULL) mixes PASS, FAIL and NOT_SUPPORTED and lacks one case. */
+static void write_clause_files(tmpdir *d, const char **ref, const char **top, const char **up,
+                               const char **cpu)
+{
+    static const int s_ref[] = {HR_PASS, HR_PASS, HR_PASS, HR_PASS, HR_PASS};
+    static const int s_top[] = {HR_FAIL, HR_FAIL, HR_ERROR, HR_PASS, HR_PASS};
+    static const int s_up[] = {HR_PASS, HR_PASS, HR_PASS, HR_INCORRECT_DTYPE, HR_NOT_SUPPORTED};
+    static const int s_cpu[] = {HR_NOT_SUPPORTED, HR_PASS, HR_FAIL, CASE_ABSENT,
+                                HR_NOT_SUPPORTED};
+    hr_run run = clause_run("reference", s_ref);
+    write_run_file(*ref = tmp_file(d, "reference.json"), &run);
+    run = clause_run("mutant_topleft", s_top);
+    write_run_file(*top = tmp_file(d, "mutant_topleft.json"), &run);
+    run = clause_run("mutant_upcast", s_up);
+    write_run_file(*up = tmp_file(d, "mutant_upcast.json"), &run);
+    if (cpu) {
+        run = clause_run("cpu_fast", s_cpu);
+        write_run_file(*cpu = tmp_file(d, "cpu_fast.json"), &run);
+    }
+}
+
+#define CLAUSE_HEADER                                                                        \
+    "\n## Spec clauses\n\n"                                                                  \
+    "| Clause | Rules | Cases | Passing on non-mutant backends | Mutants caught |\n"         \
+    "| --- | --- | ---: | --- | --- |\n"
+
+Test(report, spec_clauses_two_mutants_and_reference)
+{
+    tmpdir d;
+    tmp_open(&d);
+    const char *ref, *top, *up;
+    write_clause_files(&d, &ref, &top, &up, NULL);
+    const char *out1 = tmp_file(&d, "r1.md"), *out2 = tmp_file(&d, "r2.md");
+    const char *argv1[] = {"report", "--out", out1, "--command", "x", ref, top, up};
+    cr_assert_eq(report(8, argv1), 0, "report failed");
+    const char *argv2[] = {"report", "--out", out2, "--command", "x", up, ref, top};
+    cr_assert_eq(report(8, argv2), 0, "second report failed");
+    char *a = slurp(out1), *b = slurp(out2);
+    cr_assert_str_eq(a, b, "report is not deterministic");
+
+    /* Numeric clause order (3, 9, 13, not bytewise 13, 3, 9), "other" last; distinct rules
+     * sorted; cases counted once over the three files; a mutant is caught by a clause when it
+     * FAILed, had an INCORRECT_DTYPE or ERRORed on a case citing it (NOT_SUPPORTED is not). */
+    assert_has(a, CLAUSE_HEADER
+               "| 3 | `clause3.bottom_right`, `clause3.explicit_offset` | 3 | reference 3/3 | "
+               "mutant_topleft |\n"
+               "| 9 | `clause9.fully_masked_zero` | 2 | reference 2/2 | "
+               "mutant_topleft, mutant_upcast |\n"
+               "| 13 | `clause13.tolerance` | 4 | reference 4/4 | "
+               "mutant_topleft, mutant_upcast |\n"
+               "| other | `clause03.zero`, `clause14.beyond`, `clause9`, `sdpa.definition` | 1 | "
+               "reference 1/1 | \xE2\x80\x94 |\n"
+               "\nA rule id `clauseN.<name>` cites SPEC.md clause N;");
+    /* After the matrices, before the totals. */
+    const char *mut = strstr(a, "\n## Mutants ("), *cl = strstr(a, "\n## Spec clauses\n"),
+               *tot = strstr(a, "\n## Totals by status\n");
+    cr_assert(mut && cl && tot && mut < cl && cl < tot, "section order:\n%s", a);
+    /* The mutant section names every family each mutant fails. */
+    assert_has(a, "\n- mutant_topleft: mask.causal 1, sdpa.causal 2 (3 caught in total)\n"
+                  "- mutant_upcast: sdpa.bool 1 (1 caught in total)\n");
+    free(a);
+    free(b);
+    tmp_close(&d);
+}
+
+Test(report, spec_clauses_passing_cells)
+{
+    tmpdir d;
+    tmp_open(&d);
+    const char *ref, *top, *up, *cpu;
+    write_clause_files(&d, &ref, &top, &up, &cpu);
+    const char *out = tmp_file(&d, "r.md");
+    const char *argv[] = {"report", "--out", out, "--command", "x", cpu, ref, top, up};
+    cr_assert_eq(report(9, argv), 0, "report failed");
+    char *a = slurp(out);
+    /* Non-mutant backends by name; NOT_SUPPORTED cases are counted apart from passed/run; a
+     * backend without a case citing the clause is left out of that row. */
+    assert_has(a, CLAUSE_HEADER
+               "| 3 | `clause3.bottom_right`, `clause3.explicit_offset` | 3 | "
+               "cpu_fast 1/2 + 1 not supported, reference 3/3 | mutant_topleft |\n"
+               "| 9 | `clause9.fully_masked_zero` | 2 | cpu_fast 1/1, reference 2/2 | "
+               "mutant_topleft, mutant_upcast |\n"
+               "| 13 | `clause13.tolerance` | 4 | cpu_fast 1/2 + 1 not supported, "
+               "reference 4/4 | mutant_topleft, mutant_upcast |\n"
+               "| other | `clause03.zero`, `clause14.beyond`, `clause9`, `sdpa.definition` | 1 | "
+               "cpu_fast 1 not supported, reference 1/1 | \xE2\x80\x94 |\n");
+    free(a);
+    tmp_close(&d);
+}
+
+/* "rules" is required in every result and must be an array of strings. */
+Test(report, rules_strict)
+{
+    tmpdir d;
+    tmp_open(&d);
+    const char *in = tmp_file(&d, "in.json"), *out = tmp_file(&d, "out.md");
+    const char *errs = tmp_file(&d, "stderr.txt");
+    /* Each Criterion test is its own process: redirecting stderr here affects nobody else. */
+    cr_assert(freopen(errs, "w", stderr) != NULL, "redirect stderr");
+    static const char *const variants[] = {
+        "\"rules\": [\"clause3.bottom_right\", \"x|y\"], ", /* good; '|' in a rule id */
+        "",                                        /* missing */
+        "\"rules\": \"clause3.bottom_right\", ",   /* not an array */
+        "\"rules\": [\"clause3.bottom_right\", 3], ", /* an entry that is not a string */
+    };
+    const char *argv[] = {"report", "--out", out, in};
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{\"attnconf_results\": 1, \"backend\": {\"name\": \"x\", \"version\": \"1\", "
+                 "\"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", \"results\": [{\"id\": "
+                 "\"a.b.c\", \"family\": \"a.b\", \"status\": \"PASS\", \"message\": \"\", %s"
+                 "\"seconds\": 0, \"rerun\": \"\"}], \"summary\": {\"PASS\": 1, "
+                 "\"EXPECTED_ERROR\": 0, \"NOT_SUPPORTED\": 0, \"FAIL\": 0, "
+                 "\"INCORRECT_DTYPE\": 0, \"ERROR\": 0, \"total\": 1}}",
+                 variants[i]);
+        write_text_file(in, text);
+        cr_assert_eq(report(4, argv), i == 0 ? 0 : 1, "variant %zu", i);
+    }
+    fflush(stderr);
+    char *e = slurp(errs);
+    assert_has(e, "field \"results[0].rules\": missing\n");
+    assert_has(e, "field \"results[0].rules\": expected an array, got a string\n");
+    assert_has(e, "field \"results[0].rules\": entry 1 is an integer, expected a string\n");
+    char *a = slurp(out);
+    assert_has(a, "| 3 | `clause3.bottom_right` | 1 | x 1/1 | \xE2\x80\x94 |\n"
+                  "| other | `x\\|y` | 1 | x 1/1 | \xE2\x80\x94 |\n");
+    free(a);
+    free(e);
     tmp_close(&d);
 }

@@ -40,6 +40,17 @@ acase *cg_new(acase_op op, const char *id, const char *description, const char *
     return c;
 }
 
+/* q, k, v generated uniformly in [-1, 1) (q and k scaled by `amp`). */
+acase *cg_sdpa(const char *id, const char *desc, const char *rule, attnref_dtype dt,
+                   int64_t b, int64_t hq, int64_t hkv, int64_t lq, int64_t lk, int64_t d,
+                   int64_t dv, double amp) {
+    acase *c = cg_new(ACASE_OP_SDPA, id, desc, rule);
+    cg_gen4(c, &c->q, "q", dt, b, hq, lq, d, -amp, amp);
+    cg_gen4(c, &c->k, "k", dt, b, hkv, lk, d, -amp, amp);
+    cg_gen4(c, &c->v, "v", dt, b, hkv, lk, dv, -1.0, 1.0);
+    return c;
+}
+
 void cg_rule(acase *c, const char *rule) {
     if (c->nrules >= ACASE_MAX_RULES)
         die("%s: too many rules", c->id);
@@ -101,6 +112,30 @@ void cg_poke(acase_tensor *t, int64_t flat, double value) {
         die("cg_poke: index %lld out of range", (long long)flat);
     t->source = ACASE_SRC_INLINE;
     attnref_store(t->data, t->dtype, flat, value);
+}
+
+void cg_builder_mask(acase *c, attnref_dtype dt, int64_t lq, int64_t offset, int64_t window,
+                     int64_t batch, const int64_t *lengths, const int64_t *left_padding) {
+    attnref_mask_params p = {lq, offset, window, batch, lengths, left_padding};
+    attnref_diag diag;
+    int64_t shape[4];
+    attnref_tensor kt;
+    if (attnref_mask_shape(&p, shape, &diag) != ATTNREF_OK)
+        die("%s: mask: %s", c->id, diag.msg);
+    const int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
+    uint8_t *keep = calloc((size_t)n + 1, 1);
+    double *vals = malloc(((size_t)n + 1) * sizeof *vals);
+    if (!keep || !vals)
+        die("out of memory");
+    if (attnref_tensor_init(&kt, keep, ATTNREF_BOOL, 4, shape, &diag) != ATTNREF_OK ||
+        attnref_build_mask(&p, &kt, &diag) != ATTNREF_OK)
+        die("%s: mask: %s", c->id, diag.msg);
+    const double masked = attnref_dtype_finite_min(dt);
+    for (int64_t i = 0; i < n; i++)
+        vals[i] = dt == ATTNREF_BOOL ? keep[i] : (keep[i] ? 0.0 : masked);
+    cg_inline(&c->mask, dt, 4, shape, vals);
+    free(keep);
+    free(vals);
 }
 
 void cg_expect_error(acase *c, int status) { c->expected.error = status; }
@@ -214,6 +249,57 @@ static char *slurp(const char *path, size_t *len) {
     return buf;
 }
 
+/* Keep mask of c with one constraint dropped (which: 0 window, 1 lengths, 2 left padding), as
+ * 0/1 bytes; the shape never changes because the batch stays. */
+static uint8_t *keep_without(const acase *c, int which) {
+    attnref_mask_params p = {c->lq, c->offset, c->window, c->batch, c->lengths, c->left_padding};
+    int64_t *full = NULL;
+    if (which == 0)
+        p.window = 0;
+    if (which == 2)
+        p.left_padding = NULL;
+    if (which == 1) {
+        /* No right padding, but keep the batch (lengths = Lk for every sequence). */
+        full = malloc((size_t)c->batch * sizeof *full);
+        if (!full)
+            die("out of memory");
+        for (int64_t b = 0; b < c->batch; b++)
+            full[b] = c->offset + c->lq;
+        p.lengths = full;
+    }
+    int64_t shape[4];
+    attnref_diag diag;
+    attnref_tensor kt;
+    const int64_t n = c->expected.numel;
+    uint8_t *keep = calloc((size_t)n + 1, 1);
+    if (!keep || attnref_mask_shape(&p, shape, &diag) != ATTNREF_OK ||
+        attnref_tensor_init(&kt, keep, ATTNREF_BOOL, 4, shape, &diag) != ATTNREF_OK ||
+        attnref_build_mask(&p, &kt, &diag) != ATTNREF_OK)
+        die("%s: non-degeneracy check: %s", c->id, diag.msg);
+    free(full);
+    return keep;
+}
+
+/* ONNX's composition tests assert this by hand; here every composed case gets it. */
+static void check_non_degenerate(const acase *c) {
+    const int has[3] = {c->window > 0, c->lengths != NULL, c->left_padding != NULL};
+    if (has[0] + has[1] + has[2] < 2)
+        return;
+    const char *names[3] = {"window", "lengths", "left_padding"};
+    for (int w = 0; w < 3; w++) {
+        if (!has[w])
+            continue;
+        uint8_t *k = keep_without(c, w);
+        int differs = 0;
+        for (int64_t n = 0; n < c->expected.numel && !differs; n++)
+            differs = k[n] != (uint8_t)c->expected.values[n];
+        free(k);
+        if (!differs)
+            die("%s: degenerate composed case: dropping %s does not change the keep mask", c->id,
+                names[w]);
+    }
+}
+
 void cg_emit(cg *g, acase *c) {
     char err[256], family[ACASE_ID_MAX];
     if (c->op == ACASE_OP_MASK)
@@ -221,8 +307,12 @@ void cg_emit(cg *g, acase *c) {
     else
         expect_sdpa(c);
     c->requires = acase_derive_requires(c);
-    if (c->op == ACASE_OP_SDPA && !c->expected.error)
+    if (c->op == ACASE_OP_SDPA && !c->expected.error) {
+        cg_row_checks(c);
         cg_tolerance(c);
+    }
+    if (c->op == ACASE_OP_MASK && !c->expected.error)
+        check_non_degenerate(c);
 
     acase_family(c->id, family, sizeof family);
     char rel[512], path[1536];

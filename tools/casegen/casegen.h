@@ -25,6 +25,14 @@ typedef struct cg {
 /* Start a case: id, one-paragraph description, first spec rule id. */
 acase *cg_new(acase_op op, const char *id, const char *description, const char *rule);
 void cg_rule(acase *c, const char *rule);
+/* An SDPA case with q, k generated in [-amp, amp) and v in [-1, 1), shapes q (b,hq,lq,d),
+ * k (b,hkv,lk,d), v (b,hkv,lk,dv). */
+acase *cg_sdpa(const char *id, const char *desc, const char *rule, attnref_dtype dt, int64_t b,
+               int64_t hq, int64_t hkv, int64_t lq, int64_t lk, int64_t d, int64_t dv, double amp);
+/* Set c->mask to the keep mask of the mask builder (SPEC clauses 3-5) for these parameters, as
+ * BOOL, or as an additive mask in dt (0 / dt's finite minimum) when dt is a float dtype. */
+void cg_builder_mask(acase *c, attnref_dtype dt, int64_t lq, int64_t offset, int64_t window,
+                     int64_t batch, const int64_t *lengths, const int64_t *left_padding);
 
 /* A generated rank-4 (or any rank) input; the seed is derived from the case id and the tensor
  * name, so every case's inputs are independent and stable under reordering. */
@@ -47,9 +55,14 @@ void cg_emit(cg *g, acase *c);
 /* Families. */
 void fam_mask(cg *g);
 void fam_sdpa(cg *g);
+void fam_reports(cg *g);
 
 /* Tolerance model (tolerance.c): sets c->atol / c->rtol from the error of a straightforward
  * same-dtype implementation against the f64 expected values. */
 void cg_tolerance(acase *c);
+/* Per-row check modes (tolerance.c): rows that keep no key must be exactly 0 (clause 9); rows
+ * whose kept keys are all at the additive mask's finite minimum are implementation-defined and
+ * only need to be finite (clause 11); every other row is compared within tolerance. */
+void cg_row_checks(acase *c);
 
 #endif

@@ -10,17 +10,6 @@
 
 static const attnref_dtype DTS[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
 
-/* q, k, v generated uniformly in [-1, 1) (q and k scaled by `amp`). */
-static acase *base(const char *id, const char *desc, const char *rule, attnref_dtype dt,
-                   int64_t b, int64_t hq, int64_t hkv, int64_t lq, int64_t lk, int64_t d,
-                   int64_t dv, double amp) {
-    acase *c = cg_new(ACASE_OP_SDPA, id, desc, rule);
-    cg_gen4(c, &c->q, "q", dt, b, hq, lq, d, -amp, amp);
-    cg_gen4(c, &c->k, "k", dt, b, hkv, lk, d, -amp, amp);
-    cg_gen4(c, &c->v, "v", dt, b, hkv, lk, dv, -1.0, 1.0);
-    return c;
-}
-
 static const char *idf(char *buf, size_t n, const char *stem, attnref_dtype dt) {
     snprintf(buf, n, "%s.%s", stem, attnref_dtype_name(dt));
     return buf;
@@ -59,30 +48,30 @@ static void pattern_mask(acase_tensor *t, attnref_dtype dt, int ndim, const int6
 static void nomask(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++)
-        cg_emit(g, base(idf(id, sizeof id, "sdpa.nomask.basic", DTS[t]),
+        cg_emit(g, cg_sdpa(idf(id, sizeof id, "sdpa.nomask.basic", DTS[t]),
                         "No mask, B=1, H=2, Lq=Lk=5, D=Dv=8, default scale 1/sqrt(8).",
-                        "sdpa.definition", DTS[t], 1, 2, 2, 5, 5, 8, 8, 1.0));
-    cg_emit(g, base("sdpa.nomask.lk113.f32", "Odd, non-tile-aligned key length Lk=113, D=16.",
-                    "sdpa.definition", ATTNREF_F32, 1, 2, 2, 3, 113, 16, 16, 1.0));
-    cg_emit(g, base("sdpa.nomask.d1.f32", "Head dimension D=Dv=1, Lk=7.", "sdpa.definition",
+                        "clause1.layout", DTS[t], 1, 2, 2, 5, 5, 8, 8, 1.0));
+    cg_emit(g, cg_sdpa("sdpa.nomask.lk113.f32", "Odd, non-tile-aligned key length Lk=113, D=16.",
+                    "clause1.layout", ATTNREF_F32, 1, 2, 2, 3, 113, 16, 16, 1.0));
+    cg_emit(g, cg_sdpa("sdpa.nomask.d1.f32", "Head dimension D=Dv=1, Lk=7.", "clause1.layout",
                     ATTNREF_F32, 1, 1, 1, 4, 7, 1, 1, 1.0));
-    cg_emit(g, base("sdpa.nomask.lk1025.f16",
+    cg_emit(g, cg_sdpa("sdpa.nomask.lk1025.f16",
                     "Long key sequence Lk=1025 (one past a power of two), D=64, f16: the softmax "
                     "denominator sums over 1025 terms.",
-                    "sdpa.definition", ATTNREF_F16, 1, 1, 1, 2, 1025, 64, 64, 1.0));
-    cg_emit(g, base("sdpa.nomask.large_logits.f32",
+                    "clause1.layout", ATTNREF_F16, 1, 1, 1, 2, 1025, 64, 64, 1.0));
+    cg_emit(g, cg_sdpa("sdpa.nomask.large_logits.f32",
                     "Logits of magnitude in the hundreds to ~1000 (q, k in [-30, 30), D=16): exp() "
                     "overflows unless the row maximum is subtracted first.",
-                    "sdpa.numerical_stability", ATTNREF_F32, 1, 1, 1, 4, 9, 16, 8, 30.0));
+                    "clause12.stability", ATTNREF_F32, 1, 1, 1, 4, 9, 16, 8, 30.0));
 }
 
 static void boolmask(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++) {
-        acase *c = base(idf(id, sizeof id, "sdpa.bool.full", DTS[t]),
+        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.bool.full", DTS[t]),
                         "Boolean keep mask of the full shape (B,Hq,Lq,Lk) = (2,2,4,6): false keys "
                         "are excluded (true = attend).",
-                        "mask.bool_selects", DTS[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
+                        "clause6.bool_selects", DTS[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
         const int64_t s[4] = {2, 2, 4, 6};
         pattern_mask(&c->mask, ATTNREF_BOOL, 4, s, 0);
         cg_emit(g, c);
@@ -105,8 +94,8 @@ static void boolmask(cg *g) {
          {4, 1, 6}},
     };
     for (size_t n = 0; n < sizeof bc / sizeof bc[0]; n++) {
-        acase *c = base(bc[n].id, bc[n].desc, "mask.broadcast", ATTNREF_F32, 2, 4, 2, 4, 6, 8, 8, 1.0);
-        cg_rule(c, "mask.bool_selects");
+        acase *c = cg_sdpa(bc[n].id, bc[n].desc, "clause7.broadcast", ATTNREF_F32, 2, 4, 2, 4, 6, 8, 8, 1.0);
+        cg_rule(c, "clause6.bool_selects");
         if (bc[n].ndim == 0) {
             const double one = 1.0;
             cg_inline(&c->mask, ATTNREF_BOOL, 0, bc[n].shape, &one);
@@ -116,12 +105,12 @@ static void boolmask(cg *g) {
         cg_emit(g, c);
     }
     /* A padding query row that keeps nothing (the shape of a real report). */
-    for (int t = 0; t < 2; t++) {
-        acase *c = base(idf(id, sizeof id, "sdpa.bool.fully_masked_row", DTS[t]),
+    for (int t = 0; t < 3; t++) {
+        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.fully_masked.padding_row", DTS[t]),
                         "q (1,2,6,8), k/v (1,2,10,8), bool mask (1,1,6,10): row r<5 keeps keys "
                         "0..r, row 5 (a padding query) keeps nothing and must be exactly 0 - not "
                         "NaN, not the mean of V.",
-                        "fully_masked_row.zero", DTS[t], 1, 2, 2, 6, 10, 8, 8, 1.0);
+                        "clause9.fully_masked_zero", DTS[t], 1, 2, 2, 6, 10, 8, 8, 1.0);
         double vals[60];
         for (int i = 0; i < 6; i++)
             for (int j = 0; j < 10; j++)
@@ -131,11 +120,11 @@ static void boolmask(cg *g) {
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.bool.poison_masked_kv.f32",
+        acase *c = cg_sdpa("sdpa.poison.masked_kv.f32",
                         "Masked keys hold poison: K = NaN / +inf / 1e30 and V = NaN / -inf at the "
                         "masked slots. A masked key must contribute nothing, so the output is "
                         "finite and equals the clean problem (0 * NaN must not leak).",
-                        "masked_slots.no_contribution", ATTNREF_F32, 1, 1, 1, 3, 6, 4, 4, 1.0);
+                        "clause10.masked_slots", ATTNREF_F32, 1, 1, 1, 3, 6, 4, 4, 1.0);
         double vals[18];
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 6; j++)
@@ -154,28 +143,28 @@ static void boolmask(cg *g) {
 static void additive(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++) {
-        acase *c = base(idf(id, sizeof id, "sdpa.additive.finite_min", DTS[t]),
+        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.additive.finite_min", DTS[t]),
                         "Additive mask in the q dtype holding 0 (keep) or the dtype's finite "
                         "minimum (masked), shape (B,1,Lq,Lk); masked scores must not overflow to "
                         "-inf or NaN.",
-                        "mask.additive_finite_min", DTS[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
+                        "clause11.finite_min", DTS[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
         const int64_t s[4] = {2, 1, 4, 6};
         pattern_mask(&c->mask, DTS[t], 4, s, attnref_dtype_finite_min(DTS[t]));
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.additive.random.f32",
+        acase *c = cg_sdpa("sdpa.additive.random.f32",
                         "A dense additive bias in [-2, 2) of shape (1,Hq,Lq,Lk): every value is "
                         "added to the scaled score.",
-                        "mask.additive_adds", ATTNREF_F32, 1, 2, 2, 4, 6, 8, 8, 1.0);
+                        "clause6.additive_adds", ATTNREF_F32, 1, 2, 2, 4, 6, 8, 8, 1.0);
         cg_gen4(c, &c->mask, "mask", ATTNREF_F32, 1, 2, 4, 6, -2.0, 2.0);
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.additive.zeros_ones.bf16",
+        acase *c = cg_sdpa("sdpa.additive.zeros_ones.bf16",
                         "A bf16 mask of 0s and 1s (1,1,4,4) is added (+0 / +1 to the scores), it "
                         "does not select keys: nothing is masked.",
-                        "mask.additive_adds", ATTNREF_BF16, 1, 1, 1, 4, 4, 8, 8, 1.0);
+                        "clause6.additive_adds", ATTNREF_BF16, 1, 1, 1, 4, 4, 8, 8, 1.0);
         const int64_t s[4] = {1, 1, 4, 4};
         double vals[16]; /* the keep pattern's 0/1 values, as bf16 numbers */
         for (int n = 0; n < 16; n++)
@@ -184,10 +173,10 @@ static void additive(cg *g) {
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.additive.neg_inf.f32",
+        acase *c = cg_sdpa("sdpa.additive.neg_inf.f32",
                         "-inf entries in an additive mask exclude their keys; finite entries "
                         "are added.",
-                        "mask.additive_adds", ATTNREF_F32, 1, 1, 1, 3, 5, 4, 4, 1.0);
+                        "clause6.additive_adds", ATTNREF_F32, 1, 1, 1, 3, 5, 4, 4, 1.0);
         const double vals[15] = {0, -INFINITY, 0.5, 0, -1,       0, 0, -INFINITY,
                                  -INFINITY, 0, 2, 0, 0, 0, -INFINITY};
         const int64_t s[2] = {3, 5};
@@ -195,19 +184,19 @@ static void additive(cg *g) {
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.additive.f16_mask_f32_q",
+        acase *c = cg_sdpa("sdpa.additive.f16_mask_f32_q",
                         "f16 additive mask with f32 q/k/v: promote(f16, f32) = f32, accepted "
                         "(the mask is widened, the computation stays f32).",
-                        "dtype.mask_promotes_to_q", ATTNREF_F32, 1, 2, 2, 4, 6, 8, 8, 1.0);
+                        "clause8.no_upcast", ATTNREF_F32, 1, 2, 2, 4, 6, 8, 8, 1.0);
         const int64_t s[4] = {1, 1, 4, 6};
         pattern_mask(&c->mask, ATTNREF_F16, 4, s, attnref_dtype_finite_min(ATTNREF_F16));
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.additive.bf16_scalar_f32_q",
+        acase *c = cg_sdpa("sdpa.additive.bf16_scalar_f32_q",
                         "bf16 scalar additive mask 2.0 with f32 q (MLX test_sdpa_promote_mask): "
                         "accepted; adding a constant to every score leaves the softmax unchanged.",
-                        "dtype.mask_promotes_to_q", ATTNREF_F32, 1, 2, 2, 3, 5, 8, 8, 1.0);
+                        "clause8.no_upcast", ATTNREF_F32, 1, 2, 2, 3, 5, 8, 8, 1.0);
         const double two = 2.0;
         cg_inline(&c->mask, ATTNREF_BF16, 0, NULL, &two);
         cg_emit(g, c);
@@ -232,7 +221,7 @@ static void dtype_rule(cg *g) {
          "f16 mask with bf16 q: promote(f16, bf16) = f32, rejected.", ATTNREF_BF16, ATTNREF_F16},
     };
     for (size_t n = 0; n < sizeof rej / sizeof rej[0]; n++) {
-        acase *c = base(rej[n].id, rej[n].desc, "dtype.mask_promotes_to_q", rej[n].q, 1, 1, 1, 4,
+        acase *c = cg_sdpa(rej[n].id, rej[n].desc, "clause8.no_upcast", rej[n].q, 1, 1, 1, 4,
                         4, 8, 8, 1.0);
         const double zeros[16] = {0};
         const int64_t s[2] = {4, 4};
@@ -241,10 +230,10 @@ static void dtype_rule(cg *g) {
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.dtype.bool_mask_bf16_q",
+        acase *c = cg_sdpa("sdpa.dtype.bool_mask_bf16_q",
                         "A boolean mask is accepted with any q dtype (here bf16); the output is "
                         "bf16.",
-                        "dtype.mask_promotes_to_q", ATTNREF_BF16, 1, 2, 2, 4, 6, 8, 8, 1.0);
+                        "clause8.no_upcast", ATTNREF_BF16, 1, 2, 2, 4, 6, 8, 8, 1.0);
         const int64_t s[2] = {4, 6};
         pattern_mask(&c->mask, ATTNREF_BOOL, 2, s, 0);
         cg_emit(g, c);
@@ -254,9 +243,9 @@ static void dtype_rule(cg *g) {
 static void causal(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++) {
-        acase *c = base(idf(id, sizeof id, "sdpa.causal.lq_eq_lk", DTS[t]),
+        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.causal.lq_eq_lk", DTS[t]),
                         "Causal self-attention, Lq=Lk=6: query i sees keys 0..i.",
-                        "causal.bottom_right", DTS[t], 1, 2, 2, 6, 6, 8, 8, 1.0);
+                        "clause3.bottom_right", DTS[t], 1, 2, 2, 6, 6, 8, 8, 1.0);
         c->causal = 1;
         cg_emit(g, c);
     }
@@ -281,26 +270,26 @@ static void causal(cg *g) {
          "Chunked prefill: Lq=3 new queries after 5 cached keys (Lk=8).", ATTNREF_BF16, 3, 8},
     };
     for (size_t n = 0; n < sizeof br / sizeof br[0]; n++) {
-        acase *c = base(br[n].id, br[n].desc, "causal.bottom_right", br[n].dt, 1, 2, 2, br[n].lq,
+        acase *c = cg_sdpa(br[n].id, br[n].desc, "clause3.bottom_right", br[n].dt, 1, 2, 2, br[n].lq,
                         br[n].lk, 8, 8, 1.0);
         c->causal = 1;
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.causal.offset0_topleft.f32",
+        acase *c = cg_sdpa("sdpa.causal.offset0_topleft.f32",
                         "Explicit causal offset 0 is top-left alignment: with Lq=3, Lk=5 query i "
                         "sees keys 0..i.",
-                        "causal.explicit_offset", ATTNREF_F32, 1, 2, 2, 3, 5, 8, 8, 1.0);
+                        "clause3.explicit_offset", ATTNREF_F32, 1, 2, 2, 3, 5, 8, 8, 1.0);
         c->causal = 1;
         c->has_causal_offset = 1;
         c->causal_offset = 0;
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.causal.offset1_explicit.f16",
+        acase *c = cg_sdpa("sdpa.causal.offset1_explicit.f16",
                         "Explicit causal offset 1 with Lq=3, Lk=6 (neither top-left nor "
                         "bottom-right): query i sees keys 0..1+i.",
-                        "causal.explicit_offset", ATTNREF_F16, 1, 1, 1, 3, 6, 8, 8, 1.0);
+                        "clause3.explicit_offset", ATTNREF_F16, 1, 1, 1, 3, 6, 8, 8, 1.0);
         c->causal = 1;
         c->has_causal_offset = 1;
         c->causal_offset = 1;
@@ -314,7 +303,7 @@ static void gqa(cg *g) {
                           "GQA head mapping: Hq=4, Hkv=2, L=1, D=1, k all ones, v of kv head 0 is "
                           "0 and of kv head 1 is 10. Query head h uses kv head h/(Hq/Hkv): outputs "
                           "[0,0,10,10] (tiling h%Hkv would give [0,10,0,10]).",
-                          "gqa.repeat_interleave");
+                          "clause1.gqa_repeat_interleave");
         const int64_t qs[4] = {1, 4, 1, 1}, ks[4] = {1, 2, 1, 1};
         const double qv[4] = {1, 1, 1, 1}, kv[2] = {1, 1}, vv[2] = {0, 10};
         cg_inline(&c->q, ATTNREF_F32, 4, qs, qv);
@@ -322,50 +311,50 @@ static void gqa(cg *g) {
         cg_inline(&c->v, ATTNREF_F32, 4, ks, vv);
         cg_emit(g, c);
     }
-    cg_emit(g, base("sdpa.gqa.hq8_hkv2.f16", "GQA with 4 query heads per kv head (Hq=8, Hkv=2).",
-                    "gqa.repeat_interleave", ATTNREF_F16, 1, 8, 2, 3, 7, 16, 16, 1.0));
-    cg_emit(g, base("sdpa.gqa.mqa_hq4_hkv1.bf16", "Multi-query attention: Hq=4 share one kv head.",
-                    "gqa.repeat_interleave", ATTNREF_BF16, 2, 4, 1, 3, 5, 8, 8, 1.0));
+    cg_emit(g, cg_sdpa("sdpa.gqa.hq8_hkv2.f16", "GQA with 4 query heads per kv head (Hq=8, Hkv=2).",
+                    "clause1.gqa_repeat_interleave", ATTNREF_F16, 1, 8, 2, 3, 7, 16, 16, 1.0));
+    cg_emit(g, cg_sdpa("sdpa.gqa.mqa_hq4_hkv1.bf16", "Multi-query attention: Hq=4 share one kv head.",
+                    "clause1.gqa_repeat_interleave", ATTNREF_BF16, 2, 4, 1, 3, 5, 8, 8, 1.0));
     {
-        acase *c = base("sdpa.gqa.hq8_hkv4_causal.f32", "GQA (Hq=8, Hkv=4) with causal Lq=3, Lk=6.",
-                        "gqa.repeat_interleave", ATTNREF_F32, 1, 8, 4, 3, 6, 8, 8, 1.0);
-        cg_rule(c, "causal.bottom_right");
+        acase *c = cg_sdpa("sdpa.gqa.hq8_hkv4_causal.f32", "GQA (Hq=8, Hkv=4) with causal Lq=3, Lk=6.",
+                        "clause1.gqa_repeat_interleave", ATTNREF_F32, 1, 8, 4, 3, 6, 8, 8, 1.0);
+        cg_rule(c, "clause3.bottom_right");
         c->causal = 1;
         cg_emit(g, c);
     }
 }
 
 static void dv_scale_strided(cg *g) {
-    cg_emit(g, base("sdpa.dv.dv16_d64.f32", "Value head dim differs from key head dim: D=64, Dv=16.",
-                    "sdpa.definition", ATTNREF_F32, 1, 2, 2, 3, 7, 64, 16, 1.0));
-    cg_emit(g, base("sdpa.dv.dv24_d8.f16", "Dv=24 larger than D=8.", "sdpa.definition",
+    cg_emit(g, cg_sdpa("sdpa.dv.dv16_d64.f32", "Value head dim differs from key head dim: D=64, Dv=16.",
+                    "clause1.layout", ATTNREF_F32, 1, 2, 2, 3, 7, 64, 16, 1.0));
+    cg_emit(g, cg_sdpa("sdpa.dv.dv24_d8.f16", "Dv=24 larger than D=8.", "clause1.layout",
                     ATTNREF_F16, 1, 2, 2, 3, 5, 8, 24, 1.0));
 
-    cg_emit(g, base("sdpa.scale.default_uses_d.f32",
+    cg_emit(g, cg_sdpa("sdpa.scale.default_uses_d.f32",
                     "Default scale is 1/sqrt(D) of q/k (D=64 -> 1/8), never 1/sqrt(Dv) (Dv=16 -> "
                     "1/4). Same inputs as sdpa.scale.explicit_eighth.f32.",
-                    "scale.default", ATTNREF_F32, 1, 1, 1, 3, 6, 64, 16, 2.0));
+                    "clause2.default_scale", ATTNREF_F32, 1, 1, 1, 3, 6, 64, 16, 2.0));
     {
-        acase *c = base("sdpa.scale.explicit_eighth.f32",
+        acase *c = cg_sdpa("sdpa.scale.explicit_eighth.f32",
                         "Explicit scale 0.125 with D=64: equals the default-scale case "
                         "sdpa.scale.default_uses_d.f32 input for input.",
-                        "scale.default", ATTNREF_F32, 1, 1, 1, 3, 6, 64, 16, 2.0);
+                        "clause2.default_scale", ATTNREF_F32, 1, 1, 1, 3, 6, 64, 16, 2.0);
         c->has_scale = 1;
         c->scale = 0.125;
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.scale.zero.f32",
+        acase *c = cg_sdpa("sdpa.scale.zero.f32",
                         "Explicit scale 0 means 0, not 'default': all weights are equal, so each "
                         "output row is the mean of V.",
-                        "scale.zero_is_zero", ATTNREF_F32, 1, 2, 2, 3, 5, 8, 8, 1.0);
+                        "clause2.zero_is_zero", ATTNREF_F32, 1, 2, 2, 3, 5, 8, 8, 1.0);
         c->has_scale = 1;
         c->scale = 0.0;
         cg_emit(g, c);
     }
     {
-        acase *c = base("sdpa.scale.explicit_half.f16", "Explicit scale 0.5 with D=16 in f16.",
-                        "scale.default", ATTNREF_F16, 1, 2, 2, 4, 6, 16, 16, 1.0);
+        acase *c = cg_sdpa("sdpa.scale.explicit_half.f16", "Explicit scale 0.5 with D=16 in f16.",
+                        "clause2.default_scale", ATTNREF_F16, 1, 2, 2, 4, 6, 16, 16, 1.0);
         c->has_scale = 1;
         c->scale = 0.5;
         cg_emit(g, c);
@@ -379,7 +368,7 @@ static void dv_scale_strided(cg *g) {
         "k and v (B,L,H,D) views, q contiguous.",
         "q as a (B,L,H,D) view with GQA (Hq=4, Hkv=2)."};
     for (int t = 0; t < 3; t++) {
-        acase *c = base(sid[t], sdesc[t], "layout.strided", DTS[t], 2, t == 2 ? 4 : 2, 2, 3, 5, 8,
+        acase *c = cg_sdpa(sid[t], sdesc[t], "clause1.strided", DTS[t], 2, t == 2 ? 4 : 2, 2, 3, 5, 8,
                         8, 1.0);
         if (t != 1)
             c->q.layout = ACASE_LAYOUT_BLHD;

@@ -6,16 +6,13 @@
  * copy, and attnref status codes map 1:1 to ATTNCONF codes (ERANGE, "too large to index", is an
  * invalid argument at this interface).
  *
- * TEST-ONLY MUTANT.  Compiled with -DATTNCONF_MUTANT_TOPLEFT=1 (target mutant_topleft) the plugin
- * is named "mutant_topleft" and carries exactly one deliberate bug, so the suite can prove that
- * its causal cases catch it: causal alignment is top-left instead of bottom-right.
- *   - sdpa: causal=1 without an explicit offset uses offset 0 instead of Lk - Lq (an explicit
- *     offset is honoured, as before).
- *   - build_mask: query i sits at absolute position i instead of offset + i.  The mutant first
- *     runs the real builder (so validation, errors and the padding part are identical), then
- *     rewrites the causal/window part of every element with the top-left position; the shape
- *     stays (B, 1, Lq, offset + Lq).
- * Everything else is identical to the reference.
+ * TEST-ONLY MUTANTS.  Compiled with -DATTNCONF_MUTANT=<n> (one of the RBM_* constants in
+ * conformance/backends/mutants/mutants.h; targets mutant_<bug>) and linked with mutants.c, the
+ * plugin is named "mutant_<bug>" and carries exactly one deliberate bug, so the suite can prove
+ * that its cases catch it.  The only difference here is which function the two calls below go
+ * to (rbm_sdpa / rbm_build_mask, which wrap the same attnref calls with the bug); validation,
+ * error mapping and the table are shared.  -DATTNCONF_MUTANT_TOPLEFT=1, the older spelling of
+ * the top-left mutant, still selects it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,9 +27,13 @@
 #include "attnref/status.h"
 #include "attnref/tensor.h"
 
-#if defined(ATTNCONF_MUTANT_TOPLEFT) && ATTNCONF_MUTANT_TOPLEFT
+#if defined(ATTNCONF_MUTANT_TOPLEFT) && ATTNCONF_MUTANT_TOPLEFT && !defined(ATTNCONF_MUTANT)
+#define ATTNCONF_MUTANT 1 /* RBM_TOPLEFT */
+#endif
+#if defined(ATTNCONF_MUTANT) && ATTNCONF_MUTANT
+#include "mutants.h"
 #define RB_MUTANT 1
-#define RB_NAME "mutant_topleft"
+#define RB_NAME RBM_NAME
 #else
 #define RB_MUTANT 0
 #define RB_NAME "reference"
@@ -174,13 +175,6 @@ static int rb_sdpa(void *vctx, const attnconf_sdpa_args *args)
     p.causal = args->causal != 0;
     p.has_causal_offset = args->has_causal_offset != 0;
     p.causal_offset = args->causal_offset;
-#if RB_MUTANT
-    /* THE BUG (test-only): top-left causal alignment when no explicit offset is given. */
-    if (p.causal && !p.has_causal_offset) {
-        p.has_causal_offset = 1;
-        p.causal_offset = 0;
-    }
-#endif
 
     /* The output buffer must hold every element the strides address; check it before attnref
      * writes (attnref does not know the capacity).  Only a valid float dtype has a size. */
@@ -197,34 +191,17 @@ static int rb_sdpa(void *vctx, const attnconf_sdpa_args *args)
     }
 
     attnref_diag diag = {{0}};
+#if RB_MUTANT
+    /* Test-only: the same call with the mutant's one bug (it may change out.dtype). */
+    int st = rbm_sdpa(&q, &k, &v, args->mask ? &mask : NULL, &p, &out, args->out_capacity,
+                      &diag);
+#else
     int st = attnref_sdpa(&q, &k, &v, args->mask ? &mask : NULL, &p, &out, &diag);
+#endif
     if (st == ATTNREF_OK)
         args->out->dtype = (int32_t)out.dtype;
     return rb_finish(ctx, st, &diag);
 }
-
-#if RB_MUTANT
-/* Mutant only: rewrite the causal/window part of a keep mask that attnref has just built, with
- * query i at absolute position i (top-left) instead of offset + i.  The padding part (lengths,
- * left_padding) does not depend on the query position, so it is recomputed from the arrays. */
-static void rb_mutant_topleft(const attnref_mask_params *p, attnref_tensor *keep)
-{
-    int64_t nb = keep->shape[0], lq = keep->shape[2], lk = keep->shape[3];
-    for (int64_t b = 0; b < nb; b++)
-        for (int64_t i = 0; i < lq; i++)
-            for (int64_t j = 0; j < lk; j++) {
-                int kept = j <= i;                               /* top-left: position i */
-                if (p->window > 0 && !(j > i - p->window))
-                    kept = 0;
-                if (p->lengths && !(j < p->lengths[b]))
-                    kept = 0;
-                if (p->left_padding && !(j >= p->left_padding[b]))
-                    kept = 0;
-                int64_t off = b * keep->strides[0] + i * keep->strides[2] + j * keep->strides[3];
-                ((uint8_t *)keep->data)[off] = (uint8_t)kept;
-            }
-}
-#endif
 
 static int rb_build_mask(void *vctx, const attnconf_mask_args *args)
 {
@@ -250,10 +227,10 @@ static int rb_build_mask(void *vctx, const attnconf_mask_args *args)
     rb_to_ref(args->keep, &keep);
 
     attnref_diag diag = {{0}};
-    int st = attnref_build_mask(&p, &keep, &diag);
 #if RB_MUTANT
-    if (st == ATTNREF_OK)
-        rb_mutant_topleft(&p, &keep); /* THE BUG (test-only), on an already validated mask */
+    int st = rbm_build_mask(&p, &keep, &diag); /* test-only: with the mutant's one bug */
+#else
+    int st = attnref_build_mask(&p, &keep, &diag);
 #endif
     return rb_finish(ctx, st, &diag);
 }

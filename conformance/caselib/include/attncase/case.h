@@ -48,6 +48,17 @@ typedef struct acase_tensor {
     void *data;                /* owned; numel * attnref_dtype_size(dtype) bytes */
 } acase_tensor;
 
+/* Per-row check modes of an SDPA output (`expected.row_checks`, FORMAT.md).  A row is one
+ * (b, h, i) of the (B, Hq, Lq, Dv) output: flat row r = (b*Hq + h)*Lq + i covers the elements
+ * [r*Dv, (r+1)*Dv).
+ *   CLOSE:  every element within the tolerance (|got - exp| <= atol + rtol*|exp|; NaN must meet
+ *           NaN, an infinity the same infinity) — the default for every row;
+ *   EXACT:  got == exp as doubles for every element (+0 and -0 both match 0; NaN only where exp
+ *           is NaN);
+ *   FINITE: every element finite; the expected value is ignored (implementation-defined, SPEC.md
+ *           clause 11). */
+enum { ACASE_CHECK_CLOSE = 0, ACASE_CHECK_EXACT = 1, ACASE_CHECK_FINITE = 2 };
+
 /* Expected result.  Exactly one of: error (a rejection), mask keep values, SDPA output. */
 typedef struct acase_expected {
     int error;                 /* 0, or the attnref status the input must be rejected with
@@ -57,6 +68,11 @@ typedef struct acase_expected {
     int64_t shape[4];
     int64_t numel;
     double *values;            /* owned; f64 reference values (0/1 for mask cases) */
+    /* SDPA output only: the check mode of each row, ACASE_CHECK_*.  NULL (and nrows 0): every
+     * row is CLOSE.  Otherwise nrows entries, nrows = B*Hq*Lq (the product of every extent but
+     * the last); allocate with acase_expected_alloc_rows. */
+    uint8_t *row_check;        /* owned, [nrows], or NULL */
+    int64_t nrows;
 } acase_expected;
 
 typedef struct acase {
@@ -115,7 +131,14 @@ uint64_t acase_splitmix64_next(uint64_t *state);
 
 /* Allocate t->data for the current dtype/shape (numel computed, limits checked), zeroed. */
 int acase_tensor_alloc(acase_tensor *t, char *err, size_t errlen);
+/* acase_expected_alloc: values for the current shape, zeroed; it also frees row_check (the
+ * shape may have changed) and sets nrows 0. */
 int acase_expected_alloc(acase_expected *e, char *err, size_t errlen);
+/* Allocate e->row_check for the current shape, zeroed (every row CLOSE), replacing any previous
+ * one: nrows = the product of every extent but the last (numel / shape[ndim-1] when that is
+ * non-zero; with Dv == 0 the rows exist but are empty; a zero leading extent gives 0 rows).
+ * Needs rank >= 1.  Returns 0, or -1 with err set. */
+int acase_expected_alloc_rows(acase_expected *e, char *err, size_t errlen);
 
 /* Load one case file.  On success returns 0 and *out (free with acase_free).  On failure returns
  * -1 and writes "path:line:col: field: reason" into err. */

@@ -1,0 +1,77 @@
+/* mutants.h — test-only mutant backends: the reference plugin with exactly one bug switched on.
+ *
+ * A mutant is reference_backend.c compiled with -DATTNCONF_MUTANT=<number> (one of the RBM_*
+ * constants below) and linked with mutants.c.  The plugin wrapper then calls rbm_sdpa /
+ * rbm_build_mask instead of attnref_sdpa / attnref_build_mask; those wrap the (correct) attnref
+ * calls with the one bug, so attnref itself never changes.  Each mutant exists to prove that a
+ * family of golden cases catches a bug real implementations have had (SPEC.md clause in
+ * brackets); conformance/tests/CMakeLists.txt holds one "caught" test per mutant.
+ *
+ * Mutants are never installed and live in ${ATTNCONF_MUTANT_DIR}, apart from real backends.
+ */
+#ifndef ATTNCONF_MUTANTS_H
+#define ATTNCONF_MUTANTS_H
+
+#include <stddef.h>
+
+#include "attnref/mask.h"
+#include "attnref/sdpa.h"
+#include "attnref/status.h"
+#include "attnref/tensor.h"
+
+/* The bugs (values of ATTNCONF_MUTANT; 0 or undefined is the real reference). */
+#define RBM_TOPLEFT 1           /* causal alignment top-left, sdpa and build_mask [3] */
+#define RBM_WINDOW_PLUS1 2      /* build_mask keeps W + 1 keys [4] */
+#define RBM_GQA_TILE 3          /* query head h reads kv head h % Hkv [1] */
+#define RBM_MASKED_ROW_MEAN_V 4 /* a fully masked row is the mean of V over all keys [9] */
+#define RBM_MASKED_ROW_NAN 5    /* a fully masked row is NaN [9] */
+#define RBM_UPCAST_F32 6        /* f16/bf16 q with an additive mask: computed and returned in
+                                   f32, whatever the promotion rule says [8] */
+#define RBM_NEG1E9 7            /* bool mask turned additive with -1e9 in the q dtype [9, 11] */
+#define RBM_SCALE_DV 8          /* default scale 1/sqrt(Dv) instead of 1/sqrt(D) [2] */
+#define RBM_LENGTHS_IGNORED 9   /* build_mask ignores lengths (right padding) [5] */
+#define RBM_NAN_LEAK 10         /* an excluded key's NaN/inf in K or V reaches the row [10] */
+#define RBM_FLOAT01_AS_BOOL 11  /* an additive mask of only 0s and 1s read as a bool mask [6] */
+
+/* The plugin name of the mutant being compiled: "mutant_<bug>", as its CMake target. */
+#if !defined(ATTNCONF_MUTANT)
+#error "mutants.h is only for mutant builds: define ATTNCONF_MUTANT"
+#elif ATTNCONF_MUTANT == RBM_TOPLEFT
+#define RBM_NAME "mutant_topleft"
+#elif ATTNCONF_MUTANT == RBM_WINDOW_PLUS1
+#define RBM_NAME "mutant_window_plus1"
+#elif ATTNCONF_MUTANT == RBM_GQA_TILE
+#define RBM_NAME "mutant_gqa_tile"
+#elif ATTNCONF_MUTANT == RBM_MASKED_ROW_MEAN_V
+#define RBM_NAME "mutant_masked_row_mean_v"
+#elif ATTNCONF_MUTANT == RBM_MASKED_ROW_NAN
+#define RBM_NAME "mutant_masked_row_nan"
+#elif ATTNCONF_MUTANT == RBM_UPCAST_F32
+#define RBM_NAME "mutant_upcast_f32"
+#elif ATTNCONF_MUTANT == RBM_NEG1E9
+#define RBM_NAME "mutant_neg1e9"
+#elif ATTNCONF_MUTANT == RBM_SCALE_DV
+#define RBM_NAME "mutant_scale_dv"
+#elif ATTNCONF_MUTANT == RBM_LENGTHS_IGNORED
+#define RBM_NAME "mutant_lengths_ignored"
+#elif ATTNCONF_MUTANT == RBM_NAN_LEAK
+#define RBM_NAME "mutant_nan_leak"
+#elif ATTNCONF_MUTANT == RBM_FLOAT01_AS_BOOL
+#define RBM_NAME "mutant_float01_as_bool"
+#else
+#error "unknown ATTNCONF_MUTANT (see the RBM_* constants in mutants.h)"
+#endif
+
+/* attnref_sdpa with the mutant's bug (attnref_sdpa itself for a bug that is not in sdpa).
+ * Arguments are what the plugin wrapper would pass to attnref_sdpa; params is never NULL and
+ * out_capacity is the host's byte count at out->data (the wrapper has already checked it for
+ * q-dtype elements).  Returns an attnref status.  A mutant may change out->dtype (the upcast
+ * mutant does); the wrapper reports it to the host. */
+int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+             const attnref_tensor *mask, const attnref_sdpa_params *params, attnref_tensor *out,
+             size_t out_capacity, attnref_diag *diag);
+
+/* attnref_build_mask with the mutant's bug (or unchanged).  Returns an attnref status. */
+int rbm_build_mask(const attnref_mask_params *params, attnref_tensor *keep, attnref_diag *diag);
+
+#endif
