@@ -258,7 +258,30 @@ static void sizes(cg *g) {
                        "clause1.gqa_repeat_interleave", ATTNREF_F32, 1, 16, 2, 2, 5, 8, 8, 1.0));
 }
 
+static void stability(cg *g) {
+    for (int t = 1; t < 3; t++) {
+        char id[128];
+        cg_emit(g, cg_sdpa(idf(id, sizeof id, "sdpa.nomask.large_logits", DTS[t]),
+                           "Logits in the hundreds to ~1000 (q, k in [-30, 30), D=16) in a half "
+                           "dtype: exp() overflows unless the row maximum is subtracted first.",
+                           "clause12.stability", DTS[t], 1, 1, 1, 4, 9, 16, 8, 30.0));
+    }
+    for (int t = 0; t < 2; t++) {
+        const double shift = t == 0 ? 1000.0 : -1000.0;
+        acase *c = cg_sdpa(t == 0 ? "sdpa.additive.shift_plus1000.f32"
+                                  : "sdpa.additive.shift_minus1000.f32",
+                           "A scalar additive mask of +-1000 shifts every logit of a row by the same "
+                           "amount: the result equals the unshifted problem (softmax is "
+                           "shift-invariant once the row maximum is subtracted).",
+                           "clause12.stability", ATTNREF_F32, 1, 2, 2, 3, 6, 8, 8, 1.0);
+        cg_rule(c, "clause6.additive_adds");
+        cg_inline(&c->mask, ATTNREF_F32, 0, NULL, &shift);
+        cg_emit(g, c);
+    }
+}
+
 void fam_reports(cg *g) {
+    stability(g);
     fully_masked(g);
     poison(g);
     overflow(g);
