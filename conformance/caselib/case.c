@@ -487,6 +487,17 @@ static int check_mask(chk *k, const acase *c)
             return chk_fail(k, c->lengths ? "params.lengths" : "params.left_padding",
                             "batch %lld is not in 1..%d", (long long)c->batch, ACASE_MAX_BATCH);
     }
+    /* The harness allocates the keep mask before calling a backend, also for a must-reject
+     * case: a size over the limit could never be run, so it is a bad case, not a backend error. */
+    if (c->lq >= 0 && c->offset >= 0) {
+        const int64_t b = (c->lengths || c->left_padding) ? c->batch : 1;
+        const int64_t lim = ACASE_MAX_TENSOR_NUMEL;
+        if (c->offset > lim || c->lq > lim ||
+            (c->lq > 0 && (c->offset + c->lq > lim / c->lq || b > lim / (c->lq * (c->offset + c->lq)))))
+            return chk_fail(k, "params.lq",
+                            "the keep mask (B, 1, lq, offset + lq) would exceed %lld elements",
+                            (long long)lim);
+    }
     if (e->error)
         return 0;
     if (c->lq < 0)

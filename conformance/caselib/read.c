@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <yaml.h>
 
@@ -961,6 +962,17 @@ int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
     FILE *f = fopen(path, "rb");
     if (!f) {
         acase__errf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    /* libyaml keeps the whole document tree in memory (~150 bytes per scalar), so bound the
+     * file before parsing; large tensors belong in `generate:` specs. */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > ACASE_MAX_FILE_BYTES) {
+        acase__errf(err, errlen,
+                    "%s: file is %lld bytes, over the %lld-byte limit of a case file (give large "
+                    "tensors as generate: specs)",
+                    path, (long long)st.st_size, (long long)ACASE_MAX_FILE_BYTES);
+        fclose(f);
         return -1;
     }
     rd *r = calloc(1, sizeof *r);

@@ -21,6 +21,7 @@ extern "C" {
 
 /* Limits that keep a malformed or hostile case file from causing a huge allocation. */
 #define ACASE_MAX_TENSOR_NUMEL ((int64_t)1 << 24) /* per tensor */
+#define ACASE_MAX_FILE_BYTES ((int64_t)16 << 20)  /* per case file: bounds libyaml's memory */
 #define ACASE_MAX_BATCH 4096                      /* lengths / left_padding entries */
 #define ACASE_MAX_RULES 16
 #define ACASE_ID_MAX 128
