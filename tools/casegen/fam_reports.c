@@ -3,7 +3,9 @@
  * per-sequence padding, odd sizes, large GQA ratios. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "attnref/status.h"
 #include "casegen.h"
 
 static const attnref_dtype DTS[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
@@ -104,18 +106,57 @@ static void poison(cg *g) {
         }
         cg_emit(g, c);
     }
+    for (int t = 0; t < 2; t++) {
+        /* Top-left (explicit offset 0), Lq=3, Lk=6: keys 3-5 are never kept by any row. */
+        acase *c = cg_sdpa(t == 0 ? "sdpa.poison.causal_excluded.f32"
+                                  : "sdpa.poison.causal_excluded.bf16",
+                           "Causal with explicit offset 0, Lq=3, Lk=6: keys 3-5 are excluded for "
+                           "every row and hold poison (K = NaN, +inf; V = NaN, -inf, 1e4). A "
+                           "backend that computes a dense P.V over causal-excluded keys leaks "
+                           "NaN; the output equals the clean problem.",
+                           "clause10.masked_slots", DTS[t * 2], 1, 1, 1, 3, 6, 8, 8, 1.0);
+        cg_rule(c, "clause3.explicit_offset");
+        c->causal = 1;
+        c->has_causal_offset = 1;
+        c->causal_offset = 0;
+        for (int d = 0; d < 8; d++) {
+            cg_poke(&c->k, 3 * 8 + d, NAN);
+            cg_poke(&c->k, 4 * 8 + d, INFINITY);
+            cg_poke(&c->v, 3 * 8 + d, NAN);
+            cg_poke(&c->v, 4 * 8 + d, -INFINITY);
+            cg_poke(&c->v, 5 * 8 + d, 1e4);
+        }
+        cg_emit(g, c);
+    }
     {
-        acase *c = cg_sdpa("sdpa.poison.causal_future_1e4.bf16",
-                           "Causal Lq=Lk=6 with V = 1e4 in every key slot above the diagonal of "
-                           "row 2 (keys 3-5 hold 1e4 in all of V): rows 0-2 must not see them, so "
-                           "their outputs stay within [-1, 1] (a leak explodes).",
-                           "clause10.masked_slots", ATTNREF_BF16, 1, 2, 2, 6, 6, 8, 8, 1.0);
+        acase *c = cg_sdpa("sdpa.poison.causal_future_nan.f16",
+                           "Bottom-right causal, Lq=Lk=6, V of key 5 is NaN: rows 0-4 exclude key "
+                           "5 and must be clean; row 5 keeps it and is NaN (NaN must meet NaN).",
+                           "clause10.masked_slots", ATTNREF_F16, 1, 2, 2, 6, 6, 8, 8, 1.0);
         cg_rule(c, "clause3.bottom_right");
         c->causal = 1;
         for (int h = 0; h < 2; h++)
-            for (int j = 3; j < 6; j++)
-                for (int d = 0; d < 8; d++)
-                    cg_poke(&c->v, (h * 6 + j) * 8 + d, 1e4);
+            for (int d = 0; d < 8; d++)
+                cg_poke(&c->v, (h * 6 + 5) * 8 + d, NAN);
+        cg_emit(g, c);
+    }
+    {
+        acase *c = cg_sdpa("sdpa.poison.additive_neg_inf.f32",
+                           "An additive mask with -inf at keys 4 and 5 (finite biases elsewhere); "
+                           "those keys hold K = NaN and V = inf. -inf excludes a key completely: "
+                           "the output is finite and equals the clean problem.",
+                           "clause10.masked_slots", ATTNREF_F32, 1, 1, 1, 3, 6, 4, 4, 1.0);
+        cg_rule(c, "clause6.additive_adds");
+        double vals[18];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 6; j++)
+                vals[i * 6 + j] = j >= 4 ? -INFINITY : 0.25 * (i - j);
+        const int64_t s2[2] = {3, 6};
+        cg_inline(&c->mask, ATTNREF_F32, 2, s2, vals);
+        for (int d = 0; d < 4; d++) {
+            cg_poke(&c->k, 4 * 4 + d, NAN);
+            cg_poke(&c->v, 5 * 4 + d, INFINITY);
+        }
         cg_emit(g, c);
     }
 }
@@ -131,7 +172,6 @@ static void overflow(cg *g) {
                           "finite values (implementation-defined, must be finite); row 1 equals "
                           "v[1].",
                           "clause11.finite_min");
-        cg_rule(c, "clause9.fully_masked_zero");
         const int64_t qs[4] = {1, 1, 2, 1}, vs[4] = {1, 1, 2, 2}, ms[2] = {2, 2};
         const double q[2] = {-4, 1}, k[2] = {5, 7.5}, v[4] = {1, 2, 3, 4};
         const double m = attnref_dtype_finite_min(ATTNREF_F16);
@@ -205,7 +245,6 @@ static void padding(cg *g) {
                            "queries after 3 cached keys: bool mask (3,1,4,7) from the mask builder "
                            "(causal, offset 3, lengths).",
                            "clause5.right_padding", DTS[t], 3, 2, 2, 4, 7, 8, 8, 1.0);
-        cg_rule(c, "clause3.bottom_right");
         cg_builder_mask(c, ATTNREF_BOOL, 4, 3, 0, 3, len, NULL);
         cg_emit(g, c);
     }
@@ -259,12 +298,23 @@ static void sizes(cg *g) {
 }
 
 static void stability(cg *g) {
-    for (int t = 1; t < 3; t++) {
-        char id[128];
-        cg_emit(g, cg_sdpa(idf(id, sizeof id, "sdpa.nomask.large_logits", DTS[t]),
-                           "Logits in the hundreds to ~1000 (q, k in [-30, 30), D=16) in a half "
-                           "dtype: exp() overflows unless the row maximum is subtracted first.",
-                           "clause12.stability", DTS[t], 1, 1, 1, 4, 9, 16, 8, 30.0));
+    /* q[..., 0] = +-100 and k[..., 0] = 40 add a common +-1000 to every logit (scale 1/4, D=16);
+     * the other 15 dims, in [-3, 3), give O(1) differences that decide the answer. */
+    for (int t = 0; t < 2; t++) {
+        acase *c = cg_sdpa(t == 0 ? "sdpa.nomask.large_logits_pos.f32"
+                                  : "sdpa.nomask.large_logits_neg.f32",
+                           t == 0 ? "Logits around +1000 with O(1) differences (q[...,0] = 100, "
+                                    "k[...,0] = 40, D=16): exp() overflows unless the row maximum "
+                                    "is subtracted first; the answer is that of the shifted problem."
+                                  : "Logits around -1000 with O(1) differences (q[...,0] = -100, "
+                                    "k[...,0] = 40, D=16): exp() underflows to 0/0 unless the row "
+                                    "maximum is subtracted first.",
+                           "clause12.stability", ATTNREF_F32, 1, 2, 2, 4, 9, 16, 8, 3.0);
+        for (int64_t r = 0; r < 2 * 4; r++)
+            cg_poke(&c->q, r * 16, t == 0 ? 100.0 : -100.0);
+        for (int64_t r = 0; r < 2 * 9; r++)
+            cg_poke(&c->k, r * 16, 40.0);
+        cg_emit(g, c);
     }
     for (int t = 0; t < 2; t++) {
         const double shift = t == 0 ? 1000.0 : -1000.0;
@@ -280,7 +330,147 @@ static void stability(cg *g) {
     }
 }
 
+/* Inputs every clause says must be rejected (EINVAL for shapes and arguments, EDTYPE for
+ * dtypes): a backend that computes something instead fails. */
+static void invalid(cg *g) {
+    {
+        acase *c = cg_sdpa("sdpa.invalid.mask_kv_heads.f32",
+                           "A per-head mask with Hkv=2 heads for Hq=4 query heads: mask heads "
+                           "index query heads, so (1,2,Lq,Lk) does not broadcast and is rejected "
+                           "(broadcasting it over kv heads is the bug).",
+                           "clause7.broadcast", ATTNREF_F32, 1, 4, 2, 3, 5, 8, 8, 1.0);
+        const int64_t len[2] = {5, 4};
+        cg_builder_mask(c, ATTNREF_BOOL, 3, 2, 0, 2, len, NULL);
+        c->mask.shape[0] = 1; /* (2,1,3,5) -> (1,2,3,5): same data, kv-head extent */
+        c->mask.shape[1] = 2;
+        cg_expect_error(c, ATTNREF_EINVAL);
+        cg_emit(g, c);
+    }
+    {
+        acase *c = cg_sdpa("sdpa.invalid.mask_key_extent.f32",
+                           "A mask of shape (Lq, 3) for Lk=6: its key extent is neither 1 nor Lk, "
+                           "so it does not broadcast and is rejected.",
+                           "clause7.broadcast", ATTNREF_F32, 1, 2, 2, 4, 6, 8, 8, 1.0);
+        const double ones[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+        const int64_t s[2] = {4, 3};
+        cg_inline(&c->mask, ATTNREF_BOOL, 2, s, ones);
+        cg_expect_error(c, ATTNREF_EINVAL);
+        cg_emit(g, c);
+    }
+    {
+        acase *c = cg_sdpa("sdpa.invalid.causal_and_mask.f32",
+                           "The causal flag together with a mask tensor is rejected: the two "
+                           "ways of masking are exclusive in the SDPA interface.",
+                           "clause3.bottom_right", ATTNREF_F32, 1, 2, 2, 4, 4, 8, 8, 1.0);
+        const double ones[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+        const int64_t s[2] = {4, 4};
+        cg_inline(&c->mask, ATTNREF_BOOL, 2, s, ones);
+        c->causal = 1;
+        cg_expect_error(c, ATTNREF_EINVAL);
+        cg_emit(g, c);
+    }
+    {
+        acase *c = cg_sdpa("sdpa.invalid.gqa_not_multiple.f32",
+                           "Hq=3 query heads over Hkv=2 kv heads: Hq is not a multiple of Hkv, "
+                           "rejected (no head mapping exists).",
+                           "clause1.gqa_repeat_interleave", ATTNREF_F32, 1, 3, 2, 2, 4, 8, 8, 1.0);
+        cg_expect_error(c, ATTNREF_EINVAL);
+        cg_emit(g, c);
+    }
+    {
+        acase *c = cg_sdpa("sdpa.invalid.head_dim_mismatch.f32",
+                           "q has D=8 but k has D=6: rejected.", "clause1.layout", ATTNREF_F32, 1,
+                           2, 2, 2, 4, 8, 8, 1.0);
+        cg_gen4(c, &c->k, "k", ATTNREF_F32, 1, 2, 4, 6, -1.0, 1.0);
+        cg_expect_error(c, ATTNREF_EINVAL);
+        cg_emit(g, c);
+    }
+    {
+        acase *c = cg_sdpa("sdpa.invalid.qkv_dtype_mismatch.f16",
+                           "q in f16 with k and v in f32: q, k and v must share one dtype; "
+                           "rejected as a dtype error, not computed in f32.",
+                           "clause8.no_upcast", ATTNREF_F16, 1, 2, 2, 3, 4, 8, 8, 1.0);
+        cg_gen4(c, &c->k, "k", ATTNREF_F32, 1, 2, 4, 8, -1.0, 1.0);
+        cg_gen4(c, &c->v, "v", ATTNREF_F32, 1, 2, 4, 8, -1.0, 1.0);
+        cg_expect_error(c, ATTNREF_EDTYPE);
+        cg_emit(g, c);
+    }
+    struct {
+        const char *id, *desc, *rule;
+        int64_t lq, offset, window, batch;
+        int64_t len;  /* lengths[0], or -1: none */
+        int64_t lp;   /* left_padding[0], or 0: none */
+    } mk[] = {
+        {"mask.invalid.window_negative", "A negative window W=-1 is rejected.",
+         "clause4.window_counts_self", 3, 0, -1, 1, -1, 0},
+        {"mask.invalid.lengths_over_lk",
+         "lengths[0]=6 with offset 1 and Lq=4 (Lk=5): more valid keys than key slots, rejected.",
+         "clause5.right_padding", 4, 1, 0, 1, 6, 0},
+        {"mask.invalid.left_padding_negative", "left_padding[0]=-1 is rejected.",
+         "clause5.left_padding", 3, 2, 0, 1, -1, -1},
+    };
+    for (size_t n = 0; n < sizeof mk / sizeof mk[0]; n++) {
+        acase *c = cg_new(ACASE_OP_MASK, mk[n].id, mk[n].desc, mk[n].rule);
+        c->lq = mk[n].lq;
+        c->offset = mk[n].offset;
+        c->window = mk[n].window;
+        if (mk[n].len != -1 || mk[n].lp != 0) {
+            c->batch = mk[n].batch;
+            int64_t *a = malloc(sizeof *a);
+            if (!a)
+                abort();
+            *a = mk[n].len != -1 ? mk[n].len : mk[n].lp;
+            if (mk[n].len != -1)
+                c->lengths = a;
+            else
+                c->left_padding = a;
+        }
+        cg_expect_error(c, ATTNREF_EINVAL);
+        cg_emit(g, c);
+    }
+}
+
+/* Clause 2 and 3 edges: negative scale, explicit offsets outside 0..Lk-Lq, empty Lk and Lq. */
+static void edges(cg *g) {
+    {
+        acase *c = cg_sdpa("sdpa.scale.negative.f32",
+                           "Explicit scale -0.5 is used as given (it inverts the preference), not "
+                           "taken as |scale| and not rejected.",
+                           "clause2.explicit_scale", ATTNREF_F32, 1, 2, 2, 3, 6, 8, 8, 1.0);
+        c->has_scale = 1;
+        c->scale = -0.5;
+        cg_emit(g, c);
+    }
+    struct {
+        const char *id, *desc;
+        int64_t off;
+    } off[] = {
+        {"sdpa.causal.offset_neg1.f32",
+         "Explicit causal offset -1 (Lq=3, Lk=5): query i keeps keys 0..i-1, so row 0 keeps "
+         "nothing and is exactly 0. A backend that clamps the offset to 0 fails.",
+         -1},
+        {"sdpa.causal.offset_lk.f32",
+         "Explicit causal offset Lk=5 (Lq=3): every query keeps every key, as without a mask. A "
+         "backend that clamps the offset to Lk-Lq fails.",
+         5},
+    };
+    for (size_t n = 0; n < sizeof off / sizeof off[0]; n++) {
+        acase *c = cg_sdpa(off[n].id, off[n].desc, "clause3.explicit_offset", ATTNREF_F32, 1, 2, 2,
+                           3, 5, 8, 8, 1.0);
+        c->causal = 1;
+        c->has_causal_offset = 1;
+        c->causal_offset = off[n].off;
+        cg_emit(g, c);
+    }
+    cg_emit(g, cg_sdpa("sdpa.fully_masked.lk0.f32",
+                       "Lk=0 (an empty KV cache and no new keys): every row keeps no key and is "
+                       "exactly 0, not 0/0 = NaN.",
+                       "clause9.fully_masked_zero", ATTNREF_F32, 1, 2, 2, 3, 0, 8, 8, 1.0));
+}
+
 void fam_reports(cg *g) {
+    invalid(g);
+    edges(g);
     stability(g);
     fully_masked(g);
     poison(g);
