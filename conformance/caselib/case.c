@@ -369,15 +369,6 @@ static int check_tensor(chk *k, const char *name, const acase_tensor *t)
         snprintf(f, sizeof f, "inputs.%s.data", name);
         return chk_fail(k, f, "no data");
     }
-    if (t->dtype == ATTNREF_BOOL && t->source == ACASE_SRC_INLINE) {
-        const uint8_t *b = t->data;
-        for (int64_t i = 0; i < n; i++)
-            if (b[i] > 1) {
-                snprintf(f, sizeof f, "inputs.%s.data", name);
-                return chk_fail(k, f, "bool element %lld is %u, not 0 or 1", (long long)i,
-                                (unsigned)b[i]);
-            }
-    }
     return 0;
 }
 

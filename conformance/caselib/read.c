@@ -469,7 +469,7 @@ static int hex16_text(const char *s, unsigned *out)
 /* Decode one inline element into element i of t. */
 static int read_element(rd *r, yaml_node_t *it, const char *field, acase_tensor *t, int64_t i)
 {
-    const char *what = t->dtype == ATTNREF_BOOL  ? "0 or 1"
+    const char *what = t->dtype == ATTNREF_BOOL  ? "a byte 0..255"
                        : t->dtype == ATTNREF_F32 ? "a float"
                                                  : "a 0x0000..0xffff bit pattern";
     if (!it)
@@ -478,9 +478,14 @@ static int read_element(rd *r, yaml_node_t *it, const char *field, acase_tensor 
         return -1;
     const char *s = svalue(it);
     if (t->dtype == ATTNREF_BOOL) {
-        if (strcmp(s, "0") && strcmp(s, "1"))
-            return fail(r, it, field, "expected 0 or 1, got '%s'", s);
-        ((uint8_t *)t->data)[i] = (uint8_t)(s[0] - '0');
+        /* Any byte: 0 is false, every other value true (the ABI's BOOL), so a case can hold
+         * 2 or 255 and catch a backend that tests == 1 or & 1. */
+        size_t len = strlen(s);
+        int ok = len >= 1 && len <= 3 && strspn(s, "0123456789") == len && (len == 1 || s[0] != '0');
+        long v = ok ? strtol(s, NULL, 10) : -1;
+        if (!ok || v > 255)
+            return fail(r, it, field, "expected a byte 0..255, got '%s'", s);
+        ((uint8_t *)t->data)[i] = (uint8_t)v;
         return 0;
     }
     int kind = float_text(s);

@@ -186,8 +186,9 @@ static void tensor(wr *w, const char *name, const acase_tensor *t)
                 snprintf(buf, sizeof buf, "0x%04x", (unsigned)((const uint16_t *)t->data)[i]);
                 plain(w, buf);
                 break;
-            default:
-                plain(w, ((const uint8_t *)t->data)[i] ? "1" : "0");
+            default: /* BOOL: the byte as stored, so 2 or 255 survive a round trip */
+                snprintf(buf, sizeof buf, "%u", (unsigned)((const uint8_t *)t->data)[i]);
+                plain(w, buf);
                 break;
             }
         }

@@ -78,7 +78,7 @@ def check_tensor(t, where):
         if t['dtype'] == 'f32':
             check_float(x, w)
         elif t['dtype'] == 'bool':
-            need(is_int(x) and x in (0, 1), w, 'expected 0 or 1, got %r' % (x,))
+            need(is_int(x) and 0 <= x <= 255, w, 'expected a byte 0..255, got %r' % (x,))
         else:  # f16 / bf16 bit patterns (0x%04x) are ints for YAML 1.1
             need(is_int(x) and 0 <= x <= 0xffff, w, 'expected a 16-bit int, got %r' % (x,))
 

@@ -1067,8 +1067,10 @@ Test(caseread, dtypes_and_values)
         expect_error(t, bad16[i].where);
         free(t);
     }
-    expect_line_error(9, "  q: {dtype: bool, shape: [1, 1, 1, 2], data: [1, 2]}",
-                      "9:51: inputs.q.data[1]: expected 0 or 1, got '2'");
+    expect_line_error(9, "  q: {dtype: bool, shape: [1, 1, 1, 2], data: [1, 256]}",
+                      "9:51: inputs.q.data[1]: expected a byte 0..255, got '256'");
+    expect_line_error(9, "  q: {dtype: bool, shape: [1, 1, 1, 2], data: [1, 07]}",
+                      "9:51: inputs.q.data[1]: expected a byte 0..255, got '07'");
 }
 
 Test(caseread, scalars_and_strings)

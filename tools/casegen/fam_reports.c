@@ -462,6 +462,22 @@ static void edges(cg *g) {
         c->causal_offset = off[n].off;
         cg_emit(g, c);
     }
+    {
+        acase *c = cg_sdpa("sdpa.bool.nonzero_bytes.f32",
+                           "A boolean mask is one byte per element and every nonzero byte means "
+                           "attend: this mask holds 0, 1, 2 and 255. A backend testing == 1 or "
+                           "& 1 drops the keys marked 2.",
+                           "clause6.bool_selects", ATTNREF_F32, 1, 2, 2, 3, 5, 8, 8, 1.0);
+        const int64_t s[2] = {3, 5};
+        const double keep[15] = {1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0};
+        cg_inline(&c->mask, ATTNREF_BOOL, 2, s, keep);
+        uint8_t *m = c->mask.data;
+        m[2] = 2;   /* row 0 key 2 */
+        m[3] = 255; /* row 0 key 3 */
+        m[8] = 2;   /* row 1 key 3 */
+        m[13] = 2;  /* row 2 key 3 */
+        cg_emit(g, c);
+    }
     cg_emit(g, cg_sdpa("sdpa.fully_masked.lk0.f32",
                        "Lk=0 (an empty KV cache and no new keys): every row keeps no key and is "
                        "exactly 0, not 0/0 = NaN.",

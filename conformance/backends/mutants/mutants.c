@@ -413,6 +413,35 @@ static int rbm_sdpa_float01(const attnref_tensor *q, const attnref_tensor *k,
     return st;
 }
 
+/* RBM_BOOL_EQ_ONE: a bool mask read with `== 1` instead of `!= 0`, so bytes such as 2 or 255
+ * (valid "true" values of a one-byte bool) mask their keys. */
+static int rbm_sdpa_bool_eq_one(const attnref_tensor *q, const attnref_tensor *k,
+                                const attnref_tensor *v, const attnref_tensor *mask,
+                                const attnref_sdpa_params *p, attnref_tensor *out,
+                                attnref_diag *diag)
+{
+    int st = attnref_sdpa(q, k, v, mask, p, out, diag); /* validates everything */
+    if (st != ATTNREF_OK || !mask || mask->dtype != ATTNREF_BOOL)
+        return st;
+    attnref_tensor keep;
+    if ((st = rbm_copy(mask, ATTNREF_BOOL, 0, &keep, diag)) != ATTNREF_OK)
+        return st;
+    /* rbm_copy normalises to 0/1, so redo the bytes from the source with the bug. */
+    int64_t sh[4], sst[4];
+    rbm_rank4(mask, sh, sst);
+    uint8_t *dst = keep.data;
+    const uint8_t *src = mask->data;
+    int64_t o = 0;
+    for (int64_t a = 0; a < sh[0]; a++)
+        for (int64_t b = 0; b < sh[1]; b++)
+            for (int64_t c = 0; c < sh[2]; c++)
+                for (int64_t d = 0; d < sh[3]; d++)
+                    dst[o++] = src[a * sst[0] + b * sst[1] + c * sst[2] + d * sst[3]] == 1;
+    st = attnref_sdpa(q, k, v, &keep, p, out, diag);
+    free(keep.data);
+    return st;
+}
+
 int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
              const attnref_tensor *mask, const attnref_sdpa_params *params, attnref_tensor *out,
              size_t out_capacity, attnref_diag *diag)
@@ -439,6 +468,7 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
     case RBM_UPCAST_F32: return rbm_sdpa_upcast(q, k, v, mask, params, out, out_capacity, diag);
     case RBM_SCALE_DV: return rbm_sdpa_scale_dv(q, k, v, mask, params, out, diag);
     case RBM_FLOAT01_AS_BOOL: return rbm_sdpa_float01(q, k, v, mask, params, out, diag);
+    case RBM_BOOL_EQ_ONE: return rbm_sdpa_bool_eq_one(q, k, v, mask, params, out, diag);
     default: return attnref_sdpa(q, k, v, mask, params, out, diag);
     }
 }

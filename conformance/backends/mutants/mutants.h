@@ -32,6 +32,7 @@
 #define RBM_LENGTHS_IGNORED 9   /* build_mask ignores lengths (right padding) [5] */
 #define RBM_NAN_LEAK 10         /* an excluded key's NaN/inf in K or V reaches the row [10] */
 #define RBM_FLOAT01_AS_BOOL 11  /* an additive mask of only 0s and 1s read as a bool mask [6] */
+#define RBM_BOOL_EQ_ONE 12      /* a bool mask byte counts as true only when it is 1 [6] */
 
 /* The plugin name of the mutant being compiled: "mutant_<bug>", as its CMake target. */
 #if !defined(ATTNCONF_MUTANT)
@@ -58,6 +59,8 @@
 #define RBM_NAME "mutant_nan_leak"
 #elif ATTNCONF_MUTANT == RBM_FLOAT01_AS_BOOL
 #define RBM_NAME "mutant_float01_as_bool"
+#elif ATTNCONF_MUTANT == RBM_BOOL_EQ_ONE
+#define RBM_NAME "mutant_bool_eq_one"
 #else
 #error "unknown ATTNCONF_MUTANT (see the RBM_* constants in mutants.h)"
 #endif
