@@ -70,6 +70,11 @@ int hr_format_parse(const char *name, hr_format *out);
  * Returns 0, or -1 on a write error. */
 int hr_write(const hr_run *run, hr_format fmt, FILE *f);
 
+/* The comparison statistics of r on one line, no newline (output.c; the report uses it too):
+ * "first bad index [b,h,i,d] (flat N): got X, expected Y; max abs err A, max rel err R", or only
+ * the error part when no element failed (e.g. INCORRECT_DTYPE with right values). */
+void hr_write_stats(FILE *f, const hr_result *r);
+
 /* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c).
  * Returns the process exit status (0 ok, 1 bad input, 2 usage). */
 int hr_report_main(int argc, char **argv);

@@ -241,9 +241,7 @@ static void put_index(FILE *f, const hr_result *r)
     fputc(']', f);
 }
 
-/* "first bad index [b,h,i,d] (flat N): got X, expected Y; max abs err A, max rel err R", or
- * only the error part when no element failed (e.g. INCORRECT_DTYPE with right values). */
-static void put_stats_line(FILE *f, const hr_result *r)
+void hr_write_stats(FILE *f, const hr_result *r)
 {
     if (r->first_bad >= 0) {
         fputs("first bad index ", f);
@@ -290,7 +288,7 @@ static void write_text(const hr_run *run, FILE *f)
             }
             if (r->has_stats) {
                 fputs("    ", f);
-                put_stats_line(f, r);
+                hr_write_stats(f, r);
                 fputc('\n', f);
             }
             if (r->rerun[0]) {
@@ -382,7 +380,7 @@ static void put_xml_details(FILE *f, const hr_result *r)
     put_line(m, FIELD(r->message), 0);
     if (r->has_stats) {
         fputc('\n', m);
-        put_stats_line(m, r);
+        hr_write_stats(m, r);
     }
     if (r->rerun[0]) {
         fputs("\nrerun: ", m);

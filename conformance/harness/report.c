@@ -664,17 +664,6 @@ static void md_text_rel(FILE *f, const rp_data *d, const char *s)
     free(r);
 }
 
-/* printf("%g") may print "-nan"; spell non-finite values as output.c does. */
-static void put_num(FILE *f, double x, const char *fmt)
-{
-    if (isnan(x))
-        fputs("nan", f);
-    else if (isinf(x))
-        fputs(x > 0 ? "inf" : "-inf", f);
-    else
-        fprintf(f, fmt, x);
-}
-
 /* ---- the report --------------------------------------------------------------------------- */
 
 typedef struct tally {
@@ -797,20 +786,13 @@ static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
     fputc('\n', f);
     if (c->has_stats) {
         fputs("  - ", f);
-        if (c->first_bad >= 0) {
-            fputs("first bad index [", f);
-            for (int k = 0; k < c->ndim; k++)
-                fprintf(f, "%s%" PRId64, k ? "," : "", c->index[k]);
-            fprintf(f, "] (flat %" PRId64 "): got ", c->first_bad);
-            put_num(f, c->got, "%.9g");
-            fputs(", expected ", f);
-            put_num(f, c->expected, "%.9g");
-            fputs("; ", f);
-        }
-        fputs("max abs err ", f);
-        put_num(f, c->max_abs_err, "%.3g");
-        fputs(", max rel err ", f);
-        put_num(f, c->max_rel_err, "%.3g");
+        /* The same line the harness prints, from the fields the JSON carried. */
+        hr_result r = {.first_bad = c->first_bad, .bad_ndim = c->ndim, .bad_got = c->got,
+                       .bad_expected = c->expected, .max_abs_err = c->max_abs_err,
+                       .max_rel_err = c->max_rel_err};
+        for (int k = 0; k < c->ndim && k < 4; k++)
+            r.bad_index[k] = c->index[k];
+        hr_write_stats(f, &r);
         fputc('\n', f);
     }
     if (c->rerun[0]) {

@@ -22,6 +22,12 @@ typedef struct cg {
     int npaths, cap;
 } cg;
 
+/* The three float dtypes, in the order families cross them: f32, f16, bf16. */
+extern const attnref_dtype CG_DTYPES[3];
+
+/* "<stem>.<dtype name>" into buf: the id of one dtype's variant of a case. */
+const char *cg_id_dt(char *buf, size_t n, const char *stem, attnref_dtype dt);
+
 /* Start a case: id, one-paragraph description, first spec rule id. */
 acase *cg_new(acase_op op, const char *id, const char *description, const char *rule);
 void cg_rule(acase *c, const char *rule);

@@ -8,12 +8,6 @@
 #include "attnref/status.h"
 #include "casegen.h"
 
-static const attnref_dtype DTS[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
-
-static const char *idf(char *buf, size_t n, const char *stem, attnref_dtype dt) {
-    snprintf(buf, n, "%s.%s", stem, attnref_dtype_name(dt));
-    return buf;
-}
 
 static void fully_masked(cg *g) {
     char id[128];
@@ -38,14 +32,14 @@ static void fully_masked(cg *g) {
         cg_emit(g, c);
     }
     for (int t = 0; t < 2; t++) {
-        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.fully_masked.neg_inf_row", DTS[t]),
+        acase *c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.fully_masked.neg_inf_row", CG_DTYPES[t]),
                            "An additive mask whose row 1 is all -inf: that row keeps no key and "
                            "is exactly 0 (exp(-inf - -inf) must not produce NaN).",
-                           "clause9.fully_masked_zero", DTS[t], 1, 1, 1, 3, 4, 8, 8, 1.0);
+                           "clause9.fully_masked_zero", CG_DTYPES[t], 1, 1, 1, 3, 4, 8, 8, 1.0);
         const double vals[12] = {0, -1, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
                                  0, 0, -INFINITY, 0.5};
         const int64_t s[2] = {3, 4};
-        cg_inline(&c->mask, DTS[t], 2, s, vals);
+        cg_inline(&c->mask, CG_DTYPES[t], 2, s, vals);
         cg_emit(g, c);
     }
 }
@@ -114,7 +108,7 @@ static void poison(cg *g) {
                            "every row and hold poison (K = NaN, +inf; V = NaN, -inf, 1e4). A "
                            "backend that computes a dense P.V over causal-excluded keys leaks "
                            "NaN; the output equals the clean problem.",
-                           "clause10.masked_slots", DTS[t * 2], 1, 1, 1, 3, 6, 8, 8, 1.0);
+                           "clause10.masked_slots", CG_DTYPES[t * 2], 1, 1, 1, 3, 6, 8, 8, 1.0);
         cg_rule(c, "clause3.explicit_offset");
         c->causal = 1;
         c->has_causal_offset = 1;
@@ -240,11 +234,11 @@ static void padding(cg *g) {
     char id[128];
     const int64_t len[3] = {7, 5, 2};
     for (int t = 0; t < 3; t++) {
-        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.padding.lengths_bool", DTS[t]),
+        acase *c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.padding.lengths_bool", CG_DTYPES[t]),
                            "B=3 right-padded sequences of different lengths [7,5,2], Lq=4 new "
                            "queries after 3 cached keys: bool mask (3,1,4,7) from the mask builder "
                            "(causal, offset 3, lengths).",
-                           "clause5.right_padding", DTS[t], 3, 2, 2, 4, 7, 8, 8, 1.0);
+                           "clause5.right_padding", CG_DTYPES[t], 3, 2, 2, 4, 7, 8, 8, 1.0);
         cg_builder_mask(c, ATTNREF_BOOL, 4, 3, 0, 3, len, NULL);
         cg_emit(g, c);
     }

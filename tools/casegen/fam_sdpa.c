@@ -8,12 +8,6 @@
 #include "attnref/status.h"
 #include "casegen.h"
 
-static const attnref_dtype DTS[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
-
-static const char *idf(char *buf, size_t n, const char *stem, attnref_dtype dt) {
-    snprintf(buf, n, "%s.%s", stem, attnref_dtype_name(dt));
-    return buf;
-}
 
 /* A deterministic keep pattern with no fully masked row: key 0 is always kept, others drop
  * where (3i + 5j + 7h + 11b) % 3 == 0. */
@@ -48,9 +42,9 @@ static void pattern_mask(acase_tensor *t, attnref_dtype dt, int ndim, const int6
 static void nomask(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++)
-        cg_emit(g, cg_sdpa(idf(id, sizeof id, "sdpa.nomask.basic", DTS[t]),
+        cg_emit(g, cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.nomask.basic", CG_DTYPES[t]),
                         "No mask, B=1, H=2, Lq=Lk=5, D=Dv=8, default scale 1/sqrt(8).",
-                        "clause1.layout", DTS[t], 1, 2, 2, 5, 5, 8, 8, 1.0));
+                        "clause1.layout", CG_DTYPES[t], 1, 2, 2, 5, 5, 8, 8, 1.0));
     cg_emit(g, cg_sdpa("sdpa.nomask.lk113.f32", "Odd, non-tile-aligned key length Lk=113, D=16.",
                     "clause1.layout", ATTNREF_F32, 1, 2, 2, 3, 113, 16, 16, 1.0));
     cg_emit(g, cg_sdpa("sdpa.nomask.d1.f32", "Head dimension D=Dv=1, Lk=7.", "clause1.layout",
@@ -64,10 +58,10 @@ static void nomask(cg *g) {
 static void boolmask(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++) {
-        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.bool.full", DTS[t]),
+        acase *c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.bool.full", CG_DTYPES[t]),
                         "Boolean keep mask of the full shape (B,Hq,Lq,Lk) = (2,2,4,6): false keys "
                         "are excluded (true = attend).",
-                        "clause6.bool_selects", DTS[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
+                        "clause6.bool_selects", CG_DTYPES[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
         const int64_t s[4] = {2, 2, 4, 6};
         pattern_mask(&c->mask, ATTNREF_BOOL, 4, s, 0);
         cg_emit(g, c);
@@ -102,11 +96,11 @@ static void boolmask(cg *g) {
     }
     /* A padding query row that keeps nothing (the shape of a real report). */
     for (int t = 0; t < 3; t++) {
-        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.fully_masked.padding_row", DTS[t]),
+        acase *c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.fully_masked.padding_row", CG_DTYPES[t]),
                         "q (1,2,6,8), k/v (1,2,10,8), bool mask (1,1,6,10): row r<5 keeps keys "
                         "0..r, row 5 (a padding query) keeps nothing and must be exactly 0 - not "
                         "NaN, not the mean of V.",
-                        "clause9.fully_masked_zero", DTS[t], 1, 2, 2, 6, 10, 8, 8, 1.0);
+                        "clause9.fully_masked_zero", CG_DTYPES[t], 1, 2, 2, 6, 10, 8, 8, 1.0);
         double vals[60];
         for (int i = 0; i < 6; i++)
             for (int j = 0; j < 10; j++)
@@ -139,13 +133,13 @@ static void boolmask(cg *g) {
 static void additive(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++) {
-        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.additive.finite_min", DTS[t]),
+        acase *c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.additive.finite_min", CG_DTYPES[t]),
                         "Additive mask in the q dtype holding 0 (keep) or the dtype's finite "
                         "minimum (masked), shape (B,1,Lq,Lk); masked scores must not overflow to "
                         "-inf or NaN.",
-                        "clause11.finite_min", DTS[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
+                        "clause11.finite_min", CG_DTYPES[t], 2, 2, 2, 4, 6, 8, 8, 1.0);
         const int64_t s[4] = {2, 1, 4, 6};
-        pattern_mask(&c->mask, DTS[t], 4, s, attnref_dtype_finite_min(DTS[t]));
+        pattern_mask(&c->mask, CG_DTYPES[t], 4, s, attnref_dtype_finite_min(CG_DTYPES[t]));
         cg_emit(g, c);
     }
     {
@@ -239,9 +233,9 @@ static void dtype_rule(cg *g) {
 static void causal(cg *g) {
     char id[128];
     for (int t = 0; t < 3; t++) {
-        acase *c = cg_sdpa(idf(id, sizeof id, "sdpa.causal.lq_eq_lk", DTS[t]),
+        acase *c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.causal.lq_eq_lk", CG_DTYPES[t]),
                         "Causal self-attention, Lq=Lk=6: query i sees keys 0..i.",
-                        "clause3.bottom_right", DTS[t], 1, 2, 2, 6, 6, 8, 8, 1.0);
+                        "clause3.bottom_right", CG_DTYPES[t], 1, 2, 2, 6, 6, 8, 8, 1.0);
         c->causal = 1;
         cg_emit(g, c);
     }
@@ -364,7 +358,7 @@ static void dv_scale_strided(cg *g) {
         "k and v (B,L,H,D) views, q contiguous.",
         "q as a (B,L,H,D) view with GQA (Hq=4, Hkv=2)."};
     for (int t = 0; t < 3; t++) {
-        acase *c = cg_sdpa(sid[t], sdesc[t], "clause1.strided", DTS[t], 2, t == 2 ? 4 : 2, 2, 3, 5, 8,
+        acase *c = cg_sdpa(sid[t], sdesc[t], "clause1.strided", CG_DTYPES[t], 2, t == 2 ? 4 : 2, 2, 3, 5, 8,
                         8, 1.0);
         if (t != 1)
             c->q.layout = ACASE_LAYOUT_BLHD;

@@ -11,8 +11,7 @@
  * plugin is named "mutant_<bug>" and carries exactly one deliberate bug, so the suite can prove
  * that its cases catch it.  The only difference here is which function the two calls below go
  * to (rbm_sdpa / rbm_build_mask, which wrap the same attnref calls with the bug); validation,
- * error mapping and the table are shared.  -DATTNCONF_MUTANT_TOPLEFT=1, the older spelling of
- * the top-left mutant, still selects it.
+ * error mapping and the table are shared.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,9 +26,6 @@
 #include "attnref/status.h"
 #include "attnref/tensor.h"
 
-#if defined(ATTNCONF_MUTANT_TOPLEFT) && ATTNCONF_MUTANT_TOPLEFT && !defined(ATTNCONF_MUTANT)
-#define ATTNCONF_MUTANT 1 /* RBM_TOPLEFT */
-#endif
 #if defined(ATTNCONF_MUTANT) && ATTNCONF_MUTANT
 #include "mutants.h"
 #define RB_MUTANT 1
