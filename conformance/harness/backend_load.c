@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "exec_backend.h"
+
 /* The size of the ABI v1 table: the end of its last v1 member.  A table may be larger (a newer
  * minor revision appends members) but never smaller. */
 #define HB_V1_SIZE \
@@ -33,10 +35,24 @@ __attribute__((format(printf, 3, 4))) static int hb_err(char *err, size_t errlen
     return -1;
 }
 
+int hb_spec_is_exec(const char *spec)
+{
+    return strncmp(spec, "exec:", 5) == 0;
+}
+
 int hb_spec_is_path(const char *spec)
 {
+    if (hb_spec_is_exec(spec))
+        return 0;
     size_t n = strlen(spec);
     return strchr(spec, '/') != NULL || (n >= 3 && strcmp(spec + n - 3, ".so") == 0);
+}
+
+int hb_option_key_valid(const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    return n > 0 && n <= HB_OPTION_KEY_MAX &&
+           strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
 /* 1 if path names an existing regular file. */
@@ -158,9 +174,119 @@ static int hb_validate(const attnconf_backend *be, const char *path, char *err, 
     return 0;
 }
 
-int hb_load(const char *spec, const char *builtin_dir, hb_backend *out, char *err, size_t errlen)
+/* 1 if the table is large enough to hold member m (a later revision's member). */
+#define HB_HAS_MEMBER(be, m) \
+    ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
+
+/* More than this many entries means the list is not NULL-terminated: stop before running off
+ * into unrelated memory. */
+#define HB_MAX_LISTED_OPTIONS 256
+
+/* The table's option list and its length (NULL, 0 for none or a first-revision table).
+ * Returns 0, or -1 with err set for a malformed list or options without open_with_options. */
+static int hb_table_options(const attnconf_backend *be, const char *path,
+                            const attnconf_option_info **list, size_t *n, char *err,
+                            size_t errlen)
+{
+    *list = NULL;
+    *n = 0;
+    if (!HB_HAS_MEMBER(be, options) || !be->options)
+        return 0;
+    size_t k = 0;
+    for (; k <= HB_MAX_LISTED_OPTIONS && be->options[k].key; k++)
+        if (!hb_option_key_valid(be->options[k].key))
+            return hb_err(err, errlen, "%s: backend '%s' lists option key '%.64s', which is not "
+                          "[a-z0-9_.-]+", path, be->name, be->options[k].key);
+    if (k > HB_MAX_LISTED_OPTIONS)
+        return hb_err(err, errlen, "%s: backend '%s' lists more than %d options (is the list "
+                      "terminated by a NULL key?)", path, be->name, HB_MAX_LISTED_OPTIONS);
+    /* Checked even when the user gives no option: such a table is broken for everyone. */
+    if (k > 0 && !(HB_HAS_MEMBER(be, open_with_options) && be->open_with_options))
+        return hb_err(err, errlen, "%s: backend '%s' lists options but open_with_options is "
+                      "NULL", path, be->name);
+    *list = be->options;
+    *n = k;
+    return 0;
+}
+
+/* Every user key known to the table; else err names the key and what the backend takes. */
+static int hb_match_options(const attnconf_backend *be, const char *path,
+                            const attnconf_option_info *list, size_t nlist,
+                            const attnconf_option *opt, size_t nopt, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < nopt; i++) {
+        size_t k = 0;
+        while (k < nlist && strcmp(list[k].key, opt[i].key) != 0)
+            k++;
+        if (k < nlist)
+            continue;
+        if (nlist == 0)
+            return hb_err(err, errlen, "%s: backend '%s' has no option '%s' (it takes no options)",
+                          path, be->name, opt[i].key);
+        char takes[512];
+        size_t used = 0;
+        takes[0] = '\0';
+        for (k = 0; k < nlist && used < sizeof takes; k++) {
+            int w = snprintf(takes + used, sizeof takes - used, "%s%s", k ? ", " : "",
+                             list[k].key);
+            if (w > 0)
+                used += (size_t)w;
+        }
+        return hb_err(err, errlen, "%s: backend '%s' has no option '%s' (it takes: %s)", path,
+                      be->name, opt[i].key, takes);
+    }
+    return 0;
+}
+
+/* The user's options: keys of the form [a-z0-9_.-]+, each at most once, values present. */
+static int hb_check_user_options(const char *spec, const attnconf_option *opt, size_t nopt,
+                                 char *err, size_t errlen)
+{
+    for (size_t i = 0; i < nopt; i++) {
+        if (!opt[i].key || !hb_option_key_valid(opt[i].key))
+            return hb_err(err, errlen, "%s: option key '%.64s' is not [a-z0-9_.-]+", spec,
+                          opt[i].key ? opt[i].key : "(null)");
+        if (!opt[i].value)
+            return hb_err(err, errlen, "%s: option '%s' has no value", spec, opt[i].key);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(opt[i].key, opt[j].key) == 0)
+                return hb_err(err, errlen, "%s: option '%s' given twice", spec, opt[i].key);
+    }
+    return 0;
+}
+
+/* "exec:CMDLINE": start the adapter; its hello supplies the table. */
+static int hb_load_exec(const char *spec, const attnconf_option *opt, size_t nopt,
+                        double timeout_s, hb_backend *out, char *err, size_t errlen)
+{
+    snprintf(out->path, sizeof out->path, "%s", spec + 5);
+    const attnconf_backend *be = NULL;
+    void *ctx = NULL;
+    char why[1024];
+    if (xb_open(spec + 5, opt, nopt, timeout_s, &be, &ctx, why, sizeof why) != 0)
+        return hb_err(err, errlen, "%s: %s", spec, why);
+    out->be = be;
+    out->ctx = ctx;
+    out->caps = be->capabilities(ctx);
+    return 0;
+}
+
+int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, hb_backend *out,
+            char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
+    size_t nopt = oo ? oo->n_options : 0;
+    const attnconf_option *opt = nopt ? oo->options : NULL;
+    if (!spec || !spec[0])
+        return hb_err(err, errlen, "--backend: empty backend name");
+    if (nopt && !opt)
+        return hb_err(err, errlen, "%s: %zu options but no option list", spec, nopt);
+    if (hb_check_user_options(spec, opt, nopt, err, errlen) != 0)
+        return -1;
+    if (hb_spec_is_exec(spec))
+        return hb_load_exec(spec, opt, nopt,
+                            oo && oo->timeout_s > 0 ? oo->timeout_s : HB_DEFAULT_TIMEOUT_S, out,
+                            err, errlen);
     if (hb_resolve(spec, builtin_dir, out->path, sizeof out->path, err, errlen) != 0)
         return -1;
 
@@ -189,13 +315,38 @@ int hb_load(const char *spec, const char *builtin_dir, hb_backend *out, char *er
         return -1;
     }
 
-    void *ctx = NULL;
-    int rc = be->open(&ctx);
-    if (rc != ATTNCONF_OK) {
-        hb_err(err, errlen, "%s: backend '%s' open() failed with code %d", out->path, be->name,
-               rc);
+    const attnconf_option_info *list;
+    size_t nlist;
+    if (hb_table_options(be, out->path, &list, &nlist, err, errlen) != 0 ||
+        hb_match_options(be, out->path, list, nlist, opt, nopt, err, errlen) != 0) {
         hb_dlclose(h);
         return -1;
+    }
+
+    void *ctx = NULL;
+    int rc;
+    if (nopt) {
+        char why[512] = "";
+        rc = be->open_with_options(&ctx, opt, nopt, why, sizeof why);
+        why[sizeof why - 1] = '\0'; /* a backend that forgot the terminator */
+        if (rc != ATTNCONF_OK) {
+            if (why[0])
+                hb_err(err, errlen, "%s: backend '%s' refused its options: %s", out->path,
+                       be->name, why);
+            else
+                hb_err(err, errlen, "%s: backend '%s' refused its options (code %d, no reason "
+                       "given)", out->path, be->name, rc);
+            hb_dlclose(h);
+            return -1;
+        }
+    } else {
+        rc = be->open(&ctx);
+        if (rc != ATTNCONF_OK) {
+            hb_err(err, errlen, "%s: backend '%s' open() failed with code %d", out->path,
+                   be->name, rc);
+            hb_dlclose(h);
+            return -1;
+        }
     }
 
     uint64_t caps = be->capabilities(ctx);

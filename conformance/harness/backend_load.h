@@ -7,18 +7,41 @@
 
 #include "attnconf/backend.h"
 
+/* How to open a backend: the user's --backend-option pairs and --timeout. */
+typedef struct hb_open_opts {
+    const attnconf_option *options; /* KEY=VALUE pairs, keys unique; may be NULL when n == 0 */
+    size_t n_options;
+    double timeout_s;               /* per-call limit for exec: adapters (> 0) */
+} hb_open_opts;
+
+/* A harness-internal status (never returned by a plugin, outside the ABI's range): an exec:
+ * adapter died, hung or broke the protocol.  run.c reports it as ERROR in every case, a
+ * must-reject case included, with last_error as the reason. */
+#define HB_ETRANSPORT (-1000)
+
+/* --timeout when none is given (PROTOCOL.md). */
+#define HB_DEFAULT_TIMEOUT_S 300.0
+
 /* A loaded, validated backend with one open context. */
 typedef struct hb_backend {
-    void *handle;                /* dlopen handle */
+    void *handle;                /* dlopen handle; NULL for exec: */
     const attnconf_backend *be;  /* the plugin's table (validated) */
     void *ctx;                   /* from be->open */
     uint64_t caps;               /* be->capabilities(ctx), with the mask-builder bits cleared
                                     when build_mask is NULL */
-    char path[1024];             /* the file that was loaded */
+    char path[1024];             /* the file that was loaded; for exec: the command line */
 } hb_backend;
 
-/* 1 if `spec` names a file rather than a backend: it contains '/' or ends in ".so". */
+/* 1 if `spec` names a file rather than a backend: it contains '/' or ends in ".so", and is not
+ * an "exec:" command line. */
 int hb_spec_is_path(const char *spec);
+
+/* 1 if `spec` is "exec:CMDLINE" (an out-of-process adapter, PROTOCOL.md). */
+int hb_spec_is_exec(const char *spec);
+
+/* 1 if `key` is a valid option key: [a-z0-9_.-]+ (backend.h), at most HB_OPTION_KEY_MAX bytes. */
+#define HB_OPTION_KEY_MAX 128
+int hb_option_key_valid(const char *key);
 
 /* Resolve `--backend NAME|PATH` to a file.  A path is used as is.  A NAME is looked up as
  * NAME.so in each directory of $ATTNCONF_BACKEND_PATH (colon-separated, empty entries ignored)
@@ -29,9 +52,13 @@ int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pat
 
 /* Resolve, dlopen (RTLD_NOW | RTLD_LOCAL), fetch attnconf_backend_entry, validate the table
  * (non-NULL, abi_version == ATTNCONF_ABI_VERSION, struct_size >= the v1 size, required members
- * non-NULL, a non-empty name), open a context and read the capabilities.  Returns 0 with *out
- * filled, or -1 with `err` = "PATH: problem" and nothing left loaded. */
-int hb_load(const char *spec, const char *builtin_dir, hb_backend *out, char *err, size_t errlen);
+ * non-NULL, a non-empty name), open a context and read the capabilities.  A spec starting with
+ * "exec:" starts an exec adapter instead (PROTOCOL.md) and serves it through the same table.
+ * With options (oo->n_options > 0) every key must be in the table's `options` list and the
+ * context is made by open_with_options; oo may be NULL (no options, default timeout).
+ * Returns 0 with *out filled, or -1 with `err` = "PATH: problem" and nothing left loaded. */
+int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, hb_backend *out,
+            char *err, size_t errlen);
 
 /* Close the context and unload the library (the library stays mapped under ASan so leak
  * reports keep their symbols).  Safe on a zeroed or already unloaded hb_backend. */

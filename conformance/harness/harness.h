@@ -46,7 +46,17 @@ typedef struct hr_result {
     int64_t bad_index[4];    /* first_bad as a multi-index of the output shape */
     double bad_got, bad_expected;
     double seconds;          /* wall time of the backend call */
-    char rerun[1024];        /* the exact command that re-runs this case alone */
+    char rerun[2048];        /* the exact command that re-runs this case alone (exec: command
+                                lines and --backend-option words make it long) */
+    char description[512];   /* what the case checks (its `description`), "" if not loaded */
+    /* What an expected-results file says of this case (expect.h; run --expect only). */
+    int has_expect;          /* 1: the run had an expected-results file */
+    int expect_entry;        /* 1: an entry matched; 0: the case is expected to conform */
+    hr_status expect_status; /* the entry's status; PASS (= conforms) without an entry */
+    int expect_clause;       /* the entry's SPEC clause, 0 without an entry */
+    char expect_pattern[ACASE_ID_MAX]; /* the entry's case id or glob */
+    char expect_reason[512];
+    char expect_upstream[256];
 } hr_result;
 
 typedef struct hr_run {
@@ -55,8 +65,15 @@ typedef struct hr_run {
     char backend_path[1024];
     char cases_dir[1024];
     char filter[256];
+    /* The --backend-option pairs as "k=v,k=v" in the order given; "" when none. */
+    char backend_options[512];
     hr_result *results;
     size_t count;
+    /* The expected-results file of `run --expect` (expect.h); expect_file "" = none. */
+    char expect_file[1024];
+    char expect_version[128];  /* the version the file's statuses were observed with */
+    size_t unexpected;         /* results whose status is not the expected one */
+    size_t stale;              /* entries that matched no case of an unfiltered run */
 } hr_run;
 
 typedef enum hr_format { HR_FMT_TEXT = 0, HR_FMT_TAP, HR_FMT_JUNIT, HR_FMT_JSON } hr_format;

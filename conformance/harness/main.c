@@ -3,19 +3,23 @@
  * Exit status (the automake/CTest convention): 0 all selected cases passed or were correctly
  * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE or ERROR, an unloadable
  * backend or an unwritable output; 2 a usage error or a filter that selects nothing; 77 every
- * selected case was NOT_SUPPORTED (CTest SKIP_RETURN_CODE).
+ * selected case was NOT_SUPPORTED (CTest SKIP_RETURN_CODE).  With --expect FILE the run is judged
+ * against the file instead (expect.h): 0 every status is the recorded one, 1 one differs or an
+ * entry is stale; 2 as above, or a broken file or one for another backend.
  */
 #define _XOPEN_SOURCE 700 /* realpath, fnmatch */
 
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attncase/case.h"
 #include "backend_load.h"
+#include "expect.h"
 #include "harness.h"
 #include "run.h"
 
@@ -34,22 +38,35 @@ enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_SKIP = 77 };
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: attnconf run --backend NAME|PATH.so [--cases DIR] [--filter GLOB]\n"
+            "usage: attnconf run --backend NAME|PATH.so|exec:CMD [--cases DIR] [--filter GLOB]\n"
             "                    [--format text|tap|junit|json] [--out FILE]\n"
+            "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
+            "                    [--expect FILE]\n"
+            "       attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"
+            "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "       attnconf list [--cases DIR] [--filter GLOB]\n"
             "       attnconf report [--out FILE] RESULTS.json...\n"
             "       attnconf --help | --version\n"
             "\n"
             "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
             "             or a path to a plugin (contains '/' or ends in .so)\n"
+            "             or exec:CMD, an adapter process run by /bin/sh -c CMD that speaks\n"
+            "             the exec protocol (conformance/include/attnconf/PROTOCOL.md)\n"
+            "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
+            "             `backend-info` lists the keys a backend accepts\n"
+            "  --timeout  seconds an exec: adapter may take per call (default %g)\n"
             "  --cases    directory of case files (default %s)\n"
             "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'\n"
             "  --format   output format (default text)\n"
             "  --out      write results to FILE and print a summary line on stdout\n"
+            "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
+            "             passes when every status is the recorded one, divergences included\n"
             "\n"
             "exit status: 0 ok, 1 failures or errors, 2 usage or nothing selected,\n"
-            "             77 every selected case was NOT_SUPPORTED\n",
-            ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", ATTNCONF_DEFAULT_CASES);
+            "             77 every selected case was NOT_SUPPORTED; with --expect: 0 every\n"
+            "             status as recorded, 1 a status differs or an entry is stale\n",
+            ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
+            ATTNCONF_DEFAULT_CASES);
 }
 
 /* Report a usage error, print the usage on stderr, and give the exit status. */
@@ -60,9 +77,14 @@ static int usage_error(const char *what, const char *arg)
     return EXIT_USAGE;
 }
 
+/* At most this many --backend-option; more is a usage error (no backend needs that many). */
+#define MAX_BACKEND_OPTIONS 32
+
 /* Options shared by the subcommands; NULL when not given. */
 typedef struct opts {
-    const char *backend, *cases, *filter, *format, *out;
+    const char *backend, *cases, *filter, *format, *out, *timeout, *expect;
+    const char *backend_option[MAX_BACKEND_OPTIONS]; /* repeatable: every KEY=VALUE given */
+    size_t n_backend_option;
 } opts;
 
 /* Parse `--name VALUE` / `--name=VALUE` options for a subcommand.  `allowed` lists the option
@@ -81,14 +103,19 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         const char **slot = NULL;
+        int repeatable = 0;
         for (const char *const *n = allowed; *n; n++) {
             if (strlen(*n) != nlen || strncmp(a, *n, nlen) != 0)
                 continue;
-            slot = strcmp(*n, "--backend") == 0  ? &o->backend
-                   : strcmp(*n, "--cases") == 0  ? &o->cases
-                   : strcmp(*n, "--filter") == 0 ? &o->filter
-                   : strcmp(*n, "--format") == 0 ? &o->format
-                                                 : &o->out;
+            repeatable = strcmp(*n, "--backend-option") == 0;
+            slot = strcmp(*n, "--backend") == 0   ? &o->backend
+                   : strcmp(*n, "--cases") == 0   ? &o->cases
+                   : strcmp(*n, "--filter") == 0  ? &o->filter
+                   : strcmp(*n, "--format") == 0  ? &o->format
+                   : strcmp(*n, "--timeout") == 0 ? &o->timeout
+                   : strcmp(*n, "--expect") == 0  ? &o->expect
+                   : repeatable                   ? &o->backend_option[0]
+                                                  : &o->out;
         }
         if (!slot)
             return usage_error("unknown option", a);
@@ -102,9 +129,67 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
         }
         if (!val[0])
             return usage_error("empty value for option", a);
+        if (repeatable) {
+            if (o->n_backend_option == MAX_BACKEND_OPTIONS)
+                return usage_error("too many --backend-option (at most 32)", val);
+            o->backend_option[o->n_backend_option++] = val;
+            continue;
+        }
         if (*slot) /* last-one-wins would silently run something else than asked */
             return usage_error("option given twice", a);
         *slot = val;
+    }
+    return 0;
+}
+
+/* The --backend-option words split into KEY and VALUE, and --timeout as a number. */
+typedef struct backend_opts {
+    attnconf_option opt[MAX_BACKEND_OPTIONS]; /* values point into argv */
+    char key[MAX_BACKEND_OPTIONS][HB_OPTION_KEY_MAX + 1];
+    size_t n;
+    double timeout_s;
+    char summary[512]; /* "k=v,k=v", for the results header */
+} backend_opts;
+
+/* Split and check --backend-option and --timeout.  Returns 0 or EXIT_USAGE (message printed). */
+static int parse_backend_opts(const opts *o, backend_opts *b)
+{
+    memset(b, 0, sizeof *b);
+    b->timeout_s = HB_DEFAULT_TIMEOUT_S;
+    if (o->timeout) {
+        char *end;
+        errno = 0;
+        double t = strtod(o->timeout, &end);
+        if (end == o->timeout || *end || errno == ERANGE || !isfinite(t) || !(t > 0))
+            return usage_error("--timeout: expected a positive number of seconds", o->timeout);
+        b->timeout_s = t;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < o->n_backend_option; i++) {
+        const char *kv = o->backend_option[i];
+        const char *eq = strchr(kv, '=');
+        if (!eq)
+            return usage_error("--backend-option: expected KEY=VALUE", kv);
+        size_t kl = (size_t)(eq - kv);
+        if (kl > HB_OPTION_KEY_MAX)
+            kl = 0; /* reported as invalid just below */
+        memcpy(b->key[i], kv, kl);
+        b->key[i][kl] = '\0';
+        if (!hb_option_key_valid(b->key[i]))
+            return usage_error("--backend-option: KEY must be [a-z0-9_.-]+ (at most 128 "
+                               "characters)", kv);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(b->key[j], b->key[i]) == 0) /* which one would win is anyone's guess */
+                return usage_error("--backend-option: key given twice", b->key[i]);
+        b->opt[i].key = b->key[i];
+        b->opt[i].value = eq + 1;
+        b->n = i + 1;
+        if (used < sizeof b->summary) {
+            int w = snprintf(b->summary + used, sizeof b->summary - used, "%s%s", i ? "," : "",
+                             kv);
+            if (w > 0)
+                used += (size_t)w;
+        }
     }
     return 0;
 }
@@ -276,34 +361,62 @@ static void absolute_path(const char *p, char *out, size_t n)
 
 static int cmd_run(const char *argv0, int argc, char **argv)
 {
-    static const char *const allowed[] = {"--backend", "--cases", "--filter", "--format", "--out",
-                                          NULL};
+    static const char *const allowed[] = {"--backend", "--cases",          "--filter",
+                                          "--format",  "--out",            "--timeout",
+                                          "--backend-option", "--expect", NULL};
     opts o;
     int rc = parse_opts(argc, argv, allowed, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
     if (!o.backend)
         return usage_error("run: --backend is required", NULL);
+    backend_opts bo;
+    if ((rc = parse_backend_opts(&o, &bo)) != 0)
+        return rc;
     hr_format fmt = HR_FMT_TEXT;
     if (o.format && hr_format_parse(o.format, &fmt) != 0)
         return usage_error("unknown format (text, tap, junit, json)", o.format);
     const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
 
+    /* The expected-results file is read before anything runs: a broken file must not cost a
+     * whole run. */
+    hx_file xf;
+    memset(&xf, 0, sizeof xf);
+    if (o.expect) {
+        char xerr[1024];
+        if (hx_load(o.expect, &xf, xerr, sizeof xerr) != 0) {
+            fprintf(stderr, "attnconf: --expect %s\n", xerr);
+            return EXIT_USAGE;
+        }
+    }
+
     /* Open --out before anything runs, so an unwritable path cannot cost a whole run. */
     FILE *outf = NULL;
     if (o.out && !(outf = fopen(o.out, "w"))) {
         fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
+        hx_free(&xf);
         return EXIT_USAGE;
     }
 
     /* The backend first: a typo in --backend should fail before any case is parsed. */
     hb_backend hb;
     char err[1024];
-    if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &hb, err, sizeof err) != 0) {
+    hb_open_opts oo = {bo.opt, bo.n, bo.timeout_s};
+    if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf: %s\n", err);
         if (outf)
             fclose(outf);
+        hx_free(&xf);
         return EXIT_BAD;
+    }
+    if (o.expect && strcmp(xf.backend, hb.be->name) != 0) {
+        fprintf(stderr, "attnconf: --expect %s: the file is for backend '%s', this is '%s'\n",
+                o.expect, xf.backend, hb.be->name);
+        hb_unload(&hb);
+        if (outf)
+            fclose(outf);
+        hx_free(&xf);
+        return EXIT_USAGE;
     }
 
     entry *e;
@@ -312,6 +425,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         hb_unload(&hb);
         if (outf)
             fclose(outf);
+        hx_free(&xf);
         return EXIT_USAGE;
     }
     if (n == 0) {
@@ -320,6 +434,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         hb_unload(&hb);
         if (outf)
             fclose(outf);
+        hx_free(&xf);
         return EXIT_USAGE;
     }
 
@@ -330,7 +445,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     else
         snprintf(be_arg, sizeof be_arg, "%s", o.backend);
     absolute_path(dir, dir_abs, sizeof dir_abs);
-    hr_runner rn = {&hb, a0, be_arg, dir_abs};
+    hr_runner rn = {&hb, a0, be_arg, dir_abs, bo.opt, bo.n, o.timeout};
 
     hr_run run;
     memset(&run, 0, sizeof run);
@@ -340,6 +455,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     snprintf(run.backend_path, sizeof run.backend_path, "%s", hb.path);
     snprintf(run.cases_dir, sizeof run.cases_dir, "%s", dir);
     snprintf(run.filter, sizeof run.filter, "%s", o.filter ? o.filter : "");
+    snprintf(run.backend_options, sizeof run.backend_options, "%s", bo.summary);
     run.results = calloc(n, sizeof *run.results);
     if (!run.results) {
         fprintf(stderr, "attnconf: out of memory\n");
@@ -347,6 +463,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         entries_free(e, n);
         if (outf)
             fclose(outf);
+        hx_free(&xf);
         return EXIT_BAD;
     }
 
@@ -378,6 +495,25 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     size_t skipped = counts[HR_NOT_SUPPORTED];
 
     int status = failed ? EXIT_BAD : (skipped == run.count ? EXIT_SKIP : 0);
+    if (o.expect) {
+        /* Judged against the file instead: a recorded divergence passes, any change fails. */
+        snprintf(run.expect_file, sizeof run.expect_file, "%s", o.expect);
+        snprintf(run.expect_version, sizeof run.expect_version, "%s", xf.version);
+        run.unexpected = hx_apply(&xf, &run);
+        for (size_t k = 0; k < xf.n && !o.filter; k++)
+            for (size_t j = 0; j < xf.entries[k].npatterns; j++)
+                if (xf.entries[k].hits[j] == 0) {
+                    fprintf(stderr,
+                            "attnconf: %s:%d: stale entry: '%s' matches no case (or only cases "
+                            "an earlier entry took)\n",
+                            o.expect, xf.entries[k].line, xf.entries[k].patterns[j]);
+                    run.stale++;
+                }
+        if (strcmp(xf.version, run.backend_version) != 0)
+            fprintf(stderr, "attnconf: note: %s was recorded with %s; this is %s\n", o.expect,
+                    xf.version, run.backend_version);
+        status = run.unexpected || run.stale ? EXIT_BAD : 0;
+    }
     FILE *f = outf ? outf : stdout;
     int wr = hr_write(&run, fmt, f);
     if (f != stdout) {
@@ -396,7 +532,63 @@ static int cmd_run(const char *argv0, int argc, char **argv)
 
     free(run.results);
     entries_free(e, n);
+    hx_free(&xf);
     return status;
+}
+
+/* `attnconf backend-info`: load the backend (with the options given) and say what it is. */
+static int cmd_backend_info(int argc, char **argv)
+{
+    static const char *const allowed[] = {"--backend", "--backend-option", "--timeout", NULL};
+    opts o;
+    int rc = parse_opts(argc, argv, allowed, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (!o.backend)
+        return usage_error("backend-info: --backend is required", NULL);
+    backend_opts bo;
+    if ((rc = parse_backend_opts(&o, &bo)) != 0)
+        return rc;
+    hb_backend hb;
+    char err[1024];
+    hb_open_opts oo = {bo.opt, bo.n, bo.timeout_s};
+    if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
+        fprintf(stderr, "attnconf: %s\n", err);
+        return EXIT_BAD;
+    }
+    const attnconf_backend *be = hb.be;
+    printf("name: %s\nversion: %s\npath: %s\n", be->name, be->version ? be->version : "",
+           hb.path);
+    fputs("capabilities:", stdout);
+    int any = 0;
+    for (int bit = 0; bit < 64; bit++) {
+        uint64_t m = 1ull << bit;
+        if (!(hb.caps & m))
+            continue;
+        const char *name = acase_cap_name(m);
+        if (name)
+            printf("%s %s", any ? "," : "", name);
+        else
+            printf("%s bit%d", any ? "," : "", bit);
+        any = 1;
+    }
+    printf("%s\n", any ? "" : " none");
+    /* A first-revision table has no options member (hb_load's rule). */
+    const attnconf_option_info *list =
+        be->struct_size >= offsetof(attnconf_backend, options) + sizeof be->options ? be->options
+                                                                                   : NULL;
+    size_t n = 0;
+    while (list && list[n].key && n < 256)
+        n++;
+    printf("options:%s\n", n ? "" : " none");
+    for (size_t i = 0; i < n; i++)
+        printf("  %s (default: %s): %s\n", list[i].key,
+               list[i].default_value ? list[i].default_value : "none",
+               list[i].help ? list[i].help : "");
+    if (bo.summary[0])
+        printf("given: %s\n", bo.summary);
+    hb_unload(&hb);
+    return fflush(stdout) == 0 ? 0 : EXIT_BAD;
 }
 
 int main(int argc, char **argv)
@@ -418,6 +610,8 @@ int main(int argc, char **argv)
         return cmd_run(argv0, argc - 1, argv + 1);
     if (strcmp(cmd, "list") == 0)
         return cmd_list(argc - 1, argv + 1);
+    if (strcmp(cmd, "backend-info") == 0)
+        return cmd_backend_info(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
         return hr_report_main(argc - 1, argv + 1);
     return usage_error(cmd[0] == '-' ? "unknown option" : "unknown command", cmd);

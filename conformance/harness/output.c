@@ -7,6 +7,10 @@
  *     "backend": {"name": str, "version": str, "path": str},
  *     "cases_dir": str,
  *     "filter": str,                               "" when no filter was given
+ *     "backend_options": str,                      --backend-option pairs as "k=v,k=v" in
+ *                                                  the order given; "" when none
+ *     "expectations": {"file": str, "version": str, "unexpected": int, "stale": int},
+ *                                                  only in a run with --expect
  *     "results": [                                 in run order
  *       {
  *         "id": str, "family": str,
@@ -24,7 +28,13 @@
  *         "bad_got": num, "bad_expected": num,
  *         -- always:
  *         "seconds": num,                          wall time of the backend call
- *         "rerun": str                             command that re-runs this case alone
+ *         "rerun": str,                            command that re-runs this case alone
+ *         "description": str,                      what the case checks ("" if not loaded)
+ *         -- only in a run with --expect:
+ *         "expected": {"as_expected": bool,        observed status is the expected one
+ *                      -- only when an entry of the file matched the case:
+ *                      "status": str, "case": str (the entry's id or glob), "clause": int,
+ *                      "reason": str, "upstream": str ("" when not given)}
  *       }, ...
  *     ],
  *     "summary": {"PASS": int, "EXPECTED_ERROR": int, "NOT_SUPPORTED": int, "FAIL": int,
@@ -47,6 +57,7 @@
 
 #include <jansson.h>
 
+#include "expect.h"
 #include "harness.h"
 
 /* Length of a fixed-size char array field, bounded even if it lacks its terminator. */
@@ -269,6 +280,11 @@ static void write_text(const hr_run *run, FILE *f)
     put_line(f, FIELD(run->backend_name), 0);
     fputc(' ', f);
     put_line(f, FIELD(run->backend_version), 0);
+    if (run->backend_options[0]) {
+        fputs(" (options ", f);
+        put_line(f, FIELD(run->backend_options), 0);
+        fputc(')', f);
+    }
     fprintf(f, ", %zu case%s\n", run->count, run->count == 1 ? "" : "s");
     for (size_t i = 0; i < run->count; i++) {
         const hr_result *r = &run->results[i];
@@ -276,6 +292,23 @@ static void write_text(const hr_run *run, FILE *f)
         fprintf(f, "%-*s  ", STATUS_WIDTH, status_name(s));
         put_line(f, FIELD(r->id), 0);
         fputc('\n', f);
+        if (r->has_expect && !hx_status_matches(r)) {
+            fprintf(f, "    UNEXPECTED: expected %s", r->expect_entry
+                                                    ? status_name(r->expect_status)
+                                                    : "PASS or EXPECTED_ERROR");
+            if (r->expect_entry) {
+                fputs(" (entry ", f);
+                put_line(f, FIELD(r->expect_pattern), 0);
+                fputs(": ", f);
+                put_line(f, FIELD(r->expect_reason), 0);
+                fputc(')', f);
+            }
+            fputc('\n', f);
+        } else if (r->has_expect && r->expect_entry && hr_status_is_bad(s)) {
+            fprintf(f, "    known divergence, clause %d: ", r->expect_clause);
+            put_line(f, FIELD(r->expect_reason), 0);
+            fputc('\n', f);
+        }
         if (s == HR_NOT_SUPPORTED) {
             fputs("    not supported: ", f);
             put_line(f, FIELD(r->message), 0);
@@ -301,6 +334,13 @@ static void write_text(const hr_run *run, FILE *f)
     for (int s = 0; s < HR_STATUS_COUNT; s++)
         fprintf(f, "%s%s %zu", s ? ", " : "", status_name((hr_status)s), c.by_status[s]);
     fputc('\n', f);
+    if (run->expect_file[0]) {
+        fputs("expectations ", f);
+        put_line(f, FIELD(run->expect_file), 0);
+        fprintf(f, ": %zu as expected, %zu unexpected, %zu stale entr%s\n",
+                run->count - run->unexpected, run->unexpected, run->stale,
+                run->stale == 1 ? "y" : "ies");
+    }
     fprintf(f, "%zu passed, %zu failed, %zu skipped\n", c.passed, c.failed, c.skipped);
 }
 
@@ -531,6 +571,22 @@ static json_t *json_result(const hr_result *r)
     }
     err |= jset(o, "seconds", jnum(sane_seconds(r->seconds)));
     err |= jset(o, "rerun", jstr(FIELD(r->rerun)));
+    err |= jset(o, "description", jstr(FIELD(r->description)));
+    if (r->has_expect) {
+        json_t *x = json_object();
+        err |= !x;
+        if (x) {
+            err |= jset(x, "as_expected", json_boolean(hx_status_matches(r)));
+            if (r->expect_entry) {
+                err |= jset(x, "status", json_string(status_name(r->expect_status)));
+                err |= jset(x, "case", jstr(FIELD(r->expect_pattern)));
+                err |= jset(x, "clause", json_integer(r->expect_clause));
+                err |= jset(x, "reason", jstr(FIELD(r->expect_reason)));
+                err |= jset(x, "upstream", jstr(FIELD(r->expect_upstream)));
+            }
+        }
+        err |= jset(o, "expected", x);
+    }
     if (err) {
         json_decref(o);
         return NULL;
@@ -558,6 +614,18 @@ static json_t *json_run(const hr_run *run)
     err |= jset(root, "backend", backend);
     err |= jset(root, "cases_dir", jstr(FIELD(run->cases_dir)));
     err |= jset(root, "filter", jstr(FIELD(run->filter)));
+    err |= jset(root, "backend_options", jstr(FIELD(run->backend_options)));
+    if (run->expect_file[0]) {
+        json_t *x = json_object();
+        err |= !x;
+        if (x) {
+            err |= jset(x, "file", jstr(FIELD(run->expect_file)));
+            err |= jset(x, "version", jstr(FIELD(run->expect_version)));
+            err |= jset(x, "unexpected", json_integer((json_int_t)run->unexpected));
+            err |= jset(x, "stale", json_integer((json_int_t)run->stale));
+        }
+        err |= jset(root, "expectations", x);
+    }
     for (size_t i = 0; i < run->count && !err; i++) {
         json_t *r = json_result(&run->results[i]);
         err |= !r || json_array_append_new(results, r) != 0;

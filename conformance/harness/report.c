@@ -57,10 +57,17 @@ typedef struct rp_case {
     int ndim;
     int64_t index[4];
     double got, expected;
+    const char *description;                   /* "" when the file has none */
+    /* run --expect only (x_* borrowed; x_case "" when no entry matched) */
+    int has_expect, as_expected;
+    const char *x_status, *x_case, *x_reason, *x_upstream;
+    int64_t x_clause;
 } rp_case;
 
 typedef struct rp_backend {
     const char *name, *version, *file;
+    const char *expect_file, *expect_version; /* NULL: the run had no --expect */
+    const char *options;                      /* "" when none */
     int mutant;
     const char **filters; /* distinct non-empty filters of the merged files */
     size_t nfilters;
@@ -262,6 +269,34 @@ static int read_case(const rd *r, const json_t *o, rp_case *c)
     double seconds;
     if (get_num(r, o, "seconds", &seconds))
         return -1;
+    c->description = "";
+    if (json_object_get(o, "description") && get_str(r, o, "description", &c->description))
+        return -1;
+    c->x_case = c->x_status = c->x_reason = c->x_upstream = "";
+    if (json_object_get(o, "expected")) {
+        json_t *x = need(r, o, "expected", JSON_OBJECT);
+        rd xr = *r;
+        snprintf(xr.ctx, sizeof xr.ctx, "%.40s.expected", r->ctx);
+        if (!x)
+            return -1;
+        json_t *ok = json_object_get(x, "as_expected");
+        if (!json_is_boolean(ok)) {
+            ferr(&xr, "as_expected", "expected a boolean, got %s", type_name(ok));
+            return -1;
+        }
+        c->has_expect = 1;
+        c->as_expected = json_is_true(ok);
+        hr_status xs;
+        if (json_object_get(x, "case") &&
+            (get_str(&xr, x, "case", &c->x_case) || get_str(&xr, x, "status", &c->x_status) ||
+             get_int(&xr, x, "clause", &c->x_clause) || get_str(&xr, x, "reason", &c->x_reason) ||
+             get_str(&xr, x, "upstream", &c->x_upstream)))
+            return -1;
+        if (c->x_case[0] && parse_status(c->x_status, &xs) != 0) {
+            ferr(&xr, "status", "unknown status \"%s\"", c->x_status);
+            return -1;
+        }
+    }
     /* The stats fields come as a group: all or none (see the schema in output.c). */
     if (!json_object_get(o, "max_abs_err") && !json_object_get(o, "max_rel_err") &&
         !json_object_get(o, "first_bad")) {
@@ -420,6 +455,30 @@ static int load_file(rp_data *d, const char *path)
         b->version = version_s;
         b->file = path;
         b->mutant = !strncmp(name, MUTANT_PREFIX, strlen(MUTANT_PREFIX));
+    }
+    if (!b->options) {
+        b->options = "";
+        if (json_object_get(root, "backend_options") &&
+            get_str(&r, root, "backend_options", &b->options))
+            return -1;
+    }
+    json_t *ex = json_object_get(root, "expectations");
+    if (ex) {
+        rd xr = {path, "expectations"};
+        const char *xf, *xv;
+        if (!json_is_object(ex)) {
+            errf(path, "expectations", "expected an object, got %s", type_name(ex));
+            return -1;
+        }
+        if (get_str(&xr, ex, "file", &xf) || get_str(&xr, ex, "version", &xv))
+            return -1;
+        if (b->expect_file && strcmp(b->expect_file, xf) != 0) {
+            errf(path, "expectations.file", "\"%s\" here but \"%s\" in %s", xf,
+                 b->expect_file, b->file);
+            return -1;
+        }
+        b->expect_file = xf;
+        b->expect_version = xv;
     }
     if (add_filter(b, filter)) {
         errf(path, NULL, "out of memory");
@@ -808,7 +867,7 @@ static void put_failures(FILE *f, const rp_data *d)
     for (size_t b = 0; b < d->nb; b++) {
         const rp_backend *be = &d->backends[b];
         tally t = backend_tally(d, b);
-        if (be->mutant || t.bad == 0)
+        if (be->mutant || t.bad == 0 || be->expect_file)
             continue;
         any = 1;
         fputs("### ", f);
@@ -819,8 +878,12 @@ static void put_failures(FILE *f, const rp_data *d)
                 put_failure(f, d, &be->cases[k]);
         fputc('\n', f);
     }
+    int thirdparty = 0;
+    for (size_t b = 0; b < d->nb; b++)
+        thirdparty |= d->backends[b].expect_file != NULL && !d->backends[b].mutant;
     if (!any)
-        fputs("No failures.\n\n", f);
+        fputs(thirdparty ? "No failures outside the third-party sections.\n\n"
+                         : "No failures.\n\n", f);
 
     int mutants = 0;
     for (size_t b = 0; b < d->nb; b++)
@@ -855,6 +918,177 @@ static void put_failures(FILE *f, const rp_data *d)
         fprintf(f, " (%zu caught in total)\n", t.bad);
     }
     fputc('\n', f);
+}
+
+/* ---- third-party implementations (runs with an expected-results file) ---------------------- */
+
+/* Cases with a matched expectation entry sort by clause, entry pattern, then id, so each entry
+ * (one finding) is one block. */
+static int cmp_by_entry(const void *a, const void *b)
+{
+    const rp_case *x = *(const rp_case *const *)a, *y = *(const rp_case *const *)b;
+    if (x->x_clause != y->x_clause)
+        return x->x_clause < y->x_clause ? -1 : 1;
+    int d = strcmp(x->x_case, y->x_case);
+    return d ? d : strcmp(x->id, y->id);
+}
+
+/* One finding: the entry's pattern, status and reason once, then every case it covers with
+ * what the case checks and what was measured. */
+static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size_t n)
+{
+    const rp_case *c0 = v[0];
+    fprintf(f, "- **Clause %" PRId64 "**, ", c0->x_clause);
+    md_code(f, c0->x_case);
+    fprintf(f, " " EM_DASH " %s on %zu case%s. Observed: ", c0->x_status, n, n == 1 ? "" : "s");
+    md_text(f, c0->x_reason);
+    fputs(c0->x_reason[0] && c0->x_reason[strlen(c0->x_reason) - 1] == '.' ? "" : ".", f);
+    if (c0->x_upstream[0]) {
+        fputs(" Upstream: ", f);
+        md_text(f, c0->x_upstream);
+        fputs(c0->x_upstream[strlen(c0->x_upstream) - 1] == '.' ? "" : ".", f);
+    }
+    fputc('\n', f);
+    for (size_t k = 0; k < n; k++) {
+        const rp_case *c = v[k];
+        fputs("  - ", f);
+        md_code(f, c->id);
+        if (c->description[0]) {
+            fputs(": ", f);
+            md_text(f, c->description);
+        }
+        if (c->has_stats && c->first_bad >= 0) {
+            fputs(" Measured: ", f);
+            hr_result r = {.first_bad = c->first_bad, .bad_ndim = c->ndim, .bad_got = c->got,
+                           .bad_expected = c->expected, .max_abs_err = c->max_abs_err,
+                           .max_rel_err = c->max_rel_err};
+            for (int j = 0; j < c->ndim && j < 4; j++)
+                r.bad_index[j] = c->index[j];
+            hr_write_stats(f, &r);
+            fputc('.', f);
+        } else if (c->message[0] && c->status != HR_NOT_SUPPORTED) {
+            fputs(" Harness: ", f);
+            md_text_rel(f, d, c->message);
+        }
+        fputc('\n', f);
+    }
+}
+
+/* The NOT_SUPPORTED entries as one table: pattern, cases, why. */
+static void put_unsupported_entries(FILE *f, const rp_case *const *v, size_t n)
+{
+    fputs("| Cases | Count | Why not supported |\n| --- | ---: | --- |\n", f);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && !strcmp(v[j]->x_case, v[i]->x_case))
+            j++;
+        fputs("| ", f);
+        md_code_cell(f, v[i]->x_case);
+        fprintf(f, " | %zu | ", j - i);
+        md_text(f, v[i]->x_reason);
+        fputs(" |\n", f);
+        i = j;
+    }
+}
+
+static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
+{
+    const rp_backend *be = &d->backends[b];
+    tally t = backend_tally(d, b);
+    fputs("### ", f);
+    md_text(f, be->name);
+    fputs(" " EM_DASH " ", f);
+    md_text(f, be->version);
+    fputs("\n\n", f);
+    if (be->options[0]) {
+        fputs("Backend options: ", f);
+        md_code(f, be->options);
+        fputs(". ", f);
+    }
+    fputs("Expected results: ", f);
+    md_code_rel(f, d, be->expect_file);
+    fputs(" (recorded with ", f);
+    md_text(f, be->expect_version);
+    fputs("). ", f);
+    const rp_case **v = malloc((be->n ? be->n : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    size_t nu = 0;
+    for (size_t k = 0; k < be->n; k++)
+        if (be->cases[k].has_expect && !be->cases[k].as_expected)
+            v[nu++] = &be->cases[k];
+    if (nu == 0) {
+        fputs("Every observed status is the recorded one.\n\n", f);
+    } else {
+        fprintf(f, "**%zu observed status%s differ%s from the recorded ones** (an upstream change, "
+                "or a stale file):\n\n", nu, nu == 1 ? "" : "es", nu == 1 ? "s" : "");
+        for (size_t k = 0; k < nu; k++) {
+            fputs("- ", f);
+            md_code(f, v[k]->id);
+            fprintf(f, ": observed %s, recorded %s\n", hr_status_name(v[k]->status),
+                    v[k]->x_case[0] ? v[k]->x_status : "PASS or EXPECTED_ERROR");
+        }
+        fputc('\n', f);
+    }
+    fputs("| PASS | EXPECTED_ERROR | NOT_SUPPORTED | FAIL | INCORRECT_DTYPE | ERROR | Total |\n"
+          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n|", f);
+    for (int s = 0; s < HR_STATUS_COUNT; s++)
+        fprintf(f, " %zu |", t.by_status[s]);
+    fprintf(f, " %zu |\n\n", t.total);
+
+    /* Divergences: bad statuses the file records, one block per entry. */
+    size_t nd = 0;
+    for (size_t k = 0; k < be->n; k++)
+        if (be->cases[k].x_case[0] && hr_status_is_bad(be->cases[k].status))
+            v[nd++] = &be->cases[k];
+    qsort(v, nd, sizeof *v, cmp_by_entry);
+    fprintf(f, "#### Divergences from SPEC.md (%zu case%s)\n\n", nd, nd == 1 ? "" : "s");
+    if (nd == 0)
+        fputs("None.\n", f);
+    for (size_t i = 0; i < nd;) {
+        size_t j = i + 1;
+        while (j < nd && !strcmp(v[j]->x_case, v[i]->x_case))
+            j++;
+        put_finding(f, d, v + i, j - i);
+        i = j;
+    }
+    fputc('\n', f);
+
+    size_t ns = 0;
+    for (size_t k = 0; k < be->n; k++)
+        if (be->cases[k].x_case[0] && be->cases[k].status == HR_NOT_SUPPORTED)
+            v[ns++] = &be->cases[k];
+    qsort(v, ns, sizeof *v, cmp_by_entry);
+    fprintf(f, "#### Not supported (%zu case%s)\n\n", ns, ns == 1 ? "" : "s");
+    if (ns == 0)
+        fputs("None.\n", f);
+    else
+        put_unsupported_entries(f, v, ns);
+    fputc('\n', f);
+    free(v);
+    return 0;
+}
+
+/* One section per backend run with an expected-results file. */
+static int put_thirdparty(FILE *f, const rp_data *d)
+{
+    int any = 0;
+    for (size_t b = 0; b < d->nb; b++)
+        any |= d->backends[b].expect_file != NULL && !d->backends[b].mutant;
+    if (!any)
+        return 0;
+    fputs("## Third-party implementations\n\n"
+          "Each implementation below ran every golden case it can express, judged against "
+          "SPEC.md like any backend. Its divergences are findings, recorded in its "
+          "expected-results file with the clause, what the library returned and what upstream "
+          "says; ctest passes while every observed status is the recorded one, so a fix or a "
+          "regression upstream shows at once. Each divergence lists the cases it covers: what "
+          "the case checks, then the first element that broke the tolerance.\n\n", f);
+    for (size_t b = 0; b < d->nb; b++)
+        if (d->backends[b].expect_file && !d->backends[b].mutant &&
+            put_thirdparty_backend(f, d, b))
+            return -1;
+    return 0;
 }
 
 /* Sort s[0..n) bytewise and drop repeats; returns the new count. */
@@ -995,7 +1229,7 @@ static int put_not_supported(FILE *f, const rp_data *d)
     int any = 0;
     for (size_t b = 0; b < d->nb; b++) {
         const rp_backend *be = &d->backends[b];
-        if (be->mutant)
+        if (be->mutant || be->expect_file) /* third-party sections list their own */
             continue;
         size_t n = 0;
         const rp_case **ns = malloc((be->n ? be->n : 1) * sizeof *ns);
@@ -1101,7 +1335,10 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
         return -1;
     fputs("## Totals by status\n\n", f);
     put_status_totals(f, d);
-    fputs("\n## Failures\n\n", f);
+    fputs("\n", f);
+    if (put_thirdparty(f, d))
+        return -1;
+    fputs("## Failures\n\n", f);
     put_failures(f, d);
     fputs("## Not supported\n\n", f);
     if (put_not_supported(f, d))

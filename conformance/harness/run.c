@@ -109,17 +109,35 @@ void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
     snprintf(r->id, sizeof r->id, "%s", id);
     acase_family(id, r->family, sizeof r->family);
     r->first_bad = -1;
-    char a0[512], be[512], dir[512], fid[ACASE_ID_MAX + 16];
+    char a0[512], be[512], dir[512], fid[ACASE_ID_MAX + 16], extra[768] = "";
     hr_shell_quote(rn->argv0 ? rn->argv0 : "attnconf", a0, sizeof a0);
     hr_shell_quote(rn->backend_arg ? rn->backend_arg : "", be, sizeof be);
     hr_shell_quote(rn->cases_dir ? rn->cases_dir : "", dir, sizeof dir);
+    size_t used = 0;
+    int too_long = 0;
+    for (size_t i = 0; i < rn->n_options && rn->options; i++) {
+        char kv[512], q[600];
+        int w = snprintf(kv, sizeof kv, "%s=%s", rn->options[i].key, rn->options[i].value);
+        too_long |= w < 0 || (size_t)w >= sizeof kv;
+        hr_shell_quote(kv, q, sizeof q);
+        w = snprintf(extra + used, sizeof extra - used, " --backend-option %s", q);
+        too_long |= w < 0 || (size_t)w >= sizeof extra - used;
+        if (!too_long)
+            used += (size_t)w;
+    }
+    if (rn->timeout_arg && !too_long) {
+        char q[64];
+        hr_shell_quote(rn->timeout_arg, q, sizeof q);
+        int w = snprintf(extra + used, sizeof extra - used, " --timeout %s", q);
+        too_long |= w < 0 || (size_t)w >= sizeof extra - used;
+    }
     /* The filter is always single-quoted: it is a glob and must reach fnmatch verbatim. */
     snprintf(fid, sizeof fid, "'%s'", id);
     if (strchr(id, '\''))
         hr_shell_quote(id, fid, sizeof fid);
-    int n = snprintf(r->rerun, sizeof r->rerun, "%s run --backend %s --cases %s --filter %s", a0,
-                     be, dir, fid);
-    if (n < 0 || (size_t)n >= sizeof r->rerun)
+    int n = snprintf(r->rerun, sizeof r->rerun, "%s run --backend %s%s --cases %s --filter %s",
+                     a0, be, extra, dir, fid);
+    if (too_long || n < 0 || (size_t)n >= sizeof r->rerun)
         r->rerun[0] = '\0'; /* a truncated command would run something else: give none */
 }
 
@@ -250,6 +268,12 @@ static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result
     const char *why = rc != ATTNCONF_OK ? be->last_error(rn->backend->ctx) : "";
     if (!why)
         why = "";
+    /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
+     * is never a correct rejection, whatever the case expects. */
+    if (rc == HB_ETRANSPORT) {
+        hr_set(r, HR_ERROR, "adapter failure: %s", why);
+        return 1;
+    }
     int want = c->expected.error;
     if (want != 0) {
         if (rc == want)
@@ -528,6 +552,7 @@ void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
     for (int i = 0; i < c->nrules && i < ACASE_MAX_RULES; i++)
         if (c->rules[i])
             snprintf(r->rules[r->nrules++], sizeof r->rules[0], "%s", c->rules[i]);
+    snprintf(r->description, sizeof r->description, "%s", c->description ? c->description : "");
     uint64_t missing = c->requires & ~hb->caps;
     if (c->op == ACASE_OP_MASK && !hb->be->build_mask)
         missing |= ATTNCONF_CAP_BUILD_MASK;

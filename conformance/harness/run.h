@@ -14,6 +14,11 @@ typedef struct hr_runner {
     const char *argv0;       /* the harness as it should be re-invoked (absolute if it had '/') */
     const char *backend_arg; /* --backend as it should be re-given */
     const char *cases_dir;   /* --cases as it should be re-given */
+    /* --backend-option pairs and --timeout (NULL = not given) as they should be re-given: a
+     * rerun without them would run a differently configured backend. */
+    const attnconf_option *options;
+    size_t n_options;
+    const char *timeout_arg;
 } hr_runner;
 
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
@@ -25,7 +30,8 @@ const char *hr_code_name(int code);
 void hr_shell_quote(const char *s, char *out, size_t n);
 
 /* Start a result for case `id`: zeroes *r, sets id, family, first_bad = -1 and the rerun
- * command `ARGV0 run --backend B --cases DIR --filter 'ID'`. */
+ * command `ARGV0 run --backend B [--backend-option K=V]... [--timeout T] --cases DIR
+ * --filter 'ID'` (every word shell-quoted). */
 void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r);
 
 /* Run case c on rn->backend and fill *r (which hr_result_begin must have started).  Never

@@ -138,6 +138,20 @@ typedef struct attnconf_mask_args {
     attnconf_tensor *keep;        /* host-allocated BOOL (B,1,Lq,offset+Lq), contiguous */
 } attnconf_mask_args;
 
+/* A backend option, from `attnconf run --backend-option KEY=VALUE` (repeatable).  Both strings
+ * are borrowed for the duration of the open call only. */
+typedef struct attnconf_option {
+    const char *key;   /* [a-z0-9_.-]+ */
+    const char *value; /* any text, possibly empty */
+} attnconf_option;
+
+/* One option a backend accepts, for the host's validation and for `attnconf backend-info`. */
+typedef struct attnconf_option_info {
+    const char *key;           /* [a-z0-9_.-]+; NULL terminates the list */
+    const char *default_value; /* what the backend uses when the option is absent; NULL = none */
+    const char *help;          /* one line: meaning and accepted values */
+} attnconf_option_info;
+
 typedef struct attnconf_backend {
     /* ---- ABI version 1 ---- */
     uint32_t abi_version;   /* ATTNCONF_ABI_VERSION the backend was built against */
@@ -159,6 +173,21 @@ typedef struct attnconf_backend {
     /* Text of the last error on this context (required); never NULL, "" if none.  Valid until
      * the next call on the context. */
     const char *(*last_error)(void *ctx);
+
+    /* ---- ABI version 1, second revision: backend options.  A host reads these only when
+     * struct_size covers them (a first-revision table simply takes no options). ---- */
+    /* The options the backend accepts, terminated by an entry whose key is NULL; NULL (or an
+     * empty list) = none.  The host refuses a KEY not listed here before calling anything, so
+     * a typo never reaches the backend silently ignored. */
+    const attnconf_option_info *options;
+    /* Create a context with options (optional; required when `options` is non-empty).  The
+     * host calls it instead of `open` whenever the user gave at least one option, with every
+     * key already checked against `options`; each key occurs at most once.  Returns
+     * ATTNCONF_OK and sets *ctx, or ATTNCONF_EINVAL (a value it does not accept) /
+     * ATTNCONF_ENOTSUP (a valid value this build cannot serve, e.g. a GPU device without one)
+     * / another code, with a one-line reason written to err (errlen bytes, NUL-terminated). */
+    int (*open_with_options)(void **ctx, const attnconf_option *options, size_t n_options,
+                             char *err, size_t errlen);
 } attnconf_backend;
 
 typedef const attnconf_backend *(*attnconf_backend_entry_fn)(uint32_t host_abi_version);

@@ -4,6 +4,7 @@
  *   2  no attnconf_backend_entry symbol (some other shared library)
  *   3  a required member (sdpa) is NULL
  *   4  the entry point returns NULL (refuses this host's ABI version)
+ *   5  lists options but has no open_with_options to receive them
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,11 @@ static const char *bad_last_error(void *ctx)
     return "bad_abi test backend";
 }
 
+#if BAD_ABI_MODE == 5
+static const attnconf_option_info bad_options[] = {{"device", "cpu", "where to run"},
+                                                   {NULL, NULL, NULL}};
+#endif
+
 static const attnconf_backend bad_table = {
     .abi_version = BAD_ABI_MODE == 1 ? 2u : ATTNCONF_ABI_VERSION,
     .struct_size = sizeof(attnconf_backend),
@@ -55,6 +61,9 @@ static const attnconf_backend bad_table = {
     .sdpa = BAD_ABI_MODE == 3 ? NULL : bad_sdpa,
     .build_mask = NULL,
     .last_error = bad_last_error,
+#if BAD_ABI_MODE == 5
+    .options = bad_options,
+#endif
 };
 
 #if BAD_ABI_MODE == 2

@@ -1,0 +1,324 @@
+"""attnconf_exec: the attnconf exec protocol, version 1, for Python adapters.
+
+The protocol (conformance/include/attnconf/PROTOCOL.md) serves the backend interface of
+backend.h over stdin/stdout.  This module does the transport so that an adapter only poses
+cases to its library.  Standard library and numpy only.
+
+Import it before anything that might print: at import, file descriptor 1 is re-pointed at
+stderr and sys.stdout becomes sys.stderr, so no print (from Python or from a C++ library
+writing to fd 1) can reach the protocol channel, which is a private duplicate of the original
+stdout.
+
+An adapter is any object with
+
+    options: list[Option]                     # what hello accepts (may be empty)
+    open(options: dict[str, str]) -> Identity # on hello; every known key present (defaults
+                                              # filled in); raise Refusal to decline
+    sdpa(req: SdpaRequest) -> (dtype, array)  # dtype as produced: "f32", "f16" or "bf16"
+                                              # (bf16: uint16 bit patterns)
+and optionally
+    build_mask(req: MaskRequest) -> array     # bool, (B, 1, Lq, offset + Lq)
+    refusal_of(exc) -> Refusal | None         # status and message for an exception the
+                                              # library raised (None: not recognised)
+
+and serve(adapter) runs it until `close` or end of input.  Statuses: raise Refusal(status,
+message) for a deliberate answer; a library's exception is mapped by refusal_of; otherwise
+MemoryError is ENOMEM and anything else EBACKEND, with the exception's type and text.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import sys
+from typing import Optional
+
+import numpy as np
+
+# The protocol channel is the original stdout; everything else written to fd 1 goes to stderr.
+_proto_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+sys.stdout = sys.stderr
+_proto_in = sys.stdin.buffer
+
+PROTOCOL = 1
+MAX_HEADER = 1 << 20  # bytes, newline included
+
+OK, EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = 0, -1, -2, -3, -4, -5
+
+CAPABILITIES = frozenset({
+    "f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
+    "causal.offset", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window", "lengths",
+    "left_padding",
+})
+
+# Wire dtype -> storage dtype of its elements.  bf16 has no numpy type: it stays uint16 bit
+# patterns (see bf16_to_f32 / f32_to_bf16); bool is one byte, any nonzero value true.
+STORAGE = {
+    "f32": np.dtype("<f4"),
+    "f16": np.dtype("<f2"),
+    "bf16": np.dtype("<u2"),
+    "bool": np.dtype("u1"),
+}
+
+
+class Refusal(Exception):
+    """A deliberate non-zero status with a one-line reason."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class ProtocolError(Exception):
+    """The harness broke the protocol: nothing sensible can be answered, so the adapter exits."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    key: str
+    default: Optional[str]
+    help: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    name: str                # [a-z0-9_-]{1,64}
+    version: str             # exact versions of what is tested
+    capabilities: list       # names from CAPABILITIES
+
+
+@dataclasses.dataclass(frozen=True)
+class Tensor:
+    """A received tensor: `storage` holds the payload's elements in buffer order; element
+    (i0, i1, ...) is storage[sum(i_d * strides[d])]."""
+    name: str
+    dtype: str
+    shape: tuple
+    strides: tuple           # in elements
+    storage: np.ndarray      # 1-D, STORAGE[dtype]
+
+    @property
+    def array(self) -> np.ndarray:
+        """The logical tensor as a numpy array: a read-only strided view of the payload
+        (bf16 as uint16 patterns); bool tensors come out as np.bool_ (byte != 0)."""
+        item = self.storage.itemsize
+        view = np.lib.stride_tricks.as_strided(
+            self.storage, self.shape, [s * item for s in self.strides], writeable=False)
+        return np.asarray(view != 0) if self.dtype == "bool" else view
+
+
+@dataclasses.dataclass(frozen=True)
+class SdpaRequest:
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    mask: Optional[Tensor]
+    causal: bool
+    causal_offset: Optional[int]  # None: bottom-right, Lk - Lq
+    scale: Optional[float]        # None: 1/sqrt(D)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskRequest:
+    lq: int
+    offset: int
+    window: int                    # 0: none
+    batch: int
+    lengths: Optional[list]
+    left_padding: Optional[list]
+
+
+def bf16_to_f32(bits) -> np.ndarray:
+    """bfloat16 bit patterns -> float32, exactly (bf16 is the top half of an f32)."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_to_bf16(x) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns, round to nearest even; NaN stays a (quiet) NaN."""
+    f = np.asarray(x, np.float32)
+    b = f.view(np.uint32).astype(np.uint64)  # the rounding carry must not wrap
+    rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(f), ((b >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+# ---- framing -------------------------------------------------------------------------------
+
+def _read_exact(n: int) -> bytes:
+    data = _proto_in.read(n)
+    if len(data) != n:
+        raise ProtocolError(f"payload ended after {len(data)} of {n} bytes")
+    return data
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _decode_tensor(desc) -> Tensor:
+    try:
+        name, dtype, shape, nbytes = desc["name"], desc["dtype"], desc["shape"], desc["nbytes"]
+    except (KeyError, TypeError) as e:
+        raise ProtocolError(f"tensor descriptor lacks {e}: {desc!r}") from None
+    if dtype not in STORAGE:
+        raise ProtocolError(f"tensor {name}: unknown dtype {dtype!r}")
+    if not (isinstance(shape, list) and len(shape) <= 4 and all(_is_int(n) and n >= 0 for n in shape)):
+        raise ProtocolError(f"tensor {name}: bad shape {shape!r}")
+    numel = int(np.prod(shape, dtype=np.int64))
+    if nbytes != numel * STORAGE[dtype].itemsize:
+        raise ProtocolError(f"tensor {name}: nbytes {nbytes} does not match shape {shape} {dtype}")
+    row_major = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    strides = desc.get("strides", row_major)
+    if not (isinstance(strides, list) and len(strides) == len(shape)
+            and all(_is_int(s) and s >= 0 for s in strides)):
+        raise ProtocolError(f"tensor {name}: bad strides {strides!r}")
+    if numel and sum((n - 1) * s for n, s in zip(shape, strides)) >= numel:
+        raise ProtocolError(f"tensor {name}: strides {strides} address outside its buffer")
+    storage = np.frombuffer(_read_exact(nbytes), STORAGE[dtype])
+    return Tensor(name, dtype, tuple(shape), tuple(strides), storage)
+
+
+def _read_message():
+    """The next (header, {name: Tensor}), or None at end of input."""
+    line = _proto_in.readline(MAX_HEADER + 1)
+    if not line:
+        return None
+    if not line.endswith(b"\n") or len(line) > MAX_HEADER:
+        raise ProtocolError("request header is not one line of at most 1 MiB")
+    try:
+        header = json.loads(line)
+    except ValueError as e:
+        raise ProtocolError(f"request header is not JSON: {e}") from None
+    if not isinstance(header, dict) or header.get("protocol") != PROTOCOL:
+        raise ProtocolError(f"not a protocol {PROTOCOL} message: {line[:200]!r}")
+    descs = header.get("tensors") or []
+    if not isinstance(descs, list):
+        raise ProtocolError("'tensors' is not a list")
+    tensors = {}
+    for desc in descs:  # payloads follow in descriptor order
+        t = _decode_tensor(desc)
+        tensors[t.name] = t
+    return header, tensors
+
+
+def _write_message(header: dict, tensors=()) -> None:
+    """tensors: (name, wire dtype, contiguous array in its storage dtype)."""
+    header = {"protocol": PROTOCOL, **header}
+    if tensors:
+        header["tensors"] = [
+            {"name": n, "dtype": d, "shape": list(a.shape), "nbytes": a.nbytes} for n, d, a in tensors]
+    _proto_out.write(json.dumps(header, separators=(",", ":"), allow_nan=False).encode() + b"\n")
+    for _, _, a in tensors:
+        _proto_out.write(a.tobytes())
+    _proto_out.flush()
+
+
+def _wire_array(dtype: str, array) -> np.ndarray:
+    """The reply payload of `array` as `dtype`: never a conversion, only a byte-order and layout
+    change, so the dtype reported is the one the library produced.  (np.asarray with order="C",
+    not np.ascontiguousarray, which turns a 0-d array into a 1-d one.)"""
+    st = STORAGE[dtype]
+    array = np.asarray(array)
+    if dtype == "bool":
+        if array.dtype != np.bool_:
+            raise TypeError(f"a bool reply needs a numpy bool array, not {array.dtype}")
+        return np.asarray(array, dtype=st, order="C")
+    if array.dtype.kind != st.kind or array.dtype.itemsize != st.itemsize:
+        raise TypeError(f"a {dtype} reply needs numpy {st}, not {array.dtype}")
+    return np.asarray(array, dtype=st, order="C")
+
+
+# ---- requests -------------------------------------------------------------------------------
+
+def _one_line(text: str, limit: int = 2000) -> str:
+    text = re.sub(r"\s+", " ", text).strip() or "(no message)"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _hello(adapter, header) -> dict:
+    given = header.get("options") or {}
+    known = {o.key: o for o in adapter.options}
+    for key, value in given.items():
+        if key not in known:
+            listing = ", ".join(sorted(known)) or "none: this adapter takes no options"
+            raise Refusal(EINVAL, f"unknown option '{key}' (known options: {listing})")
+        if not isinstance(value, str):
+            raise Refusal(EINVAL, f"option '{key}': value {value!r} is not a string")
+    options = {k: o.default for k, o in known.items()} | given
+    ident = adapter.open(options)
+    unknown = set(ident.capabilities) - CAPABILITIES
+    if unknown or not re.fullmatch(r"[a-z0-9_-]{1,64}", ident.name):
+        raise ValueError(f"adapter bug: name {ident.name!r}, unknown capabilities {sorted(unknown)}")
+    return {"status": OK, "name": ident.name, "version": ident.version,
+            "capabilities": list(ident.capabilities),
+            "options": [{"key": o.key, "default": o.default, "help": o.help}
+                        for o in adapter.options]}
+
+
+def _sdpa(adapter, header, tensors):
+    if not {"q", "k", "v"} <= tensors.keys():
+        raise ProtocolError(f"sdpa without q, k and v (got {sorted(tensors)})")
+    offset, scale = header.get("causal_offset"), header.get("scale")
+    req = SdpaRequest(tensors["q"], tensors["k"], tensors["v"], tensors.get("mask"),
+                      causal=bool(header.get("causal")),
+                      causal_offset=None if offset is None else int(offset),
+                      scale=None if scale is None else float(scale))
+    dtype, out = adapter.sdpa(req)
+    if dtype not in ("f32", "f16", "bf16"):
+        raise TypeError(f"adapter bug: output dtype {dtype!r}")
+    return [("out", dtype, _wire_array(dtype, out))]
+
+
+def _build_mask(adapter, header):
+    if not hasattr(adapter, "build_mask"):
+        raise Refusal(ENOTSUP, "this adapter has no build_mask")
+    req = MaskRequest(int(header["lq"]), int(header["offset"]), int(header.get("window") or 0),
+                      int(header.get("batch") or 1), header.get("lengths"), header.get("left_padding"))
+    return [("keep", "bool", _wire_array("bool", adapter.build_mask(req)))]
+
+
+def _refusal(adapter, exc) -> Refusal:
+    if isinstance(exc, Refusal):
+        return exc
+    refusal = adapter.refusal_of(exc) if hasattr(adapter, "refusal_of") else None
+    if refusal is not None:
+        return refusal
+    return Refusal(ENOMEM if isinstance(exc, MemoryError) else EBACKEND,
+                   f"{type(exc).__name__}: {exc}")
+
+
+def serve(adapter) -> None:
+    """Answer requests until `close` or end of input, then exit with status 0.  A request that
+    breaks the protocol ends the process with status 2 and the reason on stderr."""
+    opened = False
+    try:
+        while (msg := _read_message()) is not None:
+            header, tensors = msg
+            op = header.get("op")
+            if op == "close":
+                break
+            try:
+                if op == "hello":
+                    opened = False
+                    _write_message(_hello(adapter, header))
+                    opened = True
+                    continue
+                if not opened:
+                    raise Refusal(EBACKEND, f"'{op}' before a successful hello")
+                if op == "sdpa":
+                    reply = _sdpa(adapter, header, tensors)
+                elif op == "build_mask":
+                    reply = _build_mask(adapter, header)
+                else:
+                    raise Refusal(EINVAL, f"unknown op {op!r}")
+            except ProtocolError:
+                raise
+            except Exception as exc:  # every library failure becomes a status, never a crash
+                refusal = _refusal(adapter, exc)
+                _write_message({"status": refusal.status, "error": _one_line(str(refusal))})
+                continue
+            _write_message({"status": OK}, reply)
+    except ProtocolError as e:
+        print(f"attnconf_exec: protocol error: {e}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(0)

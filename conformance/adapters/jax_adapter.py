@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""attnconf exec adapter for JAX's ``jax.nn.dot_product_attention`` (exec protocol v1).
+
+Run it through the harness:
+
+    attnconf run --backend 'exec:/path/to/venv/bin/python3 conformance/adapters/jax_adapter.py' \
+        --cases cases [--backend-option implementation=xla]
+
+Self-contained: standard library + numpy + jax only. JAX runs with its defaults (x64 disabled);
+set JAX_PLATFORMS=cpu in the environment to keep it on the CPU.
+
+How each case is posed, as a JAX user would write it:
+  * q, k, v arrive as (B, H, L, D) views and are handed to JAX in its (B, L, H, D) layout
+    (q.transpose(0, 2, 1, 3)); K and V keep Hkv heads, GQA is JAX's own (N a multiple of K).
+  * a bool mask goes to ``mask=``, an additive (float) mask to ``bias=``, both unchanged in
+    shape and dtype (JAX does the broadcasting and the dtype handling).
+  * causal: ``is_causal=True``, the flag a JAX user sets for causal attention.  A plain causal
+    case (bottom-right, SPEC clause 3) is always posed that way, Lq != Lk included: JAX keeps
+    key j for query i iff j <= i (top-left), and a case where the two alignments differ is
+    exactly what should show it.  An explicit offset can only be said when it is 0 (what
+    is_causal means); any other explicit offset is answered ENOTSUP (-4).
+  * scale: ``scale=None`` or the number as given.
+  * build_mask is not offered: JAX has no public mask-builder.
+Errors raised by JAX are mapped to status codes; nothing is validated ahead of JAX.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+PROTOCOL = 1
+MAX_HEADER = 1 << 20
+
+# Keep the protocol channel private: fd 1 is re-pointed at stderr so that anything printed by
+# Python code or by XLA's C++ goes to stderr; replies are written to a duplicate of the
+# original stdout.
+_proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+_proto_in = sys.stdin.buffer
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # CPU unless the user says otherwise
+
+import numpy as np  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = -1, -2, -3, -4, -5
+
+_WIRE_DTYPES = {
+    "f32": (np.dtype("<f4"), 4),
+    "f16": (np.dtype("<f2"), 2),
+    "bf16": (np.dtype(jnp.bfloat16), 2),
+    "bool": (np.dtype("u1"), 1),
+}
+_NP_TO_WIRE = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float16): "f16",
+    np.dtype(jnp.bfloat16): "bf16",
+    np.dtype(np.bool_): "bool",
+}
+
+IMPLEMENTATIONS = ("xla", "cudnn")  # as documented by jax.nn.dot_product_attention
+
+
+class ProtocolError(Exception):
+    """The request breaks the protocol: the adapter gives up (exits non-zero)."""
+
+
+class Reject(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def _versions():
+    import platform
+    import jaxlib
+    backend = jax.default_backend()
+    return (f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, numpy {np.__version__}, "
+            f"python {platform.python_version()}, backend {backend} "
+            f"({', '.join(str(d) for d in jax.devices())}), x64 "
+            f"{'enabled' if jax.config.jax_enable_x64 else 'disabled'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# framing
+
+def _read_exact(n):
+    chunks = []
+    while n > 0:
+        b = _proto_in.read(n)
+        if not b:
+            raise EOFError("stdin closed in the middle of a payload")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def read_message():
+    """Returns (header, {name: ndarray}) or None at end of input."""
+    line = _proto_in.readline(MAX_HEADER + 1)
+    if not line:
+        return None
+    if not line.endswith(b"\n"):
+        raise ProtocolError("request header longer than 1 MiB or not newline-terminated")
+    header = json.loads(line.decode("utf-8"))
+    if not isinstance(header, dict):
+        raise ProtocolError("request header is not a JSON object")
+    if header.get("protocol") != PROTOCOL:
+        raise ProtocolError(f"unsupported protocol {header.get('protocol')!r} (this adapter speaks 1)")
+    tensors = {}
+    for desc in header.get("tensors") or []:
+        name, dt = desc["name"], desc["dtype"]
+        shape = [int(s) for s in desc["shape"]]
+        if dt not in _WIRE_DTYPES:
+            raise ProtocolError(f"tensor {name}: unknown dtype {dt!r}")
+        npdt, size = _WIRE_DTYPES[dt]
+        numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        nbytes = int(desc["nbytes"])
+        if nbytes != numel * size:
+            raise ProtocolError(f"tensor {name}: nbytes {nbytes} != {numel} x {size}")
+        raw = _read_exact(nbytes)
+        strides = desc.get("strides")
+        if strides is None:
+            strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+        flat = np.frombuffer(raw, dtype=npdt)
+        if dt == "bool":
+            flat = flat != 0  # one byte, any non-zero value is true
+        if numel == 0:
+            arr = np.zeros(shape, dtype=flat.dtype)
+        else:
+            arr = np.lib.stride_tricks.as_strided(
+                flat, shape=shape, strides=[int(s) * flat.itemsize for s in strides])
+            arr = np.ascontiguousarray(arr)
+        tensors[name] = (dt, arr)
+    return header, tensors
+
+
+def write_message(header, tensors=()):
+    header = dict(header)
+    header["protocol"] = PROTOCOL
+    payload = []
+    if tensors:
+        descs = []
+        for name, arr in tensors:
+            arr = np.ascontiguousarray(arr)
+            wire = _NP_TO_WIRE[arr.dtype]
+            if wire == "bool":
+                arr = arr.astype(np.uint8)
+            elif arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            data = arr.tobytes()
+            descs.append({"name": name, "dtype": wire, "shape": list(arr.shape),
+                          "nbytes": len(data)})
+            payload.append(data)
+        header["tensors"] = descs
+    line = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+    _proto_out.write(line + b"".join(payload))
+    _proto_out.flush()
+
+
+def reply_error(status, message):
+    msg = " ".join(str(message).split()) or "error"
+    write_message({"status": status, "error": msg[:4000]})
+
+
+# ---------------------------------------------------------------------------------------------
+# operations
+
+class Adapter:
+    def __init__(self):
+        self.implementation = None
+
+    def hello(self, header):
+        options = header.get("options") or {}
+        impl = None
+        for key, value in options.items():
+            if key == "implementation":
+                if value not in IMPLEMENTATIONS:
+                    raise Reject(EINVAL, f"option implementation={value!r} not accepted: "
+                                 f"expected one of {', '.join(IMPLEMENTATIONS)}")
+                impl = value
+            else:
+                raise Reject(EINVAL, f"unknown option {key!r} (this adapter knows: implementation)")
+        self.implementation = impl
+        write_message({
+            "status": 0,
+            "name": "jax",
+            "version": _versions(),
+            "capabilities": ["f32", "f16", "bf16", "mask.bool", "mask.additive",
+                             "mask.broadcast", "causal", "causal.offset", "gqa", "strided",
+                             "scale"],
+            "options": [{"key": "implementation", "default": None,
+                         "help": "jax.nn.dot_product_attention implementation=: xla or cudnn; "
+                                 "absent = None (JAX's default, currently xla)"}],
+        })
+
+    def sdpa(self, header, tensors):
+        for need in ("q", "k", "v"):
+            if need not in tensors:
+                raise ProtocolError(f"sdpa request without tensor {need}")
+        q = tensors["q"][1]
+        k = tensors["k"][1]
+        v = tensors["v"][1]
+        mask_entry = tensors.get("mask")
+
+        # (B, H, L, D) -> JAX's (B, L, H, D).  Unbatched rank-3 (H, L, D) -> JAX's (T, N, H).
+        def to_jax(a):
+            if a.ndim == 4:
+                return a.transpose(0, 2, 1, 3)
+            if a.ndim == 3:
+                return a.transpose(1, 0, 2)
+            return a
+
+        kwargs = {"implementation": self.implementation}
+        scale = header.get("scale")
+        if scale is not None:
+            kwargs["scale"] = float(scale)
+
+        if mask_entry is not None:
+            mdt, m = mask_entry
+            if mdt == "bool":
+                kwargs["mask"] = jnp.asarray(m)
+            else:
+                kwargs["bias"] = jnp.asarray(m)
+
+        if header.get("causal"):
+            off = header.get("causal_offset")
+            # jax.nn.dot_product_attention(is_causal=True) keeps j <= i (top-left): that is
+            # the explicit offset 0, and what a JAX user gets when asking for causal.
+            if off is not None and off != 0:
+                raise Reject(ENOTSUP, f"explicit causal offset {off}: jax's is_causal has "
+                             "no offset (it is top-left, offset 0)")
+            kwargs["is_causal"] = True
+
+        try:
+            out = jax.nn.dot_product_attention(
+                jnp.asarray(to_jax(q)), jnp.asarray(to_jax(k)), jnp.asarray(to_jax(v)),
+                **kwargs)
+            out = np.asarray(jax.block_until_ready(out))
+        except Exception as e:  # noqa: BLE001 - every JAX failure becomes a status code
+            raise Reject(map_exception(e), describe_exception(e)) from e
+
+        if out.ndim == 4:
+            out = out.transpose(0, 2, 1, 3)
+        elif out.ndim == 3:
+            out = out.transpose(1, 0, 2)
+        if out.dtype not in _NP_TO_WIRE or out.dtype == np.bool_:
+            raise Reject(EBACKEND, f"jax produced dtype {out.dtype}, which the protocol cannot carry")
+        write_message({"status": 0}, [("out", out)])
+
+
+def describe_exception(e):
+    text = f"{type(e).__name__}: {e}"
+    if not str(e):  # a bare `assert` inside JAX: say where it fired
+        tb = traceback.extract_tb(e.__traceback__)
+        if tb:
+            f = tb[-1]
+            text += f"(at {os.path.basename(f.filename)}:{f.lineno} `{f.line}`)"
+    return text
+
+
+def map_exception(e):
+    text = f"{type(e).__name__}: {e}"
+    if isinstance(e, MemoryError) or "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower():
+        return ENOMEM
+    if isinstance(e, NotImplementedError):
+        return ENOTSUP
+    if isinstance(e, (ValueError, TypeError)):
+        # JAX's argument checks: "<x> dtype should be ..." is a dtype rejection; shape, rank,
+        # head-count and broadcast errors are ValueError/TypeError too.
+        if "dtype" in str(e):
+            return EDTYPE
+        return EINVAL
+    return EBACKEND
+
+
+def main():
+    adapter = Adapter()
+    while True:
+        try:
+            msg = read_message()
+        except (ProtocolError, ValueError, KeyError, TypeError, EOFError) as e:
+            # A request we cannot frame: its payload length is unknown, so no reply can be
+            # trusted.  Say why on stderr (the harness quotes the last line) and stop.
+            print(f"jax_adapter: bad request: {type(e).__name__}: {e}", file=sys.stderr)
+            return 2
+        if msg is None:
+            return 0
+        header, tensors = msg
+        op = header.get("op")
+        try:
+            if op == "hello":
+                adapter.hello(header)
+            elif op == "sdpa":
+                adapter.sdpa(header, tensors)
+            elif op == "close":
+                return 0
+            else:
+                raise Reject(ENOTSUP, f"unknown op {op!r}")
+        except Reject as r:
+            reply_error(r.status, str(r))
+        except ProtocolError as e:
+            print(f"jax_adapter: bad request: {e}", file=sys.stderr)
+            return 2
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            reply_error(EBACKEND, f"adapter failure: {type(e).__name__}: {e}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1258 @@
+/* exec_backend.c — the `exec:` bridge: serve the attnconf_backend table by talking to an adapter
+ * process over its stdin/stdout (PROTOCOL.md, version 1).
+ *
+ * The adapter is untrusted in the sense that matters for a conformance harness: it may die, hang,
+ * print to stdout, or send a header that lies about its payload.  None of that may crash or hang
+ * the harness, and none of it may be mistaken for a result: every such transport failure returns
+ * HB_ETRANSPORT (ERROR in every case, a must-reject one included) with a reason that quotes the
+ * adapter's last stderr line, kills the adapter's whole process group (the shell may have forked
+ * the real program) and reaps it; the next call starts a fresh adapter with the same hello.
+ *
+ * Every read and write goes through poll() against one deadline per call (--timeout), on
+ * non-blocking pipes, so a stuck adapter costs at most the timeout.  Sizes announced by the
+ * adapter are checked against the case limits before any byte is read into harness memory.
+ */
+#define _GNU_SOURCE /* pipe2, mkostemp, strsignal */
+
+#include "exec_backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "attncase/case.h"
+#include "backend_load.h"
+
+extern char **environ;
+
+#define XB_MAX_HEADER ((size_t)1 << 20)            /* PROTOCOL.md: 1 MiB, newline included */
+#define XB_RBUF_SIZE (XB_MAX_HEADER + (64u << 10)) /* a header plus some payload read-ahead */
+#define XB_CLOSE_GRACE_S 5.0                       /* PROTOCOL.md: killed 5 s after close */
+#define XB_EXIT_WAIT_S 2.0   /* how long a closed pipe may precede the exit status we quote */
+#define XB_STDERR_QUOTE 300  /* bytes of the adapter's last stderr line in a message */
+#define XB_MAX_OPTION_INFO 256
+
+typedef struct xb_ctx {
+    attnconf_backend table; /* the template with this adapter's name, version and options */
+    char *cmd;
+    attnconf_option *opts; /* the user's options, deep copies: every restart resends them */
+    size_t nopts;
+    double timeout_s;
+    pid_t pid;   /* the running adapter, also its process group; 0 = none */
+    int to_fd;   /* the adapter's stdin (non-blocking); -1 = none */
+    int from_fd; /* the adapter's stdout (non-blocking); -1 = none */
+    int err_fd;  /* unlinked temp file that receives the adapter's stderr; -1 = none */
+    int io_errno;
+    unsigned char *rbuf; /* bytes read from stdout: [rpos, rlen) not consumed yet */
+    size_t rpos, rlen;
+    char name[65];
+    char *version;
+    uint64_t caps;
+    attnconf_option_info *oinfo; /* NULL-terminated; NULL when hello listed none */
+    size_t noinfo;
+    char last_error[1024];
+} xb_ctx;
+
+enum { XB_IO_OK = 0, XB_IO_TIMEOUT, XB_IO_CLOSED, XB_IO_ERROR };
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4))) static void xb_fmt(char *buf, size_t n, const char *fmt,
+                                                         ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+static double xb_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void xb_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void xb_close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static const struct {
+    const char *name;
+    int32_t dtype;
+    size_t size;
+} xb_dtypes[] = {
+    {"f32", ATTNCONF_F32, 4}, {"f16", ATTNCONF_F16, 2}, {"bf16", ATTNCONF_BF16, 2},
+    {"bool", ATTNCONF_BOOL, 1}};
+
+static const char *xb_dtype_name(int32_t dt, size_t *size)
+{
+    for (size_t i = 0; i < sizeof xb_dtypes / sizeof xb_dtypes[0]; i++)
+        if (xb_dtypes[i].dtype == dt) {
+            *size = xb_dtypes[i].size;
+            return xb_dtypes[i].name;
+        }
+    return NULL;
+}
+
+static int32_t xb_dtype_from(const char *name, size_t *size)
+{
+    for (size_t i = 0; i < sizeof xb_dtypes / sizeof xb_dtypes[0]; i++)
+        if (strcmp(xb_dtypes[i].name, name) == 0) {
+            *size = xb_dtypes[i].size;
+            return xb_dtypes[i].dtype;
+        }
+    return 0;
+}
+
+/* "(1,1,2,2)" */
+static void xb_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n)
+{
+    size_t j = 0;
+    buf[0] = '\0';
+    j += (size_t)snprintf(buf, n, "(");
+    for (int32_t d = 0; d < ndim && j < n; d++)
+        j += (size_t)snprintf(buf + j, n - j, "%s%lld", d ? "," : "", (long long)shape[d]);
+    if (j < n)
+        snprintf(buf + j, n - j, ")");
+}
+
+/* Element count, or -1 if an extent is negative or the count is over the case limit. */
+static int64_t xb_numel(int32_t ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return -1;
+        if (shape[d] == 0)
+            n = 0;
+        else if (n > ACASE_MAX_TENSOR_NUMEL / shape[d])
+            return -1;
+        else
+            n *= shape[d];
+    }
+    return n;
+}
+
+/* The adapter's last non-empty stderr line, trimmed to XB_STDERR_QUOTE bytes (at a UTF-8
+ * boundary) and with control characters blanked; "" if there is none. */
+static void xb_stderr_line(const xb_ctx *c, char *out, size_t n)
+{
+    out[0] = '\0';
+    struct stat st;
+    if (c->err_fd < 0 || fstat(c->err_fd, &st) != 0 || st.st_size <= 0)
+        return;
+    char buf[4096];
+    off_t from = st.st_size > (off_t)sizeof buf ? st.st_size - (off_t)sizeof buf : 0;
+    ssize_t got = pread(c->err_fd, buf, (size_t)(st.st_size - from), from);
+    if (got <= 0)
+        return;
+    size_t end = (size_t)got;
+    while (end > 0 && strchr("\n\r\t ", buf[end - 1]))
+        end--;
+    size_t start = end;
+    while (start > 0 && buf[start - 1] != '\n')
+        start--;
+    while (start < end && strchr("\r\t ", buf[start]))
+        start++;
+    size_t len = end - start;
+    int cut = len > XB_STDERR_QUOTE;
+    if (cut) {
+        len = XB_STDERR_QUOTE;
+        while (len > 0 && ((unsigned char)buf[start + len] & 0xC0) == 0x80)
+            len--;
+    }
+    snprintf(out, n, "%.*s%s", (int)len, buf + start, cut ? "..." : "");
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7F)
+            *p = ' ';
+}
+
+/* ---- the process -------------------------------------------------------------------------- */
+
+/* Wait (up to `until`) for the adapter to exit, without reaping it, so its process group id
+ * stays reserved for the kill that follows.  Returns 1 and *si if it exited, else 0. */
+static int xb_wait_exit(const xb_ctx *c, double until, siginfo_t *si)
+{
+    for (;;) {
+        memset(si, 0, sizeof *si);
+        if (waitid(P_PID, c->pid, si, WEXITED | WNOHANG | WNOWAIT) == 0) {
+            if (si->si_pid == c->pid)
+                return 1;
+        } else if (errno != EINTR) {
+            return 0;
+        }
+        if (xb_now() >= until)
+            return 0;
+        xb_sleep_ms(5);
+    }
+}
+
+/* Kill the adapter's process group (leftover children of the shell included), reap the adapter
+ * and close the pipes.  Keeps err_fd: the caller may still quote it. */
+static void xb_stop(xb_ctx *c)
+{
+    if (c->pid > 0) {
+        kill(-c->pid, SIGKILL);
+        kill(c->pid, SIGKILL); /* in case it left its group */
+        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+    }
+    c->pid = 0;
+    xb_close_fd(&c->to_fd);
+    xb_close_fd(&c->from_fd);
+    c->rpos = c->rlen = 0;
+}
+
+/* Start a fresh adapter.  Returns 0, or -1 with last_error set. */
+static int xb_start(xb_ctx *c)
+{
+    xb_stop(c);
+    xb_close_fd(&c->err_fd);
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    char **envp = NULL;
+    int rc = -1;
+    const char *tmpdir = getenv("TMPDIR");
+    char tmpl[PATH_MAX];
+    xb_fmt(tmpl, sizeof tmpl, "%s/attnconf-adapter-stderr-XXXXXX",
+           tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    /* Stderr goes to a file, not a pipe: an adapter that logs a lot must never block on a pipe
+     * nobody drains, and only its last line is ever quoted. */
+    c->err_fd = mkostemp(tmpl, O_CLOEXEC);
+    if (c->err_fd < 0) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "cannot create a temporary file for the adapter's stderr in %s: %s",
+               tmpdir && tmpdir[0] ? tmpdir : "/tmp", strerror(errno));
+        return -1;
+    }
+    unlink(tmpl);
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+        xb_fmt(c->last_error, sizeof c->last_error, "cannot create pipes: %s", strerror(errno));
+        goto done;
+    }
+
+    size_t nenv = 0;
+    while (environ && environ[nenv])
+        nenv++;
+    envp = calloc(nenv + 2, sizeof *envp);
+    if (!envp) {
+        xb_fmt(c->last_error, sizeof c->last_error, "out of memory");
+        goto done;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++)
+        if (strncmp(environ[i], "ATTNCONF_PROTOCOL=", 18) != 0)
+            envp[k++] = environ[i];
+    envp[k++] = (char *)"ATTNCONF_PROTOCOL=1";
+    envp[k] = NULL;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        xb_fmt(c->last_error, sizeof c->last_error, "posix_spawn_file_actions_init failed");
+        goto done;
+    }
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        xb_fmt(c->last_error, sizeof c->last_error, "posix_spawnattr_init failed");
+        goto done;
+    }
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, c->err_fd, 2);
+    /* The harness ignores SIGPIPE; the adapter gets the default back.  Its own process group
+     * lets one kill reach whatever the shell started. */
+    sigset_t def, none;
+    sigemptyset(&def);
+    sigaddset(&def, SIGPIPE);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &def);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETPGROUP);
+    char *argv[] = {(char *)"/bin/sh", (char *)"-c", c->cmd, NULL};
+    pid_t pid = 0;
+    int e = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (e != 0) {
+        xb_fmt(c->last_error, sizeof c->last_error, "cannot start /bin/sh: %s", strerror(e));
+        goto done;
+    }
+    c->pid = pid;
+    c->to_fd = in[1];
+    c->from_fd = out[0];
+    in[1] = out[0] = -1;
+    fcntl(c->to_fd, F_SETFL, fcntl(c->to_fd, F_GETFL) | O_NONBLOCK);
+    fcntl(c->from_fd, F_SETFL, fcntl(c->from_fd, F_GETFL) | O_NONBLOCK);
+    c->rpos = c->rlen = 0;
+    rc = 0;
+done:
+    free(envp);
+    for (int i = 0; i < 2; i++) {
+        xb_close_fd(&in[i]);
+        xb_close_fd(&out[i]);
+    }
+    return rc;
+}
+
+/* ---- transport failures -------------------------------------------------------------------- */
+
+/* Record `reason` (plus the adapter's last stderr line), end the adapter, return HB_ETRANSPORT.
+ * exit_style: the reason describes the exit ("adapter exited with status 1"), so the stderr line
+ * follows after ": "; otherwise it is added in parentheses. */
+static int xb_finish(xb_ctx *c, const char *reason, int exit_style)
+{
+    char line[XB_STDERR_QUOTE + 8];
+    xb_stop(c);
+    xb_stderr_line(c, line, sizeof line);
+    if (!line[0])
+        xb_fmt(c->last_error, sizeof c->last_error, "%s%s", reason,
+               exit_style ? " (nothing on stderr)" : "");
+    else if (exit_style)
+        xb_fmt(c->last_error, sizeof c->last_error, "%s: %s", reason, line);
+    else
+        xb_fmt(c->last_error, sizeof c->last_error, "%s (adapter stderr: %s)", reason, line);
+    xb_close_fd(&c->err_fd);
+    return HB_ETRANSPORT;
+}
+
+/* A reply that breaks PROTOCOL.md. */
+__attribute__((format(printf, 2, 3))) static int xb_garbage(xb_ctx *c, const char *fmt, ...)
+{
+    char reason[768];
+    int n = snprintf(reason, sizeof reason, "adapter reply: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason + n, sizeof reason - (size_t)n, fmt, ap);
+    va_end(ap);
+    return xb_finish(c, reason, 0);
+}
+
+/* An I/O failure (`what`: "sending sdpa", "waiting for the reply to sdpa"). */
+static int xb_io_fail(xb_ctx *c, int io, const char *what)
+{
+    char reason[512];
+    if (io == XB_IO_TIMEOUT) {
+        xb_fmt(reason, sizeof reason, "adapter timed out after %g s %s", c->timeout_s, what);
+        return xb_finish(c, reason, 0);
+    }
+    if (io == XB_IO_ERROR) {
+        xb_fmt(reason, sizeof reason, "adapter pipe error %s: %s", what, strerror(c->io_errno));
+        return xb_finish(c, reason, 0);
+    }
+    /* The adapter closed its end: most likely it is exiting; its status is the useful part. */
+    siginfo_t si;
+    double wait = c->timeout_s < XB_EXIT_WAIT_S ? c->timeout_s : XB_EXIT_WAIT_S;
+    if (c->pid > 0 && xb_wait_exit(c, xb_now() + wait, &si)) {
+        if (si.si_code == CLD_EXITED)
+            xb_fmt(reason, sizeof reason, "adapter exited with status %d", si.si_status);
+        else
+            xb_fmt(reason, sizeof reason, "adapter killed by signal %d (%s)", si.si_status,
+                   strsignal(si.si_status));
+        return xb_finish(c, reason, 1);
+    }
+    xb_fmt(reason, sizeof reason, "adapter closed its %s %s",
+           strncmp(what, "sending", 7) == 0 ? "stdin" : "stdout", what);
+    return xb_finish(c, reason, 0);
+}
+
+/* ---- I/O with a deadline ------------------------------------------------------------------ */
+
+/* 1 ready (or hung up: the read/write that follows says how), 0 deadline passed, -1 error. */
+static int xb_poll(int fd, short events, double deadline)
+{
+    for (;;) {
+        double left = deadline - xb_now();
+        if (left <= 0)
+            return 0;
+        double ms = ceil(left * 1000.0);
+        struct pollfd p = {fd, events, 0};
+        int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static int xb_write_all(xb_ctx *c, const void *buf, size_t n, double deadline)
+{
+    const unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(c->to_fd, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EPIPE)
+            return XB_IO_CLOSED;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int r = xb_poll(c->to_fd, POLLOUT, deadline);
+            if (r == 0)
+                return XB_IO_TIMEOUT;
+            if (r < 0) {
+                c->io_errno = errno;
+                return XB_IO_ERROR;
+            }
+            continue;
+        }
+        c->io_errno = w < 0 ? errno : EIO;
+        return XB_IO_ERROR;
+    }
+    return XB_IO_OK;
+}
+
+/* Read once from the adapter into dst (at most n bytes), waiting up to the deadline.  Returns
+ * XB_IO_OK with *got > 0, or a failure. */
+static int xb_read_some(xb_ctx *c, void *dst, size_t n, double deadline, size_t *got)
+{
+    for (;;) {
+        ssize_t r = read(c->from_fd, dst, n);
+        if (r > 0) {
+            *got = (size_t)r;
+            return XB_IO_OK;
+        }
+        if (r == 0)
+            return XB_IO_CLOSED;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            c->io_errno = errno;
+            return XB_IO_ERROR;
+        }
+        int p = xb_poll(c->from_fd, POLLIN, deadline);
+        if (p == 0)
+            return XB_IO_TIMEOUT;
+        if (p < 0) {
+            c->io_errno = errno;
+            return XB_IO_ERROR;
+        }
+    }
+}
+
+/* Read the next header line.  Returns XB_IO_OK with *line (NUL-terminated in the buffer, valid
+ * until the next read) and *len, a failure, or -1 for a line over the size limit. */
+static int xb_read_line(xb_ctx *c, double deadline, char **line, size_t *len)
+{
+    size_t scanned = 0;
+    for (;;) {
+        unsigned char *start = c->rbuf + c->rpos;
+        size_t avail = c->rlen - c->rpos;
+        unsigned char *nl = memchr(start + scanned, '\n', avail - scanned);
+        if (nl) {
+            if ((size_t)(nl - start) + 1 > XB_MAX_HEADER)
+                return -1;
+            *nl = '\0';
+            *line = (char *)start;
+            *len = (size_t)(nl - start);
+            c->rpos += *len + 1;
+            return XB_IO_OK;
+        }
+        scanned = avail;
+        if (avail >= XB_MAX_HEADER)
+            return -1;
+        if (c->rpos > 0) {
+            memmove(c->rbuf, start, avail);
+            c->rpos = 0;
+            c->rlen = avail;
+        }
+        size_t got;
+        int r = xb_read_some(c, c->rbuf + c->rlen, XB_RBUF_SIZE - c->rlen, deadline, &got);
+        if (r != XB_IO_OK)
+            return r;
+        c->rlen += got;
+    }
+}
+
+/* Read exactly n payload bytes into dst, or discard them when dst is NULL. */
+static int xb_read_exact(xb_ctx *c, unsigned char *dst, size_t n, double deadline)
+{
+    size_t avail = c->rlen - c->rpos, take = avail < n ? avail : n;
+    if (dst) {
+        memcpy(dst, c->rbuf + c->rpos, take);
+        dst += take;
+    }
+    c->rpos += take;
+    n -= take;
+    if (c->rpos == c->rlen)
+        c->rpos = c->rlen = 0;
+    while (n > 0) {
+        size_t got;
+        unsigned char *to = dst ? dst : c->rbuf; /* the buffer is empty here: scratch space */
+        size_t want = dst ? n : (n < XB_RBUF_SIZE ? n : XB_RBUF_SIZE);
+        int r = xb_read_some(c, to, want, deadline, &got);
+        if (r != XB_IO_OK)
+            return r;
+        if (dst)
+            dst += got;
+        n -= got;
+    }
+    return XB_IO_OK;
+}
+
+/* ---- messages ------------------------------------------------------------------------------ */
+
+/* A tensor to send: a dense buffer of nbytes and the strides that address it. */
+typedef struct xb_payload {
+    const void *data;
+    size_t nbytes;
+    void *owned; /* a contiguous copy, when the caller's strides were not a dense layout */
+} xb_payload;
+
+/* 1 if strides address every element of a dense buffer exactly once (a permuted row-major
+ * layout): then the buffer can be sent as is, with those strides. */
+static int xb_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides)
+{
+    int idx[ATTNCONF_MAX_RANK], m = 0;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] == 0)
+            return 1;
+        if (strides[d] < 0)
+            return 0;
+        if (shape[d] > 1)
+            idx[m++] = (int)d;
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && strides[idx[j]] < strides[idx[j - 1]]; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    int64_t expect = 1;
+    for (int i = 0; i < m; i++) {
+        if (strides[idx[i]] != expect)
+            return 0;
+        expect *= shape[idx[i]];
+    }
+    return 1;
+}
+
+/* Describe tensor t as `name` into list and set up its payload.  Returns 0, or an ATTNCONF code
+ * with last_error set. */
+static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnconf_tensor *t,
+                         xb_payload *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t es = 0;
+    const char *dt = xb_dtype_name(t->dtype, &es);
+    if (!dt) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: tensor %s has dtype #%d, which the "
+               "protocol cannot name", name, (int)t->dtype);
+        return ATTNCONF_EINVAL;
+    }
+    if (t->ndim < 0 || t->ndim > ATTNCONF_MAX_RANK) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: tensor %s has rank %d", name,
+               (int)t->ndim);
+        return ATTNCONF_EINVAL;
+    }
+    int64_t numel = xb_numel(t->ndim, t->shape);
+    if (numel < 0) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: tensor %s has a negative extent or more than %lld elements", name,
+               (long long)ACASE_MAX_TENSOR_NUMEL);
+        return ATTNCONF_EINVAL;
+    }
+    int64_t strides[ATTNCONF_MAX_RANK];
+    memcpy(strides, t->strides, sizeof strides);
+    p->nbytes = (size_t)numel * es;
+    p->data = t->data;
+    if (numel > 0 && !xb_dense_perm(t->ndim, t->shape, t->strides)) {
+        /* Broadcast or gapped strides: the protocol sends a dense buffer, so gather a
+         * contiguous copy. */
+        unsigned char *buf = malloc(p->nbytes);
+        if (!buf) {
+            xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for tensor %s",
+                   name);
+            return ATTNCONF_ENOMEM;
+        }
+        int64_t idx[ATTNCONF_MAX_RANK] = {0, 0, 0, 0};
+        for (int64_t i = 0; i < numel; i++) {
+            int64_t off = 0;
+            for (int32_t d = 0; d < t->ndim; d++)
+                off += idx[d] * t->strides[d];
+            memcpy(buf + (size_t)i * es, (const unsigned char *)t->data + (size_t)off * es, es);
+            for (int32_t d = t->ndim - 1; d >= 0; d--) {
+                if (++idx[d] < t->shape[d])
+                    break;
+                idx[d] = 0;
+            }
+        }
+        int64_t s = 1;
+        for (int32_t d = t->ndim - 1; d >= 0; d--) {
+            strides[d] = s;
+            s *= t->shape[d];
+        }
+        p->data = buf;
+        p->owned = buf;
+    }
+    json_t *shape = json_array(), *st = json_array(), *o = json_object();
+    int err = !shape || !st || !o;
+    for (int32_t d = 0; !err && d < t->ndim; d++)
+        err |= json_array_append_new(shape, json_integer(t->shape[d])) != 0 ||
+               json_array_append_new(st, json_integer(strides[d])) != 0;
+    if (!err)
+        err |= json_object_set_new(o, "name", json_string(name)) != 0 ||
+               json_object_set_new(o, "dtype", json_string(dt)) != 0 ||
+               json_object_set(o, "shape", shape) != 0 ||
+               json_object_set(o, "strides", st) != 0 ||
+               json_object_set_new(o, "nbytes", json_integer((json_int_t)p->nbytes)) != 0 ||
+               json_array_append(list, o) != 0;
+    json_decref(shape);
+    json_decref(st);
+    json_decref(o);
+    if (err) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory describing %s", name);
+        return ATTNCONF_ENOMEM;
+    }
+    return 0;
+}
+
+/* A reply tensor descriptor, validated. */
+typedef struct xb_desc {
+    int32_t dtype, ndim;
+    int64_t shape[ATTNCONF_MAX_RANK], strides[ATTNCONF_MAX_RANK];
+    size_t nbytes;
+} xb_desc;
+
+/* Validate a reply tensor descriptor.  Returns 0, or -1 with why set. */
+static int xb_parse_desc(json_t *t, const char *want, xb_desc *d, char *why, size_t n)
+{
+    memset(d, 0, sizeof *d);
+    json_t *jn = json_object_get(t, "name"), *jd = json_object_get(t, "dtype"),
+           *js = json_object_get(t, "shape"), *jst = json_object_get(t, "strides"),
+           *jb = json_object_get(t, "nbytes");
+    if (!json_is_object(t) || !json_is_string(jn)) {
+        xb_fmt(why, n, "a tensor without a \"name\" string");
+        return -1;
+    }
+    const char *name = json_string_value(jn);
+    if (strcmp(name, want) != 0) {
+        xb_fmt(why, n, "tensor '%.64s', expected '%s'", name, want);
+        return -1;
+    }
+    size_t es = 0;
+    if (!json_is_string(jd) || !(d->dtype = xb_dtype_from(json_string_value(jd), &es))) {
+        xb_fmt(why, n, "tensor '%s': dtype %.32s%s%s is not f32, f16, bf16 or bool", want,
+               json_is_string(jd) ? "'" : "", json_is_string(jd) ? json_string_value(jd)
+                                                                   : "(missing)",
+               json_is_string(jd) ? "'" : "");
+        return -1;
+    }
+    if (!json_is_array(js) || json_array_size(js) > ATTNCONF_MAX_RANK) {
+        xb_fmt(why, n, "tensor '%s': \"shape\" is not an array of at most 4 integers", want);
+        return -1;
+    }
+    d->ndim = (int32_t)json_array_size(js);
+    for (int32_t i = 0; i < d->ndim; i++) {
+        json_t *e = json_array_get(js, (size_t)i);
+        if (!json_is_integer(e) || json_integer_value(e) < 0) {
+            xb_fmt(why, n, "tensor '%s': shape[%d] is not a non-negative integer", want, (int)i);
+            return -1;
+        }
+        d->shape[i] = json_integer_value(e);
+    }
+    char st[96];
+    xb_shape_text(d->ndim, d->shape, st, sizeof st);
+    int64_t numel = xb_numel(d->ndim, d->shape);
+    if (numel < 0) {
+        xb_fmt(why, n, "tensor '%s': shape %s has more than %lld elements", want, st,
+               (long long)ACASE_MAX_TENSOR_NUMEL);
+        return -1;
+    }
+    size_t expect = (size_t)numel * es;
+    if (!json_is_integer(jb) || json_integer_value(jb) < 0 ||
+        (uint64_t)json_integer_value(jb) != (uint64_t)expect) {
+        if (json_is_integer(jb))
+            xb_fmt(why, n, "tensor '%s': nbytes %lld does not match %s %s (%zu bytes)", want,
+                   (long long)json_integer_value(jb), json_string_value(jd), st, expect);
+        else
+            xb_fmt(why, n, "tensor '%s': \"nbytes\" is missing or not an integer", want);
+        return -1;
+    }
+    d->nbytes = expect;
+    if (!jst || json_is_null(jst)) {
+        int64_t s = 1;
+        for (int32_t i = d->ndim - 1; i >= 0; i--) {
+            d->strides[i] = s;
+            s *= d->shape[i] > 0 ? d->shape[i] : 1;
+        }
+        return 0;
+    }
+    if (!json_is_array(jst) || json_array_size(jst) != (size_t)d->ndim) {
+        xb_fmt(why, n, "tensor '%s': \"strides\" is not an array of %d integers", want,
+               (int)d->ndim);
+        return -1;
+    }
+    int64_t last = 0;
+    for (int32_t i = 0; i < d->ndim; i++) {
+        json_t *e = json_array_get(jst, (size_t)i);
+        if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+            json_integer_value(e) > ACASE_MAX_TENSOR_NUMEL) {
+            xb_fmt(why, n, "tensor '%s': strides[%d] is not an integer in 0..%lld", want, (int)i,
+                   (long long)ACASE_MAX_TENSOR_NUMEL);
+            return -1;
+        }
+        d->strides[i] = json_integer_value(e);
+        if (d->shape[i] > 0)
+            last += (d->shape[i] - 1) * d->strides[i]; /* <= 4 * 2^24 * 2^24: no overflow */
+    }
+    if (numel > 0 && last >= numel) {
+        xb_fmt(why, n, "tensor '%s': strides address element %lld of a %s buffer of %lld", want,
+               (long long)last, st, (long long)numel);
+        return -1;
+    }
+    return 0;
+}
+
+/* Encode a header, adding "protocol": 1 first. */
+static char *xb_dump(json_t *h)
+{
+    return json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+}
+
+/* One exchange: send header h (+ payloads), read the reply.  `op` names the request in messages.
+ * want_tensor: the one tensor a success reply carries ("out", "keep") or NULL (hello);
+ * out/capacity: where it goes.  *reply receives the parsed header (the caller decrefs) when the
+ * adapter answered.  Returns the reply's status (0 .. -5) with last_error = its error text, or
+ * HB_ETRANSPORT / another ATTNCONF code with last_error set. */
+static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                   const char *want_tensor, attnconf_tensor *out, size_t capacity,
+                   json_t **reply)
+{
+    *reply = NULL;
+    char what[64];
+    double deadline = xb_now() + c->timeout_s;
+    if (c->rlen > c->rpos)
+        return xb_garbage(c, "%zu unexpected bytes on stdout after the previous reply "
+                             "(stdout must carry only the protocol; log to stderr)",
+                          c->rlen - c->rpos);
+    char *text = xb_dump(h);
+    if (!text) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: cannot encode the %s request", op);
+        return ATTNCONF_ENOMEM;
+    }
+    size_t tl = strlen(text);
+    text[tl] = '\n'; /* json_dumps's terminator becomes the framing newline */
+    xb_fmt(what, sizeof what, "sending %s", op);
+    int io = xb_write_all(c, text, tl + 1, deadline);
+    free(text);
+    for (size_t i = 0; io == XB_IO_OK && i < npl; i++)
+        io = xb_write_all(c, pl[i].data, pl[i].nbytes, deadline);
+    if (io != XB_IO_OK)
+        return xb_io_fail(c, io, what);
+
+    xb_fmt(what, sizeof what, "waiting for the reply to %s", op);
+    char *line;
+    size_t len;
+    io = xb_read_line(c, deadline, &line, &len);
+    if (io < 0)
+        return xb_garbage(c, "header longer than 1 MiB (or no newline)");
+    if (io != XB_IO_OK)
+        return xb_io_fail(c, io, what);
+    json_error_t je;
+    json_t *r = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+    if (!r || !json_is_object(r)) {
+        json_decref(r);
+        char head[81];
+        size_t hl = len < 80 ? len : 80;
+        memcpy(head, line, hl);
+        head[hl] = '\0';
+        for (char *p = head; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7F)
+                *p = ' ';
+        return xb_garbage(c, "header to %s is not a JSON object (%s): '%s%s' (stdout must "
+                             "carry only the protocol; log to stderr)",
+                          op, r ? "not an object" : je.text, head, len > 80 ? "..." : "");
+    }
+    *reply = r;
+    json_t *jp = json_object_get(r, "protocol"), *js = json_object_get(r, "status");
+    if (!json_is_integer(jp) || json_integer_value(jp) != 1)
+        return xb_garbage(c, "header to %s lacks \"protocol\": 1", op);
+    if (!json_is_integer(js) || json_integer_value(js) > 0 || json_integer_value(js) < -5)
+        return xb_garbage(c, "header to %s: \"status\" is not an integer in 0..-5", op);
+    int status = (int)json_integer_value(js);
+    json_t *jt = json_object_get(r, "tensors");
+    size_t nt = json_is_array(jt) ? json_array_size(jt) : 0;
+    if (jt && !json_is_null(jt) && !json_is_array(jt))
+        return xb_garbage(c, "header to %s: \"tensors\" is not an array", op);
+    if (status != 0) {
+        json_t *je2 = json_object_get(r, "error");
+        if (!json_is_string(je2))
+            return xb_garbage(c, "status %d to %s without an \"error\" string", status, op);
+        if (nt)
+            return xb_garbage(c, "status %d to %s with tensors (an error reply has none)",
+                              status, op);
+        xb_fmt(c->last_error, sizeof c->last_error, "%s", json_string_value(je2));
+        return status;
+    }
+    if (!want_tensor) {
+        if (nt)
+            return xb_garbage(c, "reply to %s lists tensors; it has none", op);
+        return 0;
+    }
+    if (nt != 1)
+        return xb_garbage(c, "success reply to %s lists %zu tensors, expected one ('%s')", op,
+                          nt, want_tensor);
+    xb_desc d;
+    char why[256];
+    if (xb_parse_desc(json_array_get(jt, 0), want_tensor, &d, why, sizeof why) != 0)
+        return xb_garbage(c, "%s", why);
+    /* A reply that does not fit (another shape, a wider dtype) is drained, not stored: run.c
+     * then judges the descriptor (shape / dtype) as it would a plugin's. */
+    int fits = d.nbytes <= capacity;
+    io = xb_read_exact(c, fits ? out->data : NULL, d.nbytes, deadline);
+    if (io == XB_IO_CLOSED) {
+        char reason[256];
+        xb_fmt(reason, sizeof reason,
+               "adapter reply: payload of '%s' shorter than its %zu bytes (adapter closed "
+               "stdout)", want_tensor, d.nbytes);
+        return xb_finish(c, reason, 0);
+    }
+    if (io != XB_IO_OK)
+        return xb_io_fail(c, io, what);
+    out->dtype = d.dtype;
+    out->ndim = d.ndim;
+    memset(out->shape, 0, sizeof out->shape);
+    memset(out->strides, 0, sizeof out->strides);
+    memcpy(out->shape, d.shape, sizeof d.shape);
+    memcpy(out->strides, d.strides, sizeof d.strides);
+    return 0;
+}
+
+/* ---- hello --------------------------------------------------------------------------------- */
+
+static void xb_free_info(xb_ctx *c)
+{
+    for (size_t i = 0; c->oinfo && i < c->noinfo; i++) {
+        free((char *)c->oinfo[i].key);
+        free((char *)c->oinfo[i].default_value);
+        free((char *)c->oinfo[i].help);
+    }
+    free(c->oinfo);
+    c->oinfo = NULL;
+    c->noinfo = 0;
+}
+
+static char *xb_strdup_or_null(json_t *s)
+{
+    return json_is_string(s) ? strdup(json_string_value(s)) : NULL;
+}
+
+/* Take name, version, capabilities and options from a hello reply.  Returns 0, or
+ * HB_ETRANSPORT (the adapter is stopped) with last_error set. */
+static int xb_take_hello(xb_ctx *c, json_t *r)
+{
+    json_t *jn = json_object_get(r, "name"), *jv = json_object_get(r, "version"),
+           *jc = json_object_get(r, "capabilities"), *jo = json_object_get(r, "options");
+    const char *name = json_is_string(jn) ? json_string_value(jn) : NULL;
+    size_t nl = name ? strlen(name) : 0;
+    if (!name || nl == 0 || nl > 64 ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != nl)
+        return xb_garbage(c, "hello: \"name\" %s%.64s%s is not [a-z0-9_-]{1,64}",
+                          name ? "'" : "", name ? name : "(missing)", name ? "'" : "");
+    if (!json_is_string(jv))
+        return xb_garbage(c, "hello: \"version\" is missing or not a string");
+    if (!json_is_array(jc))
+        return xb_garbage(c, "hello: \"capabilities\" is missing or not an array");
+    uint64_t caps = 0;
+    for (size_t i = 0; i < json_array_size(jc); i++) {
+        json_t *e = json_array_get(jc, i);
+        uint64_t bit = json_is_string(e) ? acase_cap_from_name(json_string_value(e)) : 0;
+        if (!bit)
+            return xb_garbage(c, "hello: unknown capability %s%.64s%s (known: f32, f16, bf16, "
+                                 "mask.bool, mask.additive, mask.broadcast, causal, "
+                                 "causal.offset, gqa, dv_ne_d, strided, scale, build_mask, "
+                                 "window, lengths, left_padding)",
+                              json_is_string(e) ? "'" : "",
+                              json_is_string(e) ? json_string_value(e) : "(not a string)",
+                              json_is_string(e) ? "'" : "");
+        caps |= bit;
+    }
+    size_t no = json_is_array(jo) ? json_array_size(jo) : 0;
+    if (jo && !json_is_null(jo) && !json_is_array(jo))
+        return xb_garbage(c, "hello: \"options\" is not an array");
+    if (no > XB_MAX_OPTION_INFO)
+        return xb_garbage(c, "hello: more than %d options", XB_MAX_OPTION_INFO);
+    for (size_t i = 0; i < no; i++) {
+        json_t *e = json_array_get(jo, i), *k = json_object_get(e, "key");
+        if (!json_is_object(e) || !json_is_string(k) ||
+            !hb_option_key_valid(json_string_value(k)))
+            return xb_garbage(c, "hello: options[%zu] has no \"key\" of the form [a-z0-9_.-]+",
+                              i);
+    }
+    xb_free_info(c);
+    if (no) {
+        c->oinfo = calloc(no + 1, sizeof *c->oinfo);
+        if (!c->oinfo) {
+            xb_stop(c);
+            xb_fmt(c->last_error, sizeof c->last_error, "out of memory");
+            return HB_ETRANSPORT;
+        }
+        c->noinfo = no;
+        for (size_t i = 0; i < no; i++) {
+            json_t *e = json_array_get(jo, i);
+            c->oinfo[i].key = strdup(json_string_value(json_object_get(e, "key")));
+            c->oinfo[i].default_value = xb_strdup_or_null(json_object_get(e, "default"));
+            c->oinfo[i].help = xb_strdup_or_null(json_object_get(e, "help"));
+            if (!c->oinfo[i].key) {
+                xb_stop(c);
+                xb_fmt(c->last_error, sizeof c->last_error, "out of memory");
+                return HB_ETRANSPORT;
+            }
+        }
+    }
+    char *version = strdup(json_string_value(jv));
+    if (!version) {
+        xb_stop(c);
+        xb_fmt(c->last_error, sizeof c->last_error, "out of memory");
+        return HB_ETRANSPORT;
+    }
+    free(c->version);
+    c->version = version;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->caps = caps;
+    return 0;
+}
+
+/* Start the adapter and say hello.  initial: keep what the reply says (the first start); a
+ * restart only checks that it still accepts the options.  Returns 0; 1 if the adapter refused
+ * (last_error = "adapter refused hello: ERROR"); or HB_ETRANSPORT / another negative code with
+ * last_error set.  The adapter is stopped on any failure. */
+static int xb_hello(xb_ctx *c, int initial)
+{
+    if (xb_start(c) != 0)
+        return HB_ETRANSPORT;
+    json_t *h = json_object(), *o = json_object();
+    int err = !h || !o;
+    if (!err)
+        err |= json_object_set_new(h, "protocol", json_integer(1)) != 0 ||
+               json_object_set_new(h, "op", json_string("hello")) != 0;
+    for (size_t i = 0; !err && i < c->nopts; i++) {
+        json_t *v = json_string(c->opts[i].value);
+        if (!v) {
+            json_decref(h);
+            json_decref(o);
+            xb_stop(c);
+            xb_fmt(c->last_error, sizeof c->last_error,
+                   "option '%s': the value is not valid UTF-8", c->opts[i].key);
+            return ATTNCONF_EINVAL;
+        }
+        err |= json_object_set_new(o, c->opts[i].key, v) != 0;
+    }
+    if (!err)
+        err |= json_object_set(h, "options", o) != 0;
+    json_decref(o);
+    if (err) {
+        json_decref(h);
+        xb_stop(c);
+        xb_fmt(c->last_error, sizeof c->last_error, "out of memory");
+        return ATTNCONF_ENOMEM;
+    }
+    json_t *r = NULL;
+    int rc = xb_call(c, h, NULL, 0, "hello", NULL, NULL, 0, &r);
+    json_decref(h);
+    if (rc < 0 && rc != HB_ETRANSPORT && r) { /* the adapter answered with an error status */
+        char msg[sizeof c->last_error];
+        snprintf(msg, sizeof msg, "%s", c->last_error);
+        xb_stop(c);
+        xb_fmt(c->last_error, sizeof c->last_error, "adapter refused hello: %s", msg);
+        rc = 1;
+    } else if (rc == 0 && initial) {
+        rc = xb_take_hello(c, r);
+    }
+    if (rc != 0)
+        xb_stop(c);
+    json_decref(r);
+    return rc;
+}
+
+/* Make sure an adapter is running (restarting one that failed).  Returns 0 or HB_ETRANSPORT. */
+static int xb_ensure(xb_ctx *c)
+{
+    if (c->pid > 0)
+        return 0;
+    int rc = xb_hello(c, 0);
+    if (rc == 0)
+        return 0;
+    char msg[sizeof c->last_error];
+    snprintf(msg, sizeof msg, "%s", c->last_error);
+    xb_stop(c);
+    xb_fmt(c->last_error, sizeof c->last_error, "adapter restart failed: %s", msg);
+    return HB_ETRANSPORT;
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+static int xb_open_plain(void **ctx)
+{
+    /* Never called: an exec context needs a command line (xb_open). */
+    *ctx = NULL;
+    return ATTNCONF_ENOTSUP;
+}
+
+static int xb_open_with_options(void **ctx, const attnconf_option *o, size_t n, char *err,
+                                size_t errlen)
+{
+    (void)o;
+    (void)n;
+    *ctx = NULL;
+    if (err && errlen)
+        snprintf(err, errlen, "an exec: backend is opened by xb_open");
+    return ATTNCONF_ENOTSUP;
+}
+
+static uint64_t xb_caps(void *ctx)
+{
+    return ctx ? ((xb_ctx *)ctx)->caps : 0;
+}
+
+static const char *xb_last_error(void *ctx)
+{
+    return ctx ? ((xb_ctx *)ctx)->last_error : "";
+}
+
+static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    if (!a || !a->q || !a->k || !a->v || !a->out) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: sdpa without q, k, v or out");
+        return ATTNCONF_EINVAL;
+    }
+    if (a->has_scale && !isfinite(a->scale)) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: a non-finite scale cannot be written in JSON");
+        return ATTNCONF_ENOTSUP;
+    }
+    int rc = xb_ensure(c);
+    if (rc)
+        return rc;
+    xb_payload pl[4];
+    size_t npl = 0;
+    json_t *h = json_object(), *list = json_array(), *r = NULL;
+    rc = ATTNCONF_ENOMEM;
+    if (!h || !list ||
+        json_object_set_new(h, "protocol", json_integer(1)) ||
+        json_object_set_new(h, "op", json_string("sdpa")) ||
+        json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
+        json_object_set_new(h, "causal_offset",
+                            a->has_causal_offset ? json_integer(a->causal_offset)
+                                                 : json_null()) ||
+        json_object_set_new(h, "scale", a->has_scale ? json_real(a->scale) : json_null()) ||
+        json_object_set(h, "tensors", list)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        goto done;
+    }
+    static const char *const names[4] = {"q", "k", "v", "mask"};
+    const attnconf_tensor *ts[4] = {a->q, a->k, a->v, a->mask};
+    for (int i = 0; i < 4; i++) {
+        if (!ts[i])
+            continue;
+        rc = xb_add_tensor(c, list, names[i], ts[i], &pl[npl]);
+        if (rc)
+            goto done;
+        npl++;
+    }
+    rc = xb_call(c, h, pl, npl, "sdpa", "out", a->out, a->out_capacity, &r);
+done:
+    for (size_t i = 0; i < npl; i++)
+        free(pl[i].owned);
+    json_decref(list);
+    json_decref(h);
+    json_decref(r);
+    return rc;
+}
+
+/* A [batch] int64 array as JSON, or null. */
+static json_t *xb_int_list(const int64_t *v, int64_t n)
+{
+    if (!v)
+        return json_null();
+    json_t *a = json_array();
+    for (int64_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_integer(v[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+static int xb_build_mask(void *ctx, const attnconf_mask_args *a)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    if (!a || !a->keep) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: build_mask without keep");
+        return ATTNCONF_EINVAL;
+    }
+    if ((a->lengths || a->left_padding) && (a->batch < 0 || a->batch > ACASE_MAX_TENSOR_NUMEL)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: batch %lld out of range",
+               (long long)a->batch);
+        return ATTNCONF_EINVAL;
+    }
+    int rc = xb_ensure(c);
+    if (rc)
+        return rc;
+    json_t *h = json_object(), *r = NULL;
+    json_t *len = xb_int_list(a->lengths, a->batch), *lp = xb_int_list(a->left_padding, a->batch);
+    if (!h || !len || !lp || json_object_set_new(h, "protocol", json_integer(1)) ||
+        json_object_set_new(h, "op", json_string("build_mask")) ||
+        json_object_set_new(h, "lq", json_integer(a->lq)) ||
+        json_object_set_new(h, "offset", json_integer(a->offset)) ||
+        json_object_set_new(h, "window", json_integer(a->window)) ||
+        json_object_set_new(h, "batch", json_integer(a->batch)) ||
+        json_object_set(h, "lengths", len) || json_object_set(h, "left_padding", lp)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        rc = ATTNCONF_ENOMEM;
+    } else {
+        /* The host allocated keep as a contiguous BOOL buffer of its shape (a must-reject
+         * case's shape may be negative: then nothing fits). */
+        int64_t numel = a->keep->ndim >= 0 && a->keep->ndim <= ATTNCONF_MAX_RANK
+                            ? xb_numel(a->keep->ndim, a->keep->shape)
+                            : -1;
+        size_t cap = numel > 0 ? (size_t)numel : 0;
+        rc = xb_call(c, h, NULL, 0, "build_mask", "keep", a->keep, cap, &r);
+    }
+    json_decref(len);
+    json_decref(lp);
+    json_decref(h);
+    json_decref(r);
+    return rc;
+}
+
+static void xb_free(xb_ctx *c)
+{
+    xb_stop(c);
+    xb_close_fd(&c->err_fd);
+    for (size_t i = 0; c->opts && i < c->nopts; i++) {
+        free((char *)c->opts[i].key);
+        free((char *)c->opts[i].value);
+    }
+    free(c->opts);
+    xb_free_info(c);
+    free(c->version);
+    free(c->cmd);
+    free(c->rbuf);
+    free(c);
+}
+
+static void xb_close(void *ctx)
+{
+    xb_ctx *c = ctx;
+    if (!c)
+        return;
+    if (c->pid > 0) {
+        /* Polite first (PROTOCOL.md "close"), then SIGKILL after the grace period. */
+        double grace = c->timeout_s < XB_CLOSE_GRACE_S ? c->timeout_s : XB_CLOSE_GRACE_S;
+        static const char msg[] = "{\"protocol\":1,\"op\":\"close\"}\n";
+        xb_write_all(c, msg, sizeof msg - 1, xb_now() + grace);
+        xb_close_fd(&c->to_fd);
+        siginfo_t si;
+        xb_wait_exit(c, xb_now() + XB_CLOSE_GRACE_S, &si);
+    }
+    xb_free(c);
+}
+
+static const attnconf_backend xb_template = {
+    .abi_version = ATTNCONF_ABI_VERSION,
+    .struct_size = sizeof(attnconf_backend),
+    .name = "exec",
+    .version = "",
+    .open = xb_open_plain,
+    .close = xb_close,
+    .capabilities = xb_caps,
+    .sdpa = xb_sdpa,
+    .build_mask = xb_build_mask,
+    .last_error = xb_last_error,
+    .options = NULL,
+    .open_with_options = xb_open_with_options,
+};
+
+int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options,
+            double timeout_s, const attnconf_backend **table, void **ctx, char *err,
+            size_t errlen)
+{
+    *table = NULL;
+    *ctx = NULL;
+    if (!cmdline || !cmdline[strspn(cmdline, " \t")]) {
+        xb_fmt(err, errlen, "empty command line after 'exec:'");
+        return -1;
+    }
+    if (!(timeout_s > 0) || !isfinite(timeout_s)) {
+        xb_fmt(err, errlen, "timeout %g is not a positive number of seconds", timeout_s);
+        return -1;
+    }
+    /* A write to an adapter that died must come back as EPIPE, not kill the harness. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, NULL);
+
+    xb_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        xb_fmt(err, errlen, "out of memory");
+        return -1;
+    }
+    c->to_fd = c->from_fd = c->err_fd = -1;
+    c->timeout_s = timeout_s;
+    c->cmd = strdup(cmdline);
+    c->rbuf = malloc(XB_RBUF_SIZE);
+    c->opts = n_options ? calloc(n_options, sizeof *c->opts) : NULL;
+    int oom = !c->cmd || !c->rbuf || (n_options && !c->opts);
+    for (size_t i = 0; !oom && i < n_options; i++) {
+        c->opts[i].key = strdup(options[i].key);
+        c->opts[i].value = strdup(options[i].value ? options[i].value : "");
+        c->nopts = i + 1;
+        oom = !c->opts[i].key || !c->opts[i].value;
+    }
+    if (oom) {
+        xb_free(c);
+        xb_fmt(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = xb_hello(c, 1);
+    if (rc != 0) {
+        xb_fmt(err, errlen, "%s", c->last_error);
+        xb_free(c);
+        return -1;
+    }
+    c->table = xb_template;
+    c->table.name = c->name;
+    c->table.version = c->version;
+    c->table.options = c->oinfo;
+    *table = &c->table;
+    *ctx = c;
+    return 0;
+}

@@ -1,0 +1,22 @@
+/* exec_backend.h — the `exec:` bridge: an out-of-process adapter (PROTOCOL.md) served through
+ * the same attnconf_backend table a plugin provides, so run.c has one code path for both. */
+#ifndef ATTNCONF_EXEC_BACKEND_H
+#define ATTNCONF_EXEC_BACKEND_H
+
+#include <stddef.h>
+
+#include "attnconf/backend.h"
+
+/* Start `/bin/sh -c cmdline` (ATTNCONF_PROTOCOL=1 in its environment), send `hello` with the
+ * options and validate the reply.  On success returns 0, *table points to a table whose name,
+ * version, capabilities and options are the adapter's (valid until table->close(*ctx), which
+ * ends the adapter and frees both) and *ctx to its context.  Calls on the table that meet a
+ * transport failure return HB_ETRANSPORT with the reason in last_error, kill the adapter and
+ * start a fresh one (with the same hello) at the next call.  Each call may take up to timeout_s
+ * seconds.  Returns -1 with err = the problem (without the "exec:CMD: " prefix; an adapter's
+ * refusal reads "adapter refused hello: ERROR") and nothing left running. */
+int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options,
+            double timeout_s, const attnconf_backend **table, void **ctx, char *err,
+            size_t errlen);
+
+#endif

@@ -1,0 +1,348 @@
+/* expect.c — read expected-results files and judge a run against them (format: expect.h). */
+#define _POSIX_C_SOURCE 200809L /* strdup, fnmatch */
+
+#include "expect.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+/* Expectation files are small hand-written lists; anything this large is a mistake. */
+#define HX_MAX_FILE_BYTES (4u << 20)
+
+typedef struct hx_reader {
+    const char *path;
+    yaml_document_t *doc;
+    char *err;
+    size_t errlen;
+} hx_reader;
+
+__attribute__((format(printf, 3, 4))) static int hx_fail(const hx_reader *r,
+                                                         const yaml_node_t *at,
+                                                         const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (at)
+        snprintf(r->err, r->errlen, "%s:%lu:%lu: %s", r->path,
+                 (unsigned long)at->start_mark.line + 1, (unsigned long)at->start_mark.column + 1,
+                 msg);
+    else
+        snprintf(r->err, r->errlen, "%s: %s", r->path, msg);
+    return -1;
+}
+
+static const char *hx_scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* A one-line, non-empty string scalar for `key`, or -1 with the error set. */
+static int hx_text(const hx_reader *r, const yaml_node_t *n, const char *key, const char **out)
+{
+    const char *s = hx_scalar(n);
+    if (!s)
+        return hx_fail(r, n, "%s: expected a string", key);
+    if (!s[0])
+        return hx_fail(r, n, "%s: must not be empty", key);
+    if (strpbrk(s, "\r\n"))
+        return hx_fail(r, n, "%s: must be one line", key);
+    *out = s;
+    return 0;
+}
+
+static int hx_parse_status(const char *s, hr_status *out)
+{
+    for (int k = 0; k < HR_STATUS_COUNT; k++)
+        if (strcmp(s, hr_status_name((hr_status)k)) == 0) {
+            *out = (hr_status)k;
+            return 0;
+        }
+    return -1;
+}
+
+static char *hx_dup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* `case`: one id or glob, or a non-empty list of them; fills patterns and the joined name. */
+static int hx_read_patterns(const hx_reader *r, const yaml_node_t *n, hx_entry *e)
+{
+    size_t count = 1;
+    yaml_node_item_t *items = NULL;
+    if (n->type == YAML_SEQUENCE_NODE) {
+        items = n->data.sequence.items.start;
+        count = (size_t)(n->data.sequence.items.top - items);
+        if (count == 0)
+            return hx_fail(r, n, "case: an empty list");
+        if (count > 256)
+            return hx_fail(r, n, "case: %zu patterns, over the limit of 256", count);
+    }
+    if (!(e->patterns = calloc(count, sizeof *e->patterns)) ||
+        !(e->hits = calloc(count, sizeof *e->hits)))
+        return hx_fail(r, n, "out of memory");
+    size_t joined = 0;
+    for (size_t i = 0; i < count; i++) {
+        const yaml_node_t *p = items ? yaml_document_get_node(r->doc, items[i]) : n;
+        const char *s;
+        if (hx_text(r, p, "case", &s))
+            return -1;
+        if (strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.*?[]-!") != strlen(s))
+            return hx_fail(r, p, "case: '%s' is not a case id or glob", s);
+        if (!(e->patterns[i] = hx_dup(s)))
+            return hx_fail(r, p, "out of memory");
+        e->npatterns = i + 1;
+        joined += strlen(s) + 2;
+    }
+    if (!(e->pattern = malloc(joined + 1)))
+        return hx_fail(r, n, "out of memory");
+    e->pattern[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        strcat(e->pattern, i ? ", " : "");
+        strcat(e->pattern, e->patterns[i]);
+    }
+    return 0;
+}
+
+static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
+{
+    if (m->type != YAML_MAPPING_NODE)
+        return hx_fail(r, m, "expect: each entry must be a mapping (case, status, clause, reason)");
+    const char *status = NULL, *reason = NULL, *upstream = NULL;
+    const yaml_node_t *clause_node = NULL, *status_node = NULL, *case_node = NULL;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
+        const yaml_node_t *v = yaml_document_get_node(r->doc, p->value);
+        const char *key = hx_scalar(k);
+        const char **slot = NULL;
+        if (!key)
+            return hx_fail(r, k, "expect entry: keys must be strings");
+        if (strcmp(key, "case") == 0) {
+            if (case_node)
+                return hx_fail(r, k, "expect entry: duplicate key 'case'");
+            case_node = v;
+            continue;
+        } else if (strcmp(key, "status") == 0)
+            slot = &status, status_node = v;
+        else if (strcmp(key, "reason") == 0)
+            slot = &reason;
+        else if (strcmp(key, "upstream") == 0)
+            slot = &upstream;
+        else if (strcmp(key, "clause") == 0) {
+            if (clause_node)
+                return hx_fail(r, k, "expect entry: duplicate key 'clause'");
+            clause_node = v;
+            continue;
+        } else
+            return hx_fail(r, k,
+                           "expect entry: unknown key '%s' (known: case, status, clause, reason, "
+                           "upstream)", key);
+        if (*slot)
+            return hx_fail(r, k, "expect entry: duplicate key '%s'", key);
+        if (hx_text(r, v, key, slot))
+            return -1;
+    }
+    if (!case_node || !status || !reason || !clause_node)
+        return hx_fail(r, m, "expect entry: missing '%s'",
+                       !case_node ? "case" : !status ? "status" : !reason ? "reason" : "clause");
+    if (hx_read_patterns(r, case_node, e))
+        return -1;
+    if (hx_parse_status(status, &e->status))
+        return hx_fail(r, status_node,
+                       "status: unknown '%s' (PASS, EXPECTED_ERROR, NOT_SUPPORTED, FAIL, "
+                       "INCORRECT_DTYPE, ERROR)", status);
+    const char *cl = hx_scalar(clause_node);
+    char *end = NULL;
+    errno = 0;
+    long c = cl ? strtol(cl, &end, 10) : 0;
+    if (!cl || !*cl || *end || errno || c < 1 || c > 13)
+        return hx_fail(r, clause_node, "clause: expected a SPEC.md clause number 1..13");
+    e->clause = (int)c;
+    e->line = (int)m->start_mark.line + 1;
+    e->reason = hx_dup(reason);
+    e->upstream = hx_dup(upstream);
+    if (!e->reason || (upstream && !e->upstream))
+        return hx_fail(r, m, "out of memory");
+    return 0;
+}
+
+static int hx_read_root(const hx_reader *r, hx_file *f)
+{
+    const yaml_node_t *root = yaml_document_get_root_node(r->doc);
+    if (!root)
+        return hx_fail(r, NULL, "empty file");
+    if (root->type != YAML_MAPPING_NODE)
+        return hx_fail(r, root, "the document must be a mapping");
+    const yaml_node_t *ver = NULL, *backend = NULL, *version = NULL, *expect = NULL;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        const yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
+        const yaml_node_t *v = yaml_document_get_node(r->doc, p->value);
+        const char *key = hx_scalar(k);
+        const yaml_node_t **slot = !key                                   ? NULL
+                                   : strcmp(key, "attnconf_expected") == 0 ? &ver
+                                   : strcmp(key, "backend") == 0           ? &backend
+                                   : strcmp(key, "version") == 0           ? &version
+                                   : strcmp(key, "expect") == 0            ? &expect
+                                                                           : NULL;
+        if (!slot)
+            return hx_fail(r, k,
+                           "unknown key '%s' (known: attnconf_expected, backend, version, expect)",
+                           key ? key : "?");
+        if (*slot)
+            return hx_fail(r, k, "duplicate key '%s'", key);
+        *slot = v;
+    }
+    if (!ver)
+        return hx_fail(r, root, "attnconf_expected: missing (the format version, 1)");
+    const char *vs = hx_scalar(ver);
+    if (!vs || strcmp(vs, "1") != 0)
+        return hx_fail(r, ver, "attnconf_expected: unsupported format version '%s' (this "
+                       "harness reads 1)", vs ? vs : "?");
+    const char *s;
+    if (!backend)
+        return hx_fail(r, root, "backend: missing");
+    if (hx_text(r, backend, "backend", &s) || !(f->backend = hx_dup(s)))
+        return -1;
+    if (!version)
+        return hx_fail(r, root, "version: missing");
+    if (hx_text(r, version, "version", &s) || !(f->version = hx_dup(s)))
+        return -1;
+    if (!expect)
+        return hx_fail(r, root, "expect: missing (an empty list [] when the backend conforms)");
+    if (expect->type != YAML_SEQUENCE_NODE)
+        return hx_fail(r, expect, "expect: must be a list of entries");
+    size_t n = (size_t)(expect->data.sequence.items.top - expect->data.sequence.items.start);
+    if (n > HX_MAX_ENTRIES)
+        return hx_fail(r, expect, "expect: %zu entries, over the limit of %d", n,
+                       HX_MAX_ENTRIES);
+    f->entries = calloc(n ? n : 1, sizeof *f->entries);
+    if (!f->entries)
+        return hx_fail(r, expect, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const yaml_node_t *m = yaml_document_get_node(r->doc, expect->data.sequence.items.start[i]);
+        f->n = i + 1; /* so hx_free releases what a failing entry already allocated */
+        if (hx_read_entry(r, m, &f->entries[i]))
+            return -1;
+        const hx_entry *e = &f->entries[i];
+        for (size_t j = 0; j <= i; j++)
+            for (size_t a = 0; a < f->entries[j].npatterns; a++)
+                for (size_t b = 0; b < e->npatterns; b++)
+                    if ((j < i || a < b) && strcmp(f->entries[j].patterns[a], e->patterns[b]) == 0)
+                        return hx_fail(r, m, "case: '%s' is listed twice (first on line %d)",
+                                       e->patterns[b], f->entries[j].line);
+    }
+    return 0;
+}
+
+int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    hx_reader r = {path, NULL, err, errlen};
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return hx_fail(&r, NULL, "%s", strerror(errno));
+    if (fseek(fp, 0, SEEK_END) == 0) {
+        long size = ftell(fp);
+        if (size > (long)HX_MAX_FILE_BYTES) {
+            fclose(fp);
+            return hx_fail(&r, NULL, "file is %ld bytes, over the %u-byte limit", size,
+                           HX_MAX_FILE_BYTES);
+        }
+        rewind(fp);
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    int rc = -1;
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(fp);
+        return hx_fail(&r, NULL, "out of memory");
+    }
+    yaml_parser_set_input_file(&parser, fp);
+    if (!yaml_parser_load(&parser, &doc)) {
+        snprintf(err, errlen, "%s:%lu:%lu: YAML: %s", path,
+                 (unsigned long)parser.problem_mark.line + 1,
+                 (unsigned long)parser.problem_mark.column + 1,
+                 parser.problem ? parser.problem : "parse error");
+        yaml_parser_delete(&parser);
+        fclose(fp);
+        return -1;
+    }
+    r.doc = &doc;
+    out->path = hx_dup(path);
+    rc = out->path ? hx_read_root(&r, out) : hx_fail(&r, NULL, "out of memory");
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    fclose(fp);
+    if (rc)
+        hx_free(out);
+    return rc;
+}
+
+hx_entry *hx_match(hx_file *f, const char *id)
+{
+    for (size_t i = 0; i < f->n; i++)
+        for (size_t k = 0; k < f->entries[i].npatterns; k++)
+            if (fnmatch(f->entries[i].patterns[k], id, 0) == 0) {
+                f->entries[i].hits[k]++;
+                return &f->entries[i];
+            }
+    return NULL;
+}
+
+int hx_status_matches(const hr_result *r)
+{
+    if (r->expect_entry)
+        return r->status == r->expect_status;
+    return r->status == HR_PASS || r->status == HR_EXPECTED_ERROR;
+}
+
+size_t hx_apply(hx_file *f, hr_run *run)
+{
+    size_t unexpected = 0;
+    for (size_t i = 0; i < run->count; i++) {
+        hr_result *r = &run->results[i];
+        const hx_entry *e = hx_match(f, r->id);
+        r->has_expect = 1;
+        r->expect_entry = e != NULL;
+        /* Without an entry the case must conform: PASS, or EXPECTED_ERROR where it must be
+         * rejected (hx_status_matches accepts both; PASS stands for "conforms" here). */
+        r->expect_status = e ? e->status : HR_PASS;
+        r->expect_clause = e ? e->clause : 0;
+        snprintf(r->expect_pattern, sizeof r->expect_pattern, "%s", e ? e->pattern : "");
+        snprintf(r->expect_reason, sizeof r->expect_reason, "%s", e ? e->reason : "");
+        snprintf(r->expect_upstream, sizeof r->expect_upstream, "%s",
+                 e && e->upstream ? e->upstream : "");
+        unexpected += !hx_status_matches(r);
+    }
+    return unexpected;
+}
+
+void hx_free(hx_file *f)
+{
+    if (!f)
+        return;
+    for (size_t i = 0; i < f->n; i++) {
+        for (size_t k = 0; k < f->entries[i].npatterns; k++)
+            free(f->entries[i].patterns[k]);
+        free(f->entries[i].patterns);
+        free(f->entries[i].hits);
+        free(f->entries[i].pattern);
+        free(f->entries[i].reason);
+        free(f->entries[i].upstream);
+    }
+    free(f->entries);
+    free(f->path);
+    free(f->backend);
+    free(f->version);
+    memset(f, 0, sizeof *f);
+}

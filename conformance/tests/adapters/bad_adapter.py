@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""bad_adapter.py -- TEST-ONLY exec adapter (PROTOCOL.md v1), correct or misbehaving on purpose.
+
+    attnconf run --backend 'exec:python3 bad_adapter.py MODE [STATE_FILE]'
+
+Standard library only.  MODE (argv[1]):
+
+  ok            a correct adapter: f32 SDPA without masks (causal, offset, GQA, Dv != D,
+                strides and explicit scale included), computed in pure Python in double and
+                rounded once to f32, small cases only; and build_mask (window, lengths, left
+                padding).  Option `device` (default cpu; only cpu
+                is accepted, anything else is refused in hello).
+  die           exits (status 3) in the middle of every sdpa, after reading only the header
+  hang          reads the sdpa request, then never replies
+  garbage       answers sdpa with a line that is not JSON
+  badnbytes     answers sdpa with an `out` whose nbytes is 4 bytes short of its shape
+  stdout_noise  prints a stray line on stdout before a correct sdpa reply
+  refuse_hello  answers hello with status -1
+  bad_caps      lists a capability that does not exist ("f64") in hello
+  die_once      like die for the first sdpa of all runs sharing STATE_FILE (argv[2], created
+                then), then like ok: proves the harness restarts the adapter and goes on
+  close_stdin   closes its stdin right after the hello reply and exits (status 0): the
+                harness's next write meets a closed pipe (SIGPIPE / EPIPE)
+
+If $BAD_ADAPTER_PIDS is set, every start appends its pid to that file (tests check that the
+harness left no adapter running).
+"""
+
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
+STATE = sys.argv[2] if len(sys.argv) > 2 else None
+EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = -1, -2, -3, -4, -5
+
+inp = sys.stdin.buffer
+out = sys.stdout.buffer
+
+
+def log(msg):
+    print("bad_adapter(%s): %s" % (MODE, msg), file=sys.stderr, flush=True)
+
+
+def send(header, payload=b""):
+    header = dict({"protocol": 1}, **header)
+    out.write(json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload)
+    out.flush()
+
+
+def read_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = inp.read(n - len(buf))
+        if not chunk:
+            raise EOFError("stdin closed inside a payload")
+        buf += chunk
+    return bytes(buf)
+
+
+def read_request():
+    line = inp.readline()
+    if not line:
+        return None, []
+    header = json.loads(line)
+    if header.get("protocol") != 1:
+        raise ValueError("protocol is not 1")
+    return header, header.get("tensors") or []
+
+
+def read_payloads(tensors):
+    return {t["name"]: (t, read_exact(t["nbytes"])) for t in tensors}
+
+
+def error(status, text):
+    send({"status": status, "error": text})
+
+
+def hello(header):
+    if MODE == "refuse_hello":
+        error(EINVAL, "refusing hello on purpose")
+        return
+    options = header.get("options") or {}
+    for key, value in options.items():
+        if key != "device":
+            error(EINVAL, "unknown option '%s' (this adapter takes: device)" % key)
+            return
+        if value != "cpu":
+            error(EINVAL, "device '%s' is not available (cpu only)" % value)
+            return
+    caps = ["f32", "causal", "causal.offset", "gqa", "dv_ne_d", "strided", "scale",
+            "build_mask", "window", "lengths", "left_padding"]
+    if MODE == "bad_caps":
+        caps.append("f64")
+    send({"status": 0, "name": "bad_adapter", "version": "bad_adapter 1 (%s)" % MODE,
+          "capabilities": caps,
+          "options": [{"key": "device", "default": "cpu", "help": "cpu only (a test adapter)"}]})
+
+
+def view(desc, data):
+    """A function (b, h, l, d) -> float for an f32 tensor described with strides."""
+    values = struct.unpack("<%df" % (len(data) // 4), data)
+    shape = desc["shape"]
+    strides = desc.get("strides")
+    if strides is None:
+        strides = [0] * len(shape)
+        s = 1
+        for d in range(len(shape) - 1, -1, -1):
+            strides[d] = s
+            s *= max(shape[d], 1)
+    return lambda i: values[sum(a * b for a, b in zip(i, strides))]
+
+
+def sdpa(header, tensors):
+    """Returns (status, error, out_descriptor, payload)."""
+    if "mask" in tensors:
+        return ENOTSUP, "masks are not supported", None, b""
+    q, k, v = (tensors[n][0] for n in ("q", "k", "v"))
+    if any(t["dtype"] != "f32" for t in (q, k, v)):
+        return (EDTYPE if len({t["dtype"] for t in (q, k, v)}) > 1 else ENOTSUP,
+                "f32 only", None, b"")
+    if any(len(t["shape"]) != 4 for t in (q, k, v)):
+        return EINVAL, "q, k, v must be rank 4", None, b""
+    (B, Hq, Lq, D), (Bk, Hkv, Lk, Dk), (Bv, Hv, Lv, Dv) = q["shape"], k["shape"], v["shape"]
+    if Bk != B or Bv != B or Dk != D or Hv != Hkv or Lv != Lk or Hkv == 0 or Hq % Hkv:
+        return EINVAL, "shapes q %s k %s v %s do not match" % (q["shape"], k["shape"],
+                                                               v["shape"]), None, b""
+    Q, K, V = (view(tensors[n][0], tensors[n][1]) for n in ("q", "k", "v"))
+    scale = header.get("scale")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    causal = bool(header.get("causal"))
+    offset = header.get("causal_offset")
+    offset = Lk - Lq if offset is None else offset
+    group = Hq // Hkv
+    result = []
+    for b in range(B):
+        for h in range(Hq):
+            hk = h // group
+            for i in range(Lq):
+                keys = [j for j in range(Lk) if not causal or j <= offset + i]
+                if not keys:
+                    result.extend([0.0] * Dv)
+                    continue
+                logits = [scale * sum(Q((b, h, i, d)) * K((b, hk, j, d)) for d in range(D))
+                          for j in keys]
+                m = max(logits)
+                w = [math.exp(x - m) for x in logits]
+                total = sum(w)
+                for e in range(Dv):
+                    result.append(sum(wj * V((b, hk, j, e)) for wj, j in zip(w, keys)) / total)
+    payload = struct.pack("<%df" % len(result), *result)
+    desc = {"name": "out", "dtype": "f32", "shape": [B, Hq, Lq, Dv], "nbytes": len(payload)}
+    return 0, "", desc, payload
+
+
+def build_mask(h):
+    """Returns (status, error, keep_descriptor, payload): the attnref/mask.h semantics."""
+    lq, offset, window, batch = h["lq"], h["offset"], h["window"], h["batch"]
+    lengths, left = h.get("lengths"), h.get("left_padding")
+    lk = offset + lq
+    if lq < 0 or offset < 0 or window < 0:
+        return EINVAL, "lq, offset and window must be >= 0", None, b""
+    per_seq = lengths is not None or left is not None
+    if per_seq and batch < 1:
+        return EINVAL, "batch must be >= 1 with lengths or left_padding", None, b""
+    for name, arr in (("lengths", lengths), ("left_padding", left)):
+        if arr is not None and (len(arr) != batch or any(x < 0 or x > lk for x in arr)):
+            return EINVAL, "%s entries must be in 0..%d" % (name, lk), None, b""
+    B = batch if per_seq else 1
+    keep = bytearray()
+    for b in range(B):
+        for i in range(lq):
+            p = offset + i
+            for j in range(lk):
+                ok = j <= p and (window == 0 or j > p - window)
+                ok = ok and (lengths is None or j < lengths[b])
+                ok = ok and (left is None or j >= left[b])
+                keep.append(1 if ok else 0)
+    desc = {"name": "keep", "dtype": "bool", "shape": [B, 1, lq, lk], "nbytes": len(keep)}
+    return 0, "", desc, bytes(keep)
+
+
+def serve_sdpa(header, tensor_list):
+    if MODE == "die" or (MODE == "die_once" and STATE and not os.path.exists(STATE)):
+        if MODE == "die_once":
+            open(STATE, "w").close()
+        log("dying in the middle of sdpa")
+        os._exit(3)
+    tensors = read_payloads(tensor_list)
+    if MODE == "hang":
+        log("hanging in sdpa")
+        while True:
+            time.sleep(3600)
+    if MODE == "garbage":
+        out.write(b"this is not json\n")
+        out.flush()
+        return
+    status, text, desc, payload = sdpa(header, tensors)
+    if status != 0:
+        error(status, text)
+        return
+    if MODE == "badnbytes":
+        desc["nbytes"] -= 4
+        payload = payload[:-4]
+    if MODE == "stdout_noise":
+        out.write(b"loading weights...\n")
+    send({"status": 0, "tensors": [desc]}, payload)
+
+
+def main():
+    pids = os.environ.get("BAD_ADAPTER_PIDS")
+    if pids:
+        with open(pids, "a") as f:
+            f.write("%d\n" % os.getpid())
+    if os.environ.get("ATTNCONF_PROTOCOL") != "1":
+        log("ATTNCONF_PROTOCOL is not 1")
+        return 4
+    while True:
+        header, tensor_list = read_request()
+        if header is None:
+            return 0
+        op = header.get("op")
+        if op == "hello":
+            hello(header)
+            if MODE == "close_stdin":
+                os.close(0)
+                log("closed stdin, exiting")
+                return 0
+        elif op == "sdpa":
+            serve_sdpa(header, tensor_list)
+        elif op == "build_mask":
+            status, text, desc, payload = build_mask(header)
+            if status != 0:
+                error(status, text)
+            else:
+                send({"status": 0, "tensors": [desc]}, payload)
+        elif op == "close":
+            return 0
+        else:
+            read_payloads(tensor_list)
+            error(ENOTSUP, "op %s is not supported" % op)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""check_exec.py -- ctest scenarios for `exec:` adapters and backend options (standard library).
+
+    check_exec.py --harness ATTNCONF --cases DIR --workdir DIR [--python PY]
+                  [--options-backend SO] SCENARIO
+
+Each scenario runs the harness, asserts on exit status, per-case statuses (from --format json)
+and messages, and on what was left behind (adapter processes, zombies).  It exits 0 or prints
+what went wrong and exits 1.  The adapter is tests/adapters/bad_adapter.py (see its modes).
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ADAPTER = os.path.join(HERE, "adapters", "bad_adapter.py")
+F32_NOMASK = ["sdpa.nomask.basic.f32", "sdpa.nomask.d1.f32", "sdpa.nomask.large_logits_neg.f32",
+              "sdpa.nomask.large_logits_pos.f32", "sdpa.nomask.lk113.f32"]
+FAILED = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILED.append(what)
+        print("FAILED: " + what)
+
+
+def backend(args, mode, *extra):
+    words = [args.python, ADAPTER, mode] + list(extra)
+    return "exec:" + " ".join(shlex.quote(w) for w in words)
+
+
+def run(args, cmd, env=None, timeout=120, watch_zombies=False):
+    """Run the harness; returns (rc, stdout, stderr, seconds, zombies seen)."""
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    zombies = set()
+    if watch_zombies:
+        seen = set()
+        while p.poll() is None:
+            now = set(zombie_children(p.pid))
+            zombies |= now & seen  # seen twice, 0.2 s apart: not the instant before a reap
+            seen = now
+            time.sleep(0.2)
+    so, se = p.communicate(timeout=timeout)
+    secs = time.monotonic() - t0
+    print("exit %d after %.1f s\n--- stdout ---\n%s--- stderr ---\n%s" % (p.returncode, secs, so,
+                                                                          se), flush=True)
+    return p.returncode, so, se, secs, zombies
+
+
+def zombie_children(ppid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if fields[0] == "Z" and int(fields[1]) == ppid:
+            out.append(int(d))
+    return out
+
+
+def results(args, json_path):
+    with open(json_path) as f:
+        doc = json.load(f)
+    return doc, {r["id"]: r for r in doc["results"]}
+
+
+def json_run(args, be, filt, *extra, env=None, watch_zombies=False, name="run"):
+    out = os.path.join(args.workdir, name + ".json")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = [args.harness, "run", "--backend", be, "--cases", args.cases, "--filter", filt,
+           "--format", "json", "--out", out] + list(extra)
+    rc, so, se, secs, z = run(args, cmd, env=env, watch_zombies=watch_zombies)
+    doc, res = results(args, out) if os.path.exists(out) else ({}, {})
+    return rc, so + se, secs, z, doc, res
+
+
+def statuses(res, ids, status, msg_re=None):
+    for i in ids:
+        r = res.get(i)
+        check(r is not None, "case %s ran" % i)
+        if r is None:
+            continue
+        check(r["status"] == status, "%s is %s (got %s: %s)" % (i, status, r["status"],
+                                                              r["message"]))
+        if msg_re:
+            check(re.search(msg_re, r["message"]) is not None,
+                  "%s message matches %r (got %r)" % (i, msg_re, r["message"]))
+
+
+def pids_gone(pidfile):
+    """Every adapter the harness started is gone (killed or exited, and not left running)."""
+    with open(pidfile) as f:
+        pids = [int(x) for x in f.read().split()]
+    check(len(pids) >= 1, "the adapter recorded its pid")
+    for pid in pids:
+        alive = True
+        for _ in range(50):  # a killed process may take a moment to disappear
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                alive = False
+                break
+            time.sleep(0.05)
+        check(not alive, "adapter pid %d is not running after the harness exited" % pid)
+    return pids
+
+
+# ---- scenarios -------------------------------------------------------------------------------
+
+def s_ok(args):
+    """A correct adapter passes real cases end to end; options reach hello; JSON records them."""
+    pidfile = os.path.join(args.workdir, "ok.pids")
+    open(pidfile, "w").close()
+    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "sdpa.nomask.*",
+                                       "--backend-option", "device=cpu", env=env)
+    check(rc == 0, "exit 0 (got %d)" % rc)
+    check(len(pids_gone(pidfile)) == 1, "one adapter for the whole run, gone after `close`")
+    statuses(res, F32_NOMASK, "PASS")
+    statuses(res, ["sdpa.nomask.basic.f16", "sdpa.nomask.basic.bf16"], "NOT_SUPPORTED")
+    check(doc.get("backend", {}).get("name") == "bad_adapter", "backend name from hello")
+    check(doc.get("backend", {}).get("version") == "bad_adapter 1 (ok)", "version from hello")
+    check(doc.get("backend_options") == "device=cpu", "backend_options recorded")
+    # Strided inputs, causal with offset, GQA and a must-reject case through the same pipe.
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "sdpa.*.f32", name="run2")
+    check(rc == 0, "exit 0 on sdpa.*.f32 (got %d)" % rc)
+    statuses(res, ["sdpa.strided.blhd_all.f32", "sdpa.scale.negative.f32",
+                   "sdpa.fully_masked.lk0.f32", "sdpa.sizes.lk113_d80_dv64.f32"], "PASS")
+    statuses(res, ["sdpa.invalid.head_dim_mismatch.f32"], "EXPECTED_ERROR", "shapes")
+    # build_mask: every mask family, must-reject cases included.
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "mask.*", name="run3")
+    check(rc == 0, "exit 0 on mask.* (got %d)" % rc)
+    check(len(res) >= 10, "the mask families ran (%d cases)" % len(res))
+    check(all(r["status"] in ("PASS", "EXPECTED_ERROR") for r in res.values()),
+          "every mask case passes: %s" % sorted((i, r["status"]) for i, r in res.items()
+                                                 if r["status"] not in ("PASS",
+                                                                        "EXPECTED_ERROR")))
+    check(sum(r["status"] == "EXPECTED_ERROR" for r in res.values()) >= 1,
+          "a must-reject mask case is rejected through the pipe")
+
+
+def s_die(args):
+    """Dies in every sdpa: each case is an ERROR quoting the exit status and stderr, the run goes
+    on (a fresh adapter per case), NOT_SUPPORTED cases still come after."""
+    rc, out, _, _, _, res = json_run(args, backend(args, "die"), "sdpa.nomask.*")
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, F32_NOMASK, "ERROR", r"^adapter failure: adapter exited with status 3: "
+             r"bad_adapter\(die\): dying in the middle of sdpa$")
+    statuses(res, ["sdpa.nomask.lk1025.f16"], "NOT_SUPPORTED")
+
+
+def s_die_must_reject(args):
+    """A crash in a case that must be rejected is an ERROR, never a correct rejection."""
+    rc, out, _, _, _, res = json_run(args, backend(args, "die"),
+                                     "sdpa.invalid.head_dim_mismatch.f32")
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.invalid.head_dim_mismatch.f32"], "ERROR", r"^adapter failure: ")
+
+
+def s_die_once(args):
+    """Dies on the first sdpa only: that case is an ERROR, the restarted adapter passes the rest;
+    the printed rerun command (with its exec: backend) re-runs the case, which now passes."""
+    state = os.path.join(args.workdir, "die_once.state")
+    if os.path.exists(state):
+        os.remove(state)
+    rc, out, _, _, _, res = json_run(args, backend(args, "die_once", state), "sdpa.nomask.*")
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, F32_NOMASK[:1], "ERROR", r"adapter exited with status 3")
+    statuses(res, F32_NOMASK[1:], "PASS")
+    rerun = res.get(F32_NOMASK[0], {}).get("rerun", "")
+    check("--backend 'exec:" in rerun, "rerun quotes the exec: backend (%r)" % rerun)
+    rc, so, se, _, _ = run(args, ["sh", "-c", rerun])
+    check(rc == 0 and re.search(r"PASS +%s" % re.escape(F32_NOMASK[0]), so) is not None,
+          "the rerun command re-runs the case and it passes")
+
+
+def s_hang(args):
+    """Never replies: --timeout 1 turns each call into an ERROR within about a second, the
+    adapters are killed (none left running, no zombie children while the run goes on)."""
+    pidfile = os.path.join(args.workdir, "hang.pids")
+    open(pidfile, "w").close()
+    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    rc, out, secs, zombies, _, res = json_run(args, backend(args, "hang"), "sdpa.nomask.*",
+                                              "--timeout", "1", env=env, watch_zombies=True)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, F32_NOMASK, "ERROR", r"^adapter failure: adapter timed out after 1 s waiting "
+             r"for the reply to sdpa \(adapter stderr: bad_adapter\(hang\): hanging in sdpa\)$")
+    check(secs < 5 * 1 + 10, "finished in seconds (%.1f s)" % secs)
+    check(not zombies, "no zombie children during the run (%s)" % sorted(zombies))
+    pids = pids_gone(pidfile)
+    check(len(pids) == len(F32_NOMASK), "one adapter per f32 case: the first, then a restart "
+          "after each timed-out case but the last (%d pids)" % len(pids))
+
+
+def s_garbage(args):
+    rc, out, _, _, _, res = json_run(args, backend(args, "garbage"), "sdpa.nomask.basic.*")
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.nomask.basic.f32"], "ERROR",
+             r"adapter reply: header to sdpa is not a JSON object .*'this is not json'")
+
+
+def s_badnbytes(args):
+    rc, out, _, _, _, res = json_run(args, backend(args, "badnbytes"), "sdpa.nomask.d1.f32")
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.nomask.d1.f32"], "ERROR",
+             r"adapter reply: tensor 'out': nbytes 12 does not match f32 \(1,1,4,1\)")
+
+
+def s_stdout_noise(args):
+    rc, out, _, _, _, res = json_run(args, backend(args, "stdout_noise"), "sdpa.nomask.d1.f32")
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.nomask.d1.f32"], "ERROR",
+             r"'loading weights\.\.\.' \(stdout must carry only the protocol; log to stderr\)")
+
+
+def s_sigpipe(args):
+    """The adapter closes its stdin and exits right after hello; the harness then writes a 4 MB
+    request into a pipe nobody reads: EPIPE, not death by SIGPIPE."""
+    pidfile = os.path.join(args.workdir, "sigpipe.pids")
+    open(pidfile, "w").close()
+    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    rc, out, secs, _, _, res = json_run(args, backend(args, "close_stdin"),
+                                        "sdpa.sizes.lk1025_d256_dv256.f32", env=env)
+    check(rc == 1, "exit 1, not killed by SIGPIPE (got %d)" % rc)
+    statuses(res, ["sdpa.sizes.lk1025_d256_dv256.f32"], "ERROR",
+             r"^adapter failure: adapter exited with status 0: .*closed stdin")
+    pids_gone(pidfile)
+
+
+def s_refuse_hello(args):
+    cmd = [args.harness, "run", "--backend", backend(args, "refuse_hello"), "--cases", args.cases]
+    rc, so, se, _, _ = run(args, cmd)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    check(re.search(r"attnconf: exec:.*bad_adapter\.py refuse_hello: adapter refused hello: "
+                    r"refusing hello on purpose", se) is not None, "load error on stderr")
+    check("PASS" not in so and "ERROR" not in so, "no case ran")
+
+
+def s_option_refused(args):
+    cmd = [args.harness, "run", "--backend", backend(args, "ok"), "--cases", args.cases,
+           "--backend-option", "device=gpu"]
+    rc, so, se, _, _ = run(args, cmd)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    check("adapter refused hello: device 'gpu' is not available (cpu only)" in se,
+          "the adapter's refusal is quoted")
+
+
+def s_bad_caps(args):
+    cmd = [args.harness, "run", "--backend", backend(args, "bad_caps"), "--cases", args.cases]
+    rc, so, se, _, _ = run(args, cmd)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    check("hello: unknown capability 'f64'" in se, "unknown capability named")
+
+
+def s_no_such_command(args):
+    cmd = [args.harness, "run", "--backend", "exec:/nonexistent/adapter --flag", "--cases",
+           args.cases]
+    rc, so, se, _, _ = run(args, cmd)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    check(re.search(r"exec:/nonexistent/adapter --flag: adapter exited with status 127: "
+                    r".*/nonexistent/adapter: not found", se) is not None,
+          "the shell's complaint is quoted")
+
+
+def s_backend_info(args):
+    cmd = [args.harness, "backend-info", "--backend", backend(args, "ok"), "--backend-option",
+           "device=cpu"]
+    rc, so, se, _, _ = run(args, cmd)
+    check(rc == 0, "exit 0 (got %d)" % rc)
+    check("name: bad_adapter\n" in so, "name")
+    check("version: bad_adapter 1 (ok)\n" in so, "version")
+    check("capabilities: f32, causal, causal.offset, gqa, dv_ne_d, strided, scale, build_mask, "
+          "window, lengths, left_padding\n" in so, "capability names")
+    check("  device (default: cpu): cpu only (a test adapter)\n" in so, "options with default "
+          "and help")
+    check(re.search(r"^path: .*bad_adapter\.py ok$", so, re.M) is not None,
+          "path is the command line")
+
+
+def s_options_rerun(args):
+    """Part 1: a failing case's rerun command carries --backend-option (quoted) and re-runs the
+    same configuration: the plugin reports the same options both times."""
+    out = os.path.join(args.workdir, "options_rerun.json")
+    cmd = [args.harness, "run", "--backend", args.options_backend, "--cases", args.cases,
+           "--filter", "sdpa.nomask.basic.f32", "--backend-option", "mode=ok",
+           "--backend-option", "label=it's a b", "--format", "json", "--out", out]
+    rc, so, se, _, _ = run(args, cmd)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    doc, res = results(args, out)
+    want = "options_test received mode=ok label=it's a b"
+    statuses(res, ["sdpa.nomask.basic.f32"], "ERROR", re.escape(want))
+    check(doc.get("backend_options") == "mode=ok,label=it's a b", "backend_options recorded")
+    rerun = res["sdpa.nomask.basic.f32"]["rerun"]
+    check("--backend-option mode=ok --backend-option 'label=it'\\''s a b'" in rerun,
+          "rerun quotes the options (%r)" % rerun)
+    rc, so, se, _, _ = run(args, ["sh", "-c", rerun])
+    check(rc == 1 and want in so, "the rerun reproduces the options")
+    check("(options mode=ok,label=it's a b)" in so, "text header names the options")
+
+
+SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--harness", required=True)
+    ap.add_argument("--cases", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--options-backend")
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    args = ap.parse_args()
+    args.workdir = os.path.join(args.workdir, args.scenario)
+    os.makedirs(args.workdir, exist_ok=True)
+    SCENARIOS[args.scenario](args)
+    if FAILED:
+        print("%d check(s) failed" % len(FAILED))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main())
