@@ -103,6 +103,11 @@ static int hx_read_patterns(const hx_reader *r, const yaml_node_t *n, hx_entry *
         e->npatterns = i + 1;
         joined += strlen(s) + 2;
     }
+    /* Results carry the joined list (hr_result.expect_pattern) and reports group by it: it must
+     * arrive whole. */
+    if (joined >= sizeof ((hr_result *)0)->expect_pattern)
+        return hx_fail(r, n, "case: the patterns add up to %zu characters, over %zu: split the "
+                       "entry", joined, sizeof ((hr_result *)0)->expect_pattern - 1);
     if (!(e->pattern = malloc(joined + 1)))
         return hx_fail(r, n, "out of memory");
     e->pattern[0] = '\0';

@@ -54,7 +54,7 @@ typedef struct hr_result {
     int expect_entry;        /* 1: an entry matched; 0: the case is expected to conform */
     hr_status expect_status; /* the entry's status; PASS (= conforms) without an entry */
     int expect_clause;       /* the entry's SPEC clause, 0 without an entry */
-    char expect_pattern[ACASE_ID_MAX]; /* the entry's case id or glob */
+    char expect_pattern[2048]; /* the entry's case ids or globs, joined by ", " */
     char expect_reason[512];
     char expect_upstream[256];
 } hr_result;
