@@ -77,7 +77,7 @@ void acase_family(const char *id, char *out, size_t n)
     out[len] = '\0';
 }
 
-int acase__numel(int32_t ndim, const int64_t *shape, int64_t *numel, char *why, size_t whylen)
+int acase_numel(int32_t ndim, const int64_t *shape, int64_t *numel, char *why, size_t whylen)
 {
     if (ndim < 0 || ndim > 4) {
         acase__errf(why, whylen, "rank %d is not in 0..4", (int)ndim);
@@ -120,7 +120,7 @@ int acase_tensor_alloc(acase_tensor *t, char *err, size_t errlen)
         acase__errf(err, errlen, "unknown dtype %d", (int)t->dtype);
         return -1;
     }
-    if (acase__numel(t->ndim, t->shape, &n, why, sizeof why) != 0) {
+    if (acase_numel(t->ndim, t->shape, &n, why, sizeof why) != 0) {
         acase__errf(err, errlen, "shape: %s", why);
         return -1;
     }
@@ -140,7 +140,7 @@ int acase_expected_alloc(acase_expected *e, char *err, size_t errlen)
 {
     char why[128];
     int64_t n;
-    if (acase__numel(e->ndim, e->shape, &n, why, sizeof why) != 0) {
+    if (acase_numel(e->ndim, e->shape, &n, why, sizeof why) != 0) {
         acase__errf(err, errlen, "shape: %s", why);
         return -1;
     }
@@ -162,7 +162,7 @@ int acase_expected_alloc(acase_expected *e, char *err, size_t errlen)
 static int64_t expected_rows(const acase_expected *e, char *why, size_t whylen)
 {
     int64_t n;
-    if (acase__numel(e->ndim, e->shape, &n, why, whylen) != 0)
+    if (acase_numel(e->ndim, e->shape, &n, why, whylen) != 0)
         return -1;
     if (e->ndim < 1) {
         acase__errf(why, whylen, "rank 0 has no rows");
@@ -343,7 +343,7 @@ static int check_tensor(chk *k, const char *name, const acase_tensor *t)
     if (t->dtype < ATTNREF_F32 || t->dtype > ATTNREF_BOOL)
         return chk_fail(k, f, "unknown dtype %d", (int)t->dtype);
     snprintf(f, sizeof f, "inputs.%s.shape", name);
-    if (acase__numel(t->ndim, t->shape, &n, why, sizeof why) != 0)
+    if (acase_numel(t->ndim, t->shape, &n, why, sizeof why) != 0)
         return chk_fail(k, f, "%s", why);
     if (n != t->numel)
         return chk_fail(k, f, "numel %lld does not match the shape (%lld elements)",
@@ -439,7 +439,7 @@ static int check_sdpa(chk *k, const acase *c)
                         (long long)want[3]);
     int64_t n;
     char why[128];
-    if (acase__numel(e->ndim, e->shape, &n, why, sizeof why) != 0)
+    if (acase_numel(e->ndim, e->shape, &n, why, sizeof why) != 0)
         return chk_fail(k, "expected.out.shape", "%s", why);
     if (n != e->numel)
         return chk_fail(k, "expected.out.shape", "numel %lld does not match the shape",
@@ -510,7 +510,7 @@ static int check_mask(chk *k, const acase *c)
                         (long long)want[0], (long long)want[2], (long long)want[3]);
     int64_t n;
     char why[128];
-    if (acase__numel(e->ndim, e->shape, &n, why, sizeof why) != 0)
+    if (acase_numel(e->ndim, e->shape, &n, why, sizeof why) != 0)
         return chk_fail(k, "expected.keep.shape", "%s", why);
     if (n != e->numel)
         return chk_fail(k, "expected.keep.shape", "numel %lld does not match the shape",

@@ -24,9 +24,6 @@ int acase__y11_resolve(const char *s);
 /* 1 if s is [a-z0-9_]+ components joined by '.', with at least min_components components. */
 int acase__dotted_valid(const char *s, int min_components);
 
-/* Element count of a shape: 0 and *numel set, or -1 with a reason in why (negative extent,
- * overflow, over ACASE_MAX_TENSOR_NUMEL). */
-int acase__numel(int32_t ndim, const int64_t *shape, int64_t *numel, char *why, size_t whylen);
 
 /* "edtype" / "einval" <-> ATTNREF_EDTYPE / ATTNREF_EINVAL; NULL / 0 for anything else. */
 const char *acase__error_name(int status);

@@ -574,7 +574,7 @@ static int read_tensor(rd *r, yaml_node_t *n, const char *name, acase_tensor *t)
     join(f, path, "shape");
     if (read_shape(r, s[1].val, f, &t->ndim, t->shape))
         return -1;
-    if (acase__numel(t->ndim, t->shape, &t->numel, why, sizeof why))
+    if (acase_numel(t->ndim, t->shape, &t->numel, why, sizeof why))
         return fail(r, s[1].val, f, "%s", why);
     t->layout = ACASE_LAYOUT_BHLD;
     if (s[2].val) {
@@ -795,7 +795,7 @@ static int read_expected(rd *r, yaml_node_t *n, acase *c)
             return fail(r, o[0].val, "expected.out.dtype", "must be f32, f16 or bf16");
         if (read_shape(r, o[1].val, "expected.out.shape", &e->ndim, e->shape))
             return -1;
-        if (acase__numel(e->ndim, e->shape, &e->numel, why, sizeof why))
+        if (acase_numel(e->ndim, e->shape, &e->numel, why, sizeof why))
             return fail(r, o[1].val, "expected.out.shape", "%s", why);
         if (read_expected_values(r, o[2].val, "expected.out.data", e, 0))
             return -1;
@@ -809,7 +809,7 @@ static int read_expected(rd *r, yaml_node_t *n, acase *c)
     e->dtype = ATTNREF_BOOL;
     if (read_shape(r, k[0].val, "expected.keep.shape", &e->ndim, e->shape))
         return -1;
-    if (acase__numel(e->ndim, e->shape, &e->numel, why, sizeof why))
+    if (acase_numel(e->ndim, e->shape, &e->numel, why, sizeof why))
         return fail(r, k[0].val, "expected.keep.shape", "%s", why);
     return read_expected_values(r, k[1].val, "expected.keep.data", e, 1);
 }

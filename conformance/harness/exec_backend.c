@@ -38,6 +38,7 @@
 
 #include "attncase/case.h"
 #include "backend_load.h"
+#include "harness.h"
 
 extern char **environ;
 
@@ -143,21 +144,12 @@ static void xb_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t 
         snprintf(buf + j, n - j, ")");
 }
 
-/* Element count, or -1 if an extent is negative or the count is over the case limit. */
+/* Element count, or -1 if the rank or an extent is invalid or the count is over the case
+ * limit (acase_numel, without its reason: callers say what the tensor is). */
 static int64_t xb_numel(int32_t ndim, const int64_t *shape)
 {
-    int64_t n = 1;
-    for (int32_t d = 0; d < ndim; d++) {
-        if (shape[d] < 0)
-            return -1;
-        if (shape[d] == 0)
-            n = 0;
-        else if (n > ACASE_MAX_TENSOR_NUMEL / shape[d])
-            return -1;
-        else
-            n *= shape[d];
-    }
-    return n;
+    int64_t n;
+    return acase_numel(ndim, shape, &n, NULL, 0) == 0 ? n : -1;
 }
 
 /* The adapter's last non-empty stderr line, trimmed to XB_STDERR_QUOTE bytes (at a UTF-8
@@ -1042,17 +1034,6 @@ static const char *xb_last_error(void *ctx)
     return ctx ? ((xb_ctx *)ctx)->last_error : "";
 }
 
-/* A real for a request header: JSON has no NaN or infinity, so those travel as the strings
- * "nan", "inf", "-inf" (PROTOCOL.md, as in the harness's JSON results). */
-static json_t *xb_json_real(double x)
-{
-    if (isnan(x))
-        return json_string("nan");
-    if (isinf(x))
-        return json_string(x > 0 ? "inf" : "-inf");
-    return json_real(x);
-}
-
 static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 {
     xb_ctx *c = ctx;
@@ -1075,7 +1056,7 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         json_object_set_new(h, "causal_offset",
                             a->has_causal_offset ? json_integer(a->causal_offset)
                                                  : json_null()) ||
-        json_object_set_new(h, "scale", !a->has_scale ? json_null() : xb_json_real(a->scale)) ||
+        json_object_set_new(h, "scale", !a->has_scale ? json_null() : hr_json_num(a->scale)) ||
         json_object_set(h, "tensors", list)) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
         goto done;
@@ -1144,9 +1125,7 @@ static int xb_build_mask(void *ctx, const attnconf_mask_args *a)
     } else {
         /* The host allocated keep as a contiguous BOOL buffer of its shape (a must-reject
          * case's shape may be negative: then nothing fits). */
-        int64_t numel = a->keep->ndim >= 0 && a->keep->ndim <= ATTNCONF_MAX_RANK
-                            ? xb_numel(a->keep->ndim, a->keep->shape)
-                            : -1;
+        int64_t numel = xb_numel(a->keep->ndim, a->keep->shape);
         size_t cap = numel > 0 ? (size_t)numel : 0;
         rc = xb_call(c, h, NULL, 0, "build_mask", "keep", a->keep, cap, &r);
     }

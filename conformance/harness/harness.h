@@ -92,6 +92,11 @@ int hr_write(const hr_run *run, hr_format fmt, FILE *f);
  * the error part when no element failed (e.g. INCORRECT_DTYPE with right values). */
 void hr_write_stats(FILE *f, const hr_result *r);
 
+/* A JSON number for x, or the string "nan", "inf" or "-inf": JSON has no non-finite numbers
+ * (json_real refuses them), and both the results files and the exec protocol carry them so. */
+struct json_t;
+struct json_t *hr_json_num(double x);
+
 /* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c).
  * Returns the process exit status (0 ok, 1 bad input, 2 usage). */
 int hr_report_main(int argc, char **argv);

@@ -522,8 +522,7 @@ static json_t *jstr(const char *s, size_t n)
     return j;
 }
 
-/* json_real refuses non-finite values; see the schema comment. */
-static json_t *jnum(double x)
+json_t *hr_json_num(double x)
 {
     if (isnan(x))
         return json_string("nan");
@@ -557,19 +556,19 @@ static json_t *json_result(const hr_result *r)
     err |= jset(o, "status", json_string(status_name(r->status)));
     err |= jset(o, "message", jstr(FIELD(r->message)));
     if (r->has_stats) {
-        err |= jset(o, "max_abs_err", jnum(r->max_abs_err));
-        err |= jset(o, "max_rel_err", jnum(r->max_rel_err));
+        err |= jset(o, "max_abs_err", hr_json_num(r->max_abs_err));
+        err |= jset(o, "max_rel_err", hr_json_num(r->max_rel_err));
         err |= jset(o, "first_bad", json_integer(r->first_bad >= 0 ? r->first_bad : -1));
         if (r->first_bad >= 0) {
             json_t *idx = json_array();
             for (int d = 0; idx && d < bad_ndim(r); d++)
                 err |= json_array_append_new(idx, json_integer(r->bad_index[d]));
             err |= jset(o, "bad_index", idx);
-            err |= jset(o, "bad_got", jnum(r->bad_got));
-            err |= jset(o, "bad_expected", jnum(r->bad_expected));
+            err |= jset(o, "bad_got", hr_json_num(r->bad_got));
+            err |= jset(o, "bad_expected", hr_json_num(r->bad_expected));
         }
     }
-    err |= jset(o, "seconds", jnum(sane_seconds(r->seconds)));
+    err |= jset(o, "seconds", hr_json_num(sane_seconds(r->seconds)));
     err |= jset(o, "rerun", jstr(FIELD(r->rerun)));
     err |= jset(o, "description", jstr(FIELD(r->description)));
     if (r->has_expect) {

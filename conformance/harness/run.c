@@ -165,24 +165,12 @@ static double hr_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Element count of a shape, or -1 if an extent is negative or the count exceeds the case limit
- * (so the harness never makes a huge allocation for a malformed or hostile case). */
+/* Element count of a shape, or -1 if it is invalid or exceeds the case limit (so the harness
+ * never makes a huge allocation for a malformed or hostile case). */
 static int64_t hr_numel_capped(int32_t ndim, const int64_t *shape)
 {
-    if (ndim < 0 || ndim > 4)
-        return -1;
-    int64_t n = 1;
-    for (int32_t d = 0; d < ndim; d++) {
-        if (shape[d] < 0)
-            return -1;
-        if (shape[d] == 0)
-            n = 0;
-        else if (n > ACASE_MAX_TENSOR_NUMEL / shape[d])
-            return -1;
-        else
-            n *= shape[d];
-    }
-    return n > ACASE_MAX_TENSOR_NUMEL ? -1 : n;
+    int64_t n;
+    return acase_numel(ndim, shape, &n, NULL, 0) == 0 ? n : -1;
 }
 
 static void hr_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *strides)

@@ -130,6 +130,12 @@ int acase_tensor_generate(acase_tensor *t, char *err, size_t errlen);
 
 uint64_t acase_splitmix64_next(uint64_t *state);
 
+/* Element count of a shape: 0 (with *numel) if the rank is 0..4, no extent is negative and the
+ * product (overflow-checked) is at most ACASE_MAX_TENSOR_NUMEL; else -1 with the reason in why
+ * (which may be NULL).
+ * Everything that sizes a buffer from a shape it did not make checks it here first. */
+int acase_numel(int32_t ndim, const int64_t *shape, int64_t *numel, char *why, size_t whylen);
+
 /* Allocate t->data for the current dtype/shape (numel computed, limits checked), zeroed. */
 int acase_tensor_alloc(acase_tensor *t, char *err, size_t errlen);
 /* acase_expected_alloc: values for the current shape, zeroed; it also frees row_check (the
