@@ -155,6 +155,39 @@ def s_ok(args):
           "a must-reject mask case is rejected through the pipe")
 
 
+NONFINITE_SCALE_CASE = """attnconf_case: 1
+id: sdpa.fixture.scale_%(name)s.f32
+description: "A non-finite explicit scale (%(yaml)s) is rejected; it reaches an exec adapter as a string."
+rules: [clause2.explicit_scale]
+op: sdpa
+requires: [f32, scale]
+params: {scale: %(yaml)s, causal: false}
+inputs:
+  q: {dtype: f32, shape: [1, 1, 2, 4], generate: {kind: uniform, seed: 1, lo: -1.0e+00, hi: 1.0e+00}}
+  k: {dtype: f32, shape: [1, 1, 3, 4], generate: {kind: uniform, seed: 2, lo: -1.0e+00, hi: 1.0e+00}}
+  v: {dtype: f32, shape: [1, 1, 3, 4], generate: {kind: uniform, seed: 3, lo: -1.0e+00, hi: 1.0e+00}}
+expected:
+  error: einval
+"""
+
+
+def s_nonfinite_scale(args):
+    """NaN and infinite scales cross the protocol as "nan"/"inf"/"-inf" (JSON has no such
+    numbers) and reach the adapter, which rejects them as SPEC clause 2 requires."""
+    cases = os.path.join(args.workdir, "cases")
+    os.makedirs(cases, exist_ok=True)
+    for name, text in (("nan", ".nan"), ("inf", ".inf"), ("neg_inf", "-.inf")):
+        with open(os.path.join(cases, name + ".yaml"), "w") as f:
+            f.write(NONFINITE_SCALE_CASE % {"name": name, "yaml": text})
+    args.cases = cases
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "sdpa.fixture.*")
+    check(rc == 0, "exit 0 (got %d): %s" % (rc, out[-400:]))
+    statuses(res, ["sdpa.fixture.scale_nan.f32"], "EXPECTED_ERROR", r"scale nan is not finite")
+    statuses(res, ["sdpa.fixture.scale_inf.f32"], "EXPECTED_ERROR", r"scale inf is not finite")
+    statuses(res, ["sdpa.fixture.scale_neg_inf.f32"], "EXPECTED_ERROR",
+             r"scale -inf is not finite")
+
+
 def s_die(args):
     """Dies in every sdpa: each case is an ERROR quoting the exit status and stderr, the run goes
     on (a fresh adapter per case), NOT_SUPPORTED cases still come after."""

@@ -130,7 +130,9 @@ def sdpa(header, tensors):
                                                                v["shape"]), None, b""
     Q, K, V = (view(tensors[n][0], tensors[n][1]) for n in ("q", "k", "v"))
     scale = header.get("scale")
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)  # "nan"/"inf" strings too
+    if not math.isfinite(scale):
+        return EINVAL, "scale %r is not finite" % scale, None, b""
     causal = bool(header.get("causal"))
     offset = header.get("causal_offset")
     offset = Lk - Lq if offset is None else offset
