@@ -182,12 +182,19 @@ class Adapter:
                     raise Reject(EINVAL, f"option implementation={value!r} not accepted: "
                                  f"expected one of {', '.join(IMPLEMENTATIONS)}")
                 impl = value
+                # A valid value this machine cannot serve is refused now (status -4), not
+                # turned into an ERROR in every case: cuDNN needs a CUDA device.
+                if impl == "cudnn" and jax.default_backend() != "gpu":
+                    raise Reject(ENOTSUP, "option implementation=cudnn: no CUDA device "
+                                 f"(jax backend {jax.default_backend()})")
             else:
                 raise Reject(EINVAL, f"unknown option {key!r} (this adapter knows: implementation)")
         self.implementation = impl
         write_message({
             "status": 0,
-            "name": "jax",
+            # Another implementation is another thing under test: its own name (and its own
+            # expected-results file).
+            "name": "jax" if impl is None else f"jax-{impl}",
             "version": _versions(),
             "capabilities": ["f32", "f16", "bf16", "mask.bool", "mask.additive",
                              "mask.broadcast", "causal", "causal.offset", "gqa", "strided",
@@ -299,7 +306,7 @@ def main():
             elif op == "close":
                 return 0
             else:
-                raise Reject(ENOTSUP, f"unknown op {op!r}")
+                raise Reject(EINVAL, f"unknown op {op!r}")
         except Reject as r:
             reply_error(r.status, str(r))
         except ProtocolError as e:

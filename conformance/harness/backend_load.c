@@ -126,7 +126,7 @@ int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pat
     }
     return hb_err(err, errlen,
                   "backend '%s' not found: no %s.so in %s (set ATTNCONF_BACKEND_PATH or give a "
-                  "path)", spec, spec, searched[0] ? searched : "(no directories)");
+                  "path; an exec adapter runs as --backend 'exec:COMMAND')", spec, spec, searched[0] ? searched : "(no directories)");
 }
 
 /* dlclose unless this is a sanitizer build: LSan symbolises leaks after exit and reports
@@ -259,7 +259,9 @@ static int hb_check_user_options(const char *spec, const attnconf_option *opt, s
 static int hb_load_exec(const char *spec, const attnconf_option *opt, size_t nopt,
                         double timeout_s, hb_backend *out, char *err, size_t errlen)
 {
-    snprintf(out->path, sizeof out->path, "%s", spec + 5);
+    int w = snprintf(out->path, sizeof out->path, "%s", spec + 5);
+    if (w < 0 || (size_t)w >= sizeof out->path)
+        return hb_err(err, errlen, "exec: command line over %zu bytes", sizeof out->path - 1);
     const attnconf_backend *be = NULL;
     void *ctx = NULL;
     char why[1024];

@@ -29,7 +29,7 @@ typedef struct hb_backend {
     void *ctx;                   /* from be->open */
     uint64_t caps;               /* be->capabilities(ctx), with the mask-builder bits cleared
                                     when build_mask is NULL */
-    char path[1024];             /* the file that was loaded; for exec: the command line */
+    char path[4096];             /* the file that was loaded; for exec: the command line */
 } hb_backend;
 
 /* 1 if `spec` names a file rather than a backend: it contains '/' or ends in ".so", and is not

@@ -125,6 +125,18 @@ int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64
     return st->nbad == 0;
 }
 
+/* %.17g, except that every NaN is "nan" (printf may write "-nan") and infinities "inf"/"-inf":
+ * one spelling for the same value in every message and output format. */
+static void hc_num_text(double x, char out[32])
+{
+    if (isnan(x))
+        snprintf(out, 32, "nan");
+    else if (isinf(x))
+        snprintf(out, 32, "%s", x > 0 ? "inf" : "-inf");
+    else
+        snprintf(out, 32, "%.17g", x);
+}
+
 void hc_failure_message(const hc_stats *st, double atol, double rtol, int exact, char *buf,
                         size_t n)
 {
@@ -155,16 +167,18 @@ void hc_failure_message(const hc_stats *st, double atol, double rtol, int exact,
                               (long long)st->bad_index[d]);
     if (j < sizeof at)
         snprintf(at + j, sizeof at - j, "]");
+    char got[32], want[32];
+    hc_num_text(st->bad_got, got);
+    hc_num_text(st->bad_expected, want);
     if (st->bad_mode == HC_ROW_EXACT)
-        snprintf(buf, n, "row %lld must be exactly %.17g: got %.17g at %s; %lld of %lld elements "
-                 "fail", (long long)st->bad_row, st->bad_expected, st->bad_got, at,
-                 (long long)st->nbad, (long long)st->numel);
-    else if (st->bad_mode == HC_ROW_FINITE)
-        snprintf(buf, n, "row %lld must be finite: got %.17g at %s; %lld of %lld elements fail",
-                 (long long)st->bad_row, st->bad_got, at, (long long)st->nbad,
+        snprintf(buf, n, "row %lld must be exactly %s: got %s at %s; %lld of %lld elements fail",
+                 (long long)st->bad_row, want, got, at, (long long)st->nbad,
                  (long long)st->numel);
+    else if (st->bad_mode == HC_ROW_FINITE)
+        snprintf(buf, n, "row %lld must be finite: got %s at %s; %lld of %lld elements fail",
+                 (long long)st->bad_row, got, at, (long long)st->nbad, (long long)st->numel);
     else
-        snprintf(buf, n, "row %lld has unknown check mode %d: got %.17g at %s; %lld of %lld "
-                 "elements fail", (long long)st->bad_row, st->bad_mode, st->bad_got, at,
+        snprintf(buf, n, "row %lld has unknown check mode %d: got %s at %s; %lld of %lld "
+                 "elements fail", (long long)st->bad_row, st->bad_mode, got, at,
                  (long long)st->nbad, (long long)st->numel);
 }

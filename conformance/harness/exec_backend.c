@@ -206,10 +206,40 @@ static int xb_wait_exit(const xb_ctx *c, double until, siginfo_t *si)
     }
 }
 
+/* The adapter runs in a process group of its own, so a Ctrl-C at the terminal does not reach
+ * it: when the harness is interrupted or terminated, it takes the live adapter's group down
+ * first (a hung adapter would otherwise outlive it), then dies of the same signal.  One adapter
+ * is live at a time. */
+static volatile sig_atomic_t xb_live_pgid;
+
+static void xb_on_fatal_signal(int sig)
+{
+    if (xb_live_pgid > 0)
+        kill(-(pid_t)xb_live_pgid, SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void xb_guard_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+            continue; /* ignored, or someone else's handler (a debugger, a test): leave it */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = xb_on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 /* Kill the adapter's process group (leftover children of the shell included), reap the adapter
  * and close the pipes.  Keeps err_fd: the caller may still quote it. */
 static void xb_stop(xb_ctx *c)
 {
+    xb_live_pgid = 0;
     if (c->pid > 0) {
         kill(-c->pid, SIGKILL);
         kill(c->pid, SIGKILL); /* in case it left its group */
@@ -226,6 +256,7 @@ static void xb_stop(xb_ctx *c)
 static int xb_start(xb_ctx *c)
 {
     xb_stop(c);
+    xb_guard_signals();
     xb_close_fd(&c->err_fd);
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     char **envp = NULL;
@@ -299,6 +330,7 @@ static int xb_start(xb_ctx *c)
         goto done;
     }
     c->pid = pid;
+    xb_live_pgid = pid;
     c->to_fd = in[1];
     c->from_fd = out[0];
     in[1] = out[0] = -1;

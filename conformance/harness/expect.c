@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
 #include <yaml.h>
 
 /* Expectation files are small hand-written lists; anything this large is a mistake. */
@@ -165,11 +166,14 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
         return hx_fail(r, status_node,
                        "status: unknown '%s' (PASS, EXPECTED_ERROR, NOT_SUPPORTED, FAIL, "
                        "INCORRECT_DTYPE, ERROR)", status);
+    /* A plain integer as YAML reads it ("9", not "09" or a quoted "9"), so every YAML reader
+     * sees the same number. */
     const char *cl = hx_scalar(clause_node);
     char *end = NULL;
     errno = 0;
     long c = cl ? strtol(cl, &end, 10) : 0;
-    if (!cl || !*cl || *end || errno || c < 1 || c > 13)
+    if (!cl || clause_node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || cl[0] < '1' ||
+        cl[0] > '9' || *end || errno || c < 1 || c > 13)
         return hx_fail(r, clause_node, "clause: expected a SPEC.md clause number 1..13");
     e->clause = (int)c;
     e->line = (int)m->start_mark.line + 1;
@@ -256,6 +260,11 @@ int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return hx_fail(&r, NULL, "%s", strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(fp);
+        return hx_fail(&r, NULL, "not a regular file");
+    }
     if (fseek(fp, 0, SEEK_END) == 0) {
         long size = ftell(fp);
         if (size > (long)HX_MAX_FILE_BYTES) {
@@ -285,6 +294,17 @@ int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
     r.doc = &doc;
     out->path = hx_dup(path);
     rc = out->path ? hx_read_root(&r, out) : hx_fail(&r, NULL, "out of memory");
+    if (rc == 0) { /* one document: a second one would be silently ignored */
+        yaml_document_t next;
+        if (!yaml_parser_load(&parser, &next)) {
+            rc = hx_fail(&r, NULL, "YAML: %s", parser.problem ? parser.problem : "parse error");
+        } else {
+            const yaml_node_t *root2 = yaml_document_get_root_node(&next);
+            if (root2)
+                rc = hx_fail(&r, root2, "a second YAML document: the file must hold one");
+            yaml_document_delete(&next);
+        }
+    }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     fclose(fp);

@@ -46,7 +46,7 @@ typedef struct hr_result {
     int64_t bad_index[4];    /* first_bad as a multi-index of the output shape */
     double bad_got, bad_expected;
     double seconds;          /* wall time of the backend call */
-    char rerun[2048];        /* the exact command that re-runs this case alone (exec: command
+    char rerun[4096];        /* the exact command that re-runs this case alone (exec: command
                                 lines and --backend-option words make it long) */
     char description[512];   /* what the case checks (its `description`), "" if not loaded */
     /* What an expected-results file says of this case (expect.h; run --expect only). */
@@ -61,8 +61,8 @@ typedef struct hr_result {
 
 typedef struct hr_run {
     char backend_name[128];
-    char backend_version[128];
-    char backend_path[1024];
+    char backend_version[256];
+    char backend_path[4096];
     char cases_dir[1024];
     char filter[256];
     /* The --backend-option pairs as "k=v,k=v" in the order given; "" when none. */

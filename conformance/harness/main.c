@@ -184,12 +184,12 @@ static int parse_backend_opts(const opts *o, backend_opts *b)
         b->opt[i].key = b->key[i];
         b->opt[i].value = eq + 1;
         b->n = i + 1;
-        if (used < sizeof b->summary) {
-            int w = snprintf(b->summary + used, sizeof b->summary - used, "%s%s", i ? "," : "",
-                             kv);
-            if (w > 0)
-                used += (size_t)w;
-        }
+        /* Recorded whole in the results, or refused: a cut summary would name other options. */
+        int w = snprintf(b->summary + used, sizeof b->summary - used, "%s%s", i ? "," : "", kv);
+        if (w < 0 || (size_t)w >= sizeof b->summary - used)
+            return usage_error("--backend-option: the options add up to more than 511 "
+                               "characters", kv);
+        used += (size_t)w;
     }
     return 0;
 }
@@ -446,6 +446,26 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         snprintf(be_arg, sizeof be_arg, "%s", o.backend);
     absolute_path(dir, dir_abs, sizeof dir_abs);
     hr_runner rn = {&hb, a0, be_arg, dir_abs, bo.opt, bo.n, o.timeout};
+    /* Every failure prints the command that re-runs it: if that command would not fit for the
+     * longest possible case id, say so now rather than print none later. */
+    {
+        char longest[ACASE_ID_MAX];
+        memset(longest, 'a', sizeof longest - 1);
+        longest[sizeof longest - 1] = '\0';
+        hr_result probe;
+        hr_result_begin(&rn, longest, &probe);
+        if (!probe.rerun[0]) {
+            fprintf(stderr, "attnconf: the command that re-runs a case would be over %zu bytes "
+                    "(a very long --backend, --cases or --backend-option): shorten it\n",
+                    sizeof probe.rerun - 1);
+            entries_free(e, n);
+            hb_unload(&hb);
+            if (outf)
+                fclose(outf);
+            hx_free(&xf);
+            return EXIT_USAGE;
+        }
+    }
 
     hr_run run;
     memset(&run, 0, sizeof run);

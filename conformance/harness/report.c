@@ -33,6 +33,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -388,6 +390,11 @@ static int add_filter(rp_backend *b, const char *filter)
 
 static int load_file(rp_data *d, const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        errf(path, NULL, "%s", stat(path, &sb) != 0 ? strerror(errno) : "not a regular file");
+        return -1;
+    }
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
@@ -960,7 +967,14 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
             fputs(": ", f);
             md_text(f, c->description);
         }
-        if (c->has_stats && c->first_bad >= 0) {
+        if (c->message[0] && c->status != HR_NOT_SUPPORTED) {
+            fputs(" Harness: ", f);
+            md_text_rel(f, d, c->message);
+            fputc('.', f);
+        }
+        /* A row-check failure ("row 0 must be finite ...") says all there is; the statistics
+         * compare the other rows with the reference. */
+        if (c->has_stats && c->first_bad >= 0 && strncmp(c->message, "row ", 4) != 0) {
             fputs(" Measured: ", f);
             hr_result r = {.first_bad = c->first_bad, .bad_ndim = c->ndim, .bad_got = c->got,
                            .bad_expected = c->expected, .max_abs_err = c->max_abs_err,
@@ -969,9 +983,6 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
                 r.bad_index[j] = c->index[j];
             hr_write_stats(f, &r);
             fputc('.', f);
-        } else if (c->message[0] && c->status != HR_NOT_SUPPORTED) {
-            fputs(" Harness: ", f);
-            md_text_rel(f, d, c->message);
         }
         fputc('\n', f);
     }

@@ -76,21 +76,22 @@ static const char *hr_dtype_text(int32_t dt, char *buf, size_t n)
     return buf;
 }
 
-void hr_shell_quote(const char *s, char *out, size_t n)
+int hr_shell_quote(const char *s, char *out, size_t n)
 {
     if (n == 0)
-        return;
+        return -1;
     int safe = s[0] != '\0';
     for (const char *c = s; *c && safe; c++)
         safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
                strchr("_./:=+,@%-", *c) != NULL;
     if (safe) {
-        snprintf(out, n, "%s", s);
-        return;
+        int w = snprintf(out, n, "%s", s);
+        return w >= 0 && (size_t)w < n ? 0 : -1;
     }
     size_t j = 0;
     out[j++] = '\'';
-    for (const char *c = s; *c && j + 5 < n; c++) {
+    const char *c = s;
+    for (; *c && j + 5 < n; c++) {
         if (*c == '\'') {
             memcpy(out + j, "'\\''", 4);
             j += 4;
@@ -98,9 +99,30 @@ void hr_shell_quote(const char *s, char *out, size_t n)
             out[j++] = *c;
         }
     }
+    int whole = !*c && j + 1 < n;
     if (j + 1 < n)
         out[j++] = '\'';
     out[j < n ? j : n - 1] = '\0';
+    return whole ? 0 : -1;
+}
+
+/* Append the words to the command in buf (cap bytes, *len used), each shell-quoted when
+ * `quote`; returns -1 once anything did not fit (the command is then unusable). */
+static int hr_cmd_add(char *buf, size_t cap, size_t *len, const char *word, int quote)
+{
+    if (*len >= cap)
+        return -1;
+    if (!quote) {
+        int w = snprintf(buf + *len, cap - *len, "%s", word);
+        if (w < 0 || (size_t)w >= cap - *len)
+            return -1;
+        *len += (size_t)w;
+        return 0;
+    }
+    if (hr_shell_quote(word, buf + *len, cap - *len) != 0)
+        return -1;
+    *len += strlen(buf + *len);
+    return 0;
 }
 
 void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
@@ -109,35 +131,34 @@ void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
     snprintf(r->id, sizeof r->id, "%s", id);
     acase_family(id, r->family, sizeof r->family);
     r->first_bad = -1;
-    char a0[512], be[512], dir[512], fid[ACASE_ID_MAX + 16], extra[768] = "";
-    hr_shell_quote(rn->argv0 ? rn->argv0 : "attnconf", a0, sizeof a0);
-    hr_shell_quote(rn->backend_arg ? rn->backend_arg : "", be, sizeof be);
-    hr_shell_quote(rn->cases_dir ? rn->cases_dir : "", dir, sizeof dir);
-    size_t used = 0;
-    int too_long = 0;
+    char *cmd = r->rerun;
+    size_t cap = sizeof r->rerun, len = 0;
+    int bad = hr_cmd_add(cmd, cap, &len, rn->argv0 ? rn->argv0 : "attnconf", 1);
+    bad |= hr_cmd_add(cmd, cap, &len, " run --backend ", 0);
+    bad |= hr_cmd_add(cmd, cap, &len, rn->backend_arg ? rn->backend_arg : "", 1);
     for (size_t i = 0; i < rn->n_options && rn->options; i++) {
-        char kv[512], q[600];
+        char kv[sizeof r->rerun];
         int w = snprintf(kv, sizeof kv, "%s=%s", rn->options[i].key, rn->options[i].value);
-        too_long |= w < 0 || (size_t)w >= sizeof kv;
-        hr_shell_quote(kv, q, sizeof q);
-        w = snprintf(extra + used, sizeof extra - used, " --backend-option %s", q);
-        too_long |= w < 0 || (size_t)w >= sizeof extra - used;
-        if (!too_long)
-            used += (size_t)w;
+        bad |= w < 0 || (size_t)w >= sizeof kv;
+        bad |= hr_cmd_add(cmd, cap, &len, " --backend-option ", 0);
+        bad |= hr_cmd_add(cmd, cap, &len, kv, 1);
     }
-    if (rn->timeout_arg && !too_long) {
-        char q[64];
-        hr_shell_quote(rn->timeout_arg, q, sizeof q);
-        int w = snprintf(extra + used, sizeof extra - used, " --timeout %s", q);
-        too_long |= w < 0 || (size_t)w >= sizeof extra - used;
+    if (rn->timeout_arg) {
+        bad |= hr_cmd_add(cmd, cap, &len, " --timeout ", 0);
+        bad |= hr_cmd_add(cmd, cap, &len, rn->timeout_arg, 1);
     }
+    bad |= hr_cmd_add(cmd, cap, &len, " --cases ", 0);
+    bad |= hr_cmd_add(cmd, cap, &len, rn->cases_dir ? rn->cases_dir : "", 1);
+    bad |= hr_cmd_add(cmd, cap, &len, " --filter ", 0);
     /* The filter is always single-quoted: it is a glob and must reach fnmatch verbatim. */
-    snprintf(fid, sizeof fid, "'%s'", id);
-    if (strchr(id, '\''))
-        hr_shell_quote(id, fid, sizeof fid);
-    int n = snprintf(r->rerun, sizeof r->rerun, "%s run --backend %s%s --cases %s --filter %s",
-                     a0, be, extra, dir, fid);
-    if (too_long || n < 0 || (size_t)n >= sizeof r->rerun)
+    if (strchr(id, '\'')) {
+        bad |= hr_cmd_add(cmd, cap, &len, id, 1);
+    } else {
+        bad |= hr_cmd_add(cmd, cap, &len, "'", 0);
+        bad |= hr_cmd_add(cmd, cap, &len, id, 0);
+        bad |= hr_cmd_add(cmd, cap, &len, "'", 0);
+    }
+    if (bad)
         r->rerun[0] = '\0'; /* a truncated command would run something else: give none */
 }
 

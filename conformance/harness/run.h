@@ -26,8 +26,9 @@ typedef struct hr_runner {
 const char *hr_code_name(int code);
 
 /* Quote `s` for a POSIX shell into out (n bytes): unchanged if it holds only [A-Za-z0-9_./:=+,@%-]
- * and is non-empty, else single-quoted with embedded quotes escaped.  Truncates safely. */
-void hr_shell_quote(const char *s, char *out, size_t n);
+ * and is non-empty, else single-quoted with embedded quotes escaped.  Returns 0, or -1 when it
+ * did not fit (out then holds a terminated prefix, which must not be used as a command). */
+int hr_shell_quote(const char *s, char *out, size_t n);
 
 /* Start a result for case `id`: zeroes *r, sets id, family, first_bad = -1 and the rerun
  * command `ARGV0 run --backend B [--backend-option K=V]... [--timeout T] --cases DIR

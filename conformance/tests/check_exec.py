@@ -241,6 +241,27 @@ def s_hang(args):
           "after each timed-out case but the last (%d pids)" % len(pids))
 
 
+def s_interrupted(args):
+    """The harness is interrupted (SIGINT, as Ctrl-C sends to the terminal's foreground group,
+    which the adapter is not in) while a hung adapter is in flight: the harness takes the
+    adapter's process group down before dying of the signal, so nothing is left running."""
+    pidfile = os.path.join(args.workdir, "interrupted.pids")
+    open(pidfile, "w").close()
+    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    cmd = [args.harness, "run", "--backend", backend(args, "hang"), "--cases", args.cases,
+           "--filter", "sdpa.nomask.basic.f32"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    for _ in range(200):  # until the adapter has started (it records its pid)
+        if open(pidfile).read().strip():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the hung sdpa call
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=30)
+    check(p.returncode == -signal.SIGINT, "the harness died of SIGINT (rc %d)" % p.returncode)
+    pids_gone(pidfile)
+
+
 def s_garbage(args):
     rc, out, _, _, _, res = json_run(args, backend(args, "garbage"), "sdpa.nomask.basic.*")
     check(rc == 1, "exit 1 (got %d)" % rc)
