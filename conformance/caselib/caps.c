@@ -1,4 +1,5 @@
 /* caps.c — capability names of `requires:` and the capabilities a case's content implies. */
+#include <stdio.h>
 #include <string.h>
 
 #include "attnconf/backend.h"
@@ -42,6 +43,25 @@ const char *acase_cap_name(uint64_t bit)
         if (cap_table[i].bit == bit)
             return cap_table[i].name;
     return NULL;
+}
+
+void acase_caps_text(uint64_t bits, const char *sep, char *buf, size_t n)
+{
+    if (n == 0)
+        return;
+    buf[0] = '\0';
+    size_t j = 0;
+    for (int bit = 0; bit < 64 && j < n; bit++) {
+        uint64_t m = 1ull << bit;
+        if (!(bits & m))
+            continue;
+        const char *name = acase_cap_name(m);
+        int w = name ? snprintf(buf + j, n - j, "%s%s", j ? sep : "", name)
+                     : snprintf(buf + j, n - j, "%sbit%d", j ? sep : "", bit);
+        if (w < 0)
+            break;
+        j += (size_t)w;
+    }
 }
 
 static uint64_t dtype_cap(attnref_dtype dt)

@@ -323,17 +323,9 @@ static int cmd_list(int argc, char **argv)
             bad = 1;
             continue;
         }
-        printf("%s\t%s\t", e[i].id, op_name(e[i].c->op));
-        int first = 1;
-        for (int bit = 0; bit < 64; bit++) {
-            uint64_t m = 1ull << bit;
-            if (!(e[i].c->requires & m))
-                continue;
-            const char *name = acase_cap_name(m);
-            printf("%s%s", first ? "" : ",", name ? name : "?");
-            first = 0;
-        }
-        printf("%s\n", first ? "-" : "");
+        char caps[1024];
+        acase_caps_text(e[i].c->requires, ",", caps, sizeof caps);
+        printf("%s\t%s\t%s\n", e[i].id, op_name(e[i].c->op), caps[0] ? caps : "-");
     }
     entries_free(e, n);
     return bad ? EXIT_BAD : 0;
@@ -579,20 +571,9 @@ static int cmd_backend_info(int argc, char **argv)
     const attnconf_backend *be = hb.be;
     printf("name: %s\nversion: %s\npath: %s\n", be->name, be->version ? be->version : "",
            hb.path);
-    fputs("capabilities:", stdout);
-    int any = 0;
-    for (int bit = 0; bit < 64; bit++) {
-        uint64_t m = 1ull << bit;
-        if (!(hb.caps & m))
-            continue;
-        const char *name = acase_cap_name(m);
-        if (name)
-            printf("%s %s", any ? "," : "", name);
-        else
-            printf("%s bit%d", any ? "," : "", bit);
-        any = 1;
-    }
-    printf("%s\n", any ? "" : " none");
+    char caps[1024];
+    acase_caps_text(hb.caps, ", ", caps, sizeof caps);
+    printf("capabilities: %s\n", caps[0] ? caps : "none");
     /* A first-revision table has no options member (hb_load's rule). */
     const attnconf_option_info *list =
         be->struct_size >= offsetof(attnconf_backend, options) + sizeof be->options ? be->options

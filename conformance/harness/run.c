@@ -252,23 +252,6 @@ static void hr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t 
         snprintf(buf + j, n - j, ")");
 }
 
-/* The missing capability names, comma-separated. */
-static void hr_missing_caps(uint64_t missing, char *buf, size_t n)
-{
-    size_t j = 0;
-    buf[0] = '\0';
-    for (int bit = 0; bit < 64 && j < n; bit++) {
-        uint64_t m = 1ull << bit;
-        if (!(missing & m))
-            continue;
-        const char *name = acase_cap_name(m);
-        if (name)
-            j += (size_t)snprintf(buf + j, n - j, "%s%s", j ? ", " : "", name);
-        else
-            j += (size_t)snprintf(buf + j, n - j, "%sbit %d", j ? ", " : "", bit);
-    }
-}
-
 /* Classify the backend's return code.  Returns 1 if classification is complete (an error
  * case, or a backend failure), 0 if the output must now be checked. */
 static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result *r)
@@ -567,7 +550,7 @@ void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
         missing |= ATTNCONF_CAP_BUILD_MASK;
     if (missing) {
         char names[400];
-        hr_missing_caps(missing, names, sizeof names);
+        acase_caps_text(missing, ", ", names, sizeof names);
         hr_set(r, HR_NOT_SUPPORTED, "backend lacks %s", names);
         return;
     }

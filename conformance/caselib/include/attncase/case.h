@@ -112,6 +112,9 @@ void acase_family(const char *id, char *out, size_t n);
  * acase_cap_from_name returns 0 for an unknown name. */
 uint64_t acase_cap_from_name(const char *name);
 const char *acase_cap_name(uint64_t bit);
+/* The names of the capability bits set in `bits`, in bit order, joined by `sep`, into buf (n
+ * bytes, always terminated; a bit without a name is "bitN"); "" when no bit is set. */
+void acase_caps_text(uint64_t bits, const char *sep, char *buf, size_t n);
 
 /* The capabilities implied by a case's content (dtypes, mask kind, GQA, Dv != D, layouts,
  * explicit scale, causal offset, mask broadcast, mask-builder features). */
