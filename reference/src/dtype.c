@@ -3,8 +3,9 @@
  * Every conversion works on bit patterns with integer arithmetic only, so results do not depend
  * on the FPU rounding mode, on FTZ/DAZ (a process linked with -ffast-math flushes f32
  * subnormals, which include every bf16 subnormal), or on compiler support for _Float16/__bf16.
- * The f32 routines are the ones in shared/notes/c-tooling.md section 4.3, which were checked
- * against F16C on all 2^32 inputs.
+ * The f32 -> f16 / bf16 routines were checked against the F16C hardware conversion on all 2^32
+ * inputs when they were written; the unit tests re-check every 16-bit pattern and millions of
+ * rounding cases against an independent oracle.
  */
 #include "attnref/dtype.h"
 
