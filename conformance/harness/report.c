@@ -1088,6 +1088,102 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
     return 0;
 }
 
+/* ---- kernel-path coverage ------------------------------------------------------------------ */
+
+/* The sdpa.paths family crosses semantics with shape classes, the class being the id's fourth
+ * component (sdpa.paths.<semantic>.<class>.<dtype>, e.g. q1_k600): real kernels choose their
+ * code path by shape, so this table shows, per backend, which shape classes it passes. */
+#define PATHS_FAMILY "sdpa.paths"
+
+/* The shape class of a case id in PATHS_FAMILY into out ("" if the id has no such part). */
+static void path_class(const char *id, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (strncmp(id, PATHS_FAMILY ".", sizeof PATHS_FAMILY) != 0)
+        return;
+    const char *sem = id + sizeof PATHS_FAMILY, *cls = strchr(sem, '.');
+    const char *end = cls ? strchr(cls + 1, '.') : NULL;
+    if (!cls || !end || (size_t)(end - cls - 1) >= n)
+        return;
+    memcpy(out, cls + 1, (size_t)(end - cls - 1));
+    out[end - cls - 1] = '\0';
+}
+
+static int put_path_coverage(FILE *f, const rp_data *d)
+{
+    const char **cls = NULL;
+    size_t ncls = 0, cap = 0;
+    char buf[ACASE_ID_MAX];
+    for (size_t b = 0; b < d->nb; b++)
+        for (size_t k = 0; k < d->backends[b].n; k++) {
+            path_class(d->backends[b].cases[k].id, buf, sizeof buf);
+            if (!buf[0])
+                continue;
+            size_t i = 0;
+            while (i < ncls && strcmp(cls[i], buf) != 0)
+                i++;
+            if (i < ncls)
+                continue;
+            if (ncls == cap) {
+                cap = cap ? 2 * cap : 8;
+                const char **nc = realloc(cls, cap * sizeof *nc);
+                if (!nc)
+                    goto fail;
+                cls = nc;
+            }
+            if (!(cls[ncls] = strdup(buf)))
+                goto fail;
+            ncls++;
+        }
+    if (ncls == 0)
+        return 0;
+    qsort(cls, ncls, sizeof *cls, cmp_str);
+    fputs("## Kernel-path coverage\n\nThe `" PATHS_FAMILY "` cases repeat the semantics that "
+          "break most often (masked-slot poison, fully masked rows, windows, left padding, GQA "
+          "with causal) at shapes that make real kernels take different code paths: the "
+          "shape class in each id (`q1_k600`: Lq = 1 over 600 keys) is a column here.\n\n"
+          "| Backend |", f);
+    for (size_t i = 0; i < ncls; i++)
+        fprintf(f, " %s |", cls[i]);
+    fputs("\n| --- |", f);
+    for (size_t i = 0; i < ncls; i++)
+        fputs(" --- |", f);
+    fputc('\n', f);
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        if (be->mutant)
+            continue;
+        fputs("| ", f);
+        md_text(f, be->name);
+        fputs(" |", f);
+        for (size_t i = 0; i < ncls; i++) {
+            tally t;
+            memset(&t, 0, sizeof t);
+            size_t by[HR_STATUS_COUNT] = {0};
+            for (size_t k = 0; k < be->n; k++) {
+                path_class(be->cases[k].id, buf, sizeof buf);
+                if (!strcmp(buf, cls[i]))
+                    by[be->cases[k].status]++;
+            }
+            tally_add(&t, by);
+            fputc(' ', f);
+            put_cell(f, &t);
+            fputs(" |", f);
+        }
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+    for (size_t i = 0; i < ncls; i++)
+        free((void *)cls[i]);
+    free(cls);
+    return 0;
+fail:
+    for (size_t i = 0; i < ncls; i++)
+        free((void *)cls[i]);
+    free(cls);
+    return -1;
+}
+
 /* One section per backend run with an expected-results file. */
 static int put_thirdparty(FILE *f, const rp_data *d)
 {
@@ -1355,7 +1451,7 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
     fputs("## Totals by status\n\n", f);
     put_status_totals(f, d);
     fputs("\n", f);
-    if (put_thirdparty(f, d))
+    if (put_path_coverage(f, d) || put_thirdparty(f, d))
         return -1;
     fputs("## Failures\n\n", f);
     put_failures(f, d);

@@ -62,6 +62,7 @@ void cg_emit(cg *g, acase *c);
 void fam_mask(cg *g);
 void fam_sdpa(cg *g);
 void fam_reports(cg *g);
+void fam_paths(cg *g);
 
 /* Tolerance model (tolerance.c): sets c->atol / c->rtol from the error of a straightforward
  * same-dtype implementation against the f64 expected values. */

@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
     fam_mask(&g);
     fam_sdpa(&g);
     fam_reports(&g);
+    fam_paths(&g);
 
     /* Files casegen no longer produces. */
     char **files = NULL, err[256];
