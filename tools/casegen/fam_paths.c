@@ -36,9 +36,9 @@ static const struct shape_class {
 };
 enum { Q1_K40, Q1_K600, Q8_K600, Q80_K96, Q80_K600, Q63_K511, Q65_K513 };
 
-enum sem { POISON, FULLY_MASKED, WINDOWED, LEFT_PADDING, GQA_CAUSAL };
-static const char *const SEMS[] = {"poison", "fully_masked", "window", "left_padding",
-                                   "gqa_causal"};
+enum sem { POISON, FULLY_MASKED, WINDOWED, LEFT_PADDING, GQA_CAUSAL, POISON_B1 };
+static const char *const SEMS[] = {"poison",     "fully_masked", "window", "left_padding",
+                                   "gqa_causal", "poison_b1"};
 
 /* How the builder's keep set reaches SDPA: a BOOL keep mask, or additive in the q dtype with
  * -inf (excludes, clause 6) or the dtype's finite minimum (clause 11) at dropped keys. */
@@ -88,6 +88,11 @@ static const struct path_row {
     {GQA_CAUSAL, Q80_K600, ATTNREF_BF16, MK_BOOL, 0},
     {GQA_CAUSAL, Q63_K511, ATTNREF_F16, MK_BOOL, 0},
     {GQA_CAUSAL, Q65_K513, ATTNREF_F32, MK_BOOL, 0},
+
+    /* Batch 1 decode over long keys with f32/f16 K/V is what selects a split-KV kernel (ggml
+     * requires B = 1): poison there too, not only in the batch-2 rows above. */
+    {POISON_B1, Q1_K600, ATTNREF_F16, MK_BOOL, 0},
+    {POISON_B1, Q1_K600, ATTNREF_F32, MK_BOOL, 0},
 };
 
 /* Everything a row's semantic decides, from its shape class. */
@@ -166,6 +171,18 @@ static plan make_plan(const struct path_row *r) {
                      : "; its query rows before that position see only finite-minimum keys "
                        "(implementation-defined, must be finite)");
         break;
+    case POISON_B1:
+        /* One sequence, the last third of its keys padding: whole split-KV chunks lie in it. */
+        p.b = 1;
+        p.hq = p.hkv = 1;
+        p.has_lengths = 1;
+        p.lengths[0] = 2 * s->lk / 3 + 1;
+        snprintf(p.what, sizeof p.what,
+                 "Right padding with poison in a batch of one: length %lld of %lld keys (decode "
+                 "after %lld cached tokens); every padded key slot holds NaN or +-inf in K and "
+                 "V. The output must equal the clean problem.",
+                 (long long)p.lengths[0], (long long)s->lk, (long long)p.offset);
+        break;
     case GQA_CAUSAL:
         p.b = 1;
         p.hq = 4;
@@ -224,7 +241,7 @@ static int rules_of(const struct path_row *r, const plan *p, int sdpa, const cha
     if (sdpa) {
         static const char *const own[] = {"clause10.masked_slots", "clause9.fully_masked_zero",
                                           "clause4.window_counts_self", "clause5.left_padding",
-                                          "clause1.gqa_repeat_interleave"};
+                                          "clause1.gqa_repeat_interleave", "clause10.masked_slots"};
         out[n++] = own[r->sem];
     }
     const char *more[] = {
@@ -287,7 +304,7 @@ static void path_case(cg *g, const struct path_row *r) {
     } else {
         c->causal = 1;
     }
-    if (r->sem == POISON)
+    if (r->sem == POISON || r->sem == POISON_B1)
         poison_padding(c, &p);
     cg_emit(g, c);
 
