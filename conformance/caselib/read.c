@@ -297,6 +297,7 @@ static const char *y11_name(int kind)
 /* A non-empty string; a plain one must also be a string for PyYAML. */
 static int get_str(rd *r, yaml_node_t *n, const char *field, const char **out)
 {
+    *out = NULL;
     if (expect_scalar(r, n, field, "a string"))
         return -1;
     const char *s = svalue(n);
@@ -956,30 +957,125 @@ static int read_case(rd *r, yaml_node_t *root, acase *c)
     return 0;
 }
 
-int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
+/* Report the parser's error (a syntax error, or out of memory). */
+static void yaml_errf(const yaml_parser_t *parser, const char *path, char *err, size_t errlen)
+{
+    if (parser->error == YAML_MEMORY_ERROR || !parser->problem) {
+        acase__errf(err, errlen, "%s:1:1: yaml: %s", path,
+                    parser->error == YAML_MEMORY_ERROR ? "out of memory" : "cannot read the file");
+    } else {
+        yaml_mark_t m = parser->problem_mark;
+        acase__errf(err, errlen, "%s:%zu:%zu: yaml: %s%s%s", path, m.line + 1, m.column + 1,
+                    parser->problem, parser->context ? " " : "",
+                    parser->context ? parser->context : "");
+    }
+}
+
+/* Pass 1: stream the events (libyaml holds only the current token window and stacks as deep as
+ * the nesting) and stop at the first one over a limit, before any document tree is built:
+ * libyaml's scanner costs O(depth) per token inside flow collections, so unbounded nesting is
+ * quadratic, and its tree costs ~150 bytes per node.  Also refuses anchors and aliases (an alias
+ * can make the tree cyclic) and a second document (it would be loaded whole).  Returns 0, or -1
+ * with err set. */
+static int prescan(const char *path, const unsigned char *data, size_t len, char *err,
+                   size_t errlen)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+        acase__errf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    yaml_parser_set_input_string(&parser, data, len);
+    int64_t depth = 0, nodes = 0;
+    int docs = 0, rc = -1;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            yaml_errf(&parser, path, err, errlen);
+            break;
+        }
+        yaml_mark_t m = ev.start_mark;
+        char why[128] = "";
+        const yaml_char_t *anchor = NULL;
+        int is_node = 0;
+        switch (ev.type) {
+        case YAML_DOCUMENT_START_EVENT:
+            docs++;
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            is_node = 1;
+            anchor = ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor
+                                                          : ev.data.mapping_start.anchor;
+            if (++depth > ACASE_MAX_DEPTH)
+                snprintf(why, sizeof why, "nesting deeper than %d levels (ACASE_MAX_DEPTH)",
+                         ACASE_MAX_DEPTH);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_SCALAR_EVENT:
+            is_node = 1;
+            anchor = ev.data.scalar.anchor;
+            if (ev.data.scalar.length > (size_t)ACASE_MAX_SCALAR_BYTES)
+                snprintf(why, sizeof why,
+                         "scalar of %zu bytes, over the limit of %lld (ACASE_MAX_SCALAR_BYTES)",
+                         ev.data.scalar.length, (long long)ACASE_MAX_SCALAR_BYTES);
+            break;
+        case YAML_ALIAS_EVENT:
+            is_node = 1;
+            snprintf(why, sizeof why, "aliases (*name) are not allowed");
+            break;
+        default:
+            break;
+        }
+        if (!why[0] && anchor)
+            snprintf(why, sizeof why, "anchors (&name) are not allowed");
+        if (!why[0] && is_node && ++nodes > ACASE_MAX_NODES)
+            snprintf(why, sizeof why, "more than %lld YAML nodes (ACASE_MAX_NODES)",
+                     (long long)ACASE_MAX_NODES);
+        if (!why[0] && is_node && docs > 1) {
+            acase__errf(err, errlen, "%s:%zu:%zu: (document): more than one YAML document in the file",
+                        path, m.line + 1, m.column + 1);
+            yaml_event_delete(&ev);
+            break;
+        }
+        int end = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+        if (why[0]) {
+            acase__errf(err, errlen, "%s:%zu:%zu: yaml: %s", path, m.line + 1, m.column + 1, why);
+            break;
+        }
+        if (end) {
+            rc = 0;
+            break;
+        }
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int acase_load_mem(const char *path, const void *data, size_t len, acase **out, char *err,
+                   size_t errlen)
 {
     if (out)
         *out = NULL;
-    if (!path || !out) {
-        acase__errf(err, errlen, "acase_load_file: NULL argument");
+    if (!path || !out || (!data && len)) {
+        acase__errf(err, errlen, "acase_load_mem: NULL argument");
         return -1;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        acase__errf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    /* libyaml keeps the whole document tree in memory (~150 bytes per scalar), so bound the
-     * file before parsing; large tensors belong in `generate:` specs. */
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && st.st_size > ACASE_MAX_FILE_BYTES) {
+    if (len > (size_t)ACASE_MAX_FILE_BYTES) {
         acase__errf(err, errlen,
-                    "%s: file is %lld bytes, over the %lld-byte limit of a case file (give large "
-                    "tensors as generate: specs)",
-                    path, (long long)st.st_size, (long long)ACASE_MAX_FILE_BYTES);
-        fclose(f);
+                    "%s: file is over the %lld-byte limit of a case file (give large tensors as "
+                    "generate: specs)",
+                    path, (long long)ACASE_MAX_FILE_BYTES);
         return -1;
     }
+    const unsigned char *bytes = data ? data : (const unsigned char *)"";
+    if (prescan(path, bytes, len, err, errlen))
+        return -1;
+    /* Pass 2: the same bytes, now known to be within the limits, as a document tree. */
     rd *r = calloc(1, sizeof *r);
     acase *c = acase_new();
     yaml_parser_t parser;
@@ -998,28 +1094,18 @@ int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
         goto done;
     }
     have_parser = 1;
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc))
-        goto yaml_error;
+    yaml_parser_set_input_string(&parser, bytes, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        yaml_errf(&parser, path, err, errlen);
+        goto done;
+    }
     have_doc = 1;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (!root) {
         acase__errf(err, errlen, "%s:1:1: (document): empty file, expected a case mapping", path);
         goto done;
     }
-    {
-        yaml_document_t doc2;
-        if (!yaml_parser_load(&parser, &doc2))
-            goto yaml_error;
-        yaml_node_t *root2 = yaml_document_get_root_node(&doc2);
-        if (root2) {
-            yaml_mark_t m = root2->start_mark;
-            yaml_document_delete(&doc2);
-            failm(r, m, "(document)", "more than one YAML document in the file");
-            goto done;
-        }
-        yaml_document_delete(&doc2);
-    }
+    /* prescan refused a second document, so the stream ends here. */
     if (read_case(r, root, c))
         goto done;
     if (!(c->path = strdup(path))) {
@@ -1029,25 +1115,80 @@ int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
     *out = c;
     c = NULL;
     rc = 0;
-    goto done;
-
-yaml_error:
-    if (parser.error == YAML_MEMORY_ERROR || !parser.problem) {
-        acase__errf(err, errlen, "%s:1:1: yaml: %s", path,
-                    parser.error == YAML_MEMORY_ERROR ? "out of memory" : "cannot read the file");
-    } else {
-        yaml_mark_t m = parser.problem_mark;
-        acase__errf(err, errlen, "%s:%zu:%zu: yaml: %s%s%s", path, m.line + 1, m.column + 1,
-                    parser.problem, parser.context ? " " : "",
-                    parser.context ? parser.context : "");
-    }
 done:
     if (have_doc)
         yaml_document_delete(&doc);
     if (have_parser)
         yaml_parser_delete(&parser);
-    fclose(f);
     acase_free(c);
     free(r);
+    return rc;
+}
+
+int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
+{
+    if (out)
+        *out = NULL;
+    if (!path || !out) {
+        acase__errf(err, errlen, "acase_load_file: NULL argument");
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        acase__errf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    /* libyaml keeps the whole document tree in memory, so bound the file before reading it
+     * (fstat for a regular file; reading stops one byte past the limit for anything else). */
+    struct stat st;
+    int have_st = fstat(fileno(f), &st) == 0;
+    if (have_st && st.st_size > ACASE_MAX_FILE_BYTES) {
+        acase__errf(err, errlen,
+                    "%s: file is %lld bytes, over the %lld-byte limit of a case file (give large "
+                    "tensors as generate: specs)",
+                    path, (long long)st.st_size, (long long)ACASE_MAX_FILE_BYTES);
+        fclose(f);
+        return -1;
+    }
+    size_t cap = have_st && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536, len = 0;
+    unsigned char *buf = malloc(cap);
+    int rc = -1;
+    if (!buf) {
+        acase__errf(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    for (;;) {
+        if (len == cap) {
+            if (cap > (size_t)ACASE_MAX_FILE_BYTES) {
+                acase__errf(err, errlen,
+                            "%s: file is over the %lld-byte limit of a case file (give large "
+                            "tensors as generate: specs)",
+                            path, (long long)ACASE_MAX_FILE_BYTES);
+                goto out;
+            }
+            size_t ncap = cap * 2 > (size_t)ACASE_MAX_FILE_BYTES + 1 ? (size_t)ACASE_MAX_FILE_BYTES + 1
+                                                                     : cap * 2;
+            unsigned char *nb = realloc(buf, ncap);
+            if (!nb) {
+                acase__errf(err, errlen, "%s: out of memory", path);
+                goto out;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                acase__errf(err, errlen, "%s:1:1: yaml: cannot read the file", path);
+                goto out;
+            }
+            break;
+        }
+    }
+    rc = acase_load_mem(path, buf, len, out, err, errlen);
+out:
+    free(buf);
+    fclose(f);
     return rc;
 }

@@ -17,7 +17,9 @@
  *     - case: sdpa.fully_masked.*     an id or an fnmatch glob over ids, or a list of them
  *                                     ([a.b.c, a.d.*]): one finding covering several cases
  *       status: FAIL                  PASS, EXPECTED_ERROR, NOT_SUPPORTED, FAIL,
- *                                     INCORRECT_DTYPE or ERROR
+ *                                     INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT (not
+ *                                     CASE_ERROR: an unreadable case file is the suite's
+ *                                     problem, to be fixed, never recorded)
  *       clause: 9                     the SPEC.md clause (1..13) the divergence is about
  *       reason: "rows that keep no key come out as the mean of V"
  *       upstream: "MLX's own test only asserts no NaN"     optional

@@ -17,12 +17,20 @@ typedef enum hr_status {
                                wrong kind of rejection */
     HR_INCORRECT_DTYPE,     /* the output dtype is not the q dtype (a silent upcast/downcast) */
     HR_ERROR,               /* the backend failed where an output was expected */
+    HR_CRASH,               /* the backend killed its worker process (signal, exit) or wrote
+                               outside its buffers (run.c's guards) */
+    HR_TIMEOUT,             /* no result within --case-timeout: the worker was killed */
+    HR_CASE_ERROR,          /* the case file cannot be read (or its id is a duplicate): a
+                               problem of the suite, not of the backend, so it is kept out of
+                               the backend's passed/failed/skipped counts (exit 3) */
     HR_STATUS_COUNT
 } hr_status;
 
-/* "PASS", "EXPECTED_ERROR", "NOT_SUPPORTED", "FAIL", "INCORRECT_DTYPE", "ERROR". */
+/* "PASS", "EXPECTED_ERROR", "NOT_SUPPORTED", "FAIL", "INCORRECT_DTYPE", "ERROR", "CRASH",
+ * "TIMEOUT", "CASE_ERROR". */
 const char *hr_status_name(hr_status s);
-/* 1 for FAIL, INCORRECT_DTYPE and ERROR (they make `attnconf run` exit 1). */
+/* 1 for FAIL, INCORRECT_DTYPE, ERROR, CRASH and TIMEOUT: the backend's failures (they make
+ * `attnconf run` exit 1).  CASE_ERROR is not: it is the suite's problem (exit 3). */
 int hr_status_is_bad(hr_status s);
 
 /* Room for one spec rule id in a result ("clause3.bottom_right"); longer ids are truncated. */
@@ -83,7 +91,8 @@ int hr_format_parse(const char *name, hr_format *out);
 
 /* Write a finished run in the given format (output.c).  Text ends with a summary line
  * "N passed, N failed, N skipped" (EXPECTED_ERROR counts as passed, NOT_SUPPORTED as skipped,
- * FAIL/INCORRECT_DTYPE/ERROR as failed).  JSON is the input of `attnconf report`.
+ * FAIL/INCORRECT_DTYPE/ERROR/CRASH/TIMEOUT as failed), followed by "; N case file(s)
+ * unreadable" when there are CASE_ERRORs (counted in none of the three).  JSON is the input of `attnconf report`.
  * Returns 0, or -1 on a write error. */
 int hr_write(const hr_run *run, hr_format fmt, FILE *f);
 

@@ -1,13 +1,19 @@
 /* main.c — the attnconf command line: run cases on a backend, list cases, write a report.
  *
  * Exit status (the automake/CTest convention): 0 all selected cases passed or were correctly
- * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE or ERROR, an unloadable
- * backend or an unwritable output; 2 a usage error or a filter that selects nothing; 77 every
- * selected case was NOT_SUPPORTED (CTest SKIP_RETURN_CODE).  With --expect FILE the run is judged
- * against the file instead (expect.h): 0 every status is the recorded one, 1 one differs or an
- * entry is stale; 2 as above, or a broken file or one for another backend.
+ * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT, an
+ * unloadable backend or an unwritable output; 2 a usage error or a filter that selects nothing;
+ * 3 a case file could not be read (CASE_ERROR: the suite's problem) and the backend failed
+ * nothing; 77 every selected case was NOT_SUPPORTED (CTest SKIP_RETURN_CODE).  With --expect
+ * FILE the run is judged against the file instead (expect.h): 0 every status is the recorded
+ * one, 1 one differs or an entry is stale, 3 as above; 2 as above, or a broken file or one for
+ * another backend.
+ *
+ * Plugins run in a forked worker (worker.h) unless --in-process; exec: adapters run in their
+ * own processes already, so their bridge stays in the harness.  --out is written to a
+ * temporary file next to FILE and renamed over it only when complete.
  */
-#define _XOPEN_SOURCE 700 /* realpath, fnmatch */
+#define _XOPEN_SOURCE 700 /* realpath, fnmatch, mkstemp */
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -22,6 +28,10 @@
 #include "expect.h"
 #include "harness.h"
 #include "run.h"
+#include "worker.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef ATTNCONF_VERSION
 #define ATTNCONF_VERSION "0.0.0"
@@ -33,7 +43,7 @@
 #define ATTNCONF_DEFAULT_CASES "cases"
 #endif
 
-enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_SKIP = 77 };
+enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CASE_ERROR = 3, EXIT_SKIP = 77 };
 
 static void usage(FILE *f)
 {
@@ -41,7 +51,8 @@ static void usage(FILE *f)
             "usage: attnconf run --backend NAME|PATH.so|exec:CMD [--cases DIR] [--filter GLOB]\n"
             "                    [--format text|tap|junit|json] [--out FILE]\n"
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
-            "                    [--expect FILE]\n"
+            "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"
+            "                    [--in-process]\n"
             "       attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "       attnconf list [--cases DIR] [--filter GLOB]\n"
@@ -55,6 +66,13 @@ static void usage(FILE *f)
             "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
             "             `backend-info` lists the keys a backend accepts\n"
             "  --timeout  seconds an exec: adapter may take per call (default %g)\n"
+            "  --case-timeout  seconds a plugin may take per case (default %g): each case runs\n"
+            "             in a worker process, and a worker that crashes (CRASH) or misses the\n"
+            "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
+            "             separate processes already and keep --timeout\n"
+            "  --memory-limit  MiB of address space for the worker (RLIMIT_AS; default none)\n"
+            "  --in-process  run a plugin inside the harness, without a worker (for a\n"
+            "             debugger): a crash in the backend then ends the run\n"
             "  --cases    directory of case files (default %s)\n"
             "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'\n"
             "  --format   output format (default text)\n"
@@ -62,11 +80,12 @@ static void usage(FILE *f)
             "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
             "             passes when every status is the recorded one, divergences included\n"
             "\n"
-            "exit status: 0 ok, 1 failures or errors, 2 usage or nothing selected,\n"
+            "exit status: 0 ok, 1 failures, errors, crashes or timeouts, 2 usage or nothing\n"
+            "             selected, 3 a case file could not be read (and nothing else failed),\n"
             "             77 every selected case was NOT_SUPPORTED; with --expect: 0 every\n"
             "             status as recorded, 1 a status differs or an entry is stale\n",
             ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
-            ATTNCONF_DEFAULT_CASES);
+            HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
 }
 
 /* Report a usage error, print the usage on stderr, and give the exit status. */
@@ -83,6 +102,8 @@ static int usage_error(const char *what, const char *arg)
 /* Options shared by the subcommands; NULL when not given. */
 typedef struct opts {
     const char *backend, *cases, *filter, *format, *out, *timeout, *expect;
+    const char *case_timeout, *memory_limit;
+    int in_process; /* --in-process, a flag (no value) */
     const char *backend_option[MAX_BACKEND_OPTIONS]; /* repeatable: every KEY=VALUE given */
     size_t n_backend_option;
 } opts;
@@ -102,6 +123,15 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
             return usage_error("unexpected argument", a);
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        if (strcmp(a, "--in-process") == 0) { /* the one flag: allowed lists it too */
+            int ok = 0;
+            for (const char *const *n = allowed; *n; n++)
+                ok |= strcmp(*n, a) == 0;
+            if (!ok)
+                return usage_error("unknown option", a);
+            o->in_process = 1;
+            continue;
+        }
         const char **slot = NULL;
         int repeatable = 0;
         for (const char *const *n = allowed; *n; n++) {
@@ -114,6 +144,8 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
                    : strcmp(*n, "--format") == 0  ? &o->format
                    : strcmp(*n, "--timeout") == 0 ? &o->timeout
                    : strcmp(*n, "--expect") == 0  ? &o->expect
+                   : strcmp(*n, "--case-timeout") == 0 ? &o->case_timeout
+                   : strcmp(*n, "--memory-limit") == 0 ? &o->memory_limit
                    : repeatable                   ? &o->backend_option[0]
                                                   : &o->out;
         }
@@ -194,6 +226,110 @@ static int parse_backend_opts(const opts *o, backend_opts *b)
     return 0;
 }
 
+/* --case-timeout and --memory-limit as numbers. */
+typedef struct run_opts {
+    double case_timeout_s;
+    uint64_t memory_limit_mib;
+} run_opts;
+
+static int parse_run_opts(const opts *o, run_opts *r)
+{
+    r->case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
+    r->memory_limit_mib = 0;
+    if (o->case_timeout) {
+        char *end;
+        errno = 0;
+        double t = strtod(o->case_timeout, &end);
+        if (end == o->case_timeout || *end || errno == ERANGE || !isfinite(t) || !(t > 0) ||
+            t > 1e7)
+            return usage_error("--case-timeout: expected a positive number of seconds",
+                               o->case_timeout);
+        r->case_timeout_s = t;
+    }
+    if (o->memory_limit) {
+        char *end;
+        errno = 0;
+        unsigned long long m = strtoull(o->memory_limit, &end, 10);
+        /* A limit under 64 MiB cannot even load a plugin; over 2^40 MiB overflows rlim_t. */
+        if (end == o->memory_limit || *end || errno == ERANGE || o->memory_limit[0] == '-' ||
+            m < 64 || m > (1ull << 40))
+            return usage_error("--memory-limit: expected MiB, from 64", o->memory_limit);
+        r->memory_limit_mib = m;
+    }
+    if (o->in_process && o->memory_limit)
+        return usage_error("--memory-limit applies to the worker; not with --in-process", NULL);
+    return 0;
+}
+
+/* ---- atomic --out ---------------------------------------------------------------------- */
+
+typedef struct out_tmp {
+    FILE *f;
+    char path[PATH_MAX]; /* the temporary file, "" once renamed or removed */
+} out_tmp;
+
+/* Create DIR/.BASE.XXXXXX next to `out`.  Returns 0, or -1 with errno set. */
+static int out_tmp_open(out_tmp *t, const char *out)
+{
+    memset(t, 0, sizeof t[0]);
+    const char *slash = strrchr(out, '/');
+    int w = slash ? snprintf(t->path, sizeof t->path, "%.*s/.%s.XXXXXX", (int)(slash - out), out,
+                             slash + 1)
+                  : snprintf(t->path, sizeof t->path, ".%s.XXXXXX", out);
+    if (w < 0 || (size_t)w >= sizeof t->path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkstemp(t->path);
+    if (fd < 0) {
+        t->path[0] = '\0';
+        return -1;
+    }
+    /* mkstemp makes 0600; the results file gets what fopen(..., "w") would have given. */
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um);
+    if (!(t->f = fdopen(fd, "w"))) {
+        int e = errno;
+        close(fd);
+        unlink(t->path);
+        t->path[0] = '\0';
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* Drop the temporary file: FILE is left as it was. */
+static void out_tmp_discard(out_tmp *t, const char *out)
+{
+    if (!out || !t->f)
+        return;
+    fclose(t->f);
+    t->f = NULL;
+    if (t->path[0])
+        unlink(t->path);
+    t->path[0] = '\0';
+}
+
+/* Close and rename over `out`.  Returns 0, or -1 (errno set; the temporary file removed). */
+static int out_tmp_commit(out_tmp *t, const char *out)
+{
+    int bad = fflush(t->f) != 0 || ferror(t->f) || fsync(fileno(t->f)) != 0;
+    int e = errno;
+    bad |= fclose(t->f) != 0;
+    t->f = NULL;
+    if (!bad && rename(t->path, out) == 0) {
+        t->path[0] = '\0';
+        return 0;
+    }
+    e = bad ? e : errno;
+    unlink(t->path);
+    t->path[0] = '\0';
+    errno = e;
+    return -1;
+}
+
 /* ---- loading cases --------------------------------------------------------------------- */
 
 /* One case file: either loaded (c) or failed (err). */
@@ -220,6 +356,12 @@ static void pseudo_id(const char *path, char *out, size_t n)
     size_t l = strlen(out);
     if (l > 5 && strcmp(out + l - 5, ".yaml") == 0)
         out[l - 5] = '\0';
+}
+
+/* hw_config.get_case: the loaded case at index i (in the worker's copy of the entries). */
+static const acase *entry_case(void *ud, size_t i)
+{
+    return ((const entry *)ud)[i].c;
 }
 
 static void entries_free(entry *e, size_t n)
@@ -353,9 +495,9 @@ static void absolute_path(const char *p, char *out, size_t n)
 
 static int cmd_run(const char *argv0, int argc, char **argv)
 {
-    static const char *const allowed[] = {"--backend", "--cases",          "--filter",
-                                          "--format",  "--out",            "--timeout",
-                                          "--backend-option", "--expect", NULL};
+    static const char *const allowed[] = {
+        "--backend",        "--cases",  "--filter",       "--format",       "--out", "--timeout",
+        "--backend-option", "--expect", "--case-timeout", "--memory-limit", "--in-process", NULL};
     opts o;
     int rc = parse_opts(argc, argv, allowed, &o);
     if (rc)
@@ -369,6 +511,9 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     if (o.format && hr_format_parse(o.format, &fmt) != 0)
         return usage_error("unknown format (text, tap, junit, json)", o.format);
     const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
+    run_opts ro;
+    if ((rc = parse_run_opts(&o, &ro)) != 0)
+        return rc;
 
     /* The expected-results file is read before anything runs: a broken file must not cost a
      * whole run. */
@@ -382,52 +527,55 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         }
     }
 
-    /* Open --out before anything runs, so an unwritable path cannot cost a whole run. */
-    FILE *outf = NULL;
-    if (o.out && !(outf = fopen(o.out, "w"))) {
+    /* --out goes to a temporary file in FILE's directory, renamed over FILE once complete:
+     * a run that fails or is killed never leaves FILE empty or half-written.  Creating it now
+     * keeps the up-front check: an unwritable path cannot cost a whole run. */
+    out_tmp ot;
+    if (o.out && out_tmp_open(&ot, o.out) != 0) {
         fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
         hx_free(&xf);
         return EXIT_USAGE;
     }
+    FILE *outf = o.out ? ot.f : NULL;
 
-    /* The backend first: a typo in --backend should fail before any case is parsed. */
+    /* Plugins run in a worker process (worker.h); exec: adapters are processes of their own
+     * already, so their bridge stays here, and --in-process keeps everything here. */
+    int isolated = !o.in_process && !hb_spec_is_exec(o.backend);
     hb_backend hb;
+    memset(&hb, 0, sizeof hb);
     char err[1024];
     hb_open_opts oo = {bo.opt, bo.n, bo.timeout_s};
-    if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
+    if (isolated) {
+        /* Resolve here, so a typo in --backend fails before any case is parsed; the worker
+         * loads the file. */
+        char path[4096];
+        if (hb_resolve(o.backend, ATTNCONF_BACKEND_DIR, path, sizeof path, err, sizeof err)) {
+            fprintf(stderr, "attnconf: %s\n", err);
+            out_tmp_discard(&ot, o.out);
+            hx_free(&xf);
+            return EXIT_BAD;
+        }
+    } else if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf: %s\n", err);
-        if (outf)
-            fclose(outf);
+        out_tmp_discard(&ot, o.out);
         hx_free(&xf);
         return EXIT_BAD;
     }
-    if (o.expect && strcmp(xf.backend, hb.be->name) != 0) {
-        fprintf(stderr, "attnconf: --expect %s: the file is for backend '%s', this is '%s'\n",
-                o.expect, xf.backend, hb.be->name);
-        hb_unload(&hb);
-        if (outf)
-            fclose(outf);
-        hx_free(&xf);
-        return EXIT_USAGE;
-    }
 
-    entry *e;
-    size_t n;
+    entry *e = NULL;
+    size_t n = 0;
+    int status = 0;
+    hw_worker w = {0, -1, NULL, 0};
+    hr_run run;
+    memset(&run, 0, sizeof run);
     if (load_cases(dir, o.filter, &e, &n) != 0) {
-        hb_unload(&hb);
-        if (outf)
-            fclose(outf);
-        hx_free(&xf);
-        return EXIT_USAGE;
+        status = EXIT_USAGE;
+        goto fail;
     }
     if (n == 0) {
         fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
-        entries_free(e, n);
-        hb_unload(&hb);
-        if (outf)
-            fclose(outf);
-        hx_free(&xf);
-        return EXIT_USAGE;
+        status = EXIT_USAGE;
+        goto fail;
     }
 
     char a0[PATH_MAX], be_arg[PATH_MAX], dir_abs[PATH_MAX];
@@ -437,7 +585,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     else
         snprintf(be_arg, sizeof be_arg, "%s", o.backend);
     absolute_path(dir, dir_abs, sizeof dir_abs);
-    hr_runner rn = {&hb, a0, be_arg, dir_abs, bo.opt, bo.n, o.timeout};
+    hr_runner rn = {&hb, a0, be_arg, dir_abs, bo.opt, bo.n, o.timeout, o.case_timeout};
     /* Every failure prints the command that re-runs it: if that command would not fit for the
      * longest possible case id, say so now rather than print none later. */
     {
@@ -450,63 +598,100 @@ static int cmd_run(const char *argv0, int argc, char **argv)
             fprintf(stderr, "attnconf: the command that re-runs a case would be over %zu bytes "
                     "(a very long --backend, --cases or --backend-option): shorten it\n",
                     sizeof probe.rerun - 1);
-            entries_free(e, n);
-            hb_unload(&hb);
-            if (outf)
-                fclose(outf);
-            hx_free(&xf);
-            return EXIT_USAGE;
+            status = EXIT_USAGE;
+            goto fail;
         }
     }
 
-    hr_run run;
-    memset(&run, 0, sizeof run);
-    snprintf(run.backend_name, sizeof run.backend_name, "%s", hb.be->name);
-    snprintf(run.backend_version, sizeof run.backend_version, "%s",
-             hb.be->version ? hb.be->version : "");
-    snprintf(run.backend_path, sizeof run.backend_path, "%s", hb.path);
+    /* The worker is forked once the cases are loaded, so it holds them (and every later
+     * worker too): the parent sends only an index. */
+    hw_config wc = {o.backend, ATTNCONF_BACKEND_DIR, &oo, &rn, ro.case_timeout_s,
+                    ro.memory_limit_mib, entry_case, e};
+    const char *be_name, *be_version, *be_path;
+    hw_hello hello;
+    if (isolated) {
+        if (hw_start(&w, &wc, &hello) != 0 || !hello.ok) {
+            fprintf(stderr, "attnconf: %s\n", hello.err);
+            status = EXIT_BAD;
+            goto fail;
+        }
+        be_name = hello.name;
+        be_version = hello.version;
+        be_path = hello.path;
+    } else {
+        be_name = hb.be->name;
+        be_version = hb.be->version ? hb.be->version : "";
+        be_path = hb.path;
+    }
+    if (o.expect && strcmp(xf.backend, be_name) != 0) {
+        fprintf(stderr, "attnconf: --expect %s: the file is for backend '%s', this is '%s'\n",
+                o.expect, xf.backend, be_name);
+        status = EXIT_USAGE;
+        goto fail;
+    }
+
+    snprintf(run.backend_name, sizeof run.backend_name, "%s", be_name);
+    snprintf(run.backend_version, sizeof run.backend_version, "%s", be_version);
+    snprintf(run.backend_path, sizeof run.backend_path, "%s", be_path);
     snprintf(run.cases_dir, sizeof run.cases_dir, "%s", dir);
     snprintf(run.filter, sizeof run.filter, "%s", o.filter ? o.filter : "");
     snprintf(run.backend_options, sizeof run.backend_options, "%s", bo.summary);
     run.results = calloc(n, sizeof *run.results);
     if (!run.results) {
         fprintf(stderr, "attnconf: out of memory\n");
-        hb_unload(&hb);
-        entries_free(e, n);
-        if (outf)
-            fclose(outf);
-        hx_free(&xf);
-        return EXIT_BAD;
+        status = EXIT_BAD;
+        goto fail;
     }
 
     for (size_t i = 0; i < n; i++) {
         hr_result *r = &run.results[i];
         hr_result_begin(&rn, e[i].id, r);
         if (e[i].err) {
-            r->status = HR_ERROR;
+            /* The suite's problem, not the backend's (CASE_ERROR, exit 3). */
+            r->status = HR_CASE_ERROR;
             snprintf(r->message, sizeof r->message, "%s", e[i].err);
         } else if (i > 0 && strcmp(e[i].id, e[i - 1].id) == 0) {
-            r->status = HR_ERROR;
+            r->status = HR_CASE_ERROR;
             snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)",
                      e[i].path, e[i].id, e[i - 1].path);
-        } else {
+        } else if (!isolated) {
             hr_run_case(&rn, e[i].c, r);
+        } else {
+            /* A worker that died on the previous case is replaced; one that cannot be (the
+             * backend now fails to load) makes this case a CRASH and is retried for the next. */
+            if (w.pid == 0 && (hw_start(&w, &wc, &hello) != 0 || !hello.ok)) {
+                r->status = HR_CRASH;
+                snprintf(r->message, sizeof r->message, "cannot restart the worker: %.450s",
+                         hello.err);
+            } else {
+                hw_run(&w, &wc, i, r);
+            }
+            if (r->status == HR_CRASH || r->status == HR_TIMEOUT)
+                hr_result_case_info(e[i].c, r); /* the dead worker could not send them */
         }
-        /* Free each case as soon as it has run: only results are kept. */
+        /* Free each case as soon as it has run: only results are kept (a worker forked
+         * later never asks for an earlier case). */
         acase_free(e[i].c);
         e[i].c = NULL;
         run.count = i + 1;
     }
+    hw_stop(&w);
     hb_unload(&hb);
 
     size_t counts[HR_STATUS_COUNT] = {0};
     for (size_t i = 0; i < run.count; i++)
         counts[run.results[i].status]++;
     size_t passed = counts[HR_PASS] + counts[HR_EXPECTED_ERROR];
-    size_t failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR];
+    size_t failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR] +
+                    counts[HR_CRASH] + counts[HR_TIMEOUT];
     size_t skipped = counts[HR_NOT_SUPPORTED];
+    size_t unreadable = counts[HR_CASE_ERROR];
 
-    int status = failed ? EXIT_BAD : (skipped == run.count ? EXIT_SKIP : 0);
+    /* A backend failure outranks an unreadable case file (exit 1, not 3): both need fixing,
+     * and the backend's is what a CI run of a backend is about. */
+    status = failed ? EXIT_BAD
+             : unreadable ? EXIT_CASE_ERROR
+             : (skipped == run.count ? EXIT_SKIP : 0);
     if (o.expect) {
         /* Judged against the file instead: a recorded divergence passes, any change fails. */
         snprintf(run.expect_file, sizeof run.expect_file, "%s", o.expect);
@@ -524,26 +709,44 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         if (strcmp(xf.version, run.backend_version) != 0)
             fprintf(stderr, "attnconf: note: %s was recorded with %s; this is %s\n", o.expect,
                     xf.version, run.backend_version);
-        status = run.unexpected || run.stale ? EXIT_BAD : 0;
+        /* CASE_ERRORs are never as expected (expect.c refuses to record them); alone they
+         * are the suite's problem, exit 3 as without --expect. */
+        status = run.unexpected > unreadable || run.stale ? EXIT_BAD
+                 : unreadable                             ? EXIT_CASE_ERROR
+                                                          : 0;
     }
     FILE *f = outf ? outf : stdout;
     int wr = hr_write(&run, fmt, f);
     if (f != stdout) {
-        if (fclose(f) != 0)
-            wr = -1;
+        wr |= out_tmp_commit(&ot, o.out);
     } else if (fflush(f) != 0) {
         wr = -1;
     }
     if (wr != 0) {
-        fprintf(stderr, "attnconf: cannot write results to %s\n", o.out ? o.out : "stdout");
+        fprintf(stderr, "attnconf: cannot write results to %s%s%s\n", o.out ? o.out : "stdout",
+                o.out ? ": " : "", o.out ? strerror(errno) : "");
         status = EXIT_BAD;
     }
-    if (o.out && wr == 0)
-        printf("attnconf: %s %s: %zu passed, %zu failed, %zu skipped (results in %s)\n",
-               run.backend_name, run.backend_version, passed, failed, skipped, o.out);
+    if (o.out && wr == 0) {
+        printf("attnconf: %s %s: %zu passed, %zu failed, %zu skipped", run.backend_name,
+               run.backend_version, passed, failed, skipped);
+        if (unreadable)
+            printf("; %zu case file%s unreadable", unreadable, unreadable == 1 ? "" : "s");
+        printf(" (results in %s)\n", o.out);
+    }
 
     free(run.results);
     entries_free(e, n);
+    hx_free(&xf);
+    return status;
+
+fail:
+    hw_stop(&w);
+    hb_unload(&hb);
+    free(run.results);
+    if (e)
+        entries_free(e, n);
+    out_tmp_discard(&ot, o.out);
     hx_free(&xf);
     return status;
 }

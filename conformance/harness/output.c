@@ -18,7 +18,11 @@
  *                                                  (e.g. "clause3.bottom_right"); always
  *                                                  present, [] when the case did not load
  *         "status": "PASS" | "EXPECTED_ERROR" | "NOT_SUPPORTED" | "FAIL" | "INCORRECT_DTYPE"
- *                   | "ERROR",
+ *                   | "ERROR" | "CRASH" | "TIMEOUT" | "CASE_ERROR",
+ *                                                  CRASH: the backend killed its worker or
+ *                                                  wrote outside a buffer; TIMEOUT: no result
+ *                                                  within --case-timeout; CASE_ERROR: the case
+ *                                                  file could not be read (the suite's fault)
  *         "message": str,                          "" when there is nothing to say
  *         -- only when the comparison ran (hr_result.has_stats):
  *         "max_abs_err": num, "max_rel_err": num,
@@ -38,7 +42,10 @@
  *       }, ...
  *     ],
  *     "summary": {"PASS": int, "EXPECTED_ERROR": int, "NOT_SUPPORTED": int, "FAIL": int,
- *                 "INCORRECT_DTYPE": int, "ERROR": int, "total": int}
+ *                 "INCORRECT_DTYPE": int, "ERROR": int, "CRASH": int, "TIMEOUT": int,
+ *                 "CASE_ERROR": int, "total": int}
+ *                                                  (a reader accepts a summary without the
+ *                                                  last three, from before they existed)
  *   }
  *
  * "num" is a JSON number, or one of the strings "nan", "inf", "-inf": JSON has no non-finite
@@ -79,6 +86,7 @@ static const char *status_name(hr_status s)
 typedef struct counts {
     size_t by_status[HR_STATUS_COUNT];
     size_t passed, failed, skipped;
+    size_t unreadable; /* CASE_ERROR: in none of passed/failed/skipped (the suite's fault) */
 } counts;
 
 static counts count_run(const hr_run *run)
@@ -90,6 +98,8 @@ static counts count_run(const hr_run *run)
         c.by_status[s]++;
         if (s == HR_NOT_SUPPORTED)
             c.skipped++;
+        else if (s == HR_CASE_ERROR)
+            c.unreadable++;
         else if (hr_status_is_bad(s))
             c.failed++;
         else
@@ -313,7 +323,7 @@ static void write_text(const hr_run *run, FILE *f)
             fputs("    not supported: ", f);
             put_line(f, FIELD(r->message), 0);
             fputc('\n', f);
-        } else if (hr_status_is_bad(s)) {
+        } else if (hr_status_is_bad(s) || s == HR_CASE_ERROR) {
             if (r->message[0]) {
                 fputs("    ", f);
                 put_line(f, FIELD(r->message), 0);
@@ -341,7 +351,10 @@ static void write_text(const hr_run *run, FILE *f)
                 run->count - run->unexpected, run->unexpected, run->stale,
                 run->stale == 1 ? "y" : "ies");
     }
-    fprintf(f, "%zu passed, %zu failed, %zu skipped\n", c.passed, c.failed, c.skipped);
+    fprintf(f, "%zu passed, %zu failed, %zu skipped", c.passed, c.failed, c.skipped);
+    if (c.unreadable)
+        fprintf(f, "; %zu case file%s unreadable", c.unreadable, c.unreadable == 1 ? "" : "s");
+    fputc('\n', f);
 }
 
 /* ---- TAP 13 -------------------------------------------------------------------------------- */
@@ -357,7 +370,12 @@ static int known_divergence(const hr_result *r)
 
 static int judged_bad(const hr_result *r)
 {
-    return r->has_expect ? !hx_status_matches(r) : hr_status_is_bad(norm_status(r->status));
+    hr_status s = norm_status(r->status);
+    /* An unreadable case file is never as expected: no expected-results entry can vouch for a
+     * case that did not run. */
+    if (s == HR_CASE_ERROR)
+        return 1;
+    return r->has_expect ? !hx_status_matches(r) : hr_status_is_bad(s);
 }
 
 /* "recorded FAIL" / "recorded PASS or EXPECTED_ERROR", for an unexpected status. */
@@ -379,7 +397,8 @@ static void write_tap(const hr_run *run, FILE *f)
     for (size_t i = 0; i < run->count; i++) {
         const hr_result *r = &run->results[i];
         hr_status s = norm_status(r->status);
-        int bad = hr_status_is_bad(s), known = known_divergence(r);
+        /* A CASE_ERROR is not the backend's failure, but a case that did not run is not ok. */
+        int bad = hr_status_is_bad(s) || s == HR_CASE_ERROR, known = known_divergence(r);
         fprintf(f, "%s %zu - ", bad || judged_bad(r) ? "not ok" : "ok", i + 1);
         put_line(f, FIELD(r->id), 1);
         if (r->has_expect && !hx_status_matches(r)) {
@@ -464,8 +483,11 @@ static void put_xml_details(FILE *f, const hr_result *r)
 static void write_junit(const hr_run *run, FILE *f)
 {
     counts c = count_run(run);
+    /* JUnit's "error" is a test that could not run to a verdict: ERROR, CRASH, TIMEOUT and an
+     * unreadable case file; "failure" a wrong verdict. */
     size_t failures = c.by_status[HR_FAIL] + c.by_status[HR_INCORRECT_DTYPE];
-    size_t errors = c.by_status[HR_ERROR];
+    size_t errors = c.by_status[HR_ERROR] + c.by_status[HR_CRASH] + c.by_status[HR_TIMEOUT] +
+                    c.by_status[HR_CASE_ERROR];
     if (run->expect_file[0]) { /* judged against the file: see known_divergence */
         failures = errors = 0;
         c.skipped = 0;
@@ -539,7 +561,7 @@ static void write_junit(const hr_run *run, FILE *f)
             put_xml(f, FIELD(r->message));
             fputs("\"/>\n", f);
         } else {
-            const char *tag = (s == HR_ERROR) ? "error" : "failure";
+            const char *tag = (s == HR_FAIL || s == HR_INCORRECT_DTYPE) ? "failure" : "error";
             fprintf(f, "      <%s message=\"", tag);
             put_xml(f, FIELD(r->message));
             fprintf(f, "\" type=\"%s\">", status_name(s));

@@ -357,7 +357,11 @@ static int check_summary(const rd *r, const json_t *root, const size_t *by_statu
         const char *key = k < HR_STATUS_COUNT ? hr_status_name((hr_status)k) : "total";
         size_t want = k < HR_STATUS_COUNT ? by_status[k] : total;
         int64_t got;
-        if (!key || get_int(&sr, sum, key, &got))
+        /* CRASH, TIMEOUT and CASE_ERROR came later: a file from before them has no such key,
+         * and then can have no such result either. */
+        if (key && k >= HR_CRASH && k < HR_STATUS_COUNT && !json_object_get(sum, key))
+            got = 0;
+        else if (!key || get_int(&sr, sum, key, &got))
             return -1;
         if (got < 0 || (uint64_t)got != want) {
             errf(r->file, NULL, "field \"summary.%s\" is %" PRId64 " but the results have %zu",
@@ -743,7 +747,8 @@ static void tally_add(tally *t, const size_t *by_status)
         t->by_status[s] += by_status[s];
     const size_t *c = t->by_status;
     t->ns = c[HR_NOT_SUPPORTED];
-    t->bad = c[HR_FAIL] + c[HR_INCORRECT_DTYPE] + c[HR_ERROR];
+    t->bad = c[HR_FAIL] + c[HR_INCORRECT_DTYPE] + c[HR_ERROR] + c[HR_CRASH] + c[HR_TIMEOUT] +
+             c[HR_CASE_ERROR]; /* a case that did not run is no pass, whoever's fault */
     t->passed = c[HR_PASS] + c[HR_EXPECTED_ERROR];
     t->ran = t->passed + t->bad;
     t->total = t->ran + t->ns;
@@ -880,8 +885,8 @@ static void put_failures(FILE *f, const rp_data *d)
         fputs("### ", f);
         md_text(f, be->name);
         fprintf(f, " (%zu)\n\n", t.bad);
-        for (size_t k = 0; k < be->n; k++)
-            if (hr_status_is_bad(be->cases[k].status))
+        for (size_t k = 0; k < be->n; k++) /* as t.bad counts them */
+            if (hr_status_is_bad(be->cases[k].status) || be->cases[k].status == HR_CASE_ERROR)
                 put_failure(f, d, &be->cases[k]);
         fputc('\n', f);
     }
@@ -1404,8 +1409,11 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
           "result computed in f64) is run on a backend plugin and its output compared with the "
           "reference within the case's tolerance. PASS and EXPECTED_ERROR (an invalid input "
           "rejected as required) count as passed; FAIL (wrong values, or a wrong accept or "
-          "reject), INCORRECT_DTYPE (the output dtype is not the input dtype) and ERROR (the "
-          "backend failed where an output was expected) count as failed; NOT_SUPPORTED (the "
+          "reject), INCORRECT_DTYPE (the output dtype is not the input dtype), ERROR (the "
+          "backend failed where an output was expected), CRASH (the backend killed its worker "
+          "process or wrote outside a buffer) and TIMEOUT (no result within the case timeout) "
+          "count as failed, and so does CASE_ERROR (the case file could not be read: the "
+          "suite's problem); NOT_SUPPORTED (the "
           "backend lacks a capability the case requires) is neither. ", f);
     fprintf(f, "It was generated from %zu result file%s with:\n\n", nfiles, nfiles == 1 ? "" : "s");
     char *cmd = relative(d, command);

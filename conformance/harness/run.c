@@ -6,19 +6,201 @@
  * every float dtype, so a backend that leaves elements unwritten fails instead of passing on
  * leftovers.  Sizes are bounded by the case limits
  * (ACASE_MAX_TENSOR_NUMEL) before anything is allocated.
+ *
+ * A backend is untrusted code, so every buffer it sees lives in its own mapping (hr_guarded):
+ *   [guard page, PROT_NONE][front canary][data][back canary to the page end][guard page]
+ * Inputs (q, k, v, mask, lengths, left_padding) are copied in and made PROT_READ, so a write
+ * into them faults.  The output and keep buffers stay writable; their canaries are checked after
+ * each call, so a write just outside is a FAIL naming the side and the byte offsets, and a far
+ * one hits a guard page and faults.  A fault kills the worker process (worker.c), which reports
+ * the case as CRASH; hr_fault_note_install makes the fault handler say which buffer was hit.
+ * (With --in-process a fault takes the harness down: that mode is for debuggers.)
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS (not in POSIX 2008), with POSIX 2008 */
 
 #include "run.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "compare.h"
+
+/* ---- guarded buffers ------------------------------------------------------------------ */
+
+/* Bytes of canary before the data (after it: at least this many, up to the end of the page).
+ * 64 keeps the data 64-byte aligned, as SIMD kernels like. */
+#define HR_CANARY 64
+
+typedef struct hr_guarded {
+    unsigned char *map;  /* the whole mapping, guard pages included; NULL = none */
+    size_t map_len;
+    unsigned char *data; /* what the backend gets */
+    size_t len;
+    unsigned char *lo, *hi; /* the canaries span [lo, data) and [data + len, hi) */
+    const char *name;    /* "output buffer", "input q", ... for messages */
+    int readonly;
+} hr_guarded;
+
+/* The canary byte at distance i from lo: position-dependent, so neither a zero fill nor a NaN
+ * (0xFF) fill nor a shifted copy of the canary itself goes unnoticed. */
+static unsigned char hr_canary_byte(size_t i)
+{
+    return (unsigned char)(0xA5u ^ (i * 0x3Bu) ^ (i >> 8));
+}
+
+/* The live guarded buffers, read by the fault handler (a fixed table: the handler must not
+ * allocate or lock).  Slots are filled and cleared only between backend calls. */
+#define HR_MAX_GUARDED 8
+static hr_guarded *volatile hr_live[HR_MAX_GUARDED];
+
+static void hr_guarded_free(hr_guarded *g)
+{
+    for (int i = 0; i < HR_MAX_GUARDED; i++)
+        if (hr_live[i] == g)
+            hr_live[i] = NULL;
+    if (g->map)
+        munmap(g->map, g->map_len);
+    memset(g, 0, sizeof *g);
+}
+
+/* Map a guarded buffer of len bytes (>= 1).  Returns 0, or -1 (out of memory, or more than
+ * HR_MAX_GUARDED live buffers). */
+static int hr_guarded_alloc(hr_guarded *g, size_t len, const char *name)
+{
+    memset(g, 0, sizeof *g);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (len == 0)
+        len = 1;
+    if (len > SIZE_MAX / 2)
+        return -1;
+    size_t body = (HR_CANARY + len + HR_CANARY + page - 1) / page * page;
+    int slot = -1;
+    for (int i = 0; i < HR_MAX_GUARDED && slot < 0; i++)
+        if (!hr_live[i])
+            slot = i;
+    if (slot < 0)
+        return -1;
+    unsigned char *m = mmap(NULL, body + 2 * page, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    if (mprotect(m, page, PROT_NONE) != 0 || mprotect(m + page + body, page, PROT_NONE) != 0) {
+        munmap(m, body + 2 * page);
+        return -1;
+    }
+    g->map = m;
+    g->map_len = body + 2 * page;
+    g->lo = m + page;
+    g->hi = m + page + body;
+    g->data = g->lo + HR_CANARY;
+    g->len = len;
+    g->name = name;
+    for (unsigned char *p = g->lo; p < g->data; p++)
+        *p = hr_canary_byte((size_t)(p - g->lo));
+    for (unsigned char *p = g->data + len; p < g->hi; p++)
+        *p = hr_canary_byte((size_t)(p - g->lo));
+    hr_live[slot] = g;
+    return 0;
+}
+
+/* Make the whole body (data and canaries) read-only: an input the backend must not write. */
+static int hr_guarded_readonly(hr_guarded *g)
+{
+    g->readonly = 1;
+    return mprotect(g->lo, (size_t)(g->hi - g->lo), PROT_READ);
+}
+
+/* After a call: 1 (and a FAIL in r) if a canary changed, naming the side and the byte offsets
+ * relative to the buffer's start (before it) or end (past it); else 0. */
+static int hr_guarded_check(const hr_guarded *g, hr_result *r);
+
+/* ---- the fault note ----------------------------------------------------------------------- */
+
+static char *hr_note;
+static size_t hr_note_len;
+
+/* Async-signal-safe string building (no stdio in a signal handler). */
+static size_t hr_note_put(size_t j, const char *s)
+{
+    while (*s && j + 1 < hr_note_len)
+        hr_note[j++] = *s++;
+    hr_note[j] = '\0';
+    return j;
+}
+
+static size_t hr_note_num(size_t j, char sign, size_t v)
+{
+    char d[32];
+    int n = 0;
+    do {
+        d[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && n < 30);
+    char s[34];
+    int k = 0;
+    if (sign)
+        s[k++] = sign;
+    while (n)
+        s[k++] = d[--n];
+    s[k] = '\0';
+    return hr_note_put(j, s);
+}
+
+static void hr_fault_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    const unsigned char *a = si ? (const unsigned char *)si->si_addr : NULL;
+    for (int i = 0; i < HR_MAX_GUARDED && a && hr_note; i++) {
+        const hr_guarded *g = hr_live[i];
+        if (!g || a < g->map || a >= g->map + g->map_len)
+            continue;
+        size_t j = hr_note_put(0, "backend ");
+        if (a < g->lo) {
+            j = hr_note_put(j, "accessed the guard page before the start of the ");
+            j = hr_note_put(j, g->name);
+            j = hr_note_put(j, " (offset ");
+            j = hr_note_num(j, '-', (size_t)(g->data - a));
+        } else if (a >= g->hi) {
+            j = hr_note_put(j, "accessed the guard page past the end of the ");
+            j = hr_note_put(j, g->name);
+            j = hr_note_put(j, " (offset ");
+            j = hr_note_num(j, '+', (size_t)(a - (g->data + g->len)));
+        } else {
+            j = hr_note_put(j, "wrote into the read-only ");
+            j = hr_note_put(j, g->name);
+            j = hr_note_put(j, " (offset ");
+            j = a < g->data ? hr_note_num(j, '-', (size_t)(g->data - a))
+                            : hr_note_num(j, '+', (size_t)(a - g->data));
+        }
+        hr_note_put(j, ")");
+        break;
+    }
+    /* Die of the signal as if unhandled: the worker's parent reports the signal and the note. */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void hr_fault_note_install(char *note, size_t n)
+{
+    hr_note = note;
+    hr_note_len = n;
+    if (note && n)
+        note[0] = '\0';
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = hr_fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
 
 /* ---- names ---------------------------------------------------------------------------- */
 
@@ -31,13 +213,17 @@ const char *hr_status_name(hr_status s)
     case HR_FAIL: return "FAIL";
     case HR_INCORRECT_DTYPE: return "INCORRECT_DTYPE";
     case HR_ERROR: return "ERROR";
+    case HR_CRASH: return "CRASH";
+    case HR_TIMEOUT: return "TIMEOUT";
+    case HR_CASE_ERROR: return "CASE_ERROR";
     default: return "UNKNOWN";
     }
 }
 
 int hr_status_is_bad(hr_status s)
 {
-    return s == HR_FAIL || s == HR_INCORRECT_DTYPE || s == HR_ERROR;
+    return s == HR_FAIL || s == HR_INCORRECT_DTYPE || s == HR_ERROR || s == HR_CRASH ||
+           s == HR_TIMEOUT;
 }
 
 int hr_format_parse(const char *name, hr_format *out)
@@ -147,6 +333,10 @@ void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
         bad |= hr_cmd_add(cmd, cap, &len, " --timeout ", 0);
         bad |= hr_cmd_add(cmd, cap, &len, rn->timeout_arg, 1);
     }
+    if (rn->case_timeout_arg) {
+        bad |= hr_cmd_add(cmd, cap, &len, " --case-timeout ", 0);
+        bad |= hr_cmd_add(cmd, cap, &len, rn->case_timeout_arg, 1);
+    }
     bad |= hr_cmd_add(cmd, cap, &len, " --cases ", 0);
     bad |= hr_cmd_add(cmd, cap, &len, rn->cases_dir ? rn->cases_dir : "", 1);
     bad |= hr_cmd_add(cmd, cap, &len, " --filter ", 0);
@@ -179,6 +369,37 @@ __attribute__((format(printf, 3, 4))) static void hr_set(hr_result *r, hr_status
             *c = ' ';
 }
 
+static int hr_guarded_check(const hr_guarded *g, hr_result *r)
+{
+    const unsigned char *bad_lo = NULL, *bad_hi = NULL;
+    for (const unsigned char *p = g->lo; p < g->data; p++)
+        if (*p != hr_canary_byte((size_t)(p - g->lo))) {
+            if (!bad_lo)
+                bad_lo = p;
+            bad_hi = p;
+        }
+    if (bad_lo) {
+        hr_set(r, HR_FAIL, "backend wrote %zu bytes before the start of the %s (offset -%zu..-%zu)",
+               (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(g->data - bad_lo),
+               (size_t)(g->data - bad_hi));
+        return 1;
+    }
+    const unsigned char *end = g->data + g->len;
+    for (const unsigned char *p = end; p < g->hi; p++)
+        if (*p != hr_canary_byte((size_t)(p - g->lo))) {
+            if (!bad_lo)
+                bad_lo = p;
+            bad_hi = p;
+        }
+    if (bad_lo) {
+        hr_set(r, HR_FAIL, "backend wrote %zu bytes past the end of the %s (offset +%zu..+%zu)",
+               (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(bad_lo - end),
+               (size_t)(bad_hi - end));
+        return 1;
+    }
+    return 0;
+}
+
 static double hr_now(void)
 {
     struct timespec ts;
@@ -203,27 +424,31 @@ static void hr_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *s
     }
 }
 
-/* Describe a case input for the backend.  BHLD (and any non-rank-4 tensor) is passed in place;
- * BLHD is copied into a new (B,L,H,D) buffer (*owned, freed by the caller) and described with
- * strides {L*H*D, D, H*D, 1}.  Returns 0, or -1 on allocation failure. */
-static int hr_describe(const acase_tensor *t, attnconf_tensor *out, void **owned)
+/* Describe a case input for the backend, in a read-only guarded copy (*owned, freed by the
+ * caller with hr_guarded_free).  BHLD (and any non-rank-4 tensor) is copied as is; BLHD is
+ * permuted into a (B,L,H,D) buffer described with strides {L*H*D, D, H*D, 1}.  Returns 0, or
+ * -1 on allocation failure. */
+static int hr_describe(const acase_tensor *t, attnconf_tensor *out, hr_guarded *owned,
+                       const char *name)
 {
     memset(out, 0, sizeof *out);
-    *owned = NULL;
+    memset(owned, 0, sizeof *owned);
     out->dtype = (int32_t)t->dtype;
     out->ndim = t->ndim;
     for (int32_t d = 0; d < t->ndim && d < 4; d++)
         out->shape[d] = t->shape[d];
+    size_t es = attnref_dtype_size(t->dtype);
+    if (hr_guarded_alloc(owned, (size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1), name))
+        return -1;
+    unsigned char *buf = owned->data;
     if (t->layout != ACASE_LAYOUT_BLHD || t->ndim != 4) {
-        out->data = t->data;
+        if (t->data && t->numel > 0)
+            memcpy(buf, t->data, (size_t)t->numel * es);
+        out->data = buf;
         hr_contiguous_strides(t->ndim, t->shape, out->strides);
-        return 0;
+        return hr_guarded_readonly(owned);
     }
     int64_t B = t->shape[0], H = t->shape[1], L = t->shape[2], D = t->shape[3];
-    size_t es = attnref_dtype_size(t->dtype);
-    unsigned char *buf = malloc((size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1));
-    if (!buf)
-        return -1;
     const unsigned char *src = t->data;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
@@ -237,8 +462,7 @@ static int hr_describe(const acase_tensor *t, attnconf_tensor *out, void **owned
     out->strides[1] = D;
     out->strides[2] = H * D;
     out->strides[3] = 1;
-    *owned = buf;
-    return 0;
+    return hr_guarded_readonly(owned);
 }
 
 /* "(2,4,8,16)" */
@@ -399,11 +623,12 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
     attnconf_tensor q, k, v, mask;
-    void *own[4] = {NULL, NULL, NULL, NULL};
-    void *outbuf = NULL;
-    if (hr_describe(&c->q, &q, &own[0]) || hr_describe(&c->k, &k, &own[1]) ||
-        hr_describe(&c->v, &v, &own[2]) ||
-        (c->mask.present && hr_describe(&c->mask, &mask, &own[3]))) {
+    hr_guarded own[4], outg;
+    memset(own, 0, sizeof own);
+    memset(&outg, 0, sizeof outg);
+    if (hr_describe(&c->q, &q, &own[0], "input q") || hr_describe(&c->k, &k, &own[1], "input k") ||
+        hr_describe(&c->v, &v, &own[2], "input v") ||
+        (c->mask.present && hr_describe(&c->mask, &mask, &own[3], "input mask"))) {
         hr_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
         goto done;
     }
@@ -436,13 +661,12 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
     /* 8 bytes per element: room for any dtype the backend might wrongly produce (an f64
      * upcast included), so a dtype mistake is reported as INCORRECT_DTYPE, not a crash. */
     size_t capacity = (size_t)(numel > 0 ? numel : 1) * 8;
-    outbuf = malloc(capacity);
-    if (!outbuf) {
+    if (hr_guarded_alloc(&outg, capacity, "output buffer")) {
         hr_set(r, HR_ERROR, "harness: out of memory for a %zu-byte output", capacity);
         goto done;
     }
-    memset(outbuf, 0xFF, capacity); /* 0xFF.. is a NaN in f32, f16 and bf16 */
-    out.data = outbuf;
+    memset(outg.data, 0xFF, capacity); /* 0xFF.. is a NaN in f32, f16 and bf16 */
+    out.data = outg.data;
     attnconf_tensor before = out;
 
     attnconf_sdpa_args a;
@@ -464,14 +688,18 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
     int rc = hb->be->sdpa(hb->ctx, &a);
     r->seconds = hr_now() - t0;
 
+    /* A write outside the buffer is a FAIL whatever the return code said: it would corrupt
+     * the caller's memory in real use. */
+    if (hr_guarded_check(&outg, r))
+        goto done;
     if (hr_classify_rc(rn, c, rc, r))
         goto done;
     hr_check_output(c, &before, &out, capacity, 0, r);
 
 done:
     for (int i = 0; i < 4; i++)
-        free(own[i]);
-    free(outbuf);
+        hr_guarded_free(&own[i]);
+    hr_guarded_free(&outg);
 }
 
 static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
@@ -507,13 +735,36 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     }
     hr_contiguous_strides(keep.ndim, keep.shape, keep.strides);
     size_t bytes = (size_t)(numel > 0 ? numel : 1);
-    unsigned char *buf = malloc(bytes);
-    if (!buf) {
+    hr_guarded kg, lg, pg;
+    memset(&lg, 0, sizeof lg);
+    memset(&pg, 0, sizeof pg);
+    if (hr_guarded_alloc(&kg, bytes, "keep mask buffer")) {
         hr_set(r, HR_ERROR, "harness: out of memory for a %zu-byte keep mask", bytes);
         return;
     }
-    memset(buf, 0xFF, bytes);
-    keep.data = buf;
+    memset(kg.data, 0xFF, bytes);
+    keep.data = kg.data;
+    /* lengths / left_padding: read-only copies, like the sdpa inputs. */
+    size_t nb = c->batch > 0 ? (size_t)c->batch : 0; /* the reader's entry count */
+    const int64_t *lengths = NULL, *left_padding = NULL;
+    if ((c->lengths && hr_guarded_alloc(&lg, nb * sizeof *c->lengths, "input lengths")) ||
+        (c->left_padding &&
+         hr_guarded_alloc(&pg, nb * sizeof *c->left_padding, "input left_padding"))) {
+        hr_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
+        goto done;
+    }
+    if (c->lengths) {
+        memcpy(lg.data, c->lengths, nb * sizeof *c->lengths);
+        lengths = (const int64_t *)(void *)lg.data;
+    }
+    if (c->left_padding) {
+        memcpy(pg.data, c->left_padding, nb * sizeof *c->left_padding);
+        left_padding = (const int64_t *)(void *)pg.data;
+    }
+    if ((lg.map && hr_guarded_readonly(&lg)) || (pg.map && hr_guarded_readonly(&pg))) {
+        hr_set(r, HR_ERROR, "harness: cannot protect the inputs");
+        goto done;
+    }
     attnconf_tensor before = keep;
 
     attnconf_mask_args a;
@@ -523,28 +774,36 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     a.offset = c->offset;
     a.window = c->window;
     a.batch = c->batch;
-    a.lengths = c->lengths;
-    a.left_padding = c->left_padding;
+    a.lengths = lengths;
+    a.left_padding = left_padding;
     a.keep = &keep;
 
     double t0 = hr_now();
     int rc = hb->be->build_mask(hb->ctx, &a);
     r->seconds = hr_now() - t0;
 
-    if (!hr_classify_rc(rn, c, rc, r))
+    if (!hr_guarded_check(&kg, r) && !hr_classify_rc(rn, c, rc, r))
         hr_check_output(c, &before, &keep, bytes, 1, r);
-    free(buf);
+done:
+    hr_guarded_free(&kg);
+    hr_guarded_free(&lg);
+    hr_guarded_free(&pg);
 }
 
-void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
+void hr_result_case_info(const acase *c, hr_result *r)
 {
-    const hb_backend *hb = rn->backend;
     /* The case's rule ids (hr_result_begin sees only the id; a case that did not load has none). */
     r->nrules = 0;
     for (int i = 0; i < c->nrules && i < ACASE_MAX_RULES; i++)
         if (c->rules[i])
             snprintf(r->rules[r->nrules++], sizeof r->rules[0], "%s", c->rules[i]);
     snprintf(r->description, sizeof r->description, "%s", c->description ? c->description : "");
+}
+
+void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
+{
+    const hb_backend *hb = rn->backend;
+    hr_result_case_info(c, r);
     uint64_t missing = c->requires & ~hb->caps;
     if (c->op == ACASE_OP_MASK && !hb->be->build_mask)
         missing |= ATTNCONF_CAP_BUILD_MASK;

@@ -19,6 +19,7 @@ typedef struct hr_runner {
     const attnconf_option *options;
     size_t n_options;
     const char *timeout_arg;
+    const char *case_timeout_arg; /* --case-timeout as given, NULL = not given */
 } hr_runner;
 
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
@@ -31,12 +32,22 @@ const char *hr_code_name(int code);
 int hr_shell_quote(const char *s, char *out, size_t n);
 
 /* Start a result for case `id`: zeroes *r, sets id, family, first_bad = -1 and the rerun
- * command `ARGV0 run --backend B [--backend-option K=V]... [--timeout T] --cases DIR
- * --filter 'ID'` (every word shell-quoted). */
+ * command `ARGV0 run --backend B [--backend-option K=V]... [--timeout T] [--case-timeout T]
+ * --cases DIR --filter 'ID'` (every word shell-quoted). */
 void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r);
 
 /* Run case c on rn->backend and fill *r (which hr_result_begin must have started).  Never
  * aborts: a backend error, a mismatch or an unusable case becomes a status and a message. */
 void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r);
+
+/* Copy what r reports of the case itself (its rule ids and description) from c; hr_run_case
+ * does it, and the parent of a worker that died on the case does it for the CRASH result. */
+void hr_result_case_info(const acase *c, hr_result *r);
+
+/* In a worker process: install SIGSEGV/SIGBUS handlers that, when the fault is in one of the
+ * guarded buffers run.c hands a backend (a guard page, or a read-only input), write a one-line
+ * explanation into note (n bytes, e.g. shared memory the parent reads after the worker died)
+ * before dying of the signal.  note is cleared. */
+void hr_fault_note_install(char *note, size_t n);
 
 #endif

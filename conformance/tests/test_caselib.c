@@ -1420,3 +1420,117 @@ Test(caseread, row_checks_only_with_expected_out)
                     "with expected.keep");
     free(t);
 }
+
+/* ---- caseread: bounded parsing (ACASE_MAX_DEPTH / _NODES / _SCALAR_BYTES) -------------- */
+
+/* Each test is refused while libyaml streams the file, before a tree is built; the timeout
+ * only bounds the test (unbounded, 400 KB of '[' took minutes). */
+
+static char *repeat(const char *head, const char *unit, size_t n, const char *tail)
+{
+    size_t hl = strlen(head), ul = strlen(unit), tl = strlen(tail);
+    char *s = malloc(hl + ul * n + tl + 1);
+    cr_assert_not_null(s);
+    memcpy(s, head, hl);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + hl + i * ul, unit, ul);
+    memcpy(s + hl + n * ul, tail, tl + 1);
+    return s;
+}
+
+/* The load fails, and not because of any of the stream limits. */
+static void expect_error_not_limit(const char *text)
+{
+    char err[512] = "";
+    acase *c = NULL;
+    cr_assert_eq(load_text(text, &c, err, sizeof err), -1);
+    cr_assert_null(strstr(err, "ACASE_MAX"), "%s", err);
+}
+
+Test(caseread, deep_flow_nesting_refused, .timeout = 20)
+{
+    char *t = repeat("a: ", "[", 400000, "");
+    expect_error(t, "1:67: yaml: nesting deeper than 64 levels (ACASE_MAX_DEPTH)");
+    free(t);
+    t = repeat("a: ", "{a: ", 100000, "");
+    expect_error(t, "1:256: yaml: nesting deeper than 64 levels (ACASE_MAX_DEPTH)");
+    free(t);
+    /* 64 levels (the root mapping and 63 sequences) are within the limit. */
+    t = repeat("a: ", "[", 63, "");
+    expect_error_not_limit(t);
+    free(t);
+}
+
+Test(caseread, deep_block_nesting_refused, .timeout = 20)
+{
+    size_t n = 3000, len = 0;
+    char *t = malloc(n * (n + 3) / 2 + n * 3 + 1);
+    cr_assert_not_null(t);
+    for (size_t i = 0; i < n; i++) {
+        memset(t + len, ' ', i);
+        len += i;
+        memcpy(t + len, "- \n", 3);
+        len += 3;
+    }
+    t[len] = '\0';
+    expect_error(t, "65:65: yaml: nesting deeper than 64 levels (ACASE_MAX_DEPTH)");
+    free(t);
+}
+
+Test(caseread, too_many_nodes_refused, .timeout = 20)
+{
+    /* mapping, key, sequence, then scalars: node ACASE_MAX_NODES + 1 is scalar number
+     * ACASE_MAX_NODES - 3 (0-based), at column 5 + 2 * that. */
+    char *t = repeat("a: [", "0,", (size_t)ACASE_MAX_NODES, "0]\n");
+    char where[128];
+    snprintf(where, sizeof where, "1:%lld: yaml: more than %lld YAML nodes (ACASE_MAX_NODES)",
+             5 + 2 * ((long long)ACASE_MAX_NODES - 3), (long long)ACASE_MAX_NODES);
+    expect_error(t, where);
+    free(t);
+    /* Exactly ACASE_MAX_NODES nodes are within the limit. */
+    t = repeat("a: [", "0,", (size_t)ACASE_MAX_NODES - 4, "0]\n");
+    expect_error_not_limit(t);
+    free(t);
+}
+
+Test(caseread, huge_scalar_refused, .timeout = 20)
+{
+    char *t = repeat("a: \"", "x", (size_t)ACASE_MAX_SCALAR_BYTES + 1, "\"\n");
+    expect_error(t, "1:4: yaml: scalar of 65537 bytes, over the limit of 65536 "
+                    "(ACASE_MAX_SCALAR_BYTES)");
+    free(t);
+    t = repeat("a: ", "x", 15u << 20, "\n"); /* a plain one near the file limit */
+    expect_error(t, "1:4: yaml: scalar of 15728640 bytes, over the limit of 65536");
+    free(t);
+    t = repeat("a: \"", "x", (size_t)ACASE_MAX_SCALAR_BYTES, "\"\n");
+    expect_error_not_limit(t);
+    free(t);
+}
+
+Test(caseread, anchors_and_aliases_refused)
+{
+    expect_error("a: &x [*x]\n", "1:4: yaml: anchors (&name) are not allowed");
+    expect_error("a: [1]\nb: *x\n", "2:4: yaml: aliases (*name) are not allowed");
+    char *t = base_with(3, "description: &d \"Base case.\"");
+    expect_error(t, "3:14: yaml: anchors (&name) are not allowed");
+    free(t);
+}
+
+Test(caseread, load_mem)
+{
+    acase *c = NULL;
+    char err[512] = "";
+    cr_assert_eq(acase_load_mem("mem.yaml", base_case, strlen(base_case), &c, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_str_eq(c->path, "mem.yaml");
+    cr_assert_str_eq(c->id, "sdpa.test.base");
+    acase_free(c);
+    cr_assert_eq(acase_load_mem("mem.yaml", NULL, 0, &c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "mem.yaml:1:1: (document): empty file, expected a case mapping");
+    cr_assert_eq(acase_load_mem("mem.yaml", "a: [", 4, &c, NULL, 0), -1);
+    cr_assert_null(c);
+    cr_assert_eq(acase_load_mem(NULL, "a", 1, &c, err, sizeof err), -1);
+    cr_assert_eq(acase_load_mem("big", "", (size_t)ACASE_MAX_FILE_BYTES + 1, &c, err, sizeof err),
+                 -1);
+    cr_assert_not_null(strstr(err, "over the 16777216-byte limit"), "%s", err);
+}

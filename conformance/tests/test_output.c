@@ -121,7 +121,7 @@ Test(output_text, summary_and_details)
     char *t = write_mem(&run, HR_FMT_TEXT);
     cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 skipped\n", "summary line: %s", t);
     assert_has(t, "\nPASS 1, EXPECTED_ERROR 1, NOT_SUPPORTED 1, FAIL 1, INCORRECT_DTYPE 1, "
-                  "ERROR 1\n2 passed");
+                  "ERROR 1, CRASH 0, TIMEOUT 0, CASE_ERROR 0\n2 passed");
     /* Status column padded to the longest name (INCORRECT_DTYPE) plus two spaces. */
     assert_has(t, "\nPASS             sdpa.basic.f32\n");
     assert_has(t, "\nINCORRECT_DTYPE  mask.window.basic\n");
@@ -467,8 +467,8 @@ Test(report, matrix_mutants_failures_deterministic)
     assert_has(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 | yes |\n");
     assert_lacks(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 |\n");
     /* Per-status totals. */
-    assert_has(a, "| reference | 1 | 1 | 1 | 1 | 1 | 1 | 6 |\n");
-    assert_has(a, "| mutant_topleft | 0 | 0 | 0 | 2 | 0 | 0 | 2 |\n");
+    assert_has(a, "| reference | 1 | 1 | 1 | 1 | 1 | 1 | 0 | 0 | 0 | 6 |\n");
+    assert_has(a, "| mutant_topleft | 0 | 0 | 0 | 2 | 0 | 0 | 0 | 0 | 0 | 2 |\n");
     /* Failures of real backends, escaped, with stats and rerun; the mutant only as counts. */
     assert_has(a, "\n### reference (3)\n\n- `mask.lengths.basic` \xE2\x80\x94 **ERROR**: "
                   "backend error: boom\n");

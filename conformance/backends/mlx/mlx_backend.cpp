@@ -414,8 +414,11 @@ int mb_sdpa_impl(MbCtx *ctx, const attnconf_sdpa_args *args)
         same = out.shape(d) == o->shape[d];
     if (!same) {
         std::string shp;
-        for (size_t d = 0; d < out.ndim(); d++)
-            shp += (d ? "," : "") + std::to_string(out.shape(static_cast<int>(d)));
+        for (size_t d = 0; d < out.ndim(); d++) {
+            if (d)
+                shp += ',';
+            shp += std::to_string(out.shape(static_cast<int>(d)));
+        }
         return mb_fail(ctx, ATTNCONF_EBACKEND, "sdpa: MLX produced shape (%s), not the output shape",
                        shp.c_str());
     }

@@ -24,6 +24,11 @@ extern "C" {
 #define ACASE_MAX_FILE_BYTES ((int64_t)16 << 20)  /* per case file: bounds libyaml's memory */
 #define ACASE_MAX_BATCH 4096                      /* lengths / left_padding entries */
 #define ACASE_MAX_RULES 16
+/* Bounds on the YAML stream, checked while libyaml parses (before the document tree is built),
+ * so a hostile file cannot make parsing slow or large (cases/FORMAT.md, "Files"): */
+#define ACASE_MAX_DEPTH 64                       /* nested sequences/mappings (committed: 4) */
+#define ACASE_MAX_NODES ((int64_t)1 << 20)       /* scalars + collections (committed: 137060) */
+#define ACASE_MAX_SCALAR_BYTES ((int64_t)64 << 10) /* one scalar's text (committed: 452) */
 #define ACASE_ID_MAX 128
 
 typedef enum acase_op { ACASE_OP_MASK = 1, ACASE_OP_SDPA = 2 } acase_op;
@@ -153,6 +158,10 @@ int acase_expected_alloc_rows(acase_expected *e, char *err, size_t errlen);
 /* Load one case file.  On success returns 0 and *out (free with acase_free).  On failure returns
  * -1 and writes "path:line:col: field: reason" into err. */
 int acase_load_file(const char *path, acase **out, char *err, size_t errlen);
+/* The same from a buffer of len bytes (at most ACASE_MAX_FILE_BYTES); name is used in messages
+ * and as the case's path. */
+int acase_load_mem(const char *name, const void *data, size_t len, acase **out, char *err,
+                   size_t errlen);
 
 /* Write a case as a v1 YAML document.  Deterministic: the same case gives the same bytes.
  * Returns 0, or -1 with err set. */

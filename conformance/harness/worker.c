@@ -1,0 +1,293 @@
+/* worker.c — run a backend plugin's cases in a forked worker process (see worker.h). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, strsignal, with POSIX 2008 */
+
+#include "worker.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+static double hw_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Send all n bytes; MSG_NOSIGNAL: a dead peer is an error return, not a SIGPIPE. */
+static int hw_send(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Receive exactly n bytes before the deadline (monotonic seconds; <= 0 = none).  Returns 0,
+ * 1 on EOF or error (the peer died), or 2 on timeout. */
+static int hw_recv(int fd, void *p, size_t n, double deadline)
+{
+    char *c = p;
+    while (n) {
+        if (deadline > 0) {
+            double left = deadline - hw_now();
+            if (left <= 0)
+                return 2;
+            struct pollfd pfd = {fd, POLLIN, 0};
+            int pr = poll(&pfd, 1, left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1);
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pr < 0)
+                return 1;
+            if (pr == 0)
+                continue; /* re-check the deadline */
+        }
+        ssize_t r = recv(fd, c, n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* The worker process: never returns. */
+static void hw_child(int fd, const hw_config *cfg, char *note, size_t note_len)
+{
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a killed harness */
+#endif
+    /* The backend must not print to stdout (backend.h), but one that does must not corrupt
+     * the results the harness may be writing there: its stdout is the harness's stderr. */
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    /* A crashing backend costs a case, not a core file per case. */
+    struct rlimit rl = {0, 0};
+    setrlimit(RLIMIT_CORE, &rl);
+    if (cfg->memory_limit_mib) {
+        rl.rlim_cur = rl.rlim_max = (rlim_t)cfg->memory_limit_mib * 1024 * 1024;
+        setrlimit(RLIMIT_AS, &rl);
+    }
+    hr_fault_note_install(note, note_len);
+
+    static hw_hello hello;
+    static hb_backend hb;
+    memset(&hello, 0, sizeof hello);
+    if (hb_load(cfg->spec, cfg->builtin_dir, cfg->oo, &hb, hello.err, sizeof hello.err) == 0) {
+        hello.ok = 1;
+        snprintf(hello.name, sizeof hello.name, "%s", hb.be->name);
+        snprintf(hello.version, sizeof hello.version, "%s", hb.be->version ? hb.be->version : "");
+        snprintf(hello.path, sizeof hello.path, "%s", hb.path);
+        hello.caps = hb.caps;
+    }
+    if (hw_send(fd, &hello, sizeof hello) != 0 || !hello.ok)
+        _exit(0);
+    hr_runner rn = *cfg->rn;
+    rn.backend = &hb;
+    static hr_result r;
+    for (;;) {
+        uint64_t i;
+        if (hw_recv(fd, &i, sizeof i, 0) != 0)
+            break; /* the parent is done (or gone) */
+        const acase *c = cfg->get_case(cfg->ud, (size_t)i);
+        note[0] = '\0';
+        hr_result_begin(&rn, c ? c->id : "?", &r);
+        if (c)
+            hr_run_case(&rn, c, &r);
+        else
+            r.status = HR_ERROR; /* cannot happen: the parent sends only loaded cases */
+        if (hw_send(fd, &r, sizeof r) != 0)
+            break;
+    }
+    hb_unload(&hb);
+    /* _exit: the parent's stdio buffers were copied by fork and are not ours to flush. */
+    _exit(0);
+}
+
+/* Reap the worker (already dead, or killed here first when `kill_it`); returns the wait
+ * status, or -1. */
+static int hw_reap(hw_worker *w, int kill_it)
+{
+    int st = -1;
+    if (w->pid > 0) {
+        if (kill_it)
+            kill(w->pid, SIGKILL);
+        while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    w->pid = 0;
+    return st;
+}
+
+int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello)
+{
+    memset(hello, 0, sizeof *hello);
+    if (!w->note) {
+        /* Shared with every worker, so the parent can read a dead worker's last words. */
+        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            snprintf(hello->err, sizeof hello->err, "cannot start a worker: mmap: %s",
+                     strerror(errno));
+            return -1;
+        }
+        w->note = m;
+        w->note_len = 4096;
+    }
+    w->note[0] = '\0';
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        snprintf(hello->err, sizeof hello->err, "cannot start a worker: socketpair: %s",
+                 strerror(errno));
+        return -1;
+    }
+    fflush(stdout); /* else the child's copy of the buffer could be written twice */
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(hello->err, sizeof hello->err, "cannot start a worker: fork: %s",
+                 strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        hw_child(sv[1], cfg, w->note, w->note_len);
+    }
+    close(sv[1]);
+    w->pid = pid;
+    w->fd = sv[0];
+    /* Loading (dlopen, open) is bounded like a case: a backend that hangs in open must not
+     * hang the run. */
+    int rc = hw_recv(w->fd, hello, sizeof *hello, hw_now() + cfg->case_timeout_s);
+    if (rc != 0) {
+        int st = hw_reap(w, 1);
+        if (rc == 2)
+            snprintf(hello->err, sizeof hello->err,
+                     "%s: the worker loading the backend gave no answer after %g s", cfg->spec,
+                     cfg->case_timeout_s);
+        else if (st != -1 && WIFSIGNALED(st))
+            snprintf(hello->err, sizeof hello->err,
+                     "%s: loading the backend killed the worker with signal %d (%s)", cfg->spec,
+                     WTERMSIG(st), strsignal(WTERMSIG(st)));
+        else
+            snprintf(hello->err, sizeof hello->err,
+                     "%s: loading the backend made the worker exit with status %d", cfg->spec,
+                     st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        return -1;
+    }
+    hello->err[sizeof hello->err - 1] = '\0';
+    hello->name[sizeof hello->name - 1] = '\0';
+    hello->version[sizeof hello->version - 1] = '\0';
+    hello->path[sizeof hello->path - 1] = '\0';
+    if (!hello->ok)
+        hw_reap(w, 0); /* it exits after a failed hello */
+    return 0;
+}
+
+/* Force the terminators of a result that came over the wire (from our own code, but written
+ * in a process a backend may have scribbled over). */
+static void hw_sanitize(hr_result *r)
+{
+#define TERM(f) r->f[sizeof r->f - 1] = '\0'
+    TERM(id);
+    TERM(family);
+    TERM(message);
+    TERM(rerun);
+    TERM(description);
+    TERM(expect_pattern);
+    TERM(expect_reason);
+    TERM(expect_upstream);
+#undef TERM
+    if (r->nrules < 0 || r->nrules > ACASE_MAX_RULES)
+        r->nrules = 0;
+    for (int k = 0; k < ACASE_MAX_RULES; k++)
+        r->rules[k][HR_RULE_MAX - 1] = '\0';
+    if ((unsigned)r->status >= (unsigned)HR_STATUS_COUNT)
+        r->status = HR_ERROR;
+    if (r->bad_ndim < 0 || r->bad_ndim > 4)
+        r->bad_ndim = 0;
+}
+
+void hw_run(hw_worker *w, const hw_config *cfg, size_t i, hr_result *r)
+{
+    uint64_t idx = i;
+    double t0 = hw_now();
+    int rc = hw_send(w->fd, &idx, sizeof idx) == 0 ? 0 : 1;
+    static hr_result got; /* ~12 KiB: not on the stack */
+    if (rc == 0)
+        rc = hw_recv(w->fd, &got, sizeof got, t0 + cfg->case_timeout_s);
+    if (rc == 0) {
+        hw_sanitize(&got);
+        *r = got;
+        return;
+    }
+    int st = hw_reap(w, rc == 2);
+    r->seconds = hw_now() - t0;
+    r->has_stats = 0;
+    if (rc == 2) {
+        snprintf(r->message, sizeof r->message,
+                 "no result after %g s (--case-timeout): the worker was killed",
+                 cfg->case_timeout_s);
+        r->status = HR_TIMEOUT;
+        return;
+    }
+    r->status = HR_CRASH;
+    char how[256];
+    if (st != -1 && WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        snprintf(how, sizeof how, "killed by signal %d (%s)%s", sig, strsignal(sig),
+                 sig == SIGKILL ? ", not by the harness: it may have run out of memory (the "
+                                  "kernel's OOM killer)"
+                                : "");
+    } else if (st != -1 && WIFEXITED(st)) {
+        snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(st));
+    } else {
+        snprintf(how, sizeof how, "lost (no exit status)");
+    }
+    w->note[w->note_len - 1] = '\0';
+    snprintf(r->message, sizeof r->message, "backend crashed its worker process: %s%s%s", how,
+             w->note[0] ? ": " : "", w->note);
+}
+
+void hw_stop(hw_worker *w)
+{
+    if (w->pid <= 0)
+        return;
+    shutdown(w->fd, SHUT_RDWR); /* EOF: the worker closes the backend and exits */
+    /* A backend whose close hangs is killed after a grace period. */
+    for (int k = 0; k < 100; k++) {
+        int st;
+        pid_t p = waitpid(w->pid, &st, WNOHANG);
+        if (p == w->pid || (p < 0 && errno != EINTR)) {
+            w->pid = 0;
+            break;
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    hw_reap(w, 1);
+}

@@ -1,0 +1,70 @@
+/* worker.h — run a backend plugin's cases in a forked worker process (crash isolation).
+ *
+ * A backend is untrusted code: a segfault, abort, exit or endless loop in it must cost only
+ * the case in flight, never the run.  The harness forks a worker that loads and opens the
+ * backend itself (so a library that starts threads at load, like MLX or ggml, is never forked
+ * after they exist), sends back a hello (name, version, capabilities or the load error), then
+ * runs one case per request: the parent sends a case index over a socketpair, the worker runs
+ * hr_run_case on its copy of the loaded cases (it is a fork, so they are in its memory) and
+ * sends back the hr_result, a fixed-size struct.  A worker that dies or misses the deadline
+ * makes that case CRASH or TIMEOUT, and the next case gets a fresh worker.
+ */
+#ifndef ATTNCONF_WORKER_H
+#define ATTNCONF_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attncase/case.h"
+#include "backend_load.h"
+#include "harness.h"
+#include "run.h"
+
+/* --case-timeout when none is given. */
+#define HW_DEFAULT_CASE_TIMEOUT_S 120.0
+
+/* What a worker needs: how to load the backend, the runner (its backend member is set in the
+ * worker), and the cases by index (called in the worker, on its copy of the parent's memory). */
+typedef struct hw_config {
+    const char *spec;
+    const char *builtin_dir;
+    const hb_open_opts *oo;
+    const hr_runner *rn;
+    double case_timeout_s;    /* > 0 */
+    uint64_t memory_limit_mib; /* RLIMIT_AS of the worker; 0 = none */
+    const acase *(*get_case)(void *ud, size_t i);
+    void *ud;
+} hw_config;
+
+/* The worker's first message. */
+typedef struct hw_hello {
+    int ok;                 /* 1 loaded and opened; 0 err says why */
+    char err[1024];
+    char name[128];
+    char version[256];
+    char path[4096];
+    uint64_t caps;
+} hw_hello;
+
+typedef struct hw_worker {
+    pid_t pid;              /* 0 = none running */
+    int fd;                 /* the parent's end of the socketpair */
+    char *note;             /* shared page: the fault handler's explanation (run.h) */
+    size_t note_len;
+} hw_worker;
+
+/* Fork a worker and wait for its hello (bounded by the case timeout).  Returns 0 with *hello
+ * filled (hello->ok says whether the backend loaded), or -1 with hello->err set (the worker
+ * could not be started or died before its hello; no worker is left running). */
+int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello);
+
+/* Run case i (whose result r the parent has begun with hr_result_begin) in the worker.  On a
+ * result, *r is the worker's.  On death or timeout the worker is reaped, r becomes CRASH or
+ * TIMEOUT with the reason, and w is left stopped (w->pid == 0) for hw_start. */
+void hw_run(hw_worker *w, const hw_config *cfg, size_t i, hr_result *r);
+
+/* Ask the worker to close the backend and exit; kill it if it does not within a few seconds. */
+void hw_stop(hw_worker *w);
+
+#endif

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""check_isolation.py — run `attnconf run` on a misbehaving test backend and check that the
+harness survived it: the exit status, a complete and valid JSON --out, the misbehaving case's
+status and message, and that every other case still ran and passed.
+
+  check_isolation.py --rc 1 --bad INDEX --status CRASH --message REGEX --out FILE -- CMD...
+
+CMD is the harness command line without --format/--out (added here).  INDEX is the position
+of the misbehaving case among the results (0-based); every other result must be PASS.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rc", type=int, required=True)
+    ap.add_argument("--bad", type=int, required=True)
+    ap.add_argument("--status", required=True)
+    ap.add_argument("--message", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--min-results", type=int, default=3)
+    ap.add_argument("cmd", nargs="+")
+    a = ap.parse_args()
+    if os.path.exists(a.out):
+        os.remove(a.out)
+    p = subprocess.run(a.cmd + ["--format", "json", "--out", a.out], capture_output=True,
+                       text=True, timeout=600)
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    fails = []
+    if p.returncode != a.rc:
+        fails.append(f"exit {p.returncode}, expected {a.rc}")
+    if re.search(r"Sanitizer|runtime error", p.stdout + p.stderr):
+        fails.append("sanitizer report in the output")
+    try:
+        with open(a.out) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"check_isolation: --out {a.out} is not a complete JSON document: {e}")
+        return 1
+    res = doc["results"]
+    if len(res) < a.min_results:
+        fails.append(f"{len(res)} results, expected at least {a.min_results}")
+    for i, r in enumerate(res):
+        if i == a.bad:
+            if r["status"] != a.status:
+                fails.append(f"{r['id']}: status {r['status']}, expected {a.status}")
+            if not re.search(a.message, r["message"]):
+                fails.append(f"{r['id']}: message {r['message']!r} does not match {a.message!r}")
+        elif r["status"] != "PASS":
+            fails.append(f"{r['id']}: status {r['status']} ({r['message']}), expected PASS: "
+                         "a misbehaving case must cost only itself")
+    if doc["summary"]["total"] != len(res):
+        fails.append("summary.total does not count the results")
+    for f in fails:
+        print("check_isolation: " + f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
