@@ -82,6 +82,9 @@ typedef struct hr_run {
     char expect_version[128];  /* the version the file's statuses were observed with */
     size_t unexpected;         /* results whose status is not the expected one */
     size_t stale;              /* entries that matched no case of an unfiltered run */
+    /* 1: the results so far of a run still going (or interrupted): the sidecar
+     * FILE.partial.json of `run --out FILE`, written with "complete": false (JSON only). */
+    int partial;
 } hr_run;
 
 typedef enum hr_format { HR_FMT_TEXT = 0, HR_FMT_TAP, HR_FMT_JUNIT, HR_FMT_JSON } hr_format;
@@ -105,6 +108,12 @@ void hr_write_stats(FILE *f, const hr_result *r);
  * (json_real refuses them), and both the results files and the exec protocol carry them so. */
 struct json_t;
 struct json_t *hr_json_num(double x);
+
+/* Read the sidecar of an interrupted run (partial.c): a JSON results document with
+ * "complete": false.  Fills run's backend name and version, cases_dir, filter,
+ * backend_options and results/count (malloc'd; the caller frees run->results).  Returns 0, or
+ * -1 with a one-line message naming the file (and the field) in err. */
+int hr_partial_load(const char *path, hr_run *run, char *err, size_t cap);
 
 /* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c).
  * Returns the process exit status (0 ok, 1 bad input, 2 usage). */

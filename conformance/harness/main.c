@@ -11,7 +11,9 @@
  *
  * Plugins run in a forked worker (worker.h) unless --in-process; exec: adapters run in their
  * own processes already, so their bridge stays in the harness.  --out is written to a
- * temporary file next to FILE and renamed over it only when complete.
+ * temporary file next to FILE and renamed over it only when complete; meanwhile the results so
+ * far are saved after every case to FILE.partial.json (JSON, "complete": false, same atomic
+ * write plus fsync), which --resume continues from and a completed run removes.
  */
 #define _XOPEN_SOURCE 700 /* realpath, fnmatch, mkstemp */
 
@@ -52,7 +54,7 @@ static void usage(FILE *f)
             "                    [--format text|tap|junit|json] [--out FILE]\n"
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"
-            "                    [--in-process]\n"
+            "                    [--in-process] [--resume]\n"
             "       attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "       attnconf list [--cases DIR] [--filter GLOB]\n"
@@ -76,7 +78,13 @@ static void usage(FILE *f)
             "  --cases    directory of case files (default %s)\n"
             "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'\n"
             "  --format   output format (default text)\n"
-            "  --out      write results to FILE and print a summary line on stdout\n"
+            "  --out      write results to FILE and print a summary line on stdout; FILE is\n"
+            "             replaced only when the run completes, and meanwhile the results so\n"
+            "             far are saved after every case to FILE.partial.json (JSON,\n"
+            "             \"complete\": false; removed when the run completes)\n"
+            "  --resume   with --out FILE: continue an interrupted run from FILE.partial.json\n"
+            "             (same backend, version, --backend-option, --cases and --filter, else\n"
+            "             exit 2): its results are kept and only the other cases run\n"
             "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
             "             passes when every status is the recorded one, divergences included\n"
             "\n"
@@ -104,6 +112,7 @@ typedef struct opts {
     const char *backend, *cases, *filter, *format, *out, *timeout, *expect;
     const char *case_timeout, *memory_limit;
     int in_process; /* --in-process, a flag (no value) */
+    int resume;     /* --resume, a flag (no value) */
     const char *backend_option[MAX_BACKEND_OPTIONS]; /* repeatable: every KEY=VALUE given */
     size_t n_backend_option;
 } opts;
@@ -123,13 +132,17 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
             return usage_error("unexpected argument", a);
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-        if (strcmp(a, "--in-process") == 0) { /* the one flag: allowed lists it too */
+        if (strcmp(a, "--in-process") == 0 || strcmp(a, "--resume") == 0) {
+            /* the flags: allowed lists them too */
             int ok = 0;
             for (const char *const *n = allowed; *n; n++)
                 ok |= strcmp(*n, a) == 0;
             if (!ok)
                 return usage_error("unknown option", a);
-            o->in_process = 1;
+            if (a[2] == 'i')
+                o->in_process = 1;
+            else
+                o->resume = 1;
             continue;
         }
         const char **slot = NULL;
@@ -330,6 +343,52 @@ static int out_tmp_commit(out_tmp *t, const char *out)
     return -1;
 }
 
+/* ---- incremental --out: FILE.partial.json ------------------------------------------------ */
+
+/* Save the results done so far (done[i], in run order) as the sidecar: a JSON results
+ * document with "complete": false, written to a temporary file beside it, fsynced and renamed
+ * over it, so a kill at any moment leaves the previous or the new version, never a torn one.
+ * When the done cases are a prefix the results are written in place; otherwise (a resumed run
+ * whose kept cases are not all first) they are gathered into view.  Returns 0 or -1. */
+static int save_partial(const hr_run *run, const unsigned char *done, size_t n, hr_result *view,
+                        const char *side)
+{
+    hr_run p = *run;
+    size_t prefix = 0, ndone = 0;
+    while (prefix < n && done[prefix])
+        prefix++;
+    for (size_t i = 0; i < n; i++)
+        ndone += done[i] != 0;
+    p.partial = 1;
+    p.count = ndone;
+    if (prefix != ndone) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (done[i])
+                view[k++] = run->results[i];
+        p.results = view;
+    }
+    out_tmp t;
+    if (out_tmp_open(&t, side) != 0)
+        return -1;
+    if (hr_write(&p, HR_FMT_JSON, t.f) != 0) {
+        int e = errno;
+        out_tmp_discard(&t, side);
+        errno = e ? e : EIO;
+        return -1;
+    }
+    return out_tmp_commit(&t, side);
+}
+
+/* Same path, or both resolve to the same directory. */
+static int same_dir(const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0)
+        return 1;
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
 /* ---- loading cases --------------------------------------------------------------------- */
 
 /* One case file: either loaded (c) or failed (err). */
@@ -497,7 +556,8 @@ static int cmd_run(const char *argv0, int argc, char **argv)
 {
     static const char *const allowed[] = {
         "--backend",        "--cases",  "--filter",       "--format",       "--out", "--timeout",
-        "--backend-option", "--expect", "--case-timeout", "--memory-limit", "--in-process", NULL};
+        "--backend-option", "--expect", "--case-timeout", "--memory-limit", "--in-process",
+        "--resume",         NULL};
     opts o;
     int rc = parse_opts(argc, argv, allowed, &o);
     if (rc)
@@ -514,6 +574,49 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     run_opts ro;
     if ((rc = parse_run_opts(&o, &ro)) != 0)
         return rc;
+    if (o.resume && !o.out)
+        return usage_error("--resume needs --out FILE (it continues from FILE.partial.json)",
+                           NULL);
+
+    /* The sidecar FILE.partial.json: the results so far, rewritten after every case.  With
+     * --resume an existing one is read and checked before anything runs. */
+    char side[PATH_MAX] = "";
+    if (o.out) {
+        int w = snprintf(side, sizeof side, "%s.partial.json", o.out);
+        if (w < 0 || (size_t)w >= sizeof side)
+            return usage_error("--out: path too long", o.out);
+    }
+    hr_run prev;
+    memset(&prev, 0, sizeof prev);
+    int resuming = 0;
+    if (o.resume) {
+        struct stat sb;
+        if (stat(side, &sb) != 0 && errno == ENOENT) {
+            fprintf(stderr, "attnconf: --resume: no %s: starting from scratch\n", side);
+        } else {
+            char perr[1024];
+            if (hr_partial_load(side, &prev, perr, sizeof perr) != 0) {
+                fprintf(stderr, "attnconf: --resume: cannot resume from %s\n", perr);
+                return EXIT_USAGE;
+            }
+            const char *what = strcmp(prev.backend_options, bo.summary) != 0 ? "backend options"
+                               : strcmp(prev.filter, o.filter ? o.filter : "") != 0 ? "filter"
+                               : !same_dir(prev.cases_dir, dir) ? "cases dir"
+                                                                : NULL;
+            if (what) {
+                fprintf(stderr, "attnconf: --resume: %s was made with %s '%s', this run has "
+                        "'%s': rerun with the same options, or without --resume to start over\n",
+                        side, what,
+                        what[0] == 'b' ? prev.backend_options
+                        : what[0] == 'f' ? prev.filter : prev.cases_dir,
+                        what[0] == 'b' ? bo.summary
+                        : what[0] == 'f' ? (o.filter ? o.filter : "") : dir);
+                free(prev.results);
+                return EXIT_USAGE;
+            }
+            resuming = 1;
+        }
+    }
 
     /* The expected-results file is read before anything runs: a broken file must not cost a
      * whole run. */
@@ -523,6 +626,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         char xerr[1024];
         if (hx_load(o.expect, &xf, xerr, sizeof xerr) != 0) {
             fprintf(stderr, "attnconf: --expect %s\n", xerr);
+            free(prev.results);
             return EXIT_USAGE;
         }
     }
@@ -534,6 +638,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     if (o.out && out_tmp_open(&ot, o.out) != 0) {
         fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
         hx_free(&xf);
+        free(prev.results);
         return EXIT_USAGE;
     }
     FILE *outf = o.out ? ot.f : NULL;
@@ -553,16 +658,20 @@ static int cmd_run(const char *argv0, int argc, char **argv)
             fprintf(stderr, "attnconf: %s\n", err);
             out_tmp_discard(&ot, o.out);
             hx_free(&xf);
+            free(prev.results);
             return EXIT_BAD;
         }
     } else if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf: %s\n", err);
         out_tmp_discard(&ot, o.out);
         hx_free(&xf);
+        free(prev.results);
         return EXIT_BAD;
     }
 
     entry *e = NULL;
+    unsigned char *done = NULL;
+    hr_result *view = NULL;
     size_t n = 0;
     int status = 0;
     hw_worker w = {0, -1, NULL, 0};
@@ -629,6 +738,14 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         status = EXIT_USAGE;
         goto fail;
     }
+    if (resuming && (strcmp(prev.backend_name, be_name) != 0 ||
+                     strcmp(prev.backend_version, be_version) != 0)) {
+        fprintf(stderr, "attnconf: --resume: %s was made with backend '%s' %s, this is '%s' %s: "
+                "rerun with the same backend, or without --resume to start over\n", side,
+                prev.backend_name, prev.backend_version, be_name, be_version);
+        status = EXIT_USAGE;
+        goto fail;
+    }
 
     snprintf(run.backend_name, sizeof run.backend_name, "%s", be_name);
     snprintf(run.backend_version, sizeof run.backend_version, "%s", be_version);
@@ -637,14 +754,44 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     snprintf(run.filter, sizeof run.filter, "%s", o.filter ? o.filter : "");
     snprintf(run.backend_options, sizeof run.backend_options, "%s", bo.summary);
     run.results = calloc(n, sizeof *run.results);
-    if (!run.results) {
+    done = calloc(n, 1);
+    view = o.out ? calloc(n, sizeof *view) : NULL;
+    if (!run.results || !done || (o.out && !view)) {
         fprintf(stderr, "attnconf: out of memory\n");
         status = EXIT_BAD;
         goto fail;
     }
 
+    if (resuming) {
+        /* Keep the sidecar's result of every case still selected (each id once); an
+         * unreadable or duplicate case file is cheap to judge again and is not kept. */
+        unsigned char *used = calloc(prev.count ? prev.count : 1, 1);
+        size_t kept = 0;
+        for (size_t i = 0; used && i < n; i++) {
+            if (e[i].err || (i > 0 && strcmp(e[i].id, e[i - 1].id) == 0))
+                continue;
+            for (size_t j = 0; j < prev.count; j++)
+                if (!used[j] && prev.results[j].status != HR_CASE_ERROR &&
+                    strcmp(prev.results[j].id, e[i].id) == 0) {
+                    run.results[i] = prev.results[j];
+                    used[j] = done[i] = 1;
+                    kept++;
+                    break;
+                }
+        }
+        free(used);
+        fprintf(stderr, "attnconf: --resume: %zu of %zu selected cases done in %s (%zu of its "
+                "%zu results kept); running the other %zu\n", kept, n, side, kept, prev.count,
+                n - kept);
+    }
+    int side_warned = 0;
     for (size_t i = 0; i < n; i++) {
         hr_result *r = &run.results[i];
+        if (done[i]) { /* kept from the sidecar */
+            acase_free(e[i].c);
+            e[i].c = NULL;
+            continue;
+        }
         hr_result_begin(&rn, e[i].id, r);
         if (e[i].err) {
             /* The suite's problem, not the backend's (CASE_ERROR, exit 3). */
@@ -673,8 +820,16 @@ static int cmd_run(const char *argv0, int argc, char **argv)
          * later never asks for an earlier case). */
         acase_free(e[i].c);
         e[i].c = NULL;
-        run.count = i + 1;
+        done[i] = 1;
+        run.count = n;
+        if (o.out && save_partial(&run, done, n, view, side) != 0 && !side_warned) {
+            fprintf(stderr, "attnconf: warning: cannot save the results so far to %s: %s "
+                    "(the run goes on; an interrupted run cannot be resumed)\n", side,
+                    strerror(errno));
+            side_warned = 1;
+        }
     }
+    run.count = n;
     hw_stop(&w);
     hb_unload(&hb);
 
@@ -719,6 +874,8 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     int wr = hr_write(&run, fmt, f);
     if (f != stdout) {
         wr |= out_tmp_commit(&ot, o.out);
+        if (wr == 0) /* FILE is complete: the sidecar has served */
+            unlink(side);
     } else if (fflush(f) != 0) {
         wr = -1;
     }
@@ -736,6 +893,9 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     }
 
     free(run.results);
+    free(done);
+    free(view);
+    free(prev.results);
     entries_free(e, n);
     hx_free(&xf);
     return status;
@@ -744,6 +904,9 @@ fail:
     hw_stop(&w);
     hb_unload(&hb);
     free(run.results);
+    free(done);
+    free(view);
+    free(prev.results);
     if (e)
         entries_free(e, n);
     out_tmp_discard(&ot, o.out);

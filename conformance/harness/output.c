@@ -4,6 +4,14 @@
  *
  *   {
  *     "attnconf_results": 1,                       schema version, always first
+ *     "complete": bool,                            true in the results of a finished run;
+ *                                                  false in FILE.partial.json, the sidecar
+ *                                                  `run --out FILE` rewrites after every case
+ *                                                  (the results so far, in run order; `run
+ *                                                  --resume` continues from it).  A reader
+ *                                                  takes a file without it as complete (from
+ *                                                  before it existed); `attnconf report`
+ *                                                  refuses a partial file
  *     "backend": {"name": str, "version": str, "path": str},
  *     "cases_dir": str,
  *     "filter": str,                               "" when no filter was given
@@ -683,6 +691,7 @@ static json_t *json_run(const hr_run *run)
         return NULL;
     }
     err |= jset(root, "attnconf_results", json_integer(1));
+    err |= jset(root, "complete", json_boolean(!run->partial));
     err |= jset(backend, "name", jstr(FIELD(run->backend_name)));
     err |= jset(backend, "version", jstr(FIELD(run->backend_version)));
     err |= jset(backend, "path", jstr(FIELD(run->backend_path)));

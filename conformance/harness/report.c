@@ -24,7 +24,9 @@
  * Reading is strict: a missing or wrong "attnconf_results" version, a missing field or one of
  * the wrong type (e.g. "rules" not an array of strings), an unknown status or a summary that
  * does not match the results is an error naming the file and the field (exit 1).  Unknown
- * extra keys are ignored.
+ * extra keys are ignored.  A partial file ("complete": false: the FILE.partial.json sidecar of
+ * an interrupted `run --out FILE`) is refused the same way ("results incomplete"); a file
+ * without "complete" (from before it existed) is taken as complete.
  */
 #define _POSIX_C_SOURCE 200809L /* getcwd, open_memstream */
 
@@ -428,6 +430,21 @@ static int load_file(rp_data *d, const char *path)
     if (version != 1) {
         errf(path, "attnconf_results", "unsupported results version %" PRId64 " (expected 1)",
              version);
+        return -1;
+    }
+    /* A partial file (the FILE.partial.json sidecar of a run still going or interrupted) is
+     * refused: a report of some of the cases would read as the backend's conformance. */
+    json_t *complete = json_object_get(root, "complete");
+    if (complete && !json_is_boolean(complete)) {
+        errf(path, "complete", "expected a boolean, got %s", type_name(complete));
+        return -1;
+    }
+    if (json_is_false(complete)) {
+        json_t *res = json_object_get(root, "results");
+        errf(path, "complete", "false: results incomplete (%zu case%s so far, from an "
+             "interrupted or unfinished run); finish it with `attnconf run ... --out FILE "
+             "--resume` and report FILE", json_array_size(res),
+             json_array_size(res) == 1 ? "" : "s");
         return -1;
     }
     json_t *backend = need(&r, root, "backend", JSON_OBJECT);

@@ -555,6 +555,12 @@ Test(report, strict_input_and_usage)
         "\"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", \"results\": [], "
         "\"summary\": {\"PASS\": 1, \"EXPECTED_ERROR\": 0, \"NOT_SUPPORTED\": 0, \"FAIL\": 0, "
         "\"INCORRECT_DTYPE\": 0, \"ERROR\": 0, \"total\": 1}}", /* summary does not match */
+        "{\"attnconf_results\": 1, \"complete\": false, \"backend\": {\"name\": \"x\", "
+        "\"version\": \"1\", \"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", "
+        "\"results\": [], \"summary\": {\"PASS\": 0, \"EXPECTED_ERROR\": 0, "
+        "\"NOT_SUPPORTED\": 0, \"FAIL\": 0, \"INCORRECT_DTYPE\": 0, \"ERROR\": 0, "
+        "\"total\": 0}}",                              /* partial (run still going) */
+        "{\"attnconf_results\": 1, \"complete\": 1, \"backend\": {}}", /* complete not bool */
     };
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         write_text_file(bad, broken[i]);
