@@ -977,9 +977,9 @@ static void yaml_errf(const yaml_parser_t *parser, const char *path, char *err, 
  * quadratic, and its tree costs ~150 bytes per node.  Also refuses anchors and aliases (an alias
  * can make the tree cyclic) and a second document (it would be loaded whole).  Returns 0, or -1
  * with err set. */
-static int prescan(const char *path, const unsigned char *data, size_t len, char *err,
-                   size_t errlen)
+int acase_yaml_prescan(const char *path, const void *data_, size_t len, char *err, size_t errlen)
 {
+    const unsigned char *data = data_;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         acase__errf(err, errlen, "%s: out of memory", path);
@@ -1073,7 +1073,7 @@ int acase_load_mem(const char *path, const void *data, size_t len, acase **out, 
         return -1;
     }
     const unsigned char *bytes = data ? data : (const unsigned char *)"";
-    if (prescan(path, bytes, len, err, errlen))
+    if (acase_yaml_prescan(path, bytes, len, err, errlen))
         return -1;
     /* Pass 2: the same bytes, now known to be within the limits, as a document tree. */
     rd *r = calloc(1, sizeof *r);

@@ -3,6 +3,8 @@
 
 #include "expect.h"
 
+#include "attncase/case.h"
+
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -268,49 +270,49 @@ int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
         fclose(fp);
         return hx_fail(&r, NULL, "not a regular file");
     }
-    if (fseek(fp, 0, SEEK_END) == 0) {
-        long size = ftell(fp);
-        if (size > (long)HX_MAX_FILE_BYTES) {
-            fclose(fp);
-            return hx_fail(&r, NULL, "file is %ld bytes, over the %u-byte limit", size,
-                           HX_MAX_FILE_BYTES);
-        }
-        rewind(fp);
+    if (sb.st_size > (off_t)HX_MAX_FILE_BYTES) {
+        fclose(fp);
+        return hx_fail(&r, NULL, "file is %lld bytes, over the %u-byte limit",
+                       (long long)sb.st_size, HX_MAX_FILE_BYTES);
+    }
+    /* Read whole (bounded), then the case files' bounded pre-pass (depth, nodes, scalar size,
+     * no anchors or aliases, one document) before libyaml builds a tree. */
+    unsigned char *buf = malloc((size_t)sb.st_size + 1);
+    size_t len = buf ? fread(buf, 1, (size_t)sb.st_size + 1, fp) : 0;
+    int read_err = !buf || ferror(fp);
+    fclose(fp);
+    if (read_err) {
+        free(buf);
+        return hx_fail(&r, NULL, "%s", buf ? "cannot read the file" : "out of memory");
+    }
+    if (len > HX_MAX_FILE_BYTES || acase_yaml_prescan(path, buf, len, err, errlen) != 0) {
+        if (len > HX_MAX_FILE_BYTES)
+            hx_fail(&r, NULL, "file grew over the %u-byte limit while read", HX_MAX_FILE_BYTES);
+        free(buf);
+        return -1;
     }
     yaml_parser_t parser;
     yaml_document_t doc;
-    int rc = -1;
     if (!yaml_parser_initialize(&parser)) {
-        fclose(fp);
+        free(buf);
         return hx_fail(&r, NULL, "out of memory");
     }
-    yaml_parser_set_input_file(&parser, fp);
+    yaml_parser_set_input_string(&parser, buf, len);
     if (!yaml_parser_load(&parser, &doc)) {
         snprintf(err, errlen, "%s:%lu:%lu: YAML: %s", path,
                  (unsigned long)parser.problem_mark.line + 1,
                  (unsigned long)parser.problem_mark.column + 1,
                  parser.problem ? parser.problem : "parse error");
         yaml_parser_delete(&parser);
-        fclose(fp);
+        free(buf);
         return -1;
     }
     r.doc = &doc;
     out->path = hx_dup(path);
-    rc = out->path ? hx_read_root(&r, out) : hx_fail(&r, NULL, "out of memory");
-    if (rc == 0) { /* one document: a second one would be silently ignored */
-        yaml_document_t next;
-        if (!yaml_parser_load(&parser, &next)) {
-            rc = hx_fail(&r, NULL, "YAML: %s", parser.problem ? parser.problem : "parse error");
-        } else {
-            const yaml_node_t *root2 = yaml_document_get_root_node(&next);
-            if (root2)
-                rc = hx_fail(&r, root2, "a second YAML document: the file must hold one");
-            yaml_document_delete(&next);
-        }
-    }
+    int rc = out->path ? hx_read_root(&r, out) : hx_fail(&r, NULL, "out of memory");
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
-    fclose(fp);
+    free(buf);
     if (rc)
         hx_free(out);
     return rc;

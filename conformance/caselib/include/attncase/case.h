@@ -160,6 +160,13 @@ int acase_expected_alloc_rows(acase_expected *e, char *err, size_t errlen);
 int acase_load_file(const char *path, acase **out, char *err, size_t errlen);
 /* The same from a buffer of len bytes (at most ACASE_MAX_FILE_BYTES); name is used in messages
  * and as the case's path. */
+/* The bounded first pass every case file gets before its tree is built: streams libyaml's
+ * events over data[0..len) and returns -1, with err = "PATH:LINE:COL: yaml: reason", at the
+ * first node over ACASE_MAX_DEPTH / ACASE_MAX_NODES / ACASE_MAX_SCALAR_BYTES, at an anchor or
+ * alias, or at a second document; 0 when the stream is within the limits.  Other YAML files of
+ * the suite (expected-results files) use it too. */
+int acase_yaml_prescan(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
 int acase_load_mem(const char *name, const void *data, size_t len, acase **out, char *err,
                    size_t errlen);
 
