@@ -17,7 +17,15 @@ An adapter is any object with
     sdpa(req: SdpaRequest) -> (dtype, array)  # dtype as produced: "f32", "f16" or "bf16"
                                               # (bf16: uint16 bit patterns)
 and optionally
-    build_mask(req: MaskRequest) -> array     # bool, (B, 1, Lq, offset + Lq)
+    build_mask(req: MaskRequest) -> array     # bool, (B, 1, Lq, Lk), Lk = kv_len or offset + Lq
+    cache_create(p: CacheParams) -> handle    # the KV cache ops (PROTOCOL.md "Cache
+    cache_update(h, k: Tensor, v: Tensor)     #  operations"); handles are any Python objects,
+    cache_trim(h, n) -> int                   #  the module numbers them for the wire
+    cache_make_mask(h, n, window, length) -> array  # bool (B, 1, n, length), before the
+                                              #  update of n tokens
+    cache_state(h) -> CacheState
+    cache_filter(h, rows), cache_extend(h, other), cache_merge([h, ...]) -> handle,
+    cache_prepare(h, left_padding, lengths), cache_finalize(h)
     refusal_of(exc) -> Refusal | None         # status and message for an exception the
                                               # library raised (None: not recognised)
 
@@ -49,7 +57,9 @@ OK, EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = 0, -1, -2, -3, -4, -5
 CAPABILITIES = frozenset({
     "f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
     "causal.offset", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window", "lengths",
-    "left_padding",
+    "left_padding", "mask.kv_len", "stride0", "sdpa.window", "sdpa.lengths", "sdpa.left_padding",
+    "cache.standard", "cache.rotating", "cache.chunked", "cache.quantized", "cache.batch",
+    "cache.batch_rotating",
 })
 
 # Wire dtype -> storage dtype of its elements.  bf16 has no numpy type: it stays uint16 bit
@@ -117,6 +127,40 @@ class SdpaRequest:
     causal: bool
     causal_offset: Optional[int]  # None: bottom-right, Lk - Lq
     scale: Optional[float]        # None: 1/sqrt(D)
+    # The mask parameters (SPEC clause 19); sent only to an adapter that lists sdpa.window /
+    # sdpa.lengths / sdpa.left_padding, so the defaults are all another adapter ever sees.
+    window: int = 0                       # 0: none; W >= 1 (with causal) keeps W keys
+    lengths: Optional[list] = None        # [B]: batch row b keeps keys j < lengths[b]
+    left_padding: Optional[list] = None   # [B]: batch row b keeps keys j >= left_padding[b]
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheParams:
+    """cache_create's parameters (backend.h attnconf_cache_config; 0 / None where unused)."""
+    kind: str                      # standard, rotating, chunked, quantized, batch, batch_rotating
+    dtype: str                     # f32, f16, bf16
+    batch: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    max_size: int = 0
+    keep: int = 0
+    chunk_size: int = 0
+    group_size: int = 0
+    bits: int = 0
+    left_padding: Optional[list] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheState:
+    """What the next attention sees: per row its offset and the absolute position of each of
+    the L slots in time order (-1 = padding), keys (B, Hkv, L, D) and values (B, Hkv, L, Dv)
+    as numpy arrays of the wire dtype's storage (bf16: uint16 bit patterns)."""
+    offsets: list
+    positions: list
+    dtype: str
+    keys: np.ndarray
+    values: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +171,7 @@ class MaskRequest:
     batch: int
     lengths: Optional[list]
     left_padding: Optional[list]
+    kv_len: int = 0                # 0: Lk = offset + lq; else a static key buffer of kv_len slots
 
 
 def bf16_to_f32(bits) -> np.ndarray:
@@ -262,7 +307,9 @@ def _sdpa(adapter, header, tensors):
     req = SdpaRequest(tensors["q"], tensors["k"], tensors["v"], tensors.get("mask"),
                       causal=bool(header.get("causal")),
                       causal_offset=None if offset is None else int(offset),
-                      scale=None if scale is None else float(scale))
+                      scale=None if scale is None else float(scale),
+                      window=int(header.get("window") or 0),
+                      lengths=header.get("lengths"), left_padding=header.get("left_padding"))
     dtype, out = adapter.sdpa(req)
     if dtype not in ("f32", "f16", "bf16"):
         raise TypeError(f"adapter bug: output dtype {dtype!r}")
@@ -273,8 +320,80 @@ def _build_mask(adapter, header):
     if not hasattr(adapter, "build_mask"):
         raise Refusal(ENOTSUP, "this adapter has no build_mask")
     req = MaskRequest(int(header["lq"]), int(header["offset"]), int(header.get("window") or 0),
-                      int(header.get("batch") or 1), header.get("lengths"), header.get("left_padding"))
+                      int(header.get("batch") or 1), header.get("lengths"), header.get("left_padding"),
+                      int(header.get("kv_len") or 0))
     return [("keep", "bool", _wire_array("bool", adapter.build_mask(req)))]
+
+
+_CACHE_OPS = ("cache_create", "cache_update", "cache_trim", "cache_make_mask", "cache_state",
+              "cache_destroy", "cache_filter", "cache_extend", "cache_merge", "cache_prepare",
+              "cache_finalize")
+
+
+def _cache(adapter, caches: dict, op: str, header, tensors):
+    """One cache request: (reply members, reply tensors).  caches maps wire id -> handle."""
+    def handle(key="cache"):
+        i = header.get(key)
+        if not _is_int(i) or i not in caches:
+            raise Refusal(EINVAL, f"{op}: no cache {i!r}")
+        return caches[i]
+
+    def new_id(h):
+        i = max(caches, default=-1) + 1
+        caches[i] = h
+        return {"cache": i}
+
+    if op == "cache_destroy":
+        caches.pop(header.get("cache"), None)
+        return {}, []
+    if not hasattr(adapter, op):
+        raise Refusal(ENOTSUP, f"this adapter has no {op}")
+    fn = getattr(adapter, op)
+    if op == "cache_create":
+        p = header.get("params") or {}
+        return new_id(fn(CacheParams(**{f.name: p.get(f.name, f.default)
+                                         for f in dataclasses.fields(CacheParams)}))), []
+    if op == "cache_merge":
+        ids = header.get("caches") or []
+        return new_id(fn([handle_of(caches, i, op) for i in ids])), []
+    h = handle()
+    if op == "cache_update":
+        if not {"k", "v"} <= tensors.keys():
+            raise ProtocolError("cache_update without k and v")
+        fn(h, tensors["k"], tensors["v"])
+        return {}, []
+    if op == "cache_trim":
+        return {"trimmed": int(fn(h, int(header["n"])))}, []
+    if op == "cache_make_mask":
+        keep = fn(h, int(header["n"]), int(header.get("window") or 0), int(header["length"]))
+        return {}, [("keep", "bool", _wire_array("bool", keep))]
+    if op == "cache_state":
+        st = fn(h)
+        keys, values = np.asarray(st.keys), np.asarray(st.values)
+        members = {"batch": int(keys.shape[0]), "length": int(keys.shape[2]),
+                   "offsets": [int(o) for o in st.offsets],
+                   "positions": [[int(x) for x in row] for row in st.positions]}
+        which = header.get("tensor")
+        if which is None:
+            return members, []
+        if which not in ("keys", "values"):
+            raise Refusal(EINVAL, f"cache_state: tensor {which!r}")
+        return members, [(which, st.dtype, _wire_array(st.dtype, keys if which == "keys" else values))]
+    if op == "cache_filter":
+        fn(h, [int(r) for r in header["rows"]])
+    elif op == "cache_extend":
+        fn(h, handle("other"))
+    elif op == "cache_prepare":
+        fn(h, header.get("left_padding"), header.get("lengths"))
+    else:  # cache_finalize
+        fn(h)
+    return {}, []
+
+
+def handle_of(caches: dict, i, op: str):
+    if not _is_int(i) or i not in caches:
+        raise Refusal(EINVAL, f"{op}: no cache {i!r}")
+    return caches[i]
 
 
 def _refusal(adapter, exc) -> Refusal:
@@ -291,6 +410,7 @@ def serve(adapter) -> None:
     """Answer requests until `close` or end of input, then exit with status 0.  A request that
     breaks the protocol ends the process with status 2 and the reason on stderr."""
     opened = False
+    caches = {}
     try:
         while (msg := _read_message()) is not None:
             header, tensors = msg
@@ -300,6 +420,7 @@ def serve(adapter) -> None:
             try:
                 if op == "hello":
                     opened = False
+                    caches.clear()
                     _write_message(_hello(adapter, header))
                     opened = True
                     continue
@@ -309,6 +430,10 @@ def serve(adapter) -> None:
                     reply = _sdpa(adapter, header, tensors)
                 elif op == "build_mask":
                     reply = _build_mask(adapter, header)
+                elif op in _CACHE_OPS:
+                    members, reply = _cache(adapter, caches, op, header, tensors)
+                    _write_message({"status": OK, **members}, reply)
+                    continue
                 else:
                     raise Refusal(EINVAL, f"unknown op {op!r}")
             except ProtocolError:

@@ -20,6 +20,10 @@ How each case is posed, as a JAX user would write it:
     exactly what should show it.  An explicit offset can only be said when it is 0 (what
     is_causal means); any other explicit offset is answered ENOTSUP (-4).
   * scale: ``scale=None`` or the number as given.
+  * the sdpa mask parameters (SPEC clause 19): ``lengths`` is ``key_value_seq_lengths`` (int32,
+    one per batch row), ``window`` W is ``local_window_size=(W - 1, 0)`` (W keys counting the
+    query itself, measured from JAX's own causal diagonal), both passed as given, invalid
+    values included.  JAX has no left padding: ``sdpa.left_padding`` is not claimed.
   * build_mask is not offered: JAX has no public mask-builder.
 Errors raised by JAX are mapped to status codes; nothing is validated ahead of JAX.
 """
@@ -198,7 +202,7 @@ class Adapter:
             "version": _versions(),
             "capabilities": ["f32", "f16", "bf16", "mask.bool", "mask.additive",
                              "mask.broadcast", "causal", "causal.offset", "gqa", "strided",
-                             "scale"],
+                             "scale", "sdpa.window", "sdpa.lengths"],
             "options": [{"key": "implementation", "default": None,
                          "help": "jax.nn.dot_product_attention implementation=: xla or cudnn; "
                                  "absent = None (JAX's default, currently xla)"}],
@@ -232,6 +236,11 @@ class Adapter:
                 kwargs["mask"] = jnp.asarray(m)
             else:
                 kwargs["bias"] = jnp.asarray(m)
+
+        if header.get("lengths") is not None:
+            kwargs["key_value_seq_lengths"] = jnp.asarray(header["lengths"], dtype=jnp.int32)
+        if header.get("window"):
+            kwargs["local_window_size"] = (int(header["window"]) - 1, 0)
 
         if header.get("causal"):
             off = header.get("causal_offset")

@@ -18,6 +18,7 @@ How cases are posed:
   * the output dtype is whatever MLX returned.
   * build_mask: create_causal_mask(lq, offset, window_size, right_padding = offset + lq -
     lengths, left_padding), the form mlx-lm's batched caches use.
+  * the KV cache operations: mlx-lm's own cache objects (mlx_lm_cache.py).
 Nothing is validated ahead of MLX: its ValueErrors are mapped to statuses (refusal_of).
 
 Run (from the repository root, with a Python that has mlx and mlx-lm installed):
@@ -34,6 +35,7 @@ import mlx.core as mx
 import mlx_lm
 import numpy as np
 from mlx_lm.models.base import create_causal_mask, scaled_dot_product_attention
+from mlx_lm_cache import CacheOps  # the cache_* requests (mlx-lm's own cache objects)
 
 DEVICES = {"cpu": mx.cpu, "gpu": mx.gpu}
 
@@ -56,8 +58,9 @@ def from_mx(a: mx.array):
     raise TypeError(f"MLX returned {a.dtype}, which the protocol cannot carry")
 
 
-class MlxLmAdapter:
+class MlxLmAdapter(CacheOps):
     options = [ax.Option("device", "cpu", "MLX device: cpu or gpu")]
+    to_mx = staticmethod(to_mx)
 
     def open(self, options):
         device = options["device"]
@@ -71,7 +74,7 @@ class MlxLmAdapter:
             version=f"mlx-lm {mlx_lm.__version__}, mlx {mx.__version__}, device {device}",
             capabilities=["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast",
                           "causal", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window",
-                          "lengths", "left_padding"])
+                          "lengths", "left_padding"] + self.CACHE_CAPABILITIES)
 
     def sdpa(self, req: ax.SdpaRequest):
         if req.causal:

@@ -23,7 +23,10 @@ How cases are posed, as an ONNX user would:
     (Lk x Lk) identity, so each output row is the softmax weights (1/count on kept keys, 0 on
     masked ones) and keep = weights > 0.  The causal offset is `offset` past keys as above;
     lengths are nonpad_kv_seqlen (opset 24 only); window and left padding have no ONNX
-    spelling in these opsets: ENOTSUP.  A row whose weights are NaN (a fully masked row gone
+    spelling in these opsets: ENOTSUP.
+  * the sdpa parameter `lengths` (sdpa.lengths, opset 24 only) is nonpad_kv_seqlen, passed as
+    given: ONNX aligns a causal diagonal to each sequence's end, which SPEC clause 19 does not,
+    and the runs record where that shows.  The sdpa window and left padding are not claimed.  A row whose weights are NaN (a fully masked row gone
     NaN) has no readable keep mask: EBACKEND naming the row.
 Models are built in memory and cached by signature for the run.
 
@@ -74,7 +77,9 @@ class OnnxRuntimeAdapter:
         self.opset = int(options["opset"])
         self.sessions = {}
         caps = ["f32", "f16", "mask.bool", "mask.additive", "mask.broadcast", "causal", "gqa",
-                "dv_ne_d", "scale", "build_mask"] + (["lengths"] if self.opset >= 24 else [])
+                "dv_ne_d", "scale", "build_mask"]
+        if self.opset >= 24:
+            caps += ["lengths", "sdpa.lengths"]
         return ax.Identity(
             name=f"onnxruntime-opset{self.opset}",
             version=f"onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
@@ -137,6 +142,9 @@ class OnnxRuntimeAdapter:
             if req.causal_offset != lk - lq:
                 raise ax.Refusal(ax.ENOTSUP, f"causal offset {req.causal_offset} != Lk - Lq: "
                                  "ONNX's causal offset is the past length")
+        if req.lengths is not None:  # only sent when claimed: opset 24
+            feeds["nonpad_kv_seqlen"] = np.array(req.lengths, np.int64)
+            types["nonpad_kv_seqlen"] = TensorProto.INT64
         attrs = {} if req.scale is None else {"scale": req.scale}
         y = self.attend(feeds, types, req.causal, attrs)
         if y.dtype not in WIRE_DTYPE:

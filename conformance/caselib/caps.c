@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "attnconf/backend.h"
+#include "attncase/cache_case.h"
 #include "case_internal.h"
 
 static const struct {
@@ -25,6 +26,17 @@ static const struct {
     {"window", ATTNCONF_CAP_WINDOW},
     {"lengths", ATTNCONF_CAP_LENGTHS},
     {"left_padding", ATTNCONF_CAP_LEFT_PAD},
+    {"sdpa.window", ATTNCONF_CAP_SDPA_WINDOW},
+    {"sdpa.lengths", ATTNCONF_CAP_SDPA_LENGTHS},
+    {"sdpa.left_padding", ATTNCONF_CAP_SDPA_LEFT_PAD},
+    {"mask.kv_len", ATTNCONF_CAP_KV_LEN},
+    {"stride0", ATTNCONF_CAP_STRIDE0},
+    {"cache.standard", ATTNCONF_CAP_CACHE_STD},
+    {"cache.rotating", ATTNCONF_CAP_CACHE_ROTATING},
+    {"cache.chunked", ATTNCONF_CAP_CACHE_CHUNKED},
+    {"cache.quantized", ATTNCONF_CAP_CACHE_QUANTIZED},
+    {"cache.batch", ATTNCONF_CAP_CACHE_BATCH},
+    {"cache.batch_rotating", ATTNCONF_CAP_CACHE_BATCH_ROTATING},
 };
 
 uint64_t acase_cap_from_name(const char *name)
@@ -91,8 +103,12 @@ uint64_t acase_derive_requires(const acase *c)
             r |= ATTNCONF_CAP_LENGTHS;
         if (c->left_padding)
             r |= ATTNCONF_CAP_LEFT_PAD;
+        if (c->kv_len != 0)
+            r |= ATTNCONF_CAP_KV_LEN;
         return r;
     }
+    if (c->op == ACASE_OP_CACHE)
+        return acase_cache_requires(c->cache);
     if (c->op != ACASE_OP_SDPA)
         return 0;
     const acase_tensor *q = &c->q, *k = &c->k, *v = &c->v, *m = &c->mask;
@@ -112,6 +128,14 @@ uint64_t acase_derive_requires(const acase *c)
         r |= ATTNCONF_CAP_CAUSAL_OFFSET;
     if (c->has_scale)
         r |= ATTNCONF_CAP_SCALE;
+    if (c->window != 0)
+        r |= ATTNCONF_CAP_SDPA_WINDOW;
+    if (c->lengths)
+        r |= ATTNCONF_CAP_SDPA_LENGTHS;
+    if (c->left_padding)
+        r |= ATTNCONF_CAP_SDPA_LEFT_PAD;
+    if ((q->present && q->stride0) || (k->present && k->stride0) || (v->present && v->stride0))
+        r |= ATTNCONF_CAP_STRIDE0;
     if ((q->present && q->layout == ACASE_LAYOUT_BLHD) ||
         (k->present && k->layout == ACASE_LAYOUT_BLHD) ||
         (v->present && v->layout == ACASE_LAYOUT_BLHD))

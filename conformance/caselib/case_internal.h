@@ -34,11 +34,30 @@ int acase__error_from_name(const char *name);
  * reason in why. */
 int acase__check(const acase *c, char *field, size_t fieldlen, char *why, size_t whylen);
 
+/* Where a semantic check reports: the dotted field path and the reason (either may be NULL). */
+typedef struct acase__chk {
+    char *field;
+    size_t fieldlen;
+    char *why;
+    size_t whylen;
+} acase__chk;
+
+/* Write field and the formatted reason into k; returns -1. */
+int acase__chk_fail(acase__chk *k, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* 1 for the float dtypes a case can compute in (f32, f16, bf16). */
+int acase__is_float_dtype(attnref_dtype dt);
+
 /* snprintf into err when err != NULL && errlen > 0. */
 void acase__errf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Shortest "%.Ne" (N >= 1) text that strtod reads back as exactly d (d finite); buf >= 32. */
 void acase__fmt_double_short(double d, char *buf, size_t buflen);
+
+/* The first element (flat logical index) of a stride-0 tensor that differs from the element
+ * of its stored slice it stands for, or -1 when it is constant along its stride0 dimensions. */
+int64_t acase__stride0_mismatch(const acase_tensor *t);
 
 #endif

@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "attnref/status.h"
+#include "cache_internal.h"
 #include "case_internal.h"
 
 #define FIELD_MAX 96
@@ -560,13 +561,57 @@ static int read_generate(rd *r, yaml_node_t *n, const char *path, acase_tensor *
     return 0;
 }
 
+/* `stride0: [d, ...]`: a non-empty, strictly increasing list of dimensions in 0..1 of a rank-4
+ * tensor. */
+static int read_stride0(rd *r, yaml_node_t *n, const char *field, const acase_tensor *t,
+                        uint8_t *bits)
+{
+    if (expect_seq(r, n, field, "a sequence of dimensions (0 = batch, 1 = heads)"))
+        return -1;
+    size_t len = seq_len(n);
+    if (len < 1 || len > 2)
+        return fail(r, n, field, "expected 1 or 2 dimensions out of 0 (batch) and 1 (heads)");
+    if (t->ndim != 4)
+        return fail(r, n, field, "needs a rank-4 tensor (rank is %d)", (int)t->ndim);
+    int64_t prev = -1;
+    for (size_t i = 0; i < len; i++) {
+        char fi[FIELD_MAX];
+        fieldf(fi, "%s[%zu]", field, i);
+        yaml_node_t *it = seq_item(r, n, i);
+        int64_t d;
+        if (!it)
+            return fail(r, n, fi, "malformed sequence");
+        if (get_int(r, it, fi, &d))
+            return -1;
+        if (d < 0 || d > 1)
+            return fail(r, it, fi, "dimension %lld: only 0 (batch) and 1 (heads) can have "
+                        "stride 0", (long long)d);
+        if (d <= prev)
+            return fail(r, it, fi, "dimensions must be strictly increasing");
+        *bits |= (uint8_t)(1u << d);
+        prev = d;
+    }
+    return 0;
+}
+
+static int expand_stride0(rd *r, yaml_node_t *n, const char *path, acase_tensor *t,
+                          uint8_t stride0, const int64_t logical[4])
+{
+    char f[FIELD_MAX], why[256];
+    join(f, path, "stride0");
+    if (acase_tensor_broadcast(t, stride0, logical, why, sizeof why))
+        return fail(r, n, f, "%s", why);
+    return 0;
+}
+
 static int read_tensor(rd *r, yaml_node_t *n, const char *name, acase_tensor *t)
 {
     char path[FIELD_MAX], f[FIELD_MAX], why[128];
-    fieldf(path, "inputs.%s", name);
-    fieldspec s[] = {{"dtype", 1, NULL},  {"shape", 1, NULL},    {"layout", 0, NULL},
-                     {"data", 0, NULL},   {"generate", 0, NULL}};
-    if (get_map(r, n, path, s, 5))
+    /* A name with a '.' is already a full path (a cache step's "steps[3].k"). */
+    fieldf(path, strchr(name, '.') ? "%s" : "inputs.%s", name);
+    fieldspec s[] = {{"dtype", 1, NULL}, {"shape", 1, NULL},    {"layout", 0, NULL},
+                     {"data", 0, NULL},  {"generate", 0, NULL}, {"stride0", 0, NULL}};
+    if (get_map(r, n, path, s, 6))
         return -1;
     t->present = 1;
     join(f, path, "dtype");
@@ -594,9 +639,26 @@ static int read_tensor(rd *r, yaml_node_t *n, const char *name, acase_tensor *t)
     }
     if (!!s[3].val == !!s[4].val)
         return fail(r, n, path, "exactly one of data and generate is required");
+    /* stride0: the data describe the stored slice (extent 1 on those dimensions); it is
+     * repeated to the logical shape once read. */
+    uint8_t stride0 = 0;
+    int64_t logical[4];
+    memcpy(logical, t->shape, sizeof logical);
+    if (s[5].val) {
+        join(f, path, "stride0");
+        if (read_stride0(r, s[5].val, f, t, &stride0))
+            return -1;
+        for (int d = 0; d < 2; d++)
+            if ((stride0 >> d) & 1u)
+                t->shape[d] = 1;
+        if (acase_numel(t->ndim, t->shape, &t->numel, why, sizeof why))
+            return fail(r, s[1].val, f, "%s", why);
+    }
     if (s[4].val) {
         join(f, path, "generate");
-        return read_generate(r, s[4].val, f, t);
+        if (read_generate(r, s[4].val, f, t))
+            return -1;
+        return stride0 ? expand_stride0(r, s[5].val, path, t, stride0, logical) : 0;
     }
     join(f, path, "data");
     if (check_data_len(r, s[3].val, f, t->numel))
@@ -610,27 +672,40 @@ static int read_tensor(rd *r, yaml_node_t *n, const char *name, acase_tensor *t)
         if (read_element(r, seq_item(r, s[3].val, (size_t)i), fi, t, i))
             return -1;
     }
-    return 0;
+    return stride0 ? expand_stride0(r, s[5].val, path, t, stride0, logical) : 0;
 }
 
-static int read_int_array(rd *r, yaml_node_t *n, const char *field, int64_t **out, int64_t *count)
+/* Items 0..len-1 of the sequence n, read as integers into ints or (ints NULL) floats into dbls. */
+static int read_items(rd *r, yaml_node_t *n, const char *field, size_t len, int64_t *ints,
+                      double *dbls)
 {
-    if (expect_seq(r, n, field, "a sequence of integers"))
-        return -1;
-    size_t len = seq_len(n);
-    if (len < 1 || len > ACASE_MAX_BATCH)
-        return fail(r, n, field, "expected 1..%d integers, got %zu", ACASE_MAX_BATCH, len);
-    int64_t *a = calloc(len, sizeof *a);
-    if (!a)
-        return fail(r, n, field, "out of memory");
     for (size_t i = 0; i < len; i++) {
         char fi[FIELD_MAX];
         fieldf(fi, "%s[%zu]", field, i);
         yaml_node_t *it = seq_item(r, n, i);
-        if (!it || get_int(r, it, fi, &a[i])) {
-            free(a);
-            return it ? -1 : fail(r, n, fi, "malformed sequence");
-        }
+        if (!it)
+            return fail(r, n, fi, "malformed sequence");
+        if (ints ? get_int(r, it, fi, &ints[i]) : get_double(r, it, fi, &dbls[i]))
+            return -1;
+    }
+    return 0;
+}
+
+/* A sequence of 1..max_len integers, allocated into *out. */
+static int read_int_array(rd *r, yaml_node_t *n, const char *field, int64_t max_len,
+                          int64_t **out, int64_t *count)
+{
+    if (expect_seq(r, n, field, "a sequence of integers"))
+        return -1;
+    size_t len = seq_len(n);
+    if (len < 1 || (int64_t)len > max_len)
+        return fail(r, n, field, "expected 1..%lld integers, got %zu", (long long)max_len, len);
+    int64_t *a = calloc(len, sizeof *a);
+    if (!a)
+        return fail(r, n, field, "out of memory");
+    if (read_items(r, n, field, len, a, NULL)) {
+        free(a);
+        return -1;
     }
     *out = a;
     *count = (int64_t)len;
@@ -639,9 +714,11 @@ static int read_int_array(rd *r, yaml_node_t *n, const char *field, int64_t **ou
 
 static int read_params(rd *r, yaml_node_t *n, acase *c)
 {
+    int64_t nl = 0, np = 0;
     if (c->op == ACASE_OP_SDPA) {
-        fieldspec s[] = {{"scale", 0, NULL}, {"causal", 1, NULL}, {"causal_offset", 0, NULL}};
-        if (get_map(r, n, "params", s, 3))
+        fieldspec s[] = {{"scale", 0, NULL},  {"causal", 1, NULL},  {"causal_offset", 0, NULL},
+                         {"window", 0, NULL}, {"lengths", 0, NULL}, {"left_padding", 0, NULL}};
+        if (get_map(r, n, "params", s, 6))
             return -1;
         if (s[0].val) {
             if (get_double(r, s[0].val, "params.scale", &c->scale))
@@ -655,21 +732,41 @@ static int read_params(rd *r, yaml_node_t *n, acase *c)
                 return -1;
             c->has_causal_offset = 1;
         }
+        if (s[3].val && get_int(r, s[3].val, "params.window", &c->window))
+            return -1;
+        if (s[4].val &&
+            read_int_array(r, s[4].val, "params.lengths", ACASE_MAX_BATCH, &c->lengths, &nl))
+            return -1;
+        if (s[5].val && read_int_array(r, s[5].val, "params.left_padding", ACASE_MAX_BATCH,
+                                       &c->left_padding, &np))
+            return -1;
+        if (c->lengths && c->left_padding && nl != np)
+            return fail(r, s[5].val, "params.left_padding",
+                        "has %lld entries, lengths has %lld (they must match)", (long long)np,
+                        (long long)nl);
+        c->batch = nl ? nl : np ? np : 1;
         return 0;
     }
     fieldspec s[] = {{"lq", 1, NULL},      {"offset", 1, NULL},       {"window", 0, NULL},
-                     {"lengths", 0, NULL}, {"left_padding", 0, NULL}};
-    if (get_map(r, n, "params", s, 5))
+                     {"lengths", 0, NULL}, {"left_padding", 0, NULL}, {"kv_len", 0, NULL}};
+    if (get_map(r, n, "params", s, 6))
         return -1;
     if (get_int(r, s[0].val, "params.lq", &c->lq) ||
         get_int(r, s[1].val, "params.offset", &c->offset))
         return -1;
     if (s[2].val && get_int(r, s[2].val, "params.window", &c->window))
         return -1;
-    int64_t nl = 0, np = 0;
-    if (s[3].val && read_int_array(r, s[3].val, "params.lengths", &c->lengths, &nl))
+    if (s[5].val) {
+        if (get_int(r, s[5].val, "params.kv_len", &c->kv_len))
+            return -1;
+        if (c->kv_len <= 0)
+            return fail(r, s[5].val, "params.kv_len", "must be >= 1 (omit it for offset + lq)");
+    }
+    if (s[3].val &&
+        read_int_array(r, s[3].val, "params.lengths", ACASE_MAX_BATCH, &c->lengths, &nl))
         return -1;
-    if (s[4].val && read_int_array(r, s[4].val, "params.left_padding", &c->left_padding, &np))
+    if (s[4].val &&
+        read_int_array(r, s[4].val, "params.left_padding", ACASE_MAX_BATCH, &c->left_padding, &np))
         return -1;
     if (c->lengths && c->left_padding && nl != np)
         return fail(r, s[4].val, "params.left_padding",
@@ -815,6 +912,43 @@ static int read_expected(rd *r, yaml_node_t *n, acase *c)
     return read_expected_values(r, k[1].val, "expected.keep.data", e, 1);
 }
 
+/* tolerance: {ulps: float, row_atol: [float, ...]} with one row_atol per output row (the
+ * expected output has been read). */
+static int read_tolerance(rd *r, yaml_node_t *n, acase *c)
+{
+    fieldspec t[] = {{"ulps", 1, NULL}, {"row_atol", 1, NULL}};
+    char why[128];
+    if (get_map(r, n, "tolerance", t, 2))
+        return -1;
+    if (get_double(r, t[0].val, "tolerance.ulps", &c->ulps))
+        return -1;
+    if (!isfinite(c->ulps) || c->ulps < 0)
+        return fail(r, t[0].val, "tolerance.ulps", "must be finite and >= 0");
+    yaml_node_t *list = t[1].val;
+    if (expect_seq(r, list, "tolerance.row_atol", "a sequence of floats, one per output row"))
+        return -1;
+    int64_t rows = acase_expected_rows(&c->expected);
+    if (rows < 0)
+        return fail(r, list, "tolerance.row_atol", "the output shape has no rows");
+    if ((int64_t)seq_len(list) != rows)
+        return fail(r, list, "tolerance.row_atol", "has %zu values, the output has B*Hq*Lq = %lld "
+                    "rows", seq_len(list), (long long)rows);
+    if (acase_row_atol_alloc(c, why, sizeof why))
+        return fail(r, list, "tolerance.row_atol", "%s", why);
+    for (int64_t i = 0; i < rows; i++) {
+        char fi[FIELD_MAX];
+        fieldf(fi, "tolerance.row_atol[%lld]", (long long)i);
+        yaml_node_t *it = seq_item(r, list, (size_t)i);
+        if (!it)
+            return fail(r, list, fi, "malformed sequence");
+        if (get_double(r, it, fi, &c->row_atol[i]))
+            return -1;
+        if (!isfinite(c->row_atol[i]) || c->row_atol[i] < 0)
+            return fail(r, it, fi, "must be finite and >= 0");
+    }
+    return 0;
+}
+
 static int read_case(rd *r, yaml_node_t *root, acase *c)
 {
     /* The version first, so a file of another version is reported as such and not as a pile
@@ -843,10 +977,10 @@ static int read_case(rd *r, yaml_node_t *root, acase *c)
     fieldspec s[] = {
         {"attnconf_case", 1, NULL}, {"id", 1, NULL},       {"description", 1, NULL},
         {"rules", 1, NULL},         {"op", 1, NULL},       {"requires", 1, NULL},
-        {"params", 1, NULL},        {"inputs", 0, NULL},   {"expected", 1, NULL},
-        {"tolerance", 0, NULL},
+        {"params", 1, NULL},        {"inputs", 0, NULL},   {"expected", 0, NULL},
+        {"tolerance", 0, NULL},     {"steps", 0, NULL},
     };
-    enum { F_VER, F_ID, F_DESC, F_RULES, F_OP, F_REQ, F_PARAMS, F_INPUTS, F_EXP, F_TOL };
+    enum { F_VER, F_ID, F_DESC, F_RULES, F_OP, F_REQ, F_PARAMS, F_INPUTS, F_EXP, F_TOL, F_STEPS };
     if (get_map(r, root, "", s, sizeof s / sizeof s[0]))
         return -1;
 
@@ -893,8 +1027,10 @@ static int read_case(rd *r, yaml_node_t *root, acase *c)
         c->op = ACASE_OP_SDPA;
     else if (!strcmp(str, "mask"))
         c->op = ACASE_OP_MASK;
+    else if (!strcmp(str, "cache"))
+        c->op = ACASE_OP_CACHE;
     else
-        return fail(r, s[F_OP].val, "op", "unknown op '%s' (expected sdpa or mask)", str);
+        return fail(r, s[F_OP].val, "op", "unknown op '%s' (expected sdpa, mask or cache)", str);
 
     n = s[F_REQ].val;
     if (expect_seq(r, n, "requires", "a sequence of capability names"))
@@ -915,6 +1051,20 @@ static int read_case(rd *r, yaml_node_t *root, acase *c)
         c->requires |= bit;
     }
 
+    /* op: cache keeps its inputs and expectations in `steps` (cache_case.c). */
+    if (c->op == ACASE_OP_CACHE) {
+        yaml_node_t *x = s[F_INPUTS].val ? s[F_INPUTS].val : s[F_EXP].val ? s[F_EXP].val : s[F_TOL].val;
+        if (x)
+            return fail(r, x, s[F_INPUTS].val ? "inputs" : s[F_EXP].val ? "expected" : "tolerance",
+                        "not allowed for op cache (its steps hold inputs and expectations)");
+        if (acase__cache_read(r, s[F_PARAMS].val, s[F_STEPS].val, root, c))
+            return -1;
+        goto cross_field;
+    }
+    if (s[F_STEPS].val)
+        return fail(r, s[F_STEPS].val, "steps", "only allowed for op cache");
+    if (!s[F_EXP].val)
+        return fail(r, root, "expected", "required key missing");
     if (read_params(r, s[F_PARAMS].val, c))
         return -1;
 
@@ -941,15 +1091,10 @@ static int read_case(rd *r, yaml_node_t *root, acase *c)
         return fail(r, root, "tolerance", "required key missing (expected.out is given)");
     if (!has_out && s[F_TOL].val)
         return fail(r, s[F_TOL].val, "tolerance", "only allowed with expected.out");
-    if (s[F_TOL].val) {
-        fieldspec t[] = {{"atol", 1, NULL}, {"rtol", 1, NULL}};
-        if (get_map(r, s[F_TOL].val, "tolerance", t, 2))
-            return -1;
-        if (get_double(r, t[0].val, "tolerance.atol", &c->atol) ||
-            get_double(r, t[1].val, "tolerance.rtol", &c->rtol))
-            return -1;
-    }
+    if (s[F_TOL].val && read_tolerance(r, s[F_TOL].val, c))
+        return -1;
 
+cross_field:;
     /* Cross-field rules (shapes agree, requires covers the content, ...). */
     char field[FIELD_MAX], why[256];
     if (acase__check(c, field, sizeof field, why, sizeof why))
@@ -1191,4 +1336,79 @@ out:
     free(buf);
     fclose(f);
     return rc;
+}
+
+/* ---- the typed-node readers for cache_case.c (cache_internal.h) ------------------------- */
+
+int acase__rd_fail(rd *r, const yaml_node_t *n, const char *field, const char *fmt, ...)
+{
+    char why[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return failm(r, n ? n->start_mark : (yaml_mark_t){0, 0, 0}, field, "%s", why);
+}
+
+int acase__rd_map(rd *r, yaml_node_t *n, const char *path, acase__field *spec, size_t nspec)
+{
+    fieldspec fs[32];
+    if (nspec > sizeof fs / sizeof fs[0])
+        return acase__rd_fail(r, n, path, "internal: too many keys");
+    for (size_t i = 0; i < nspec; i++)
+        fs[i] = (fieldspec){spec[i].key, spec[i].required, NULL};
+    int rc = get_map(r, n, path, fs, nspec);
+    for (size_t i = 0; i < nspec; i++)
+        spec[i].val = fs[i].val;
+    return rc;
+}
+
+int acase__rd_seq(rd *r, yaml_node_t *n, const char *field, const char *what, size_t *len)
+{
+    if (expect_seq(r, n, field, what))
+        return -1;
+    *len = seq_len(n);
+    return 0;
+}
+
+yaml_node_t *acase__rd_item(rd *r, const yaml_node_t *seq, size_t i)
+{
+    return seq_item(r, seq, i);
+}
+
+int acase__rd_int(rd *r, yaml_node_t *n, const char *field, int64_t *out)
+{
+    return get_int(r, n, field, out);
+}
+
+int acase__rd_double(rd *r, yaml_node_t *n, const char *field, double *out)
+{
+    return get_double(r, n, field, out);
+}
+
+int acase__rd_int_list(rd *r, yaml_node_t *n, const char *field, int64_t max_len, int64_t **out,
+                       int64_t *count)
+{
+    return read_int_array(r, n, field, max_len, out, count);
+}
+
+int acase__rd_items(rd *r, yaml_node_t *n, const char *field, size_t len, int64_t *ints,
+                    double *dbls)
+{
+    return read_items(r, n, field, len, ints, dbls);
+}
+
+int acase__rd_str(rd *r, yaml_node_t *n, const char *field, const char **out)
+{
+    return get_str(r, n, field, out);
+}
+
+int acase__rd_dtype(rd *r, yaml_node_t *n, const char *field, attnref_dtype *dt)
+{
+    return read_dtype(r, n, field, dt);
+}
+
+int acase__rd_tensor(rd *r, yaml_node_t *n, const char *path, acase_tensor *t)
+{
+    return read_tensor(r, n, path, t);
 }

@@ -10,6 +10,7 @@
 
 #include <yaml.h>
 
+#include "cache_internal.h"
 #include "case_internal.h"
 
 typedef struct wr {
@@ -146,6 +147,18 @@ static void int_array(wr *w, const int64_t *a, int64_t n)
     seq_end(w);
 }
 
+/* Whether logical element n of t has index 0 on every stride-0 dimension. */
+static int in_stored_slice(const acase_tensor *t, int64_t n)
+{
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t i = t->shape[d] ? n % t->shape[d] : 0;
+        if (((t->stride0 >> d) & 1u) && i != 0)
+            return 0;
+        n = t->shape[d] ? n / t->shape[d] : 0;
+    }
+    return 1;
+}
+
 static void tensor(wr *w, const char *name, const acase_tensor *t)
 {
     key(w, name);
@@ -157,6 +170,14 @@ static void tensor(wr *w, const char *name, const acase_tensor *t)
     if (t->layout == ACASE_LAYOUT_BLHD) {
         key(w, "layout");
         plain(w, "blhd");
+    }
+    if (t->stride0) {
+        key(w, "stride0");
+        seq_start(w);
+        for (int d = 0; d < 2; d++)
+            if ((t->stride0 >> d) & 1u)
+                int_val(w, d);
+        seq_end(w);
     }
     if (t->source == ACASE_SRC_UNIFORM) {
         char buf[32];
@@ -177,6 +198,8 @@ static void tensor(wr *w, const char *name, const acase_tensor *t)
         seq_start(w);
         for (int64_t i = 0; i < t->numel && !w->failed; i++) {
             char buf[16];
+            if (t->stride0 && !in_stored_slice(t, i))
+                continue; /* the file holds one slice of a stride-0 tensor */
             switch (t->dtype) {
             case ATTNREF_F32:
                 f32_val(w, ((const float *)t->data)[i]);
@@ -224,6 +247,24 @@ static void row_checks(wr *w, const acase_expected *e)
     map_end(w);
 }
 
+/* window, lengths, left_padding: the same keys, in the same order, for op sdpa (the kernels'
+ * own mask parameters) and op mask (the mask builder). */
+static void mask_params(wr *w, const acase *c)
+{
+    if (c->window) {
+        key(w, "window");
+        int_val(w, c->window);
+    }
+    if (c->lengths) {
+        key(w, "lengths");
+        int_array(w, c->lengths, c->batch);
+    }
+    if (c->left_padding) {
+        key(w, "left_padding");
+        int_array(w, c->left_padding, c->batch);
+    }
+}
+
 static void write_case(wr *w, const acase *c)
 {
     char buf[32];
@@ -245,7 +286,7 @@ static void write_case(wr *w, const acase *c)
         string(w, c->rules[i]);
     seq_end(w);
     key(w, "op");
-    plain(w, c->op == ACASE_OP_SDPA ? "sdpa" : "mask");
+    plain(w, c->op == ACASE_OP_SDPA ? "sdpa" : c->op == ACASE_OP_CACHE ? "cache" : "mask");
     key(w, "requires");
     seq_start(w);
     for (int b = 0; b < 64; b++)
@@ -253,6 +294,12 @@ static void write_case(wr *w, const acase *c)
             string(w, acase_cap_name(1ull << b));
     seq_end(w);
 
+    /* op: cache: params and steps (cache_case.c), nothing else. */
+    if (c->op == ACASE_OP_CACHE) {
+        if (acase__cache_write(&w->em, c))
+            w->failed = 1;
+        goto end;
+    }
     key(w, "params");
     map_start(w, 1);
     if (c->op == ACASE_OP_SDPA) {
@@ -266,22 +313,16 @@ static void write_case(wr *w, const acase *c)
             key(w, "causal_offset");
             int_val(w, c->causal_offset);
         }
+        mask_params(w, c);
     } else {
         key(w, "lq");
         int_val(w, c->lq);
         key(w, "offset");
         int_val(w, c->offset);
-        if (c->window) {
-            key(w, "window");
-            int_val(w, c->window);
-        }
-        if (c->lengths) {
-            key(w, "lengths");
-            int_array(w, c->lengths, c->batch);
-        }
-        if (c->left_padding) {
-            key(w, "left_padding");
-            int_array(w, c->left_padding, c->batch);
+        mask_params(w, c);
+        if (c->kv_len) {
+            key(w, "kv_len");
+            int_val(w, c->kv_len);
         }
     }
     map_end(w);
@@ -334,13 +375,18 @@ static void write_case(wr *w, const acase *c)
     if (!e->error && c->op == ACASE_OP_SDPA) {
         key(w, "tolerance");
         map_start(w, 1);
-        key(w, "atol");
-        double_short(w, c->atol);
-        key(w, "rtol");
-        double_short(w, c->rtol);
+        key(w, "ulps");
+        double_short(w, c->ulps);
+        key(w, "row_atol");
+        seq_start(w);
+        int64_t rows = acase_expected_rows(e);
+        for (int64_t r = 0; r < rows && !w->failed; r++)
+            double_short(w, c->row_atol[r]);
+        seq_end(w);
         map_end(w);
     }
 
+end:
     map_end(w);
     emit(w, &ev, yaml_document_end_event_initialize(&ev, 1));
     emit(w, &ev, yaml_stream_end_event_initialize(&ev));

@@ -1,6 +1,7 @@
 /* compare.c — element-wise comparison of a backend output with the expected f64 values.
  *
- * Tolerances follow numpy.isclose (|got - exp| <= atol + rtol * |exp|, asymmetric in exp) but
+ * The allowed error is per element: a multiple of the output dtype's ulp at the expected value
+ * plus a per-row absolute term (SPEC.md clause 13), asymmetric in exp as numpy.isclose; but
  * non-finite values must match exactly in kind: a NaN where a number is expected is the classic
  * symptom of an unhandled fully-masked row, and an infinity of the wrong sign is never "close".
  */
@@ -10,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int hc_element_ok(double got, double exp, double atol, double rtol, int exact)
+int hc_element_ok(double got, double exp, double allowed, int exact)
 {
     if (isnan(got) || isnan(exp))
         return isnan(got) && isnan(exp);
@@ -18,7 +19,17 @@ int hc_element_ok(double got, double exp, double atol, double rtol, int exact)
         return got == exp; /* both infinite with the same sign */
     if (exact)
         return got == exp;
-    return fabs(got - exp) <= atol + rtol * fabs(exp);
+    return fabs(got - exp) <= allowed;
+}
+
+double hc_allowed(const hc_tol *tol, double exp, int64_t row)
+{
+    if (!tol || tol->exact)
+        return 0.0;
+    double a = tol->ulps > 0 ? tol->ulps * attnref_dtype_ulp(exp, tol->ulp_dtype) : 0.0;
+    if (tol->row_atol && row >= 0)
+        a += tol->row_atol[row];
+    return a;
 }
 
 /* *m = max(*m, x), with NaN sticky (once an error is undefined, the maximum is too). */
@@ -40,28 +51,28 @@ static void hc_unflatten(int64_t flat, int32_t ndim, const int64_t *shape, int64
 }
 
 int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *shape,
-               const int64_t *strides, const double *expected, double atol, double rtol,
-               int exact, hc_stats *st)
+               const int64_t *strides, const double *expected, const hc_tol *tol, hc_stats *st)
 {
-    return hc_compare_rows(got, dt, ndim, shape, strides, expected, atol, rtol, exact, NULL, 0,
-                           st);
+    return hc_compare_rows(got, dt, ndim, shape, strides, expected, tol, NULL,
+                           ndim >= 1 && ndim <= 4 ? shape[ndim - 1] : 1, st);
 }
 
 /* One element under the mode of its row. */
-static int hc_mode_ok(double g, double e, double atol, double rtol, int exact, int mode)
+static int hc_mode_ok(double g, double e, double allowed, int exact, int mode)
 {
     switch (mode) {
-    case HC_ROW_CLOSE: return hc_element_ok(g, e, atol, rtol, exact);
-    case HC_ROW_EXACT: return hc_element_ok(g, e, 0.0, 0.0, 1);
+    case HC_ROW_CLOSE: return hc_element_ok(g, e, allowed, exact);
+    case HC_ROW_EXACT: return hc_element_ok(g, e, 0.0, 1);
     case HC_ROW_FINITE: return isfinite(g) != 0;
     default: return 0; /* an unknown mode never passes */
     }
 }
 
 int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *shape,
-                    const int64_t *strides, const double *expected, double atol, double rtol,
-                    int exact, const uint8_t *row_check, int64_t row_len, hc_stats *st)
+                    const int64_t *strides, const double *expected, const hc_tol *tol,
+                    const uint8_t *row_check, int64_t row_len, hc_stats *st)
 {
+    const int exact = tol ? tol->exact : 1;
     memset(st, 0, sizeof *st);
     st->first_bad = -1;
     st->bad_row = -1;
@@ -87,9 +98,10 @@ int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64
             off += idx[d] * strides[d];
         double g = attnref_load(got, dt, off);
         double e = expected[flat];
-        int64_t row = row_check ? flat / row_len : -1;
+        int64_t row = row_len > 0 ? flat / row_len : -1;
         int mode = row_check ? row_check[row] : HC_ROW_CLOSE;
-        int ok = hc_mode_ok(g, e, atol, rtol, exact, mode);
+        double allowed = mode == HC_ROW_CLOSE ? hc_allowed(tol, e, row) : 0.0;
+        int ok = hc_mode_ok(g, e, allowed, exact, mode);
         if (mode == HC_ROW_FINITE) {
             /* no error statistics: the expected value of a FINITE row means nothing */
         } else if (isfinite(g) && isfinite(e)) {
@@ -97,12 +109,17 @@ int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64
             hc_max(&st->max_abs_err, abs_err);
             if (e != 0.0)
                 hc_max(&st->max_rel_err, abs_err / fabs(e));
+            if (mode == HC_ROW_CLOSE && !exact)
+                hc_max(&st->max_ratio, abs_err == 0.0 ? 0.0
+                                       : allowed > 0.0 ? abs_err / allowed : INFINITY);
         } else if (!ok) {
             /* A non-finite mismatch has no finite error: NaN if a NaN is involved, else
              * (an infinity against a number or the other infinity) unbounded. */
             double err = (isnan(g) || isnan(e)) ? NAN : INFINITY;
             hc_max(&st->max_abs_err, err);
             hc_max(&st->max_rel_err, err);
+            if (mode == HC_ROW_CLOSE && !exact)
+                hc_max(&st->max_ratio, err);
         }
         if (!ok) {
             if (mode >= HC_ROW_CLOSE && mode <= HC_ROW_FINITE)
@@ -113,7 +130,8 @@ int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64
                 st->bad_got = g;
                 st->bad_expected = e;
                 st->bad_mode = mode;
-                st->bad_row = row;
+                st->bad_row = row_check ? row : -1;
+                st->bad_allowed = allowed;
             }
         }
         for (int32_t d = ndim - 1; d >= 0; d--) {
@@ -137,28 +155,13 @@ static void hc_num_text(double x, char out[32])
         snprintf(out, 32, "%.17g", x);
 }
 
-void hc_failure_message(const hc_stats *st, double atol, double rtol, int exact, char *buf,
-                        size_t n)
+void hc_failure_message(const hc_stats *st, const hc_tol *tol, char *buf, size_t n)
 {
     if (!buf || n == 0)
         return;
     buf[0] = '\0';
     if (st->first_bad < 0)
         return;
-    if (st->bad_mode == HC_ROW_CLOSE) {
-        int64_t nclose = st->nbad_mode[HC_ROW_CLOSE], rest = st->nbad - nclose;
-        int w;
-        if (exact)
-            w = snprintf(buf, n, "%lld of %lld elements differ", (long long)nclose,
-                         (long long)st->numel);
-        else
-            w = snprintf(buf, n, "%lld of %lld elements out of tolerance (atol %g, rtol %g)",
-                         (long long)nclose, (long long)st->numel, atol, rtol);
-        if (rest > 0 && w >= 0 && (size_t)w < n)
-            snprintf(buf + w, n - (size_t)w, "; %lld more fail their exact/finite row check",
-                     (long long)rest);
-        return;
-    }
     char at[96];
     size_t j = 0;
     at[j++] = '[';
@@ -170,6 +173,28 @@ void hc_failure_message(const hc_stats *st, double atol, double rtol, int exact,
     char got[32], want[32];
     hc_num_text(st->bad_got, got);
     hc_num_text(st->bad_expected, want);
+    if (st->bad_mode == HC_ROW_CLOSE) {
+        int64_t nclose = st->nbad_mode[HC_ROW_CLOSE], rest = st->nbad - nclose;
+        int w;
+        if (!tol || tol->exact) {
+            w = snprintf(buf, n, "%lld of %lld elements differ (first at %s: got %s, expected %s)",
+                         (long long)nclose, (long long)st->numel, at, got, want);
+        } else {
+            char ratio[32];
+            if (isfinite(st->max_ratio))
+                snprintf(ratio, sizeof ratio, "%.3g", st->max_ratio);
+            else
+                hc_num_text(st->max_ratio, ratio);
+            w = snprintf(buf, n, "%lld of %lld elements out of tolerance (worst %s times the "
+                         "allowed error; first at %s: got %s, expected %s, allowed %.3g)",
+                         (long long)nclose, (long long)st->numel, ratio, at, got, want,
+                         st->bad_allowed);
+        }
+        if (rest > 0 && w >= 0 && (size_t)w < n)
+            snprintf(buf + w, n - (size_t)w, "; %lld more fail their exact/finite row check",
+                     (long long)rest);
+        return;
+    }
     if (st->bad_mode == HC_ROW_EXACT)
         snprintf(buf, n, "row %lld must be exactly %s: got %s at %s; %lld of %lld elements fail",
                  (long long)st->bad_row, want, got, at, (long long)st->nbad,

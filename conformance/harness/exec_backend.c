@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -913,14 +914,17 @@ static int xb_take_hello(xb_ctx *c, json_t *r)
     for (size_t i = 0; i < json_array_size(jc); i++) {
         json_t *e = json_array_get(jc, i);
         uint64_t bit = json_is_string(e) ? acase_cap_from_name(json_string_value(e)) : 0;
-        if (!bit)
-            return xb_garbage(c, "hello: unknown capability %s%.64s%s (known: f32, f16, bf16, "
-                                 "mask.bool, mask.additive, mask.broadcast, causal, "
-                                 "causal.offset, gqa, dv_ne_d, strided, scale, build_mask, "
-                                 "window, lengths, left_padding)",
+        if (!bit) {
+            char known[600]; /* every name the table knows, so the list never goes stale */
+            uint64_t all = 0;
+            for (int b = 0; b < 64; b++)
+                all |= acase_cap_name(1ull << b) ? 1ull << b : 0;
+            acase_caps_text(all, ", ", known, sizeof known);
+            return xb_garbage(c, "hello: unknown capability %s%.64s%s (known: %s)",
                               json_is_string(e) ? "'" : "",
                               json_is_string(e) ? json_string_value(e) : "(not a string)",
-                              json_is_string(e) ? "'" : "");
+                              json_is_string(e) ? "'" : "", known);
+        }
         caps |= bit;
     }
     size_t no = json_is_array(jo) ? json_array_size(jo) : 0;
@@ -1066,6 +1070,40 @@ static const char *xb_last_error(void *ctx)
     return ctx ? ((xb_ctx *)ctx)->last_error : "";
 }
 
+static json_t *xb_int_list(const int64_t *v, int64_t n);
+
+/* The mask parameters (SPEC clause 19) into the sdpa header, each only when set: the host sets
+ * them only for an adapter reporting sdpa.window / sdpa.lengths / sdpa.left_padding, so every
+ * other adapter sees the first-revision header unchanged.  The arrays have one entry per batch
+ * row of q.  Returns 0 or a status (with last_error set). */
+static int xb_sdpa_params(xb_ctx *c, const attnconf_sdpa_args *a, json_t *h)
+{
+    if (a->struct_size < offsetof(attnconf_sdpa_args, left_padding) + sizeof a->left_padding)
+        return 0;
+    if ((a->lengths || a->left_padding) &&
+        (a->q->ndim < 1 || a->q->shape[0] < 0 || a->q->shape[0] > ACASE_MAX_TENSOR_NUMEL)) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: lengths / left_padding need a q with a batch dimension");
+        return ATTNCONF_EINVAL;
+    }
+    const int64_t nb = a->q->ndim >= 1 ? a->q->shape[0] : 0;
+    const char *names[2] = {"lengths", "left_padding"};
+    const int64_t *arrays[2] = {a->lengths, a->left_padding};
+    if (a->window != 0 && json_object_set_new(h, "window", json_integer(a->window)))
+        goto oom;
+    for (int i = 0; i < 2; i++) {
+        if (!arrays[i])
+            continue;
+        json_t *l = xb_int_list(arrays[i], nb);
+        if (!l || json_object_set_new(h, names[i], l))
+            goto oom;
+    }
+    return 0;
+oom:
+    xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+    return ATTNCONF_ENOMEM;
+}
+
 static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 {
     xb_ctx *c = ctx;
@@ -1093,6 +1131,9 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
         goto done;
     }
+    rc = xb_sdpa_params(c, a, h);
+    if (rc)
+        goto done;
     static const char *const names[4] = {"q", "k", "v", "mask"};
     const attnconf_tensor *ts[4] = {a->q, a->k, a->v, a->mask};
     for (int i = 0; i < 4; i++) {
@@ -1151,7 +1192,11 @@ static int xb_build_mask(void *ctx, const attnconf_mask_args *a)
         json_object_set_new(h, "offset", json_integer(a->offset)) ||
         json_object_set_new(h, "window", json_integer(a->window)) ||
         json_object_set_new(h, "batch", json_integer(a->batch)) ||
-        json_object_set(h, "lengths", len) || json_object_set(h, "left_padding", lp)) {
+        json_object_set(h, "lengths", len) || json_object_set(h, "left_padding", lp) ||
+        /* a static key buffer: sent only when set (the host sets it only for an adapter
+         * reporting mask.kv_len), so the first-revision header is unchanged */
+        (a->struct_size >= offsetof(attnconf_mask_args, kv_len) + sizeof a->kv_len &&
+         a->kv_len != 0 && json_object_set_new(h, "kv_len", json_integer(a->kv_len)))) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
         rc = ATTNCONF_ENOMEM;
     } else {
@@ -1166,6 +1211,342 @@ static int xb_build_mask(void *ctx, const attnconf_mask_args *a)
     json_decref(h);
     json_decref(r);
     return rc;
+}
+
+/* ---- the KV cache (PROTOCOL.md "Cache operations") ------------------------------------------
+ * A cache handle is the adapter's integer id + 1 (never NULL).  An adapter that restarted has
+ * forgotten its caches: a later request naming one gets the adapter's error, and the case in
+ * flight has already failed with the transport error. */
+
+static void *xb_handle(json_int_t id)
+{
+    return (void *)(intptr_t)(id + 1);
+}
+
+static json_int_t xb_id(const void *h)
+{
+    return (json_int_t)((intptr_t)h - 1);
+}
+
+/* A request header {"protocol": 1, "op": op[, "cache": id]}; NULL when out of memory. */
+static json_t *xb_cache_header(const char *op, const void *cache)
+{
+    json_t *h = json_object();
+    if (!h || json_object_set_new(h, "protocol", json_integer(1)) ||
+        json_object_set_new(h, "op", json_string(op)) ||
+        (cache && json_object_set_new(h, "cache", json_integer(xb_id(cache))))) {
+        json_decref(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Send h (consumed) with payloads, read the reply (*reply, or NULL to drop it). */
+static int xb_cache_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                         const char *want, attnconf_tensor *out, size_t cap, json_t **reply)
+{
+    json_t *r = NULL;
+    int rc;
+    if (!h) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        rc = ATTNCONF_ENOMEM;
+    } else if (!(rc = xb_ensure(c))) {
+        rc = xb_call(c, h, pl, npl, op, want, out, cap, &r);
+    }
+    json_decref(h);
+    if (reply && rc == 0)
+        *reply = r;
+    else
+        json_decref(r);
+    return rc;
+}
+
+/* The integer member `key` of a success reply, or a protocol failure. */
+static int xb_reply_int(xb_ctx *c, json_t *r, const char *op, const char *key, json_int_t *v)
+{
+    json_t *j = json_object_get(r, key);
+    if (!json_is_integer(j))
+        return xb_garbage(c, "reply to %s lacks the integer \"%s\"", op, key);
+    *v = json_integer_value(j);
+    return 0;
+}
+
+static int xb_cache_made(xb_ctx *c, json_t *h, const char *op, void **cache)
+{
+    json_t *r = NULL;
+    json_int_t id = 0;
+    int rc = xb_cache_call(c, h, NULL, 0, op, NULL, NULL, 0, &r);
+    if (!rc && !(rc = xb_reply_int(c, r, op, "cache", &id))) {
+        if (id < 0 || id > ((json_int_t)1 << 40))
+            rc = xb_garbage(c, "reply to %s: cache id %lld out of range", op, (long long)id);
+        else
+            *cache = xb_handle(id);
+    }
+    json_decref(r);
+    return rc;
+}
+
+static int xb_cache_create(void *ctx, const attnconf_cache_config *cfg, void **cache)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    if (!cfg || !cache || cfg->batch < 1 || cfg->batch > ACASE_MAX_BATCH) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: bad cache_create arguments");
+        return ATTNCONF_EINVAL;
+    }
+    static const char *const kinds[] = {"", "standard", "rotating", "chunked", "quantized",
+                                        "batch", "batch_rotating"};
+    size_t es;
+    const char *dt = xb_dtype_name(cfg->dtype, &es);
+    json_t *h = xb_cache_header("cache_create", NULL), *p = json_object();
+    if (!h || !p || !dt || cfg->kind < 1 || cfg->kind > 6 ||
+        json_object_set_new(p, "kind", json_string(kinds[cfg->kind])) ||
+        json_object_set_new(p, "dtype", json_string(dt)) ||
+        json_object_set_new(p, "batch", json_integer(cfg->batch)) ||
+        json_object_set_new(p, "kv_heads", json_integer(cfg->kv_heads)) ||
+        json_object_set_new(p, "head_dim", json_integer(cfg->head_dim)) ||
+        json_object_set_new(p, "v_head_dim", json_integer(cfg->v_head_dim)) ||
+        json_object_set_new(p, "max_size", json_integer(cfg->max_size)) ||
+        json_object_set_new(p, "keep", json_integer(cfg->keep)) ||
+        json_object_set_new(p, "chunk_size", json_integer(cfg->chunk_size)) ||
+        json_object_set_new(p, "group_size", json_integer(cfg->group_size)) ||
+        json_object_set_new(p, "bits", json_integer(cfg->bits)) ||
+        json_object_set_new(p, "left_padding", xb_int_list(cfg->left_padding, cfg->batch)) ||
+        json_object_set(h, "params", p)) {
+        json_decref(p);
+        json_decref(h);
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: cannot encode cache_create");
+        return ATTNCONF_EINVAL;
+    }
+    json_decref(p);
+    return xb_cache_made(c, h, "cache_create", cache);
+}
+
+static int xb_cache_update(void *ctx, void *cache, const attnconf_tensor *k,
+                           const attnconf_tensor *v)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    json_t *h = xb_cache_header("cache_update", cache), *list = json_array();
+    xb_payload pl[2];
+    memset(pl, 0, sizeof pl);
+    int rc = ATTNCONF_ENOMEM;
+    if (h && list && !json_object_set(h, "tensors", list) &&
+        !(rc = xb_add_tensor(c, list, "k", k, &pl[0])) &&
+        !(rc = xb_add_tensor(c, list, "v", v, &pl[1]))) {
+        rc = xb_cache_call(c, h, pl, 2, "cache_update", NULL, NULL, 0, NULL);
+        h = NULL;
+    }
+    json_decref(h);
+    json_decref(list);
+    free(pl[0].owned);
+    free(pl[1].owned);
+    return rc;
+}
+
+static int xb_cache_trim(void *ctx, void *cache, int64_t n, int64_t *trimmed)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    json_t *h = xb_cache_header("cache_trim", cache), *r = NULL;
+    if (h && json_object_set_new(h, "n", json_integer(n))) {
+        json_decref(h);
+        h = NULL;
+    }
+    json_int_t m = 0;
+    int rc = xb_cache_call(c, h, NULL, 0, "cache_trim", NULL, NULL, 0, &r);
+    if (!rc && !(rc = xb_reply_int(c, r, "cache_trim", "trimmed", &m)))
+        *trimmed = m;
+    json_decref(r);
+    return rc;
+}
+
+static int xb_cache_make_mask(void *ctx, void *cache, const attnconf_cache_mask_args *a)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    json_t *h = xb_cache_header("cache_make_mask", cache);
+    if (h && (json_object_set_new(h, "n", json_integer(a->n)) ||
+              json_object_set_new(h, "window", json_integer(a->window)) ||
+              json_object_set_new(h, "length", json_integer(a->keep->shape[3])))) {
+        json_decref(h);
+        h = NULL;
+    }
+    int64_t numel = xb_numel(a->keep->ndim, a->keep->shape);
+    attnconf_tensor got = *a->keep;
+    int rc = xb_cache_call(c, h, NULL, 0, "cache_make_mask", "keep", &got,
+                           numel > 0 ? (size_t)numel : 0, NULL);
+    if (rc)
+        return rc;
+    /* The host's keep is contiguous (B, 1, n, L): a reply of another shape or dtype is an
+     * error of the call, not silently misread. */
+    int same = got.dtype == ATTNCONF_BOOL && got.ndim == 4;
+    for (int d = 0; same && d < 4; d++)
+        same = got.shape[d] == a->keep->shape[d] &&
+               (got.shape[d] <= 1 || got.strides[d] == a->keep->strides[d]);
+    if (!same) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: cache_make_mask replied another "
+               "shape, layout or dtype than the (B, 1, n, L) bool mask asked for");
+        return ATTNCONF_EINVAL;
+    }
+    return 0;
+}
+
+/* One cache_state request: `tensor` NULL (sizes), "keys" or "values" into out. */
+static int xb_state_part(xb_ctx *c, void *cache, const char *tensor, attnconf_tensor *out,
+                         json_t **r)
+{
+    json_t *h = xb_cache_header("cache_state", cache);
+    if (h && json_object_set_new(h, "tensor", tensor ? json_string(tensor) : json_null())) {
+        json_decref(h);
+        h = NULL;
+    }
+    int64_t numel = out ? xb_numel(out->ndim, out->shape) : 0;
+    size_t es = 0;
+    if (out)
+        xb_dtype_name(out->dtype, &es);
+    attnconf_tensor got;
+    if (out)
+        got = *out;
+    int rc = xb_cache_call(c, h, NULL, 0, "cache_state", tensor, out ? &got : NULL,
+                           numel > 0 ? (size_t)numel * es : 0, r);
+    if (rc || !out)
+        return rc;
+    int same = got.dtype == out->dtype && got.ndim == 4;
+    for (int d = 0; same && d < 4; d++) /* strides matter only where an element exists */
+        same = got.shape[d] == out->shape[d] &&
+               (numel == 0 || got.shape[d] <= 1 || got.strides[d] == out->strides[d]);
+    if (!same) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: cache_state replied %s of another "
+               "shape, layout or dtype than the state's", tensor);
+        return ATTNCONF_EINVAL;
+    }
+    return 0;
+}
+
+static int xb_cache_state(void *ctx, void *cache, attnconf_cache_state *st)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    json_t *r = NULL;
+    json_int_t b = 0, l = 0;
+    int rc = xb_state_part(c, cache, st->keys ? "keys" : NULL, st->keys, &r);
+    if (!rc && !(rc = xb_reply_int(c, r, "cache_state", "batch", &b)) &&
+        !(rc = xb_reply_int(c, r, "cache_state", "length", &l))) {
+        if (b < 1 || b > ACASE_MAX_BATCH || l < 0 || l > ACASE_MAX_TENSOR_NUMEL)
+            rc = xb_garbage(c, "reply to cache_state: batch %lld / length %lld out of range",
+                            (long long)b, (long long)l);
+    }
+    if (rc || !st->keys) {
+        if (!rc) {
+            st->batch = b;
+            st->length = l;
+        }
+        json_decref(r);
+        return rc;
+    }
+    if (b != st->batch || l != st->length) {
+        json_decref(r);
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: the cache changed between two "
+               "cache_state requests");
+        return ATTNCONF_EINVAL;
+    }
+    json_t *off = json_object_get(r, "offsets"), *pos = json_object_get(r, "positions");
+    int ok = json_is_array(off) && json_array_size(off) == (size_t)b && json_is_array(pos) &&
+             json_array_size(pos) == (size_t)b;
+    for (json_int_t i = 0; ok && i < b; i++) {
+        json_t *o = json_array_get(off, (size_t)i), *row = json_array_get(pos, (size_t)i);
+        ok = json_is_integer(o) && json_is_array(row) && json_array_size(row) == (size_t)l;
+        if (ok)
+            st->offsets[i] = json_integer_value(o);
+        for (json_int_t j = 0; ok && j < l; j++) {
+            json_t *p = json_array_get(row, (size_t)j);
+            ok = json_is_integer(p);
+            if (ok)
+                st->positions[i * l + j] = json_integer_value(p);
+        }
+    }
+    json_decref(r);
+    if (!ok)
+        return xb_garbage(c, "reply to cache_state: \"offsets\" / \"positions\" are not %lld "
+                          "integers / %lld rows of %lld integers", (long long)b, (long long)b,
+                          (long long)l);
+    return xb_state_part(c, cache, "values", st->values, NULL);
+}
+
+static void xb_cache_destroy(void *ctx, void *cache)
+{
+    xb_ctx *c = ctx;
+    if (!cache || c->pid <= 0) /* an adapter that is not running holds no cache */
+        return;
+    xb_cache_call(c, xb_cache_header("cache_destroy", cache), NULL, 0, "cache_destroy", NULL,
+                  NULL, 0, NULL);
+}
+
+/* A request with one more member (consumed) and no reply data. */
+static int xb_cache_simple(xb_ctx *c, const char *op, void *cache, const char *key, json_t *val)
+{
+    c->last_error[0] = '\0';
+    json_t *h = xb_cache_header(op, cache);
+    if (h && key && (!val || json_object_set_new(h, key, val))) {
+        json_decref(h);
+        h = NULL;
+    } else if (!h) {
+        json_decref(val);
+    }
+    return xb_cache_call(c, h, NULL, 0, op, NULL, NULL, 0, NULL);
+}
+
+static int xb_cache_filter(void *ctx, void *cache, const int64_t *rows, int64_t n)
+{
+    return xb_cache_simple(ctx, "cache_filter", cache, "rows", xb_int_list(rows, n));
+}
+
+static int xb_cache_extend(void *ctx, void *cache, const void *other)
+{
+    return xb_cache_simple(ctx, "cache_extend", cache, "other", json_integer(xb_id(other)));
+}
+
+static int xb_cache_merge(void *ctx, void *const *caches, int64_t n, void **out)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    json_t *h = xb_cache_header("cache_merge", NULL), *l = json_array();
+    for (int64_t i = 0; l && i < n; i++)
+        if (json_array_append_new(l, json_integer(xb_id(caches[i])))) {
+            json_decref(l);
+            l = NULL;
+        }
+    if (h && (!l || json_object_set_new(h, "caches", l))) {
+        json_decref(h);
+        h = NULL;
+    }
+    return xb_cache_made(c, h, "cache_merge", out);
+}
+
+static int xb_cache_prepare(void *ctx, void *cache, const attnconf_cache_prepare_args *a)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    /* B is the cache's: one size query. */
+    attnconf_cache_state st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    int rc = xb_cache_state(ctx, cache, &st);
+    if (rc)
+        return rc;
+    json_t *h = xb_cache_header("cache_prepare", cache);
+    if (h && (json_object_set_new(h, "left_padding", xb_int_list(a->left_padding, st.batch)) ||
+              json_object_set_new(h, "lengths", xb_int_list(a->lengths, st.batch)))) {
+        json_decref(h);
+        h = NULL;
+    }
+    return xb_cache_call(c, h, NULL, 0, "cache_prepare", NULL, NULL, 0, NULL);
+}
+
+static int xb_cache_finalize(void *ctx, void *cache)
+{
+    return xb_cache_simple(ctx, "cache_finalize", cache, NULL, NULL);
 }
 
 static void xb_free(xb_ctx *c)
@@ -1214,6 +1595,17 @@ static const attnconf_backend xb_template = {
     .last_error = xb_last_error,
     .options = NULL,
     .open_with_options = xb_open_with_options,
+    .cache_create = xb_cache_create,
+    .cache_update = xb_cache_update,
+    .cache_trim = xb_cache_trim,
+    .cache_make_mask = xb_cache_make_mask,
+    .cache_state = xb_cache_state,
+    .cache_destroy = xb_cache_destroy,
+    .cache_filter = xb_cache_filter,
+    .cache_extend = xb_cache_extend,
+    .cache_merge = xb_cache_merge,
+    .cache_prepare = xb_cache_prepare,
+    .cache_finalize = xb_cache_finalize,
 };
 
 int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options,

@@ -49,6 +49,7 @@ typedef struct hr_result {
     int has_stats;
     double max_abs_err;
     double max_rel_err;
+    double max_ratio;        /* max |got - exp| / allowed over CLOSE rows (SPEC clause 13) */
     int64_t first_bad;       /* flat row-major index of the first failing element, -1 if none */
     int32_t bad_ndim;
     int64_t bad_index[4];    /* first_bad as a multi-index of the output shape */
@@ -57,6 +58,8 @@ typedef struct hr_result {
     char rerun[4096];        /* the exact command that re-runs this case alone (exec: command
                                 lines and --backend-option words make it long) */
     char description[512];   /* what the case checks (its `description`), "" if not loaded */
+    char dtype[8];           /* the case's dtype: q's for sdpa, "bool" for mask; "" if not
+                                loaded (the report counts the dtypes that catch a mutant) */
     /* What an expected-results file says of this case (expect.h; run --expect only). */
     int has_expect;          /* 1: the run had an expected-results file */
     int expect_entry;        /* 1: an entry matched; 0: the case is expected to conform */

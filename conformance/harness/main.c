@@ -28,7 +28,9 @@
 #include "attncase/case.h"
 #include "backend_load.h"
 #include "expect.h"
+#include "fuzz.h"
 #include "harness.h"
+#include "locate.h"
 #include "run.h"
 #include "worker.h"
 
@@ -38,12 +40,10 @@
 #ifndef ATTNCONF_VERSION
 #define ATTNCONF_VERSION "0.0.0"
 #endif
-#ifndef ATTNCONF_BACKEND_DIR
-#define ATTNCONF_BACKEND_DIR ""
-#endif
-#ifndef ATTNCONF_DEFAULT_CASES
-#define ATTNCONF_DEFAULT_CASES "cases"
-#endif
+/* The build tree's directories for the binary in it, else those of its installation. */
+#undef ATTNCONF_BACKEND_DIR /* the build tree's alone (conformance/CMakeLists.txt) */
+#define ATTNCONF_BACKEND_DIR hl_backend_dir()
+#define ATTNCONF_DEFAULT_CASES hl_cases_dir()
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CASE_ERROR = 3, EXIT_SKIP = 77 };
 
@@ -59,6 +59,9 @@ static void usage(FILE *f)
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "       attnconf list [--cases DIR] [--filter GLOB]\n"
             "       attnconf report [--out FILE] RESULTS.json...\n"
+            "       attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"
+            "                    [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"
+            "                    (random calls against the reference; `attnconf fuzz --help`)\n"
             "       attnconf --help | --version\n"
             "\n"
             "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
@@ -491,7 +494,10 @@ static int load_cases(const char *dir, const char *filter, entry **out, size_t *
 
 static const char *op_name(acase_op op)
 {
-    return op == ACASE_OP_SDPA ? "sdpa" : op == ACASE_OP_MASK ? "mask" : "?";
+    return op == ACASE_OP_SDPA    ? "sdpa"
+           : op == ACASE_OP_MASK  ? "mask"
+           : op == ACASE_OP_CACHE ? "cache"
+                                  : "?";
 }
 
 static int cmd_list(int argc, char **argv)
@@ -981,5 +987,7 @@ int main(int argc, char **argv)
         return cmd_backend_info(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
         return hr_report_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "fuzz") == 0)
+        return hf_fuzz_main(argv0, argc - 1, argv + 1);
     return usage_error(cmd[0] == '-' ? "unknown option" : "unknown command", cmd);
 }

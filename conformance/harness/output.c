@@ -34,6 +34,10 @@
  *         "message": str,                          "" when there is nothing to say
  *         -- only when the comparison ran (hr_result.has_stats):
  *         "max_abs_err": num, "max_rel_err": num,
+ *         "max_ratio": num,                        max |got - exp| / allowed over the rows
+ *                                                  checked within tolerance (SPEC clause 13:
+ *                                                  <= 1 passes); 0 without a tolerance;
+ *                                                  readers accept its absence (older files)
  *         "first_bad": int,                        flat row-major index, -1 if no bad element
  *         -- only when first_bad >= 0:
  *         "bad_index": [int, ...],                 first_bad as a multi-index (0..4 entries)
@@ -42,6 +46,9 @@
  *         "seconds": num,                          wall time of the backend call
  *         "rerun": str,                            command that re-runs this case alone
  *         "description": str,                      what the case checks ("" if not loaded)
+ *         "dtype": str,                            the case's dtype: q's ("f32", "f16",
+ *                                                  "bf16") for sdpa, "bool" for mask, ""
+ *                                                  if not loaded (readers accept its absence)
  *         -- only in a run with --expect:
  *         "expected": {"as_expected": bool,        observed status is the expected one
  *                      -- only when an entry of the file matched the case:
@@ -281,6 +288,14 @@ void hr_write_stats(FILE *f, const hr_result *r)
         put_num(f, r->bad_expected, "%.9g");
         fputs("; ", f);
     }
+    /* First the error in units of the allowed error (SPEC clause 13: the bound differs from
+     * element to element, so a raw error says little); 0 means no tolerance applied (exact
+     * checks, or results from before max_ratio existed) and is left out. */
+    if (r->max_ratio != 0.0) {
+        fputs("max err ", f);
+        put_num(f, r->max_ratio, "%.3g");
+        fputs(" x allowed, ", f);
+    }
     fputs("max abs err ", f);
     put_num(f, r->max_abs_err, "%.3g");
     fputs(", max rel err ", f);
@@ -430,7 +445,9 @@ static void write_tap(const hr_run *run, FILE *f)
         put_yaml_str(f, FIELD(r->message));
         fputc('\n', f);
         if (r->has_stats) {
-            fputs("  max_abs_err: ", f);
+            fputs("  max_ratio: ", f); /* error / allowed error (SPEC clause 13) */
+            put_yaml_num(f, r->max_ratio);
+            fputs("\n  max_abs_err: ", f);
             put_yaml_num(f, r->max_abs_err);
             fputs("\n  max_rel_err: ", f);
             put_yaml_num(f, r->max_rel_err);
@@ -642,6 +659,7 @@ static json_t *json_result(const hr_result *r)
     if (r->has_stats) {
         err |= jset(o, "max_abs_err", hr_json_num(r->max_abs_err));
         err |= jset(o, "max_rel_err", hr_json_num(r->max_rel_err));
+        err |= jset(o, "max_ratio", hr_json_num(r->max_ratio));
         err |= jset(o, "first_bad", json_integer(r->first_bad >= 0 ? r->first_bad : -1));
         if (r->first_bad >= 0) {
             json_t *idx = json_array();
@@ -655,6 +673,7 @@ static json_t *json_result(const hr_result *r)
     err |= jset(o, "seconds", hr_json_num(sane_seconds(r->seconds)));
     err |= jset(o, "rerun", jstr(FIELD(r->rerun)));
     err |= jset(o, "description", jstr(FIELD(r->description)));
+    err |= jset(o, "dtype", jstr(FIELD(r->dtype)));
     if (r->has_expect) {
         json_t *x = json_object();
         err |= !x;

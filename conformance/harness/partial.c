@@ -96,6 +96,9 @@ static int read_result(const prd *r, const json_t *o, hr_result *res)
         pstr(r, o, "description", res->description, sizeof res->description) ||
         pnum(r, o, "seconds", &res->seconds))
         return -1;
+    /* optional: files from before it existed have none */
+    if (json_object_get(o, "dtype") && pstr(r, o, "dtype", res->dtype, sizeof res->dtype))
+        return -1;
     int s;
     for (s = 0; s < HR_STATUS_COUNT; s++)
         if (!strcmp(status, hr_status_name((hr_status)s)))
@@ -119,6 +122,9 @@ static int read_result(const prd *r, const json_t *o, hr_result *res)
     res->has_stats = 1;
     if (pnum(r, o, "max_abs_err", &res->max_abs_err) ||
         pnum(r, o, "max_rel_err", &res->max_rel_err) || pint(r, o, "first_bad", &res->first_bad))
+        return -1;
+    /* optional (files from before it existed): the error in units of the allowed error */
+    if (json_object_get(o, "max_ratio") && pnum(r, o, "max_ratio", &res->max_ratio))
         return -1;
     if (res->first_bad < 0) {
         res->first_bad = -1;

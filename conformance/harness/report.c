@@ -8,7 +8,7 @@
  * only per-family counts of the cases that caught them.
  *
  * "Spec clauses" groups the cases by the SPEC.md clause their rule ids cite: a rule id
- * "clauseN.<name>" (N in 1..13, no leading zero, a non-empty name) belongs to clause N, any
+ * "clauseN.<name>" (N in 1..19, no leading zero, a non-empty name) belongs to clause N, any
  * other id to the row "other".  Per clause: its distinct rule ids, the number of distinct case
  * ids citing it over all files, passed/run of those cases on each non-mutant backend, and the
  * mutants that FAILed, had an INCORRECT_DTYPE or ERRORed on at least one of them.
@@ -46,7 +46,7 @@
 #define MUTANT_PREFIX "mutant_"
 #define DEFAULT_TITLE "attnconf conformance report"
 #define EM_DASH "\xE2\x80\x94"
-#define SPEC_CLAUSES 13                /* SPEC.md clauses 1..13 */
+#define SPEC_CLAUSES 19                /* SPEC.md clauses 1..19 */
 #define CLAUSE_OTHER (SPEC_CLAUSES + 1) /* row of rule ids that cite no clause */
 
 typedef struct rp_case {
@@ -57,11 +57,13 @@ typedef struct rp_case {
     hr_status status;
     int has_stats;
     double max_abs_err, max_rel_err;
+    double max_ratio;                          /* 0 when the file has none (older runs) */
     int64_t first_bad;
     int ndim;
     int64_t index[4];
     double got, expected;
     const char *description;                   /* "" when the file has none */
+    const char *dtype;                         /* "f32"/"f16"/"bf16"/"bool"; "" when none */
     /* run --expect only (x_* borrowed; x_case "" when no entry matched) */
     int has_expect, as_expected;
     const char *x_status, *x_case, *x_reason, *x_upstream;
@@ -276,6 +278,9 @@ static int read_case(const rd *r, const json_t *o, rp_case *c)
     c->description = "";
     if (json_object_get(o, "description") && get_str(r, o, "description", &c->description))
         return -1;
+    c->dtype = "";
+    if (json_object_get(o, "dtype") && get_str(r, o, "dtype", &c->dtype))
+        return -1;
     c->x_case = c->x_status = c->x_reason = c->x_upstream = "";
     if (json_object_get(o, "expected")) {
         json_t *x = need(r, o, "expected", JSON_OBJECT);
@@ -315,6 +320,8 @@ static int read_case(const rd *r, const json_t *o, rp_case *c)
     c->has_stats = 1;
     if (get_num(r, o, "max_abs_err", &c->max_abs_err) ||
         get_num(r, o, "max_rel_err", &c->max_rel_err) || get_int(r, o, "first_bad", &c->first_bad))
+        return -1;
+    if (json_object_get(o, "max_ratio") && get_num(r, o, "max_ratio", &c->max_ratio))
         return -1;
     if (c->first_bad < -1) {
         ferr(r, "first_bad", "must be >= -1, got %" PRId64, c->first_bad);
@@ -799,6 +806,35 @@ static void put_cell(FILE *f, const tally *t)
         fprintf(f, ", %zu not supported", t->ns);
 }
 
+/* The mutant table's proof columns (every mutant caught by at least three cases in at least two
+ * dtypes): the number of cases that caught mutant b, and the distinct float dtypes of those
+ * cases, sorted ("2: f16, f32"); mask-builder cases ("bool") and results without a dtype count
+ * as cases only. */
+static void put_catching(FILE *f, const rp_data *d, size_t b)
+{
+    const rp_backend *be = &d->backends[b];
+    static const char *const names[] = {"bf16", "f16", "f32"};
+    int seen[3] = {0, 0, 0}, nd = 0;
+    size_t caught = 0;
+    for (size_t k = 0; k < be->n; k++) {
+        if (!hr_status_is_bad(be->cases[k].status))
+            continue;
+        caught++;
+        for (int t = 0; t < 3; t++)
+            if (!strcmp(be->cases[k].dtype, names[t]) && !seen[t]) {
+                seen[t] = 1;
+                nd++;
+            }
+    }
+    fprintf(f, " %zu | %d", caught, nd);
+    for (int t = 0, first = 1; t < 3; t++)
+        if (seen[t]) {
+            fprintf(f, "%s%s", first ? ": " : ", ", names[t]);
+            first = 0;
+        }
+    fputs(" |", f);
+}
+
 static void put_matrix(FILE *f, const rp_data *d, int mutants)
 {
     fputs(mutants ? "| Mutant | Version |" : "| Backend | Version |", f);
@@ -807,11 +843,11 @@ static void put_matrix(FILE *f, const rp_data *d, int mutants)
         md_family(f, d->families[k]);
         fputs(" |", f);
     }
-    fputs(mutants ? " Total | Caught |\n" : " Total |\n", f);
+    fputs(mutants ? " Total | Caught | Catching cases | Catching dtypes |\n" : " Total |\n", f);
     fputs("| --- | --- |", f);
     for (size_t k = 0; k < d->nf; k++)
         fputs(" --- |", f);
-    fputs(mutants ? " --- | --- |\n" : " --- |\n", f);
+    fputs(mutants ? " --- | --- | ---: | --- |\n" : " --- |\n", f);
     for (size_t b = 0; b < d->nb; b++) {
         if (d->backends[b].mutant != mutants)
             continue;
@@ -832,8 +868,10 @@ static void put_matrix(FILE *f, const rp_data *d, int mutants)
         fputc(' ', f);
         put_cell(f, &t);
         fputs(" |", f);
-        if (mutants)
+        if (mutants) {
             fputs(t.bad ? " yes |" : " **no** |", f);
+            put_catching(f, d, b);
+        }
         fputc('\n', f);
     }
 }
@@ -862,6 +900,64 @@ static void put_status_totals(FILE *f, const rp_data *d)
         }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Headroom in units of the allowed error (SPEC clause 13): per real backend and dtype, over the
+ * PASSing cases compared within a tolerance (max_ratio > 0), the median and the largest
+ * max |got - exp| / allowed, and the case with the largest.  Nothing is printed when no result
+ * carries a ratio (results from before it existed, or only exact checks).  Returns the number
+ * of rows written. */
+static int put_error_ratios(FILE *f, const rp_data *d)
+{
+    static const char *const dts[] = {"f32", "f16", "bf16"};
+    int rows = 0;
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        if (be->mutant)
+            continue;
+        double *v = malloc((be->n + 1) * sizeof *v);
+        if (!v)
+            return rows;
+        for (int t = 0; t < 3; t++) {
+            size_t n = 0;
+            const rp_case *worst = NULL;
+            for (size_t k = 0; k < be->n; k++) {
+                const rp_case *c = &be->cases[k];
+                if (c->status != HR_PASS || !c->has_stats || !(c->max_ratio > 0) ||
+                    strcmp(c->dtype, dts[t]) != 0)
+                    continue;
+                v[n++] = c->max_ratio;
+                if (!worst || c->max_ratio > worst->max_ratio)
+                    worst = c;
+            }
+            if (!n)
+                continue;
+            if (rows++ == 0)
+                fputs("## Error in units of the allowed error\n\n"
+                      "Over the passing cases compared within a tolerance: the largest "
+                      "|got - expected| / allowed of each case (SPEC.md clause 13; 1 is the "
+                      "limit), its median over the cases and the largest.\n\n"
+                      "| Backend | Dtype | Cases | Median | Largest | Case with the largest |\n"
+                      "| --- | --- | ---: | ---: | ---: | --- |\n", f);
+            qsort(v, n, sizeof *v, cmp_double);
+            const double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+            fputs("| ", f);
+            md_text(f, be->name);
+            fprintf(f, " | %s | %zu | %.3g | %.3g | ", dts[t], n, med, worst->max_ratio);
+            md_code_cell(f, worst->id);
+            fputs(" |\n", f);
+        }
+        free(v);
+    }
+    if (rows)
+        fputc('\n', f);
+    return rows;
+}
+
 static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
 {
     fputs("- ", f);
@@ -877,7 +973,7 @@ static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
         /* The same line the harness prints, from the fields the JSON carried. */
         hr_result r = {.first_bad = c->first_bad, .bad_ndim = c->ndim, .bad_got = c->got,
                        .bad_expected = c->expected, .max_abs_err = c->max_abs_err,
-                       .max_rel_err = c->max_rel_err};
+                       .max_rel_err = c->max_rel_err, .max_ratio = c->max_ratio};
         for (int k = 0; k < c->ndim && k < 4; k++)
             r.bad_index[k] = c->index[k];
         hr_write_stats(f, &r);
@@ -1000,7 +1096,7 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
             fputs(" Measured: ", f);
             hr_result r = {.first_bad = c->first_bad, .bad_ndim = c->ndim, .bad_got = c->got,
                            .bad_expected = c->expected, .max_abs_err = c->max_abs_err,
-                           .max_rel_err = c->max_rel_err};
+                           .max_rel_err = c->max_rel_err, .max_ratio = c->max_ratio};
             for (int j = 0; j < c->ndim && j < 4; j++)
                 r.bad_index[j] = c->index[j];
             hr_write_stats(f, &r);
@@ -1467,7 +1563,11 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
         fputs("## Mutants (test-only backends with one deliberate bug; a caught mutant is the "
               "expected result)\n\n", f);
         put_matrix(f, d, 1);
-        fputc('\n', f);
+        fputs("\nCatching cases: cases on which the mutant FAILed, had an INCORRECT_DTYPE, "
+              "ERRORed, crashed or timed out. Catching dtypes: the distinct float dtypes of "
+              "those cases (q's, or the cache's; mask-builder cases have none). The suite "
+              "requires at least three catching cases in at least two dtypes of every mutant "
+              "whose bug can show in two (ctest conformance.mutant_proof.*).\n\n", f);
     }
 
     fputs("## Spec clauses\n\n", f);
@@ -1476,6 +1576,7 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
     fputs("## Totals by status\n\n", f);
     put_status_totals(f, d);
     fputs("\n", f);
+    put_error_ratios(f, d);
     if (put_path_coverage(f, d) || put_thirdparty(f, d))
         return -1;
     fputs("## Failures\n\n", f);

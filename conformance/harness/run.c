@@ -30,7 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attncase/cache_case.h"
 #include "compare.h"
+#include "run_cache.h"
 
 /* ---- guarded buffers ------------------------------------------------------------------ */
 
@@ -200,6 +202,44 @@ void hr_fault_note_install(char *note, size_t n)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, NULL);
     sigaction(SIGBUS, &sa, NULL);
+}
+
+/* ---- output capture (attnconf fuzz) ------------------------------------------------------ */
+
+static double *hr_cap_sink;
+static int64_t hr_cap_max;
+static volatile int64_t *hr_cap_n;
+
+void hr_capture_outputs(double *sink, int64_t max, volatile int64_t *n)
+{
+    hr_cap_sink = sink;
+    hr_cap_max = max;
+    hr_cap_n = n;
+}
+
+/* A usable output (known dtype, shape and strides checked) in logical row-major order. */
+static void hr_capture_output(const attnconf_tensor *t)
+{
+    if (!hr_cap_sink || !hr_cap_n)
+        return;
+    int64_t numel = 1;
+    for (int32_t d = 0; d < t->ndim; d++)
+        numel *= t->shape[d];
+    if (numel > hr_cap_max)
+        return;
+    int64_t idx[4] = {0, 0, 0, 0};
+    for (int64_t e = 0; e < numel; e++) {
+        int64_t off = 0;
+        for (int32_t d = 0; d < t->ndim; d++)
+            off += idx[d] * t->strides[d];
+        hr_cap_sink[e] = attnref_load(t->data, (attnref_dtype)t->dtype, off);
+        for (int32_t d = t->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < t->shape[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    *hr_cap_n = numel;
 }
 
 /* ---- names ---------------------------------------------------------------------------- */
@@ -425,9 +465,13 @@ static void hr_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *s
 }
 
 /* Describe a case input for the backend, in a read-only guarded copy (*owned, freed by the
- * caller with hr_guarded_free).  BHLD (and any non-rank-4 tensor) is copied as is; BLHD is
- * permuted into a (B,L,H,D) buffer described with strides {L*H*D, D, H*D, 1}.  Returns 0, or
- * -1 on allocation failure. */
+ * caller with hr_guarded_free).  A non-rank-4 tensor is copied as is.  A rank-4 tensor is laid
+ * out in its physical order, BHLD or BLHD (a (B,L,H,D) buffer seen as (B,H,L,D) through the
+ * strides {L*H*D, D, H*D, 1}); the dimensions named by `stride0` (format v2: 0 batch, 1 heads)
+ * are stored once (extent 1 in the buffer) and described with stride 0, so the backend reads
+ * one slice for every index there, as a real K/V broadcast.  t->data holds the full logical
+ * tensor, constant along those dimensions: index 0 is the slice.  Returns 0, or -1 on
+ * allocation failure. */
 static int hr_describe(const acase_tensor *t, attnconf_tensor *out, hr_guarded *owned,
                        const char *name)
 {
@@ -438,31 +482,58 @@ static int hr_describe(const acase_tensor *t, attnconf_tensor *out, hr_guarded *
     for (int32_t d = 0; d < t->ndim && d < 4; d++)
         out->shape[d] = t->shape[d];
     size_t es = attnref_dtype_size(t->dtype);
-    if (hr_guarded_alloc(owned, (size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1), name))
-        return -1;
-    unsigned char *buf = owned->data;
-    if (t->layout != ACASE_LAYOUT_BLHD || t->ndim != 4) {
+    if (t->ndim != 4 || (t->layout != ACASE_LAYOUT_BLHD && !t->stride0)) {
+        if (hr_guarded_alloc(owned, (size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1), name))
+            return -1;
         if (t->data && t->numel > 0)
-            memcpy(buf, t->data, (size_t)t->numel * es);
-        out->data = buf;
+            memcpy(owned->data, t->data, (size_t)t->numel * es);
+        out->data = owned->data;
         hr_contiguous_strides(t->ndim, t->shape, out->strides);
         return hr_guarded_readonly(owned);
     }
-    int64_t B = t->shape[0], H = t->shape[1], L = t->shape[2], D = t->shape[3];
+    /* Stored extents (1 on stride-0 dims) and the physical order of the dimensions. */
+    int64_t st[4];
+    for (int d = 0; d < 4; d++)
+        st[d] = (d < 2 && (t->stride0 >> d) & 1) ? 1 : t->shape[d];
+    const int order[2][4] = {{0, 1, 2, 3}, {0, 2, 1, 3}};
+    const int *ph = order[t->layout == ACASE_LAYOUT_BLHD];
+    int64_t phys_stride[4], s = 1;
+    for (int k = 3; k >= 0; k--) {
+        phys_stride[ph[k]] = s;
+        s *= st[ph[k]] > 0 ? st[ph[k]] : 1;
+    }
+    const int64_t stored = st[0] * st[1] * st[2] * st[3];
+    if (hr_guarded_alloc(owned, (size_t)(stored > 0 ? stored : 1) * es, name))
+        return -1;
+    unsigned char *buf = owned->data;
     const unsigned char *src = t->data;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t l = 0; l < L; l++) {
+    const int64_t H = t->shape[1], L = t->shape[2], D = t->shape[3];
+    for (int64_t b = 0; b < st[0] && src; b++)
+        for (int64_t h = 0; h < st[1]; h++)
+            for (int64_t l = 0; l < st[2]; l++) {
                 int64_t from = ((b * H + h) * L + l) * D;
-                int64_t to = ((b * L + l) * H + h) * D;
+                int64_t to = b * phys_stride[0] + h * phys_stride[1] + l * phys_stride[2];
                 memcpy(buf + (size_t)to * es, src + (size_t)from * es, (size_t)D * es);
             }
     out->data = buf;
-    out->strides[0] = L * H * D;
-    out->strides[1] = D;
-    out->strides[2] = H * D;
-    out->strides[3] = 1;
+    for (int d = 0; d < 4; d++)
+        out->strides[d] = (d < 2 && (t->stride0 >> d) & 1) ? 0 : phys_stride[d];
     return hr_guarded_readonly(owned);
+}
+
+/* A read-only guarded copy of n int64 entries (lengths, left_padding), like the tensor inputs:
+ * *out = NULL when src is NULL.  Returns 0, or -1 on allocation or protection failure. */
+static int hr_readonly_ints(const int64_t *src, size_t n, hr_guarded *g, const char *name,
+                            const int64_t **out)
+{
+    *out = NULL;
+    if (!src)
+        return 0;
+    if (hr_guarded_alloc(g, n * sizeof *src, name))
+        return -1;
+    memcpy(g->data, src, n * sizeof *src);
+    *out = (const int64_t *)(void *)g->data;
+    return hr_guarded_readonly(g);
 }
 
 /* "(2,4,8,16)" */
@@ -532,12 +603,17 @@ static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact,
                    (long long)c->expected.nrows, (long long)nrows);
         return;
     }
+    /* The tolerance of SPEC clause 13, counted in ulps of the EXPECTED dtype (an output of
+     * another dtype is INCORRECT_DTYPE anyway; its values are still measured in these units). */
+    const hc_tol tol = {.ulps = c->ulps, .ulp_dtype = c->expected.dtype,
+                        .row_atol = c->row_atol, .exact = exact};
     hc_stats st;
     int ok = hc_compare_rows(t->data, (attnref_dtype)t->dtype, t->ndim, t->shape, t->strides,
-                             c->expected.values, c->atol, c->rtol, exact, rows, row_len, &st);
+                             c->expected.values, &tol, rows, row_len, &st);
     r->has_stats = 1;
     r->max_abs_err = st.max_abs_err;
     r->max_rel_err = st.max_rel_err;
+    r->max_ratio = st.max_ratio;
     r->first_bad = st.first_bad;
     r->bad_ndim = st.ndim;
     memcpy(r->bad_index, st.bad_index, sizeof r->bad_index);
@@ -553,7 +629,7 @@ static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact,
      * format prints them); the message says how widespread the failure is, or which row check
      * (exact / finite) the first bad element broke. */
     char msg[sizeof r->message];
-    hc_failure_message(&st, c->atol, c->rtol, exact, msg, sizeof msg);
+    hc_failure_message(&st, &tol, msg, sizeof msg);
     hr_set(r, HR_FAIL, "%s", msg);
 }
 
@@ -614,6 +690,7 @@ static void hr_check_output(const acase *c, const attnconf_tensor *before,
                    capacity);
         return;
     }
+    hr_capture_output(after);
     hr_check_values(c, after, exact, wrong_dtype, r);
 }
 
@@ -623,12 +700,26 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
     attnconf_tensor q, k, v, mask;
-    hr_guarded own[4], outg;
+    hr_guarded own[6], outg;
     memset(own, 0, sizeof own);
     memset(&outg, 0, sizeof outg);
+    /* The mask parameters (SPEC clause 19) are passed only when the case uses them: such a
+     * case requires their capability bit, so a backend without it never gets here with them.
+     * The ABI's arrays have one entry per batch row of q, so a case whose array length
+     * differs cannot be posed (the reference API can: attnref_sdpa_params.batch). */
+    const int64_t *lengths = NULL, *left_padding = NULL;
+    if ((c->lengths || c->left_padding) && (c->q.ndim < 1 || c->batch != c->q.shape[0])) {
+        hr_set(r, HR_ERROR, "case: %s has %lld entries but q has batch %lld: the ABI passes one "
+               "per batch row", c->lengths ? "params.lengths" : "params.left_padding",
+               (long long)c->batch, (long long)(c->q.ndim >= 1 ? c->q.shape[0] : 0));
+        goto done;
+    }
     if (hr_describe(&c->q, &q, &own[0], "input q") || hr_describe(&c->k, &k, &own[1], "input k") ||
         hr_describe(&c->v, &v, &own[2], "input v") ||
-        (c->mask.present && hr_describe(&c->mask, &mask, &own[3], "input mask"))) {
+        (c->mask.present && hr_describe(&c->mask, &mask, &own[3], "input mask")) ||
+        hr_readonly_ints(c->lengths, (size_t)c->batch, &own[4], "input lengths", &lengths) ||
+        hr_readonly_ints(c->left_padding, (size_t)c->batch, &own[5], "input left_padding",
+                         &left_padding)) {
         hr_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
         goto done;
     }
@@ -683,6 +774,12 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
     a.scale = c->scale;
     a.out = &out;
     a.out_capacity = capacity;
+    if (c->requires & ATTNCONF_CAP_SDPA_WINDOW)
+        a.window = c->window;
+    if (c->requires & ATTNCONF_CAP_SDPA_LENGTHS)
+        a.lengths = lengths;
+    if (c->requires & ATTNCONF_CAP_SDPA_LEFT_PAD)
+        a.left_padding = left_padding;
 
     double t0 = hr_now();
     int rc = hb->be->sdpa(hb->ctx, &a);
@@ -697,7 +794,7 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
     hr_check_output(c, &before, &out, capacity, 0, r);
 
 done:
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         hr_guarded_free(&own[i]);
     hr_guarded_free(&outg);
 }
@@ -719,7 +816,9 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
         keep.shape[0] = (c->lengths || c->left_padding) ? c->batch : 1;
         keep.shape[1] = 1;
         keep.shape[2] = c->lq;
-        if (__builtin_add_overflow(c->offset, c->lq, &keep.shape[3]))
+        if (c->kv_len != 0)
+            keep.shape[3] = c->kv_len; /* a static key buffer (may be invalid: rejected) */
+        else if (__builtin_add_overflow(c->offset, c->lq, &keep.shape[3]))
             keep.shape[3] = -1; /* unrepresentable: treated as invalid below */
     }
     int negative = 0;
@@ -747,22 +846,9 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     /* lengths / left_padding: read-only copies, like the sdpa inputs. */
     size_t nb = c->batch > 0 ? (size_t)c->batch : 0; /* the reader's entry count */
     const int64_t *lengths = NULL, *left_padding = NULL;
-    if ((c->lengths && hr_guarded_alloc(&lg, nb * sizeof *c->lengths, "input lengths")) ||
-        (c->left_padding &&
-         hr_guarded_alloc(&pg, nb * sizeof *c->left_padding, "input left_padding"))) {
+    if (hr_readonly_ints(c->lengths, nb, &lg, "input lengths", &lengths) ||
+        hr_readonly_ints(c->left_padding, nb, &pg, "input left_padding", &left_padding)) {
         hr_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
-        goto done;
-    }
-    if (c->lengths) {
-        memcpy(lg.data, c->lengths, nb * sizeof *c->lengths);
-        lengths = (const int64_t *)(void *)lg.data;
-    }
-    if (c->left_padding) {
-        memcpy(pg.data, c->left_padding, nb * sizeof *c->left_padding);
-        left_padding = (const int64_t *)(void *)pg.data;
-    }
-    if ((lg.map && hr_guarded_readonly(&lg)) || (pg.map && hr_guarded_readonly(&pg))) {
-        hr_set(r, HR_ERROR, "harness: cannot protect the inputs");
         goto done;
     }
     attnconf_tensor before = keep;
@@ -777,6 +863,10 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     a.lengths = lengths;
     a.left_padding = left_padding;
     a.keep = &keep;
+    /* Set only for a backend that reports it (a case using it requires mask.kv_len, so
+     * another backend never gets here with kv_len != 0). */
+    if (hb->caps & ATTNCONF_CAP_KV_LEN)
+        a.kv_len = c->kv_len;
 
     double t0 = hr_now();
     int rc = hb->be->build_mask(hb->ctx, &a);
@@ -798,6 +888,11 @@ void hr_result_case_info(const acase *c, hr_result *r)
         if (c->rules[i])
             snprintf(r->rules[r->nrules++], sizeof r->rules[0], "%s", c->rules[i]);
     snprintf(r->description, sizeof r->description, "%s", c->description ? c->description : "");
+    snprintf(r->dtype, sizeof r->dtype, "%s",
+             c->op == ACASE_OP_SDPA && c->q.present ? attnref_dtype_name(c->q.dtype)
+             : c->op == ACASE_OP_MASK               ? "bool"
+             : c->op == ACASE_OP_CACHE && c->cache  ? attnref_dtype_name(c->cache->params.dtype)
+                                                    : "");
 }
 
 void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
@@ -820,6 +915,7 @@ void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
     switch (c->op) {
     case ACASE_OP_SDPA: hr_run_sdpa(rn, c, r); break;
     case ACASE_OP_MASK: hr_run_mask(rn, c, r); break;
+    case ACASE_OP_CACHE: hr_run_cache(rn, c, r); break; /* run_cache.c */
     default: hr_set(r, HR_ERROR, "case: unknown op %d", (int)c->op); break;
     }
 }

@@ -50,4 +50,11 @@ void hr_result_case_info(const acase *c, hr_result *r);
  * before dying of the signal.  note is cleared. */
 void hr_fault_note_install(char *note, size_t n);
 
+/* For `attnconf fuzz`'s metamorphic checks: from now on (in this process and in workers
+ * forked later), every sdpa or mask output that passes the descriptor checks is copied as
+ * doubles in logical row-major order to sink (at most max values; a larger one is not copied)
+ * and its element count stored in *n.  The caller sets *n = -1 before a case to tell "no
+ * usable output".  sink and n may be shared memory a worker writes.  NULL sink: off. */
+void hr_capture_outputs(double *sink, int64_t max, volatile int64_t *n);
+
 #endif

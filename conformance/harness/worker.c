@@ -218,6 +218,7 @@ static void hw_sanitize(hr_result *r)
     TERM(message);
     TERM(rerun);
     TERM(description);
+    TERM(dtype);
     TERM(expect_pattern);
     TERM(expect_reason);
     TERM(expect_upstream);

@@ -4,6 +4,9 @@
  *   attncase_sample gen DTYPE SEED LO HI N    print N generated elements (FORMAT.md generator),
  *                                             one bit pattern per line: 0x%08x (f32) or
  *                                             0x%04x (f16, bf16)
+ *   attncase_sample load FILE...              read each file with the C reader (full
+ *                                             validation); print its error and exit 1 on the
+ *                                             first that fails
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,12 +77,29 @@ static int cmd_gen(char **argv)
     return 0;
 }
 
+static int cmd_load(int n, char **paths)
+{
+    for (int i = 0; i < n; i++) {
+        acase *c = NULL;
+        char err[1024];
+        if (acase_load_file(paths[i], &c, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        printf("%s: %s\n", paths[i], c->id);
+        acase_free(c);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "write") == 0)
         return cmd_write(argv[2]);
     if (argc == 7 && strcmp(argv[1], "gen") == 0)
         return cmd_gen(argv + 2);
-    fprintf(stderr, "usage: attncase_sample write DIR | gen DTYPE SEED LO HI N\n");
+    if (argc >= 3 && strcmp(argv[1], "load") == 0)
+        return cmd_load(argc - 2, argv + 2);
+    fprintf(stderr, "usage: attncase_sample write DIR | gen DTYPE SEED LO HI N | load FILE...\n");
     return 2;
 }

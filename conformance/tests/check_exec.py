@@ -10,6 +10,7 @@ what went wrong and exits 1.  The adapter is tests/adapters/bad_adapter.py (see 
 """
 
 import argparse
+import collections
 import json
 import os
 import re
@@ -155,7 +156,21 @@ def s_ok(args):
           "a must-reject mask case is rejected through the pipe")
 
 
-NONFINITE_SCALE_CASE = """attnconf_case: 1
+def s_params(args):
+    """The sdpa mask parameters (SPEC clause 19) cross the protocol: window, lengths and left
+    padding reach an adapter that lists them, and their must-reject cases are rejected there."""
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"),
+                                       "sdpa.params.[wlci]*.f32", name="params")
+    check(rc == 0, "exit 0 on the small f32 sdpa.params cases (got %d)" % rc)
+    by = collections.Counter(r["status"] for r in res.values())
+    check(by["PASS"] >= 6, "window, lengths and left-padding cases pass: %s" % dict(by))
+    check(by["EXPECTED_ERROR"] >= 6, "invalid parameters are rejected by the adapter: %s" % dict(by))
+    check(by["FAIL"] + by["ERROR"] == 0, "nothing fails: %s" % sorted(
+        (i, r["status"], r["message"]) for i, r in res.items()
+        if r["status"] in ("FAIL", "ERROR")))
+
+
+NONFINITE_SCALE_CASE = """attnconf_case: 2
 id: sdpa.fixture.scale_%(name)s.f32
 description: "A non-finite explicit scale (%(yaml)s) is rejected; it reaches an exec adapter as a string."
 rules: [clause2.explicit_scale]
@@ -340,7 +355,8 @@ def s_backend_info(args):
     check("name: bad_adapter\n" in so, "name")
     check("version: bad_adapter 1 (ok)\n" in so, "version")
     check("capabilities: f32, causal, causal.offset, gqa, dv_ne_d, strided, scale, build_mask, "
-          "window, lengths, left_padding\n" in so, "capability names")
+          "window, lengths, left_padding, sdpa.window, sdpa.lengths, sdpa.left_padding, mask.kv_len\n" in so,
+          "capability names")
     check("  device (default: cpu): cpu only (a test adapter)\n" in so, "options with default "
           "and help")
     check(re.search(r"^path: .*bad_adapter\.py ok$", so, re.M) is not None,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The generator of case format v1 (cases/FORMAT.md, "Generated inputs") in pure Python.
+"""The generator of case format v2 (cases/FORMAT.md, "Generated inputs") in pure Python.
 
 Checks, in order:
   1. the documented test vector (the same literals the Criterion test

@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 """PyYAML (yaml.safe_load, YAML 1.1) reads case files with the Python types FORMAT.md promises.
 
-usage: check_pyyaml.py ATTNCASE_SAMPLE_EXE WORKDIR [CASES_DIR...]
+usage: check_pyyaml.py [--format-md FORMAT.md [--harness ATTNCONF --backend BACKEND]]
+                       ATTNCASE_SAMPLE_EXE WORKDIR [CASES_DIR...]
 
 Runs `ATTNCASE_SAMPLE_EXE write WORKDIR` (the every-feature sample cases of the C writer), then
-checks every *.yaml under WORKDIR and under each CASES_DIR against the v1 schema, field by field
+checks every *.yaml under WORKDIR and under each CASES_DIR against the v2 schema, field by field
 and element by element, plus specific values of the samples (-0.0 keeps its sign, NaN/inf,
-descriptions with ':' and '#', f16 bit patterns as ints).
+descriptions with ':' and '#', f16 bit patterns as ints, stride0 slices, kv_len, row_atol).
+
+Cache cases (op: cache) are checked only at the top level here: their schema is their own.
+
+With --format-md, every ```yaml block of FORMAT.md's "Examples" section is saved as
+WORKDIR/format_md/<id>.yaml and must pass the same checks, load with the C reader
+(`ATTNCASE_SAMPLE_EXE load`), and, with --harness, pass on BACKEND (`ATTNCONF run`): the
+documented examples stay valid, correct files.
 """
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -17,7 +26,8 @@ import yaml
 
 CAPS = {'f32', 'f16', 'bf16', 'mask.bool', 'mask.additive', 'causal', 'causal.offset', 'gqa',
         'dv_ne_d', 'strided', 'scale', 'mask.broadcast', 'build_mask', 'window', 'lengths',
-        'left_padding'}
+        'left_padding', 'sdpa.window', 'sdpa.lengths', 'sdpa.left_padding', 'mask.kv_len',
+        'stride0'}
 
 
 class Bad(Exception):
@@ -54,12 +64,21 @@ def check_shape(s, where):
     return n
 
 
-def check_tensor(t, where):
-    check_keys(t, where, ('dtype', 'shape'), ('layout', 'data', 'generate'))
+def check_tensor(t, where, name):
+    check_keys(t, where, ('dtype', 'shape'), ('layout', 'stride0', 'data', 'generate'))
     need(t['dtype'] in ('f32', 'f16', 'bf16', 'bool'), where + '.dtype', repr(t['dtype']))
     n = check_shape(t['shape'], where + '.shape')
     if 'layout' in t:
         need(t['layout'] in ('bhld', 'blhd'), where + '.layout', repr(t['layout']))
+    if 'stride0' in t:
+        # [0], [1] or [0, 1] on a rank-4 q, k or v; data then holds the slice with extent 1
+        # on those dimensions.
+        s0 = t['stride0']
+        need(s0 in ([0], [1], [0, 1]), where + '.stride0', repr(s0))
+        need(name in ('q', 'k', 'v') and len(t['shape']) == 4, where + '.stride0',
+             'only on a rank-4 q, k or v')
+        for d in s0:
+            n //= t['shape'][d] if t['shape'][d] else 1
     need(('data' in t) != ('generate' in t), where, 'exactly one of data and generate')
     if 'generate' in t:
         g = t['generate']
@@ -107,9 +126,38 @@ def check_row_checks(rc, shape, where):
         seen.update(rows)
 
 
+def check_int_lists(p, path):
+    for k in ('lengths', 'left_padding'):
+        if k in p:
+            need(isinstance(p[k], list) and p[k] and all(is_int(x) for x in p[k]),
+                 '%s: params.%s' % (path, k), repr(p[k]))
+    if 'lengths' in p and 'left_padding' in p:
+        need(len(p['lengths']) == len(p['left_padding']), path + ': params',
+             'lengths and left_padding differ in length')
+
+
+def check_tolerance(tol, shape, where):
+    """{ulps: float, row_atol: [float, ...]}: one finite, non-negative row_atol per output row
+    (B*Hq*Lq, the product of all extents but the last)."""
+    check_keys(tol, where, ('ulps', 'row_atol'))
+    check_float(tol['ulps'], where + '.ulps')
+    need(math.isfinite(tol['ulps']) and tol['ulps'] >= 0, where + '.ulps', repr(tol['ulps']))
+    nrows = 1
+    for e in shape[:-1]:
+        nrows *= e
+    ra = tol['row_atol']
+    need(isinstance(ra, list) and len(ra) == nrows, where + '.row_atol',
+         'expected a list of %d floats' % nrows)
+    for i, x in enumerate(ra):
+        check_float(x, '%s.row_atol[%d]' % (where, i))
+        need(math.isfinite(x) and x >= 0, '%s.row_atol[%d]' % (where, i), repr(x))
+
+
 def check_case(d, path):
     need(isinstance(d, dict), path, 'not a mapping')
-    need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 1, path, 'attnconf_case != 1')
+    need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 2, path, 'attnconf_case != 2')
+    if d.get('op') == 'cache':
+        return
     check_keys(d, path, ('attnconf_case', 'id', 'description', 'rules', 'op', 'requires',
                          'params', 'expected'), ('inputs', 'tolerance'))
     need(isinstance(d['id'], str) and d['id'].count('.') >= 2, path + ': id', repr(d['id']))
@@ -130,25 +178,26 @@ def check_case(d, path):
     need('row_checks' not in exp or 'out' in exp, path + ': expected.row_checks',
          'only with expected.out')
     if op == 'sdpa':
-        check_keys(p, path + ': params', ('causal',), ('scale', 'causal_offset'))
+        check_keys(p, path + ': params', ('causal',),
+                   ('scale', 'causal_offset', 'window', 'lengths', 'left_padding'))
         need(isinstance(p['causal'], bool), path + ': params.causal', repr(p['causal']))
         if 'scale' in p:
             check_float(p['scale'], path + ': params.scale')
-        if 'causal_offset' in p:
-            need(is_int(p['causal_offset']), path + ': params.causal_offset', 'not an int')
-        check_keys(d['inputs'], path + ': inputs', ('q', 'k', 'v'), ('mask',))
-        for name, t in d['inputs'].items():
-            check_tensor(t, '%s: inputs.%s' % (path, name))
-    else:
-        need('inputs' not in d, path, 'inputs with op mask')
-        check_keys(p, path + ': params', ('lq', 'offset'), ('window', 'lengths', 'left_padding'))
-        for k in ('lq', 'offset', 'window'):
+        for k in ('causal_offset', 'window'):
             if k in p:
                 need(is_int(p[k]), '%s: params.%s' % (path, k), 'not an int')
-        for k in ('lengths', 'left_padding'):
+        check_int_lists(p, path)
+        check_keys(d['inputs'], path + ': inputs', ('q', 'k', 'v'), ('mask',))
+        for name, t in d['inputs'].items():
+            check_tensor(t, '%s: inputs.%s' % (path, name), name)
+    else:
+        need('inputs' not in d, path, 'inputs with op mask')
+        check_keys(p, path + ': params', ('lq', 'offset'),
+                   ('window', 'lengths', 'left_padding', 'kv_len'))
+        for k in ('lq', 'offset', 'window', 'kv_len'):
             if k in p:
-                need(isinstance(p[k], list) and p[k] and all(is_int(x) for x in p[k]),
-                     '%s: params.%s' % (path, k), repr(p[k]))
+                need(is_int(p[k]), '%s: params.%s' % (path, k), 'not an int')
+        check_int_lists(p, path)
     if 'out' in exp:
         o = exp['out']
         check_keys(o, path + ': expected.out', ('dtype', 'shape', 'data'))
@@ -158,9 +207,7 @@ def check_case(d, path):
             check_float(x, '%s: expected.out.data[%d]' % (path, i))
         if 'row_checks' in exp:
             check_row_checks(exp['row_checks'], o['shape'], path + ': expected.row_checks')
-        check_keys(d['tolerance'], path + ': tolerance', ('atol', 'rtol'))
-        check_float(d['tolerance']['atol'], path + ': tolerance.atol')
-        check_float(d['tolerance']['rtol'], path + ': tolerance.rtol')
+        check_tolerance(d['tolerance'], o['shape'], path + ': tolerance')
     else:
         need('tolerance' not in d, path, 'tolerance without expected.out')
     if 'keep' in exp:
@@ -201,6 +248,24 @@ def check_samples(docs):
          'mask sample', repr(m['params']))
     need(docs['sdpa.sample.mixed_dtype_error']['expected'] == {'error': 'edtype'},
          'error sample', 'expected')
+    tol = d['tolerance']
+    need(tol['ulps'] == 2.5 and tol['row_atol'][2] == 5e-324 and
+         tol['row_atol'][3] == sys.float_info.max, 'f32 sample', 'tolerance %r' % (tol,))
+    need(list(tol) == ['ulps', 'row_atol'], 'f32 sample', 'tolerance key order')
+    w = docs['sdpa.sample.window_lengths_stride0']
+    need(w['params'] == {'causal': True, 'window': 2, 'lengths': [5, 4], 'left_padding': [0, 1]},
+         'stride0 sample', repr(w['params']))
+    k, v = w['inputs']['k'], w['inputs']['v']
+    need(k['stride0'] == [0] and k['shape'] == [2, 2, 5, 4] and len(k['data']) == 40,
+         'stride0 sample', 'k holds the batch-0 slice: %r, %d values' % (k['shape'],
+                                                                        len(k['data'])))
+    need(v['stride0'] == [0, 1] and 'generate' in v, 'stride0 sample', repr(v))
+    need(list(k) == ['dtype', 'shape', 'stride0', 'data'], 'stride0 sample', 'k key order')
+    need(len(w['tolerance']['row_atol']) == 12, 'stride0 sample', 'one row_atol per row')
+    kv = docs['mask.sample.kv_len']
+    need(kv['params'] == {'lq': 2, 'offset': 3, 'lengths': [4], 'kv_len': 8}, 'kv_len sample',
+         repr(kv['params']))
+    need(kv['expected']['keep']['shape'] == [1, 1, 2, 8], 'kv_len sample', 'keep shape')
 
 
 def yaml_files(root):
@@ -211,19 +276,61 @@ def yaml_files(root):
                 yield os.path.join(dirpath, f)
 
 
+def format_md_examples(path, out_dir):
+    """Save each ```yaml block of the Examples section as out_dir/<id>.yaml; return the paths."""
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    need('\n## Examples\n' in text, path, 'no "## Examples" section')
+    section = text.split('\n## Examples\n', 1)[1].split('\n## ', 1)[0]
+    blocks = re.findall(r'^```yaml\n(.*?)^```$', section, re.S | re.M)
+    need(len(blocks) >= 3, path, 'expected at least 3 yaml examples, found %d' % len(blocks))
+    os.makedirs(out_dir, exist_ok=True)
+    for f in yaml_files(out_dir):
+        os.remove(f)
+    paths = []
+    for b in blocks:
+        m = re.search(r'^id: (\S+)$', b, re.M)
+        need(m is not None, path, 'an example without an id:\n' + b)
+        p = os.path.join(out_dir, m.group(1) + '.yaml')
+        with open(p, 'w', encoding='utf-8') as f:
+            f.write(b)
+        paths.append(p)
+    return paths
+
+
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    opts = {}
+    while args and args[0] in ('--format-md', '--harness', '--backend'):
+        if len(args) < 2:
+            print(__doc__, file=sys.stderr)
+            return 2
+        opts[args[0]] = args[1]
+        args = args[2:]
+    if len(args) < 2 or ('--harness' in opts) != ('--backend' in opts):
         print(__doc__, file=sys.stderr)
         return 2
-    exe, work = sys.argv[1], sys.argv[2]
+    exe, work = args[0], args[1]
     os.makedirs(work, exist_ok=True)
     for f in yaml_files(work):
         os.remove(f)
     subprocess.run([exe, 'write', work], check=True, stdout=subprocess.DEVNULL)
     docs = {}
     count = 0
+    roots = [work] + args[2:]
     try:
-        for root in [work] + sys.argv[3:]:
+        if '--format-md' in opts:
+            md_dir = work + '_format_md'
+            examples = format_md_examples(opts['--format-md'], md_dir)
+            r = subprocess.run([exe, 'load'] + examples, capture_output=True, text=True)
+            need(r.returncode == 0, opts['--format-md'], 'an example does not load: ' + r.stderr)
+            if '--harness' in opts:
+                r = subprocess.run([opts['--harness'], 'run', '--backend', opts['--backend'],
+                                    '--cases', md_dir], capture_output=True, text=True)
+                need(r.returncode == 0, opts['--format-md'],
+                     'an example does not pass on the backend:\n' + r.stdout + r.stderr)
+            roots.append(md_dir)
+        for root in roots:
             for path in yaml_files(root):
                 with open(path, encoding='utf-8') as f:
                     d = yaml.safe_load(f)
@@ -231,7 +338,7 @@ def main():
                 count += 1
                 if root == work:
                     docs[d['id']] = d
-        need(len(docs) == 6, work, 'expected 6 sample cases, found %d' % len(docs))
+        need(len(docs) == 8, work, 'expected 8 sample cases, found %d' % len(docs))
         check_samples(docs)
     except Bad as e:
         print('check_pyyaml: %s' % e, file=sys.stderr)

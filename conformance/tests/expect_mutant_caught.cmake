@@ -2,14 +2,17 @@
 # (or, as a control, that it does not flag a backend whose bug lies elsewhere).
 #
 #   cmake -D HARNESS=attnconf -D BACKEND=path/to/mutant.so -D FILTER='sdpa.causal.*'
-#         [-D MIN_FAILS=1] [-D EXPECT_PASS=1] [-D CASES=dir] [-D OUT=file.json]
+#         [-D MIN_FAILS=1] [-D MIN_DTYPES=0] [-D EXPECT_PASS=1] [-D CASES=dir] [-D OUT=file.json]
 #         -P expect_mutant_caught.cmake
 #
 # Default (caught): passes iff the harness exits 1 AND the JSON results hold at least MIN_FAILS
 # results whose id matches FILTER and whose status is FAIL, INCORRECT_DTYPE or ERROR (every way
 # a case can flag a backend: a silent upcast is INCORRECT_DTYPE, not FAIL).  A mutation test
 # that only checked the exit status would also "pass" when the harness crashed or could not
-# load the backend.
+# load the backend.  MIN_DTYPES: the catching cases must also span at least this many float
+# dtypes (each result's "dtype": q's for sdpa, the cache's for cache cases; "bool" for the mask
+# builder does not count; results without one fall back to the id's last component, .f32 /
+# .f16 / .bf16), so a catch is not an accident of one dtype.
 # EXPECT_PASS=1 (control): passes iff the harness exits 0, no result is bad and at least one
 # case ran, so we know the check above is specific to the mutated behaviour.
 foreach(v HARNESS BACKEND FILTER)
@@ -19,6 +22,9 @@ foreach(v HARNESS BACKEND FILTER)
 endforeach()
 if(NOT DEFINED MIN_FAILS)
   set(MIN_FAILS 1)
+endif()
+if(NOT DEFINED MIN_DTYPES)
+  set(MIN_DTYPES 0)
 endif()
 if(NOT DEFINED OUT)
   string(MAKE_C_IDENTIFIER "${FILTER}" tag)
@@ -46,6 +52,7 @@ endif()
 set(bad 0)
 set(passes 0)
 set(bad_ids "")
+set(bad_dtypes "")
 if(n GREATER 0)
   math(EXPR last "${n} - 1")
   foreach(i RANGE ${last})
@@ -61,6 +68,13 @@ if(n GREATER 0)
     if(st MATCHES "^(FAIL|INCORRECT_DTYPE|ERROR)$")
       math(EXPR bad "${bad} + 1")
       list(APPEND bad_ids "${id} (${st})")
+      string(JSON dt ERROR_VARIABLE dterr GET "${json}" results ${i} dtype)
+      if(dterr AND id MATCHES "\\.(f32|f16|bf16)$")
+        set(dt "${CMAKE_MATCH_1}")
+      endif()
+      if(dt MATCHES "^(f32|f16|bf16)$")
+        list(APPEND bad_dtypes "${dt}")
+      endif()
     endif()
     if(st MATCHES "^(PASS|EXPECTED_ERROR)$")
       math(EXPR passes "${passes} + 1")
@@ -82,5 +96,12 @@ else()
     message(FATAL_ERROR "mutant not caught: ${bad} FAIL/INCORRECT_DTYPE/ERROR among "
                         "'${FILTER}' (need ${MIN_FAILS})")
   endif()
-  message(STATUS "mutant caught by ${bad} cases: ${bad_ids}")
+  list(REMOVE_DUPLICATES bad_dtypes)
+  list(LENGTH bad_dtypes ndtypes)
+  if(ndtypes LESS MIN_DTYPES)
+    message(FATAL_ERROR "mutant caught in ${ndtypes} dtype(s) (${bad_dtypes}) among '${FILTER}' "
+                        "(need ${MIN_DTYPES})")
+  endif()
+  list(SORT bad_dtypes)
+  message(STATUS "mutant caught by ${bad} cases in ${ndtypes} dtype(s) (${bad_dtypes}): ${bad_ids}")
 endif()

@@ -56,6 +56,25 @@ static int set_text(acase *c, const char *id, const char *desc, const char *r1, 
     return c->description && c->rules[0] && (!r2 || c->rules[1]) ? 0 : -1;
 }
 
+/* The v2 tolerance: ulps, and row_atol filled cyclically from a list (one value per row). */
+static int set_tolerance(acase *c, double ulps, const double *row_atol, int n)
+{
+    if (acase_row_atol_alloc(c, NULL, 0))
+        return -1;
+    c->ulps = ulps;
+    int64_t rows = acase_expected_rows(&c->expected);
+    for (int64_t r = 0; r < rows; r++)
+        c->row_atol[r] = row_atol[r % n];
+    return 0;
+}
+
+/* Give t (holding its stored slice) the logical shape: what the reader does with stride0. */
+static int broadcast(acase_tensor *t, uint8_t stride0, int64_t b, int64_t h, int64_t l, int64_t d)
+{
+    const int64_t shape[4] = {b, h, l, d};
+    return acase_tensor_broadcast(t, stride0, shape, NULL, 0);
+}
+
 /* Fill expected values cyclically from a list of f64 values (rounded to dt's precision). */
 static void fill_expected(acase_expected *e, const double *vals, int n)
 {
@@ -106,8 +125,10 @@ static int build(acase *c, int which)
         c->expected.row_check[1] = ACASE_CHECK_EXACT;
         c->expected.row_check[4] = ACASE_CHECK_EXACT;
         c->expected.row_check[5] = ACASE_CHECK_FINITE;
-        c->atol = 1e-6;
-        c->rtol = 1.0 / 3;
+        /* row_atol in every number form: 0, a subnormal, the largest double, 1/3. */
+        const double ra[] = {1e-6, 0.0, 0x1p-1074, DBL_MAX, 1.0 / 3, 0.1};
+        if (set_tolerance(c, 2.5, ra, 6))
+            return -1;
         break;
     }
     case 1: {
@@ -137,8 +158,9 @@ static int build(acase *c, int which)
             return -1;
         const double ev[] = {1.0, -0.0, 0.0009765625, 65504.0, -6.103515625e-05, 5.9604644775390625e-08};
         fill_expected(&c->expected, ev, 6);
-        c->atol = 0.0;
-        c->rtol = 9.765625e-4;
+        const double ra[] = {0.0, 9.765625e-4};
+        if (set_tolerance(c, 0.0, ra, 2))
+            return -1;
         break;
     }
     case 2: {
@@ -165,8 +187,9 @@ static int build(acase *c, int which)
             return -1;
         const double ev[] = {0.5, -3.3895313892515355e38, 0.0078125, -2.0};
         fill_expected(&c->expected, ev, 4);
-        c->atol = 1e-2;
-        c->rtol = 1e-2;
+        const double ra[] = {1e-2, 2.5e-1, 0.0};
+        if (set_tolerance(c, 1e3, ra, 3))
+            return -1;
         break;
     }
     case 3: {
@@ -222,7 +245,7 @@ static int build(acase *c, int which)
                 }
         break;
     }
-    default: {
+    case 5: {
         /* A mask-builder rejection. */
         if (set_text(c, "mask.sample.negative_lq_error", "lq = -1 must be rejected with einval.",
                      "mask.args", NULL))
@@ -230,11 +253,73 @@ static int build(acase *c, int which)
         c->op = ACASE_OP_MASK;
         c->lq = -1;
         c->offset = 0;
-        c->batch = 1; /* what the reader sets when neither lengths nor left_padding is given */
         c->expected.error = ATTNREF_EINVAL;
         break;
     }
+    case 6: {
+        /* v2 sdpa: causal with a sliding window, per-sequence lengths and left padding; k
+         * broadcast over the batch (inline slice) and v over batch and heads (generated
+         * slice), both handed to the backend with stride 0. */
+        if (set_text(c, "sdpa.sample.window_lengths_stride0",
+                     "Sliding window, lengths and left padding with stride-0 k and v.",
+                     "sdpa.window", "sdpa.stride0"))
+            return -1;
+        c->op = ACASE_OP_SDPA;
+        int64_t qs[4] = {2, 2, 3, 4}, ks[4] = {1, 2, 5, 4}, vs[4] = {1, 1, 5, 3};
+        if (gen_tensor(&c->q, ATTNREF_F32, 4, qs, ACASE_LAYOUT_BHLD, 61, -1.0, 1.0) ||
+            shape_tensor(&c->k, ATTNREF_F32, 4, ks, ACASE_LAYOUT_BHLD) ||
+            gen_tensor(&c->v, ATTNREF_F32, 4, vs, ACASE_LAYOUT_BHLD, 62, -2.0, 2.0))
+            return -1;
+        for (int i = 0; i < 40; i++)
+            ((float *)c->k.data)[i] = (float)(i - 20) * 0.125f;
+        if (broadcast(&c->k, 1u, 2, 2, 5, 4) || broadcast(&c->v, 3u, 2, 2, 5, 3))
+            return -1;
+        c->causal = 1;
+        c->window = 2;
+        c->batch = 2;
+        c->lengths = malloc(2 * sizeof(int64_t));
+        c->left_padding = malloc(2 * sizeof(int64_t));
+        if (!c->lengths || !c->left_padding)
+            return -1;
+        c->lengths[0] = 5;
+        c->lengths[1] = 4;
+        c->left_padding[0] = 0;
+        c->left_padding[1] = 1;
+        int64_t os[4] = {2, 2, 3, 3};
+        if (set_expected(&c->expected, ATTNREF_F32, os))
+            return -1;
+        const double ev[] = {0.25, -1.5, 0.0078125, 1.0 / 3, -0.0};
+        fill_expected(&c->expected, ev, 5);
+        const double ra[] = {3.0e-7, 1.5e-6, 0.0};
+        if (set_tolerance(c, 2.0, ra, 3))
+            return -1;
+        break;
     }
+    default: {
+        /* v2 mask builder: a static key buffer of kv_len = 8 slots, longer than offset + lq. */
+        if (set_text(c, "mask.sample.kv_len", "Decode into a static key buffer of 8 slots.",
+                     "mask.kv_len", NULL))
+            return -1;
+        c->op = ACASE_OP_MASK;
+        c->lq = 2;
+        c->offset = 3;
+        c->kv_len = 8;
+        c->batch = 1;
+        c->lengths = malloc(sizeof(int64_t));
+        if (!c->lengths)
+            return -1;
+        c->lengths[0] = 4;
+        int64_t ks[4] = {1, 1, 2, 8};
+        if (set_expected(&c->expected, ATTNREF_BOOL, ks))
+            return -1;
+        for (int64_t i = 0; i < 2; i++)
+            for (int64_t j = 0; j < 8; j++)
+                c->expected.values[i * 8 + j] = j <= c->offset + i && j < c->lengths[0];
+        break;
+    }
+    }
+    if (!c->lengths && !c->left_padding)
+        c->batch = 1; /* what the reader sets when neither lengths nor left_padding is given */
     c->requires = acase_derive_requires(c);
     return 0;
 }

@@ -1,4 +1,4 @@
-/* test_caselib.c — Criterion tests of the attncase library (case format v1, cases/FORMAT.md).
+/* test_caselib.c — Criterion tests of the attncase library (case format v2, cases/FORMAT.md).
  *
  * Suites: caselib (model, names, capabilities, listing), generator (the documented generator
  * and its test vector), casewrite (canonical text, write -> read -> write), caseread (strict
@@ -87,6 +87,7 @@ static void assert_same_tensor(const char *name, const acase_tensor *a, const ac
     for (int i = 0; i < a->ndim; i++)
         cr_assert_eq(a->shape[i], b->shape[i], "%s.shape[%d]", name, i);
     cr_assert_eq(a->layout, b->layout, "%s.layout", name);
+    cr_assert_eq(a->stride0, b->stride0, "%s.stride0", name);
     cr_assert_eq(a->source, b->source, "%s.source", name);
     if (a->source == ACASE_SRC_UNIFORM) {
         cr_assert_eq(a->seed, b->seed, "%s.seed", name);
@@ -109,6 +110,7 @@ static void assert_same_case(const acase *a, const acase *b)
     cr_assert_eq(a->lq, b->lq);
     cr_assert_eq(a->offset, b->offset);
     cr_assert_eq(a->window, b->window);
+    cr_assert_eq(a->kv_len, b->kv_len);
     cr_assert_eq(a->batch, b->batch);
     cr_assert_eq(!a->lengths, !b->lengths);
     cr_assert_eq(!a->left_padding, !b->left_padding);
@@ -143,7 +145,11 @@ static void assert_same_case(const acase *a, const acase *b)
     for (int64_t r = 0; r < nrows; r++)
         cr_assert_eq(x->row_check ? x->row_check[r] : 0, y->row_check ? y->row_check[r] : 0,
                      "row_check[%lld]", (long long)r);
-    cr_assert(same_bits(a->atol, b->atol) && same_bits(a->rtol, b->rtol));
+    cr_assert(same_bits(a->ulps, b->ulps), "ulps");
+    cr_assert_eq(!a->row_atol, !b->row_atol, "row_atol present");
+    int64_t tol_rows = a->row_atol ? acase_expected_rows(x) : 0;
+    for (int64_t r = 0; r < tol_rows; r++)
+        cr_assert(same_bits(a->row_atol[r], b->row_atol[r]), "row_atol[%lld]", (long long)r);
 }
 
 /* ---- caselib -------------------------------------------------------------------------- */
@@ -195,6 +201,11 @@ Test(caselib, cap_names)
         {"window", ATTNCONF_CAP_WINDOW},
         {"lengths", ATTNCONF_CAP_LENGTHS},
         {"left_padding", ATTNCONF_CAP_LEFT_PAD},
+        {"sdpa.window", ATTNCONF_CAP_SDPA_WINDOW},
+        {"sdpa.lengths", ATTNCONF_CAP_SDPA_LENGTHS},
+        {"sdpa.left_padding", ATTNCONF_CAP_SDPA_LEFT_PAD},
+        {"mask.kv_len", ATTNCONF_CAP_KV_LEN},
+        {"stride0", ATTNCONF_CAP_STRIDE0},
     };
     uint64_t all = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -202,11 +213,11 @@ Test(caselib, cap_names)
         cr_assert_str_eq(acase_cap_name(want[i].bit), want[i].name);
         all |= want[i].bit;
     }
-    cr_assert_eq(all, 0xffffull);
+    cr_assert_eq(all, 0x1fffffull);
     cr_assert_eq(acase_cap_from_name("f64"), 0);
     cr_assert_eq(acase_cap_from_name(""), 0);
     cr_assert_eq(acase_cap_from_name(NULL), 0);
-    cr_assert_null(acase_cap_name(1ull << 16));
+    cr_assert_null(acase_cap_name(1ull << 21));
     cr_assert_null(acase_cap_name(ATTNCONF_CAP_F32 | ATTNCONF_CAP_F16));
 }
 
@@ -222,6 +233,9 @@ Test(caselib, derive_requires_samples)
         ATTNCONF_CAP_BUILD_MASK | ATTNCONF_CAP_WINDOW | ATTNCONF_CAP_LENGTHS |
             ATTNCONF_CAP_LEFT_PAD,
         ATTNCONF_CAP_BUILD_MASK,
+        ATTNCONF_CAP_F32 | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_DV_NE_D | ATTNCONF_CAP_SDPA_WINDOW |
+            ATTNCONF_CAP_SDPA_LENGTHS | ATTNCONF_CAP_SDPA_LEFT_PAD | ATTNCONF_CAP_STRIDE0,
+        ATTNCONF_CAP_BUILD_MASK | ATTNCONF_CAP_LENGTHS | ATTNCONF_CAP_KV_LEN,
     };
     for (int i = 0; i < SAMPLE_COUNT; i++) {
         acase *c = sample_case(i);
@@ -344,7 +358,7 @@ Test(caselib, list_dir_recursive_sorted)
     cr_assert_not_null(mkdtemp(dir));
     static const char *const dirs[] = {"b", "a", "a/z", ".hidden"};
     static const char *const files[] = {"b/2.yaml", "b/10.yaml", "a/z/x.yaml", "a/y.yaml",
-                                        "top.yaml", "notes.yml", "a/readme.md", ".hidden/h.yaml",
+                                        "top.yaml", "other.yml", "a/readme.md", ".hidden/h.yaml",
                                         "a/.swp.yaml", "a/z/case.yaml.bak"};
     char p[256];
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
@@ -576,15 +590,16 @@ Test(casewrite, canonical_text)
     cr_assert_eq(acase_expected_alloc(&c->expected, NULL, 0), 0);
     c->expected.values[0] = 0.5;
     c->expected.values[1] = -0.0;
-    c->atol = 1e-3;
-    c->rtol = 0.0;
+    cr_assert_eq(acase_row_atol_alloc(c, NULL, 0), 0);
+    c->ulps = 2.0;
+    c->row_atol[0] = 1e-3;
     c->requires = acase_derive_requires(c);
     char err[256];
     int rc;
     char *text = write_to_string(c, err, sizeof err, &rc);
     cr_assert_eq(rc, 0, "%s", err);
     static const char want[] =
-        "attnconf_case: 1\n"
+        "attnconf_case: 2\n"
         "id: sdpa.example.tiny\n"
         "description: \"Tiny: one query # not a comment.\"\n"
         "rules: [sdpa.scale.default]\n"
@@ -597,7 +612,7 @@ Test(casewrite, canonical_text)
         "  v: {dtype: f16, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 7, lo: -1.0e+00, hi: 1.0e-01}}\n"
         "expected:\n"
         "  out: {dtype: f16, shape: [1, 1, 1, 2], data: [5.0000000000000000e-01, -0.0000000000000000e+00]}\n"
-        "tolerance: {atol: 1.0e-03, rtol: 0.0e+00}\n";
+        "tolerance: {ulps: 2.0e+00, row_atol: [1.0e-03]}\n";
     cr_assert_str_eq(text, want);
     free(text);
     acase_free(c);
@@ -621,7 +636,10 @@ Test(casewrite, number_forms)
                                     "-1.0e+00, hi: 1.0e+00}"));
     cr_assert_not_null(strstr(text, "mask: {dtype: bool, shape: [3, 5], data: [0, 1, 1, 0, "));
     cr_assert_not_null(strstr(text, "params: {scale: 1.25e-01, causal: false}\n"));
-    cr_assert_not_null(strstr(text, "tolerance: {atol: 1.0e-06, rtol: 3.333333333333333e-01}\n"));
+    cr_assert_not_null(strstr(text, "tolerance: {ulps: 2.5e+00, row_atol: [1.0e-06, 0.0e+00, "
+                                    "4.9e-324, 1.7976931348623157e+308, 3.333333333333333e-01, "
+                                    "1.0e-01]}\n"),
+                       "%s", text);
     cr_assert(signbit(((float *)back->q.data)[3]) && ((float *)back->q.data)[3] == 0.0f);
     cr_assert(signbit(back->expected.values[3]) && back->expected.values[3] == 0.0);
     cr_assert(isnan(((float *)back->q.data)[0]));
@@ -649,6 +667,39 @@ Test(casewrite, number_forms)
     cr_assert_not_null(strstr(text, "expected:\n  keep: {shape: [2, 1, 3, 4], data: [1, 1, 0, 0, 0, 1, 1, 0, "));
     cr_assert_null(strstr(text, "inputs"));
     cr_assert_null(strstr(text, "tolerance"));
+    free(text);
+    acase_free(back);
+    acase_free(c);
+
+    /* v2: sdpa window / lengths / left_padding after causal; stride0 after layout, before the
+     * data (one slice) or generate; kv_len last in the mask params. */
+    c = sample_case(6);
+    cr_assert_not_null(c);
+    back = write_and_reload(c, &text);
+    cr_assert_not_null(strstr(text, "params: {causal: true, window: 2, lengths: [5, 4], "
+                                    "left_padding: [0, 1]}\n"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "  k: {dtype: f32, shape: [2, 2, 5, 4], stride0: [0], data: "
+                                    "[-2.50000000e+00, "));
+    cr_assert_not_null(strstr(text, "2.25000000e+00, 2.37500000e+00]}\n  v: "),
+                       "k holds its 40-value slice, not the 80 logical values");
+    cr_assert_not_null(strstr(text, "  v: {dtype: f32, shape: [2, 2, 5, 3], stride0: [0, 1], "
+                                    "generate: {kind: uniform, seed: 62, lo: -2.0e+00, hi: 2.0e+00}}\n"));
+    cr_assert_not_null(strstr(text, "tolerance: {ulps: 2.0e+00, row_atol: [3.0e-07, 1.5e-06, "
+                                    "0.0e+00, 3.0e-07, "));
+    cr_assert_eq(back->k.numel, 80);
+    cr_assert(memcmp(back->k.data, (const float *)back->k.data + 40, 40 * sizeof(float)) == 0);
+    free(text);
+    acase_free(back);
+    acase_free(c);
+
+    c = sample_case(7);
+    cr_assert_not_null(c);
+    back = write_and_reload(c, &text);
+    cr_assert_not_null(strstr(text, "params: {lq: 2, offset: 3, lengths: [4], kv_len: 8}\n"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "  keep: {shape: [1, 1, 2, 8], data: [1, 1, 1, 1, 0, 0, 0, 0, "
+                                    "1, 1, 1, 1, 0, 0, 0, 0]}\n"));
     free(text);
     acase_free(back);
     acase_free(c);
@@ -786,7 +837,7 @@ Test(casewrite, rejects_invalid_case)
 /* ---- caseread ------------------------------------------------------------------------- */
 
 static const char base_case[] =
-    "attnconf_case: 1\n"                                                               /* 1 */
+    "attnconf_case: 2\n"                                                               /* 1 */
     "id: sdpa.test.base\n"                                                             /* 2 */
     "description: \"Base case.\"\n"                                                    /* 3 */
     "rules: [sdpa.base]\n"                                                             /* 4 */
@@ -799,7 +850,7 @@ static const char base_case[] =
     "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: -1.0, hi: 1.0}}\n"
     "expected:\n"                                                                      /* 12 */
     "  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, -0.75]}\n"                   /* 13 */
-    "tolerance: {atol: 1.0e-06, rtol: 0.0}\n";                                         /* 14 */
+    "tolerance: {ulps: 2.0, row_atol: [1.0e-06]}\n";                                   /* 14 */
 
 /* base_case with 1-based line `line` replaced by `text` (NULL: removed). */
 static char *base_with(int line, const char *text)
@@ -836,7 +887,8 @@ static void expect_error(const char *text, const char *where)
     cr_assert_null(c);
     char want[256];
     snprintf(want, sizeof want, "/case.yaml:%s", where);
-    cr_assert_not_null(strstr(err, want), "error:\n  %s\nwanted:\n  %s", err, want);
+    /* expect, not assert: a table of error cases reports every mismatch in one run */
+    cr_expect_not_null(strstr(err, want), "error:\n  %s\nwanted:\n  %s", err, want);
 }
 
 static void expect_line_error(int line, const char *replacement, const char *where)
@@ -863,8 +915,9 @@ Test(caseread, base_case_loads)
     cr_assert(memcmp(g.data, c->v.data, 8) == 0);
     free(g.data);
     cr_assert_eq(c->expected.values[1], -0.75);
-    cr_assert_eq(c->atol, 1e-6);
-    cr_assert_eq(c->rtol, 0.0);
+    cr_assert_eq(c->ulps, 2.0);
+    cr_assert_not_null(c->row_atol);
+    cr_assert_eq(c->row_atol[0], 1e-6);
     cr_assert_eq(c->mask.present, 0);
     acase_free(c);
 }
@@ -875,7 +928,7 @@ Test(caseread, accepted_spellings)
      * style; an f16 decimal that is exact; f32 decimals rounded to nearest. */
     static const char text[] =
         "id: sdpa.test.spellings\n"
-        "attnconf_case: 1\n"
+        "attnconf_case: 2\n"
         "rules:\n  - sdpa.base\n"
         "description: plain text is fine\n"
         "op: sdpa\n"
@@ -887,7 +940,7 @@ Test(caseread, accepted_spellings)
         "  v: {dtype: f16, shape: [1, 1, 1, 4], data: [+.inf, .Inf, 65504.0, 5.9604644775390625e-08]}\n"
         "expected:\n"
         "  out: {dtype: f16, shape: [1, 1, 1, 4], data: [.NaN, +.INF, 4.9406564584124654e-324, 1.]}\n"
-        "tolerance: {rtol: 0.0, atol: 0.0}\n";
+        "tolerance: {row_atol: [0.0], ulps: 0.0}\n";
     acase *c = NULL;
     char err[256];
     cr_assert_eq(load_text(text, &c, err, sizeof err), 0, "%s", err);
@@ -942,15 +995,27 @@ Test(caseread, document_level)
 
 Test(caseread, version)
 {
-    expect_line_error(1, "attnconf_case: 2",
-                      "1:16: attnconf_case: unsupported format version 2 (this reader reads 1)");
-    expect_line_error(1, "attnconf_case: \"1\"", "1:16: attnconf_case: expected an integer, got a "
+    /* Version 1 files (atol/rtol tolerances, no v2 keys) are refused as such. */
+    expect_line_error(1, "attnconf_case: 1",
+                      "1:16: attnconf_case: unsupported format version 1 (this reader reads 2)");
+    expect_line_error(1, "attnconf_case: 3",
+                      "1:16: attnconf_case: unsupported format version 3 (this reader reads 2)");
+    expect_line_error(1, "attnconf_case: \"2\"", "1:16: attnconf_case: expected an integer, got a "
                                                  "quoted string");
-    expect_line_error(1, "attnconf_case: 1.0", "1:16: attnconf_case: expected a decimal integer");
+    expect_line_error(1, "attnconf_case: 2.0", "1:16: attnconf_case: expected a decimal integer");
     expect_line_error(1, NULL, "1:1: attnconf_case: required key missing");
     /* A future version with unknown keys is reported as a version problem. */
-    char *t = base_with(1, "attnconf_case: 2\nnew_field: 3");
-    expect_error(t, "1:16: attnconf_case: unsupported format version 2");
+    char *t = base_with(1, "attnconf_case: 3\nnew_field: 3");
+    expect_error(t, "1:16: attnconf_case: unsupported format version 3");
+    free(t);
+    /* A whole version-1 file (its v1 tolerance included): the version, not the tolerance. */
+    t = base_with(1, "attnconf_case: 1");
+    char *u = malloc(strlen(t) + 32);
+    cr_assert_not_null(u);
+    char *tol = strstr(t, "tolerance:");
+    snprintf(u, strlen(t) + 32, "%.*stolerance: {atol: 1.0e-06, rtol: 0.0}\n", (int)(tol - t), t);
+    expect_error(u, "1:16: attnconf_case: unsupported format version 1 (this reader reads 2)");
+    free(u);
     free(t);
 }
 
@@ -967,7 +1032,8 @@ Test(caseread, unknown_duplicate_and_missing_keys)
                       "9:6: inputs.q.dtype: required key missing");
     expect_line_error(9, NULL, "9:3: inputs.q: required key missing");
     expect_line_error(14, NULL, "1:1: tolerance: required key missing");
-    expect_line_error(7, "params: {causal: false, window: 2}", "7:25: params.window: unknown key");
+    expect_line_error(7, "params: {causal: false, kv_len: 2}", "7:25: params.kv_len: unknown key");
+    expect_line_error(7, "params: {causal: false, lq: 2}", "7:25: params.lq: unknown key");
     expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2]}",
                       "9:6: inputs.q: exactly one of data and generate is required");
 }
@@ -1004,7 +1070,7 @@ Test(caseread, shapes)
                       "(item 0 is out of range)");
     expect_line_error(9, "  q: {dtype: f32, shape: [4097, 4097], generate: {kind: uniform, seed: 1, lo: 0.0, hi: 1.0}}",
                       "9:26: inputs.q.shape: more than 16777216 elements");
-    expect_line_error(13, "  out: {dtype: f32, shape: [1, 1, 2, 1], data: [0.25, -0.75]}",
+    expect_line_error(13, "  out: {dtype: f32, shape: [1, 1, 1, 1], data: [0.25]}",
                       "13:28: expected.out.shape: must be (B, Hq, Lq, Dv) = [1, 1, 1, 2]");
     expect_line_error(9, "  q: {dtype: f32, shape: [2, 1], layout: blhd, data: [1.0, 2.0]}",
                       "9:42: inputs.q.layout: blhd needs a rank-4 tensor");
@@ -1095,10 +1161,8 @@ Test(caseread, scalars_and_strings)
     expect_line_error(6, "requires: [f32, f64]", "6:17: requires[1]: unknown capability 'f64'");
     expect_line_error(6, "requires: [f32, f32]", "6:17: requires[1]: duplicate capability 'f32'");
     expect_line_error(6, "requires: f32", "6:11: requires: expected a sequence of capability names");
-    expect_line_error(14, "tolerance: {atol: 0, rtol: 0.0}",
-                      "14:19: tolerance.atol: expected a float such as 1.5e-03");
-    expect_line_error(14, "tolerance: {atol: -1.0, rtol: 0.0}",
-                      "14:19: tolerance.atol: must be finite and >= 0");
+    expect_line_error(14, "tolerance: {ulps: 2, row_atol: [1.0e-06]}",
+                      "14:19: tolerance.ulps: expected a float such as 1.5e-03");
     expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: -3, lo: -1.0, hi: 1.0}}",
                       "11:72: inputs.v.generate.seed: expected a non-negative decimal integer");
     expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 18446744073709551616, lo: -1.0, hi: 1.0}}",
@@ -1164,7 +1228,7 @@ Test(caseread, expected_and_tolerance)
 }
 
 static const char mask_case[] =
-    "attnconf_case: 1\n"
+    "attnconf_case: 2\n"
     "id: mask.test.base\n"
     "description: \"Mask.\"\n"
     "rules: [mask.causal]\n"
@@ -1208,7 +1272,7 @@ Test(caseread, mask_op)
         {"requires: [build_mask, lengths, left_padding]", "requires: [build_mask, lengths]",
          "6:11: requires: missing left_padding"},
         {"op: mask\n", "op: mask\ninputs: {}\n", "6:9: inputs: not allowed for op mask"},
-        {"expected:\n", "tolerance: {atol: 0.0, rtol: 0.0}\nexpected:\n",
+        {"expected:\n", "tolerance: {ulps: 0.0, row_atol: [0.0]}\nexpected:\n",
          "8:12: tolerance: only allowed with expected.out"},
         {"  keep:", "  out:", "9:8: expected.out: only for op sdpa"},
         {"lq: 1,", "lq: -1,", "7:14: params.lq: must be >= 0 unless expected is an error"},
@@ -1252,7 +1316,7 @@ Test(caseread, missing_file)
 
 /* Canonical: write(read(rows_case)) is rows_case, byte for byte.  Output (1, 1, 4, 2): 4 rows. */
 static const char rows_case[] =
-    "attnconf_case: 1\n"                                                               /* 1 */
+    "attnconf_case: 2\n"                                                               /* 1 */
     "id: sdpa.test.rows\n"                                                             /* 2 */
     "description: \"Row checks.\"\n"                                                   /* 3 */
     "rules: [fully_masked_row.zero]\n"                                                 /* 4 */
@@ -1268,7 +1332,7 @@ static const char rows_case[] =
     "-7.5000000000000000e-01, 0.0000000000000000e+00, 0.0000000000000000e+00, "
     "5.0000000000000000e-01, .nan, 1.0000000000000000e+00, .inf]}\n"                    /* 13 */
     "  row_checks: {exact: [1], finite: [2, 3]}\n"                                     /* 14 */
-    "tolerance: {atol: 1.0e-06, rtol: 0.0e+00}\n";                                     /* 15 */
+    "tolerance: {ulps: 1.0e+00, row_atol: [1.0e-06, 0.0e+00, 2.5e-01, 0.0e+00]}\n";    /* 15 */
 
 /* `base` with 1-based line `line` replaced by `text` (NULL: removed). */
 static char *lines_with(const char *base, int line, const char *text)
@@ -1533,4 +1597,479 @@ Test(caseread, load_mem)
     cr_assert_eq(acase_load_mem("big", "", (size_t)ACASE_MAX_FILE_BYTES + 1, &c, err, sizeof err),
                  -1);
     cr_assert_not_null(strstr(err, "over the 16777216-byte limit"), "%s", err);
+}
+
+/* ---- caseread / casewrite: the keys new in format v2 ------------------------------------ */
+
+/* Canonical: write(read(v2_case)) is v2_case, byte for byte.  Output (2, 2, 2, 2): 8 rows.
+ * k is stored as its batch-0 slice (2, 3, 2) = 12 values, v as one (3, 2) slice. */
+static const char v2_case[] =
+    "attnconf_case: 2\n"                                                               /* 1 */
+    "id: sdpa.test.v2\n"                                                               /* 2 */
+    "description: \"Format v2 keys.\"\n"                                               /* 3 */
+    "rules: [sdpa.window]\n"                                                           /* 4 */
+    "op: sdpa\n"                                                                       /* 5 */
+    "requires: [f32, causal, sdpa.window, sdpa.lengths, sdpa.left_padding, stride0]\n" /* 6 */
+    "params: {causal: true, window: 2, lengths: [3, 2], left_padding: [0, 1]}\n"       /* 7 */
+    "inputs:\n"                                                                        /* 8 */
+    "  q: {dtype: f32, shape: [2, 2, 2, 2], generate: {kind: uniform, seed: 1, lo: -1.0e+00, hi: 1.0e+00}}\n"
+    "  k: {dtype: f32, shape: [2, 2, 3, 2], stride0: [0], data: [1.00000000e+00, 2.00000000e+00, "
+    "3.00000000e+00, 4.00000000e+00, 5.00000000e+00, 6.00000000e+00, 7.00000000e+00, "
+    "8.00000000e+00, 9.00000000e+00, 1.00000000e+01, 1.10000000e+01, 1.20000000e+01]}\n" /* 10 */
+    "  v: {dtype: f32, shape: [2, 2, 3, 2], stride0: [0, 1], generate: {kind: uniform, seed: 3, lo: -1.0e+00, hi: 1.0e+00}}\n"
+    "expected:\n"                                                                      /* 12 */
+    "  out: {dtype: f32, shape: [2, 2, 2, 2], data: [2.5000000000000000e-01, "
+    "5.0000000000000000e-01, 7.5000000000000000e-01, 1.0000000000000000e+00, "
+    "2.5000000000000000e-01, 5.0000000000000000e-01, 7.5000000000000000e-01, "
+    "1.0000000000000000e+00, 2.5000000000000000e-01, 5.0000000000000000e-01, "
+    "7.5000000000000000e-01, 1.0000000000000000e+00, 2.5000000000000000e-01, "
+    "5.0000000000000000e-01, 7.5000000000000000e-01, 1.0000000000000000e+00]}\n"        /* 13 */
+    "tolerance: {ulps: 2.0e+00, row_atol: [1.0e-06, 0.0e+00, 2.5e-01, 1.0e-06, 1.0e-06, "
+    "1.0e-06, 1.0e-06, 1.0e-06]}\n";                                                   /* 14 */
+
+static void expect_v2_line_error(int line, const char *text, const char *where)
+{
+    char *t = lines_with(v2_case, line, text);
+    expect_error(t, where);
+    free(t);
+}
+
+Test(caseread, v2_keys_load_and_roundtrip)
+{
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(v2_case, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->window, 2);
+    cr_assert_eq(c->batch, 2);
+    cr_assert_eq(c->lengths[0], 3);
+    cr_assert_eq(c->lengths[1], 2);
+    cr_assert_eq(c->left_padding[0], 0);
+    cr_assert_eq(c->left_padding[1], 1);
+    cr_assert_eq(c->ulps, 2.0);
+    static const double ra[8] = {1e-6, 0.0, 0.25, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6};
+    for (int r = 0; r < 8; r++)
+        cr_assert_eq(c->row_atol[r], ra[r], "row_atol[%d]", r);
+    /* stride0: the logical tensor is materialised, the slice repeated along the dims. */
+    cr_assert_eq(c->k.stride0, 1u);
+    cr_assert_eq(c->v.stride0, 3u);
+    cr_assert_eq(c->q.stride0, 0u);
+    static const int64_t logical[4] = {2, 2, 3, 2};
+    for (int d = 0; d < 4; d++) {
+        cr_assert_eq(c->k.shape[d], logical[d], "k.shape[%d]", d);
+        cr_assert_eq(c->v.shape[d], logical[d], "v.shape[%d]", d);
+    }
+    cr_assert_eq(c->k.numel, 24);
+    cr_assert_eq(c->v.numel, 24);
+    const float *k = c->k.data, *v = c->v.data;
+    for (int i = 0; i < 12; i++) {
+        cr_assert_eq(k[i], (float)(i + 1), "k batch 0 [%d]", i);
+        cr_assert_eq(k[12 + i], (float)(i + 1), "k batch 1 [%d]", i);
+    }
+    /* v: one generated (3, 2) slice (seed 3), the same in all four (b, h). */
+    acase_tensor slice;
+    memset(&slice, 0, sizeof slice);
+    slice.present = 1;
+    slice.dtype = ATTNREF_F32;
+    slice.ndim = 1;
+    slice.shape[0] = 6;
+    slice.seed = 3;
+    slice.lo = -1.0;
+    slice.hi = 1.0;
+    cr_assert_eq(acase_tensor_generate(&slice, NULL, 0), 0);
+    for (int bh = 0; bh < 4; bh++)
+        cr_assert(memcmp(v + 6 * bh, slice.data, 6 * sizeof(float)) == 0, "v slice %d", bh);
+    free(slice.data);
+    cr_assert_eq(acase_derive_requires(c),
+                 ATTNCONF_CAP_F32 | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_SDPA_WINDOW |
+                     ATTNCONF_CAP_SDPA_LENGTHS | ATTNCONF_CAP_SDPA_LEFT_PAD | ATTNCONF_CAP_STRIDE0);
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(text, v2_case);
+    free(text);
+    acase_free(c);
+}
+
+Test(caseread, v2_stride0_each_form_roundtrips)
+{
+    /* [1] on k with data: the slice is (2, 1, 3, 2) = 12 values; the heads are repeated. */
+    char *t = lines_with(v2_case, 10,
+                         "  k: {dtype: f32, shape: [2, 2, 3, 2], stride0: [1], data: [1.00000000e+00, "
+                         "2.00000000e+00, 3.00000000e+00, 4.00000000e+00, 5.00000000e+00, "
+                         "6.00000000e+00, 7.00000000e+00, 8.00000000e+00, 9.00000000e+00, "
+                         "1.00000000e+01, 1.10000000e+01, 1.20000000e+01]}");
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(t, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->k.stride0, 2u);
+    const float *k = c->k.data;
+    /* logical (b, h, l, d): the value is stored at (b, 0, l, d) = b * 6 + l * 2 + d (+1). */
+    for (int b = 0; b < 2; b++)
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 6; i++)
+                cr_assert_eq(k[(b * 2 + h) * 6 + i], (float)(b * 6 + i + 1), "k[%d,%d,%d]", b, h, i);
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(text, t, "stride0 [1] is not byte-identical");
+    free(text);
+    acase_free(c);
+    free(t);
+    /* [0] on q with generate; without stride0 on v (full generated tensor). */
+    t = lines_with(v2_case, 9, "  q: {dtype: f32, shape: [2, 2, 2, 2], stride0: [0], generate: "
+                               "{kind: uniform, seed: 1, lo: -1.0e+00, hi: 1.0e+00}}");
+    char *u = lines_with(t, 11, "  v: {dtype: f32, shape: [2, 2, 3, 2], generate: {kind: uniform, "
+                                "seed: 3, lo: -1.0e+00, hi: 1.0e+00}}");
+    cr_assert_eq(load_text(u, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->q.stride0, 1u);
+    cr_assert_eq(c->v.stride0, 0u);
+    cr_assert(memcmp(c->q.data, (const float *)c->q.data + 8, 8 * sizeof(float)) == 0);
+    cr_assert(memcmp(c->v.data, (const float *)c->v.data + 6, 6 * sizeof(float)) != 0,
+              "a full generated v is not repeated");
+    text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(text, u);
+    free(text);
+    acase_free(c);
+    free(u);
+    free(t);
+}
+
+Test(caseread, v2_sdpa_params_errors)
+{
+    static const struct {
+        int line;
+        const char *text, *where;
+    } bad[] = {
+        {7, "params: {causal: false, window: 2, lengths: [3, 2], left_padding: [0, 1]}",
+         "7:33: params.window: needs causal: true unless expected is an error"},
+        {7, "params: {causal: true, window: -1, lengths: [3, 2], left_padding: [0, 1]}",
+         "7:32: params.window: must be >= 0 unless expected is an error"},
+        {7, "params: {causal: true, window: 2.0, lengths: [3, 2], left_padding: [0, 1]}",
+         "7:32: params.window: expected a decimal integer, got '2.0'"},
+        {7, "params: {causal: true, window: 2, lengths: [3, 2, 1], left_padding: [0, 1, 0]}",
+         "7:44: params.lengths: has 3 entries, q has batch 2 (must be equal unless expected is "
+         "an error)"},
+        {7, "params: {causal: true, window: 2, lengths: [3]}",
+         "7:44: params.lengths: has 1 entries, q has batch 2"},
+        {7, "params: {causal: true, window: 2, left_padding: [0]}",
+         "7:49: params.left_padding: has 1 entries, q has batch 2"},
+        {7, "params: {causal: true, window: 2, lengths: [3, 2], left_padding: [0, 1, 0]}",
+         "7:66: params.left_padding: has 3 entries, lengths has 2 (they must match)"},
+        {7, "params: {causal: true, window: 2, lengths: [4, 2], left_padding: [0, 1]}",
+         "7:44: params.lengths: entry 0 = 4 is not in 0..Lk = 3"},
+        {7, "params: {causal: true, window: 2, lengths: [3, -1], left_padding: [0, 1]}",
+         "7:44: params.lengths: entry 1 = -1 is not in 0..Lk = 3"},
+        {7, "params: {causal: true, window: 2, lengths: [3, 2], left_padding: [0, 4]}",
+         "7:66: params.left_padding: entry 1 = 4 is not in 0..Lk = 3"},
+        {7, "params: {causal: true, window: 2, lengths: [], left_padding: [0, 1]}",
+         "7:44: params.lengths: expected 1..4096 integers, got 0"},
+        {6, "requires: [f32, causal, sdpa.lengths, sdpa.left_padding, stride0]",
+         "6:11: requires: missing sdpa.window (implied by the case content)"},
+        {6, "requires: [f32, causal, sdpa.window, sdpa.left_padding, stride0]",
+         "6:11: requires: missing sdpa.lengths"},
+        {6, "requires: [f32, causal, sdpa.window, sdpa.lengths, stride0]",
+         "6:11: requires: missing sdpa.left_padding"},
+        {6, "requires: [f32, causal, sdpa.window, sdpa.lengths, sdpa.left_padding]",
+         "6:11: requires: missing stride0"},
+        {6, "requires: [f32, causal, sdpa.window, sdpa.lengths, sdpa.left_padding, stride1]",
+         "6:71: requires[5]: unknown capability 'stride1'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_v2_line_error(bad[i].line, bad[i].text, bad[i].where);
+}
+
+Test(caseread, v2_stride0_errors)
+{
+    static const char k12[] = "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]";
+    static const struct {
+        const char *stride0, *shape, *where;
+    } bad[] = {
+        {"[2]", "[2, 2, 3, 2]",
+         "10:50: inputs.k.stride0[0]: dimension 2: only 0 (batch) and 1 (heads) can have stride 0"},
+        {"[3]", "[2, 2, 3, 2]", "10:50: inputs.k.stride0[0]: dimension 3: only 0 (batch)"},
+        {"[-1]", "[2, 2, 3, 2]", "10:50: inputs.k.stride0[0]: dimension -1: only 0 (batch)"},
+        {"[1, 0]", "[2, 2, 3, 2]",
+         "10:53: inputs.k.stride0[1]: dimensions must be strictly increasing"},
+        {"[0, 0]", "[2, 2, 3, 2]",
+         "10:53: inputs.k.stride0[1]: dimensions must be strictly increasing"},
+        {"[]", "[2, 2, 3, 2]",
+         "10:49: inputs.k.stride0: expected 1 or 2 dimensions out of 0 (batch) and 1 (heads)"},
+        {"[0, 1, 1]", "[2, 2, 3, 2]", "10:49: inputs.k.stride0: expected 1 or 2 dimensions"},
+        {"0", "[2, 2, 3, 2]",
+         "10:49: inputs.k.stride0: expected a sequence of dimensions (0 = batch, 1 = heads)"},
+        {"[0.0]", "[2, 2, 3, 2]", "10:50: inputs.k.stride0[0]: expected a decimal integer, got '0.0'"},
+        {"[0]", "[2, 3, 2]", "10:46: inputs.k.stride0: needs a rank-4 tensor (rank is 3)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "  k: {dtype: f32, shape: %s, stride0: %s, data: %s}",
+                 bad[i].shape, bad[i].stride0, k12);
+        expect_v2_line_error(10, line, bad[i].where);
+    }
+    /* The data hold the stored slice: 12 values for stride0 [0], not the logical 24. */
+    char line[1024];
+    snprintf(line, sizeof line, "  k: {dtype: f32, shape: [2, 2, 3, 2], stride0: [0], data: "
+             "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 1.0, 2.0, 3.0, "
+             "4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]}");
+    expect_v2_line_error(10, line, "10:60: inputs.k.data: has 24 values, the shape needs 12");
+    /* A mask broadcasts by its shape, never by stride0. */
+    char *t = base_with(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0]}\n"
+                            "  mask: {dtype: bool, shape: [1, 1, 1, 1], stride0: [0], data: [1]}");
+    char *p = strstr(t, "requires: [f32]");
+    cr_assert_not_null(p);
+    char *u = malloc(strlen(t) + 64);
+    cr_assert_not_null(u);
+    snprintf(u, strlen(t) + 64, "%.*srequires: [f32, mask.bool, mask.broadcast]%s", (int)(p - t),
+             t, p + strlen("requires: [f32]"));
+    expect_error(u, "12:53: inputs.mask.stride0: only q, k and v (a mask broadcasts by its shape)");
+    free(u);
+    free(t);
+}
+
+/* A stride-0 tensor built in memory must be constant along its stride-0 dimensions:
+ * acase_validate (and so the writer) refuses one that is not, naming the first element. */
+Test(caselib, validate_stride0_data_constant)
+{
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(v2_case, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(acase_validate(c, err, sizeof err), 0, "%s", err);
+    ((float *)c->k.data)[12 + 5] = -1.0f; /* logical (1, 0, 2, 1) differs from (0, 0, 2, 1) */
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "inputs.k.stride0: element 17 differs from its slice: a stride-0 tensor "
+                          "must be constant along those dimensions");
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, -1, "the writer would silently drop element 17");
+    cr_assert_not_null(strstr(err, "inputs.k.stride0: element 17 differs"), "%s", err);
+    free(text);
+    ((float *)c->k.data)[12 + 5] = 6.0f;
+    /* v is stride 0 on batch and heads: an element of head 1 must match head 0 too. */
+    float *v = c->v.data;
+    v[6] = v[6] + 1.0f;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "inputs.v.stride0: element 6 differs from its slice: a stride-0 tensor "
+                          "must be constant along those dimensions");
+    v[6] = v[0];
+    cr_assert_eq(acase_validate(c, err, sizeof err), 0, "%s", err);
+    /* stride0 bits outside 0..1 and on a mask. */
+    c->k.stride0 = 4;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "inputs.k.stride0: only dimensions 0 (batch) and 1 (heads) can have "
+                          "stride 0");
+    acase_free(c);
+}
+
+Test(caselib, tensor_broadcast)
+{
+    /* (2, 1, 1, 2) stored for stride0 [1] of a logical (2, 2, 1, 2): heads repeated per batch. */
+    acase_tensor t;
+    memset(&t, 0, sizeof t);
+    t.present = 1;
+    t.dtype = ATTNREF_F32;
+    t.ndim = 4;
+    const int64_t stored[4] = {2, 1, 1, 2}, logical[4] = {2, 2, 1, 2};
+    memcpy(t.shape, stored, sizeof stored);
+    cr_assert_eq(acase_tensor_alloc(&t, NULL, 0), 0);
+    for (int i = 0; i < 4; i++)
+        ((float *)t.data)[i] = (float)(i + 1);
+    char err[256];
+    cr_assert_eq(acase_tensor_broadcast(&t, 2u, logical, err, sizeof err), 0, "%s", err);
+    static const float want[8] = {1, 2, 1, 2, 3, 4, 3, 4};
+    cr_assert_eq(t.numel, 8);
+    cr_assert_eq(t.stride0, 2u);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(((float *)t.data)[i], want[i], "element %d: %g", i, ((float *)t.data)[i]);
+    free(t.data);
+    /* Refusals leave t unchanged. */
+    memset(&t, 0, sizeof t);
+    t.present = 1;
+    t.dtype = ATTNREF_F32;
+    t.ndim = 4;
+    memcpy(t.shape, logical, sizeof logical); /* extent 2 on the stride-0 dimension */
+    cr_assert_eq(acase_tensor_alloc(&t, NULL, 0), 0);
+    cr_assert_eq(acase_tensor_broadcast(&t, 2u, logical, err, sizeof err), -1);
+    cr_assert_str_eq(err, "stored extent 2 of dimension 1 does not fit the logical extent 2");
+    cr_assert_eq(t.numel, 8);
+    cr_assert_eq(acase_tensor_broadcast(&t, 4u, logical, err, sizeof err), -1);
+    cr_assert_str_eq(err, "stride0 needs a rank-4 tensor and dimensions 0..1");
+    t.ndim = 3;
+    cr_assert_eq(acase_tensor_broadcast(&t, 1u, logical, err, sizeof err), -1);
+    cr_assert_str_eq(err, "stride0 needs a rank-4 tensor and dimensions 0..1");
+    free(t.data);
+}
+
+Test(caseread, v2_tolerance_errors)
+{
+    static const struct {
+        const char *text, *where;
+    } bad[] = {
+        {"tolerance: {ulps: 2.0e+00, row_atol: [1.0e-06, 0.0e+00, 2.5e-01]}",
+         "14:38: tolerance.row_atol: has 3 values, the output has B*Hq*Lq = 8 rows"},
+        {"tolerance: {ulps: 2.0e+00, row_atol: [1.0e-06, 0.0e+00, 2.5e-01, 1.0e-06, 1.0e-06, "
+         "1.0e-06, 1.0e-06, 1.0e-06, 1.0e-06]}",
+         "14:38: tolerance.row_atol: has 9 values, the output has B*Hq*Lq = 8 rows"},
+        {"tolerance: {ulps: 2.0e+00, row_atol: []}",
+         "14:38: tolerance.row_atol: has 0 values, the output has B*Hq*Lq = 8 rows"},
+        {"tolerance: {ulps: 2.0e+00, row_atol: [1.0e-06, -1.0e-06, 2.5e-01, 1.0e-06, 1.0e-06, "
+         "1.0e-06, 1.0e-06, 1.0e-06]}",
+         "14:48: tolerance.row_atol[1]: must be finite and >= 0"},
+        {"tolerance: {ulps: 2.0e+00, row_atol: [1.0e-06, 0.0e+00, .inf, 1.0e-06, 1.0e-06, "
+         "1.0e-06, 1.0e-06, 1.0e-06]}",
+         "14:57: tolerance.row_atol[2]: must be finite and >= 0"},
+        {"tolerance: {ulps: 2.0e+00, row_atol: [.nan, 0.0e+00, 2.5e-01, 1.0e-06, 1.0e-06, "
+         "1.0e-06, 1.0e-06, 1.0e-06]}",
+         "14:39: tolerance.row_atol[0]: must be finite and >= 0"},
+        {"tolerance: {ulps: 2.0e+00, row_atol: [1, 0.0e+00, 2.5e-01, 1.0e-06, 1.0e-06, "
+         "1.0e-06, 1.0e-06, 1.0e-06]}",
+         "14:39: tolerance.row_atol[0]: expected a float such as 1.5e-03 (with a '.'), .inf, -.inf "
+         "or .nan, got '1'"},
+        {"tolerance: {ulps: 2.0e+00, row_atol: 1.0e-06}",
+         "14:38: tolerance.row_atol: expected a sequence of floats, one per output row"},
+        {"tolerance: {ulps: -1.0, row_atol: [1.0e-06]}",
+         "14:19: tolerance.ulps: must be finite and >= 0"},
+        {"tolerance: {ulps: .inf, row_atol: [1.0e-06]}",
+         "14:19: tolerance.ulps: must be finite and >= 0"},
+        {"tolerance: {ulps: .nan, row_atol: [1.0e-06]}",
+         "14:19: tolerance.ulps: must be finite and >= 0"},
+        {"tolerance: {ulps: 2, row_atol: [1.0e-06]}",
+         "14:19: tolerance.ulps: expected a float such as 1.5e-03 (with a '.'), .inf, -.inf or "
+         ".nan, got '2'"},
+        {"tolerance: {row_atol: [1.0e-06]}", "14:12: tolerance.ulps: required key missing"},
+        {"tolerance: {ulps: 2.0}", "14:12: tolerance.row_atol: required key missing"},
+        /* The version-1 keys are unknown keys now. */
+        {"tolerance: {atol: 1.0e-06, rtol: 0.0}", "14:13: tolerance.atol: unknown key"},
+        {"tolerance: {ulps: 2.0, row_atol: [1.0e-06, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "
+         "rtol: 0.0}",
+         "14:80: tolerance.rtol: unknown key"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_v2_line_error(14, bad[i].text, bad[i].where);
+}
+
+Test(caselib, validate_tolerance)
+{
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(v2_case, &c, err, sizeof err), 0, "%s", err);
+    c->row_atol[7] = -0.5;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "tolerance.row_atol: row 7: -0.5 is not finite and >= 0");
+    c->row_atol[7] = INFINITY;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "tolerance.row_atol: row 7: inf is not finite and >= 0");
+    c->row_atol[7] = 0.0;
+    c->ulps = -1.0;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "tolerance.ulps: must be finite and >= 0");
+    c->ulps = 0.0;
+    cr_assert_eq(acase_validate(c, err, sizeof err), 0, "%s", err);
+    free(c->row_atol);
+    c->row_atol = NULL;
+    cr_assert_eq(acase_validate(c, err, sizeof err), -1);
+    cr_assert_str_eq(err, "tolerance.row_atol: missing (one value per output row)");
+    acase_free(c);
+    /* A rejection case and a mask case carry no tolerance. */
+    for (int i = 3; i <= 4; i++) {
+        c = sample_case(i);
+        cr_assert_not_null(c);
+        c->ulps = 1.0;
+        cr_assert_eq(acase_validate(c, err, sizeof err), -1, "sample %d", i);
+        cr_assert_str_eq(err, "tolerance: only allowed with expected.out");
+        acase_free(c);
+    }
+}
+
+Test(caseread, v2_mask_kv_len)
+{
+    /* kv_len 4 > offset + lq = 2: keep (B, 1, lq, kv_len); slots past offset + lq never kept. */
+    char *t = mask_with("params: {lq: 1, offset: 1, lengths: [2, 1], left_padding: [0, 1]}\n"
+                        "expected:\n  keep: {shape: [2, 1, 1, 2], data: [1, 1, 1, 0]}\n",
+                        "params: {lq: 1, offset: 1, lengths: [2, 1], left_padding: [0, 1], kv_len: 4}\n"
+                        "expected:\n  keep: {shape: [2, 1, 1, 4], data: [1, 1, 0, 0, 0, 1, 0, 0]}\n");
+    char *u = mask_with("requires: [build_mask, lengths, left_padding]",
+                        "requires: [build_mask, lengths, left_padding, mask.kv_len]");
+    char *ok = malloc(strlen(t) + 32);
+    cr_assert_not_null(ok);
+    {
+        /* t with u's requires line */
+        const char *at = strstr(t, "requires: [build_mask, lengths, left_padding]");
+        cr_assert_not_null(at);
+        snprintf(ok, strlen(t) + 32, "%.*srequires: [build_mask, lengths, left_padding, "
+                 "mask.kv_len]%s", (int)(at - t), t, at + strlen("requires: [build_mask, lengths, "
+                 "left_padding]"));
+    }
+    free(u);
+    free(t);
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(ok, &c, err, sizeof err), 0, "%s\n%s", err, ok);
+    cr_assert_eq(c->kv_len, 4);
+    cr_assert_eq(c->expected.shape[3], 4);
+    cr_assert_eq(acase_derive_requires(c), ATTNCONF_CAP_BUILD_MASK | ATTNCONF_CAP_LENGTHS |
+                                               ATTNCONF_CAP_LEFT_PAD | ATTNCONF_CAP_KV_LEN);
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(text, ok, "the mask case with kv_len is canonical");
+    free(text);
+    acase_free(c);
+
+    static const struct {
+        const char *from, *to, *where;
+    } bad[] = {
+        {"kv_len: 4", "kv_len: 1",
+         "7:75: params.kv_len: 1 is below offset + lq = 2 (unless expected is an error)"},
+        {"kv_len: 4", "kv_len: 0", "7:75: params.kv_len: must be >= 1 (omit it for offset + lq)"},
+        {"kv_len: 4", "kv_len: -3", "7:75: params.kv_len: must be >= 1"},
+        {"kv_len: 4", "kv_len: 4.0", "7:75: params.kv_len: expected a decimal integer, got '4.0'"},
+        {"keep: {shape: [2, 1, 1, 4], data: [1, 1, 0, 0, 0, 1, 0, 0]}",
+         "keep: {shape: [2, 1, 1, 2], data: [1, 1, 0, 1]}",
+         "9:17: expected.keep.shape: must be (B, 1, lq, kv_len) = [2, 1, 1, 4]"},
+        {", mask.kv_len]", "]", "6:11: requires: missing mask.kv_len"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *at = strstr(ok, bad[i].from);
+        cr_assert_not_null(at, "%s", bad[i].from);
+        size_t n = strlen(ok) + strlen(bad[i].to) + 1;
+        char *b = malloc(n);
+        cr_assert_not_null(b);
+        snprintf(b, n, "%.*s%s%s", (int)(at - ok), ok, bad[i].to, at + strlen(bad[i].from));
+        expect_error(b, bad[i].where);
+        free(b);
+    }
+    free(ok);
+}
+
+/* A must-reject case may hold any parameter values (that is what it tests), and still round
+ * trips byte for byte. */
+Test(caseread, v2_sdpa_params_in_error_case)
+{
+    char *t = lines_with(v2_case, 14, NULL);
+    char *u = lines_with(t, 13, "  error: einval");
+    char *w = lines_with(u, 7, "params: {causal: false, window: -1, lengths: [9, -1, 2], "
+                               "left_padding: [0, 7, -3]}");
+    acase *c = NULL;
+    char err[256];
+    cr_assert_eq(load_text(w, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->window, -1);
+    cr_assert_eq(c->batch, 3);
+    cr_assert_eq(c->lengths[0], 9);
+    cr_assert_eq(c->left_padding[2], -3);
+    cr_assert_null(c->row_atol);
+    cr_assert_eq(c->ulps, 0.0);
+    int rc;
+    char *text = write_to_string(c, err, sizeof err, &rc);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(text, w);
+    free(text);
+    acase_free(c);
+    /* ...but no tolerance. */
+    char *x = lines_with(w, 13, "  error: einval\ntolerance: {ulps: 0.0, row_atol: []}");
+    expect_error(x, "14:12: tolerance: only allowed with expected.out");
+    free(x);
+    free(w);
+    free(u);
+    free(t);
 }

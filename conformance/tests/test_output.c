@@ -431,6 +431,9 @@ static void write_fixture_files(tmpdir *d, const char **ref, const char **cpu, c
     snprintf(g_results[0].message, sizeof g_results[0].message, "values differ");
     g_results[1] = g_results[3];
     snprintf(g_results[1].id, sizeof g_results[1].id, "sdpa.causal.decode");
+    /* The dtypes reach the JSON and the mutant table's "Catching dtypes" (sorted, distinct). */
+    snprintf(g_results[0].dtype, sizeof g_results[0].dtype, "f32");
+    snprintf(g_results[1].dtype, sizeof g_results[1].dtype, "bf16");
     run.count = 2; /* two sdpa failures: the mutant is caught */
     *mut = tmp_file(d, "mutant.json");
     write_run_file(*mut, &run);
@@ -463,8 +466,10 @@ Test(report, matrix_mutants_failures_deterministic)
                   "3 fail / 5, 1 not supported |\n");
     /* Mutants in their own table, with the em dash for a family without cases. */
     assert_has(a, "\n## Mutants (test-only backends with one deliberate bug; a caught mutant is "
-                  "the expected result)\n\n| Mutant | Version | mask | sdpa | Total | Caught |\n");
-    assert_has(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 | yes |\n");
+                  "the expected result)\n\n| Mutant | Version | mask | sdpa | Total | Caught | "
+                  "Catching cases | Catching dtypes |\n");
+    assert_has(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 | yes | 2 | "
+                  "2: bf16, f32 |\n");
     assert_lacks(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 |\n");
     /* Per-status totals. */
     assert_has(a, "| reference | 1 | 1 | 1 | 1 | 1 | 1 | 0 | 0 | 0 | 6 |\n");
@@ -599,7 +604,7 @@ static const struct {
      {"clause9.fully_masked_zero", "clause13.tolerance", NULL}},
     /* Not of the form clauseN.<name> with N in 1..13: "other". */
     {"sdpa.nomask.basic.f32", "sdpa.nomask",
-     {"clause13.tolerance", "sdpa.definition", "clause14.beyond", "clause03.zero", "clause9",
+     {"clause13.tolerance", "sdpa.definition", "clause20.beyond", "clause03.zero", "clause9",
       NULL}},
 };
 
@@ -679,7 +684,7 @@ Test(report, spec_clauses_two_mutants_and_reference)
                "mutant_topleft, mutant_upcast |\n"
                "| 13 | `clause13.tolerance` | 4 | reference 4/4 | "
                "mutant_topleft, mutant_upcast |\n"
-               "| other | `clause03.zero`, `clause14.beyond`, `clause9`, `sdpa.definition` | 1 | "
+               "| other | `clause03.zero`, `clause20.beyond`, `clause9`, `sdpa.definition` | 1 | "
                "reference 1/1 | \xE2\x80\x94 |\n"
                "\nA rule id `clauseN.<name>` cites SPEC.md clause N;");
     /* After the matrices, before the totals. */
@@ -713,7 +718,7 @@ Test(report, spec_clauses_passing_cells)
                "mutant_topleft, mutant_upcast |\n"
                "| 13 | `clause13.tolerance` | 4 | cpu_fast 1/2 + 1 not supported, "
                "reference 4/4 | mutant_topleft, mutant_upcast |\n"
-               "| other | `clause03.zero`, `clause14.beyond`, `clause9`, `sdpa.definition` | 1 | "
+               "| other | `clause03.zero`, `clause20.beyond`, `clause9`, `sdpa.definition` | 1 | "
                "cpu_fast 1 not supported, reference 1/1 | \xE2\x80\x94 |\n");
     free(a);
     tmp_close(&d);
@@ -758,5 +763,69 @@ Test(report, rules_strict)
                   "| other | `x\\|y` | 1 | x 1/1 | \xE2\x80\x94 |\n");
     free(a);
     free(e);
+    tmp_close(&d);
+}
+
+/* ---- error in units of the allowed error (SPEC.md clause 13) -------------------------------- */
+
+/* The largest error / allowed of a comparison reaches every format: the text line leads with it
+ * (left out when 0: exact checks, older results), TAP's YAML and the JSON carry it, and the
+ * report's headroom table gives the median and the largest over the passing cases per dtype. */
+Test(output_ratio, every_format_and_the_report)
+{
+    hr_result r[3];
+    r[0] = mk("sdpa.a.f16", "sdpa", HR_PASS, "");
+    r[1] = mk("sdpa.b.f16", "sdpa", HR_PASS, "");
+    r[2] = mk("sdpa.c.f16", "sdpa", HR_FAIL, "1 of 8 elements out of tolerance");
+    const double ratio[3] = {0.25, 0.5, 3.5};
+    for (int k = 0; k < 3; k++) {
+        r[k].has_stats = 1;
+        r[k].max_abs_err = 0.001 * (k + 1);
+        r[k].max_rel_err = 0.002;
+        r[k].max_ratio = ratio[k];
+        snprintf(r[k].dtype, sizeof r[k].dtype, "f16");
+    }
+    r[2].first_bad = 3;
+    r[2].bad_ndim = 1;
+    r[2].bad_index[0] = 3;
+    r[2].bad_got = 1.5;
+    r[2].bad_expected = 1.25;
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend_name, sizeof run.backend_name, "reference");
+    snprintf(run.backend_version, sizeof run.backend_version, "0.1.0");
+    snprintf(run.cases_dir, sizeof run.cases_dir, "cases");
+    run.results = r;
+    run.count = 3;
+
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    assert_has(t, "got 1.5, expected 1.25; max err 3.5 x allowed, max abs err 0.003, "
+                  "max rel err 0.002\n");
+    free(t);
+    t = write_mem(&run, HR_FMT_TAP);
+    assert_has(t, "  max_ratio: 3.5\n  max_abs_err: 0.003\n");
+    free(t);
+    t = write_mem(&run, HR_FMT_JSON);
+    json_error_t je;
+    json_t *root = json_loads(t, 0, &je);
+    cr_assert_not_null(root, "%s", je.text);
+    json_t *fail = json_array_get(json_object_get(root, "results"), 2);
+    cr_assert_eq(json_real_value(json_object_get(fail, "max_ratio")), 3.5);
+    json_decref(root);
+    free(t);
+
+    tmpdir d;
+    tmp_open(&d);
+    const char *in = tmp_file(&d, "ratio.json"), *out = tmp_file(&d, "ratio.md");
+    write_run_file(in, &run);
+    const char *argv[] = {"report", "--out", out, "--command", "attnconf report ratio.json", in};
+    cr_assert_eq(report(6, argv), 0, "report failed");
+    char *a = slurp(out);
+    /* Two passing cases (0.25, 0.5): median 0.375, largest 0.5; the FAIL is not headroom. */
+    assert_has(a, "\n## Error in units of the allowed error\n\n");
+    assert_has(a, "| reference | f16 | 2 | 0.375 | 0.5 | `sdpa.b.f16` |\n");
+    /* The failure line of the report carries the ratio too. */
+    assert_has(a, "; max err 3.5 x allowed, max abs err 0.003");
+    free(a);
     tmp_close(&d);
 }

@@ -7,6 +7,7 @@
  * inputs when they were written; the unit tests re-check every 16-bit pattern and millions of
  * rounding cases against an independent oracle.
  */
+#include <math.h>
 #include "attnref/dtype.h"
 
 #include <string.h>
@@ -275,4 +276,31 @@ int attnref_mask_dtype_ok(attnref_dtype mask_dt, attnref_dtype q_dt) {
     attnref_dtype p;
     if (attnref_promote(mask_dt, q_dt, &p) != ATTNREF_OK) return 0;
     return p == q_dt;
+}
+
+double attnref_dtype_ulp(double x, attnref_dtype dt)
+{
+    /* p: significand bits; emin: exponent of the smallest normal. */
+    int p = 24, emin = -126;
+    if (dt == ATTNREF_F16) {
+        p = 11;
+        emin = -14;
+    } else if (dt == ATTNREF_BF16) {
+        p = 8;
+    }
+    if (isnan(x))
+        return NAN;
+    if (isinf(x))
+        return INFINITY;
+    x = fabs(x);
+    int e;
+    if (x == 0.0)
+        e = emin;
+    else {
+        (void)frexp(x, &e); /* x = m * 2^e, m in [0.5, 1): x in [2^(e-1), 2^e) */
+        e -= 1;
+        if (e < emin)
+            e = emin;
+    }
+    return ldexp(1.0, e - p + 1);
 }

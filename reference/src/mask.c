@@ -13,7 +13,7 @@ static int check_per_seq(const int64_t *a, const char *name, int64_t batch, int6
     for (int64_t b = 0; b < batch; b++)
         if (a[b] < 0 || a[b] > lk)
             return attnref__fail(diag, ATTNREF_EINVAL,
-                                 "%s[%lld]: %lld is outside 0..%lld (offset + lq)", name,
+                                 "%s[%lld]: %lld is outside 0..%lld (Lk)", name,
                                  (long long)b, (long long)a[b], (long long)lk);
     return ATTNREF_OK;
 }
@@ -29,6 +29,10 @@ int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_d
     if (p->window < 0)
         return attnref__fail(diag, ATTNREF_EINVAL, "window: must be >= 1, or 0 for none; got %lld",
                              (long long)p->window);
+    if (p->kv_len < 0)
+        return attnref__fail(diag, ATTNREF_EINVAL,
+                             "kv_len: must be >= offset + lq, or 0 for none; got %lld",
+                             (long long)p->kv_len);
     const int per_seq = p->lengths != NULL || p->left_padding != NULL;
     if (per_seq && p->batch < 1)
         return attnref__fail(diag, ATTNREF_EINVAL,
@@ -37,10 +41,19 @@ int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_d
     const int64_t batch = per_seq ? p->batch : 1;
     /* Every factor is checked before it is multiplied, so nothing below can overflow. */
     if (p->offset > ATTNREF_MAX_NUMEL || p->lq > ATTNREF_MAX_NUMEL ||
-        batch > ATTNREF_MAX_NUMEL)
-        return attnref__fail(diag, ATTNREF_ERANGE, "mask: lq %lld, offset %lld, batch %lld too large",
-                             (long long)p->lq, (long long)p->offset, (long long)batch);
-    const int64_t lk = p->offset + p->lq;
+        batch > ATTNREF_MAX_NUMEL || p->kv_len > ATTNREF_MAX_NUMEL)
+        return attnref__fail(diag, ATTNREF_ERANGE,
+                             "mask: lq %lld, offset %lld, batch %lld, kv_len %lld too large",
+                             (long long)p->lq, (long long)p->offset, (long long)batch,
+                             (long long)p->kv_len);
+    int64_t lk = p->offset + p->lq;
+    if (p->kv_len > 0) {
+        if (p->kv_len < lk)
+            return attnref__fail(diag, ATTNREF_EINVAL,
+                                 "kv_len: %lld is shorter than offset + lq = %lld",
+                                 (long long)p->kv_len, (long long)lk);
+        lk = p->kv_len;
+    }
     if (p->lq > 0 && (lk > ATTNREF_MAX_NUMEL / p->lq || batch > ATTNREF_MAX_NUMEL / (p->lq * lk)))
         return attnref__fail(diag, ATTNREF_ERANGE,
                              "mask: (%lld, 1, %lld, %lld) exceeds %lld elements", (long long)batch,

@@ -26,6 +26,56 @@ static int check_rank4(const attnref_tensor *t, const char *name, const char *la
     return ATTNREF_OK;
 }
 
+/* The mask parameters of SPEC clause 19 against the validated dimensions. */
+static int check_mask_params(const attnref_sdpa_params *p, const dims *dm, attnref_diag *diag) {
+    if (p->window < 0)
+        return attnref__fail(diag, ATTNREF_EINVAL, "window: %lld is negative (0 = no window)",
+                             (long long)p->window);
+    if (p->window > 0 && !p->causal)
+        return attnref__fail(diag, ATTNREF_EINVAL,
+                             "window: a sliding window needs causal (it counts back from the "
+                             "query's causal position)");
+    const int64_t *arrays[2] = {p->lengths, p->left_padding};
+    const char *names[2] = {"lengths", "left_padding"};
+    for (int a = 0; a < 2; a++) {
+        if (!arrays[a])
+            continue;
+        if (p->batch != dm->b)
+            return attnref__fail(diag, ATTNREF_EINVAL,
+                                 "%s: %lld entries (params.batch), but q has batch B = %lld",
+                                 names[a], (long long)p->batch, (long long)dm->b);
+        for (int64_t b = 0; b < dm->b; b++)
+            if (arrays[a][b] < 0 || arrays[a][b] > dm->lk)
+                return attnref__fail(diag, ATTNREF_EINVAL, "%s[%lld]: %lld is outside 0..Lk = %lld",
+                                     names[a], (long long)b, (long long)arrays[a][b],
+                                     (long long)dm->lk);
+    }
+    return ATTNREF_OK;
+}
+
+int attnref_sdpa_key_kept(const attnref_sdpa_params *p, int64_t lq, int64_t lk, int64_t b,
+                          int64_t i, int64_t j) {
+    if (!p)
+        return 1;
+    if (p->lengths && j >= p->lengths[b])
+        return 0;
+    if (p->left_padding && j < p->left_padding[b])
+        return 0;
+    if (!p->causal)
+        return 1;
+    const int64_t off = p->has_causal_offset ? p->causal_offset : lk - lq;
+    /* Causal: drop j > off + i, i.e. j - i > off (the indices are small, the offset is any
+     * int64, so only j - i is formed). */
+    const int64_t d = j - i;
+    if (d > off)
+        return 0;
+    /* Window: drop j <= off + i - W, i.e. off - d >= W.  off >= d here, so off - d is a
+     * non-negative number that overflows only when it exceeds INT64_MAX, hence W. */
+    if (p->window > 0 && (d < 0 && off > INT64_MAX + d ? 1 : off - d >= p->window))
+        return 0;
+    return 1;
+}
+
 static int check_args(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
                       const attnref_tensor *mask, const attnref_sdpa_params *p,
                       const attnref_tensor *out, dims *dm, attnref_diag *diag) {
@@ -100,6 +150,8 @@ static int check_args(const attnref_tensor *q, const attnref_tensor *k, const at
                              "mask: give either a mask tensor or causal, not both");
     if (p->has_scale && !isfinite(p->scale))
         return attnref__fail(diag, ATTNREF_EINVAL, "scale: must be finite");
+    if ((rc = check_mask_params(p, dm, diag)) != ATTNREF_OK)
+        return rc;
     if (mask) {
         const int64_t full[4] = {dm->b, dm->hq, dm->lq, dm->lk};
         for (int32_t r = 0; r < mask->ndim; r++) {
@@ -133,7 +185,6 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
         return rc;
 
     const double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)dm.d);
-    const int64_t causal_offset = p->has_causal_offset ? p->causal_offset : dm.lk - dm.lq;
     const int64_t group = dm.hq / dm.hkv; /* query heads per kv head */
 
     /* Scratch: one score row, its kept flags, and the Dv accumulator. */
@@ -167,8 +218,7 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
                 for (int64_t j = 0; j < dm.lk; j++) {
                     kept[j] = 0;
                     double add = 0.0;
-                    /* j > offset + i, written so that no offset can overflow */
-                    if (p->causal && j - i > causal_offset)
+                    if (!attnref_sdpa_key_kept(p, dm.lq, dm.lk, b, i, j))
                         continue;
                     if (mask) {
                         double m = attnref_load(mask->data, mask->dtype, mrow + j * mst[3]);

@@ -539,6 +539,90 @@ Test(dtype, finite_min) {
     cr_assert_eq(attnref_f64_to_f32(attnref_dtype_finite_min(ATTNREF_F32)), -FLT_MAX, "f32 stores finite");
 }
 
+/* ---- ulp (the unit of the tolerance, SPEC clause 13) ------------------------------------ */
+
+Test(dtype, ulp_exact_values) {
+    struct { attnref_dtype dt; double x, want; const char *why; } c[] = {
+        {ATTNREF_F16, 1.0, 0x1p-10, "f16 at 1"},
+        {ATTNREF_F16, -1.0, 0x1p-10, "f16 at -1: the magnitude counts"},
+        {ATTNREF_F16, 0.999, 0x1p-11, "f16 just below 1"},
+        {ATTNREF_F16, 0x1.ffcp-1, 0x1p-11, "f16 largest below 1"},
+        {ATTNREF_F16, 2.0, 0x1p-9, "f16 at 2"},
+        {ATTNREF_F16, 0.0, 0x1p-24, "f16 at 0: the smallest subnormal"},
+        {ATTNREF_F16, -0.0, 0x1p-24, "f16 at -0"},
+        {ATTNREF_F16, 0x1p-24, 0x1p-24, "f16 smallest subnormal"},
+        {ATTNREF_F16, 0x1.ff8p-15, 0x1p-24, "f16 largest subnormal"},
+        {ATTNREF_F16, 0x1p-14, 0x1p-24, "f16 smallest normal"},
+        {ATTNREF_F16, 0x1p-15 * 3, 0x1p-24, "f16 subnormal range"},
+        {ATTNREF_F16, 1e-30, 0x1p-24, "f16 far below the subnormals"},
+        {ATTNREF_F16, 65504.0, 32.0, "f16 largest finite"},
+        {ATTNREF_F16, 1e6, 0x1p9, "f16 beyond the finite range: the binade continues"},
+        {ATTNREF_BF16, 1.0, 0x1p-7, "bf16 at 1"},
+        {ATTNREF_BF16, 0.999, 0x1p-8, "bf16 just below 1"},
+        {ATTNREF_BF16, 0.0, 0x1p-133, "bf16 at 0: the smallest subnormal"},
+        {ATTNREF_BF16, 0x1p-126, 0x1p-133, "bf16 smallest normal"},
+        {ATTNREF_BF16, 0x1p-130, 0x1p-133, "bf16 subnormal"},
+        {ATTNREF_BF16, 3.3895313892515355e38, 0x1p120, "bf16 largest finite"},
+        {ATTNREF_F32, 1.0, 0x1p-23, "f32 at 1"},
+        {ATTNREF_F32, 0.999, 0x1p-24, "f32 just below 1"},
+        {ATTNREF_F32, 0x1.fffffep-1, 0x1p-24, "f32 largest below 1"},
+        {ATTNREF_F32, 0.0, 0x1p-149, "f32 at 0: the smallest subnormal"},
+        {ATTNREF_F32, 0x1p-126, 0x1p-149, "f32 FLT_MIN"},
+        {ATTNREF_F32, 0x1p-140, 0x1p-149, "f32 subnormal"},
+        {ATTNREF_F32, (double)FLT_MAX, 0x1p104, "f32 FLT_MAX"},
+        {ATTNREF_F32, 0.1, 0x1p-27, "f32 at 0.1 (in [2^-4, 2^-3))"},
+        {ATTNREF_BOOL, 1.0, 0x1p-23, "another dtype counts as f32"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        cr_assert_eq(attnref_dtype_ulp(c[i].x, c[i].dt), c[i].want, "%s: got %a, want %a",
+                     c[i].why, attnref_dtype_ulp(c[i].x, c[i].dt), c[i].want);
+}
+
+Test(dtype, ulp_nan_and_inf) {
+    static const attnref_dtype dts[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
+    for (int d = 0; d < 3; d++) {
+        cr_assert(isnan(attnref_dtype_ulp(NAN, dts[d])), "%s NaN", attnref_dtype_name(dts[d]));
+        cr_assert(isnan(attnref_dtype_ulp(-NAN, dts[d])), "%s -NaN", attnref_dtype_name(dts[d]));
+        cr_assert_eq(attnref_dtype_ulp(INFINITY, dts[d]), INFINITY, "%s +inf",
+                     attnref_dtype_name(dts[d]));
+        cr_assert_eq(attnref_dtype_ulp(-INFINITY, dts[d]), INFINITY, "%s -inf gives +inf",
+                     attnref_dtype_name(dts[d]));
+    }
+}
+
+/* Independent oracle: within the finite range the ulp at x is the gap from the representable
+ * value at or below |x| to the next one up.  Every f16 and bf16 pattern, at the value itself,
+ * its negation and the midpoint to the next value. */
+static void check_ulp_gaps_16(attnref_dtype dt, uint16_t max_finite) {
+    for (uint32_t p = 0; p < max_finite; p++) {
+        double v = dt == ATTNREF_F16 ? attnref_f16_to_f32((uint16_t)p) : attnref_bf16_to_f32((uint16_t)p);
+        double n = dt == ATTNREF_F16 ? attnref_f16_to_f32((uint16_t)(p + 1))
+                                     : attnref_bf16_to_f32((uint16_t)(p + 1));
+        double gap = n - v;
+        cr_assert_eq(attnref_dtype_ulp(v, dt), gap, "%s 0x%04x", attnref_dtype_name(dt), p);
+        cr_assert_eq(attnref_dtype_ulp(-v, dt), gap, "%s -0x%04x", attnref_dtype_name(dt), p);
+        cr_assert_eq(attnref_dtype_ulp(v + gap / 2, dt), gap, "%s mid 0x%04x", attnref_dtype_name(dt), p);
+    }
+}
+
+Test(dtype, ulp_is_the_gap_every_f16_bf16) {
+    check_ulp_gaps_16(ATTNREF_F16, 0x7bff);
+    check_ulp_gaps_16(ATTNREF_BF16, 0x7f7f);
+}
+
+Test(dtype, ulp_is_the_gap_f32_random_1m) {
+    uint64_t s = 0x5eed;
+    for (int i = 0; i < 1000000; i++) {
+        uint32_t b = (uint32_t)splitmix64(&s) & 0x7fffffffu;
+        if (b >= 0x7f7fffffu)
+            continue; /* FLT_MAX and above: no next finite value */
+        float v = from32(b);
+        double gap = (double)nextafterf(v, INFINITY) - (double)v;
+        cr_assert_eq(attnref_dtype_ulp(v, ATTNREF_F32), gap, "f32 0x%08x", b);
+        cr_assert_eq(attnref_dtype_ulp(-(double)v, ATTNREF_F32), gap, "f32 -0x%08x", b);
+    }
+}
+
 /* ---- names, sizes, promotion ----------------------------------------------------------- */
 
 Test(dtype, names_sizes_parse) {

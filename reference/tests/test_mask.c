@@ -791,3 +791,70 @@ Test(mask, null_arguments)
     rc = attnref_mask_shape(&p, shape, NULL);
     cr_expect_eq(rc, ATTNREF_EINVAL, "NULL diag error: expected EINVAL, got %d", rc);
 }
+
+/* ---------------------------------------------------------------- static key buffer (kv_len) */
+
+/* A static cache of 8 slots holding 5 tokens, 2 new queries: positions 5 and 6 keep 0..5 and
+ * 0..6; slot 7 (never written yet) is kept by no row. */
+Test(mask, kv_len_static_buffer_slots_past_end_never_kept)
+{
+    attnref_mask_params p = mk_params(2, 5, 0, 1, NULL, NULL);
+    p.kv_len = 8;
+    uint8_t *got = build_checked(&p, 1, 2, 8);
+    static const uint8_t want[2 * 8] = {
+        1, 1, 1, 1, 1, 1, 0, 0, /**/ 1, 1, 1, 1, 1, 1, 1, 0,
+    };
+    expect_keep(got, want, 1, 2, 8, "kv_len 8, offset 5, lq 2");
+    free(got);
+}
+
+/* kv_len composes with window, lengths and left padding, whose ranges grow to 0..kv_len. */
+Test(mask, kv_len_with_window_lengths_left_padding)
+{
+    /* lq=2, offset=3, kv_len=7, W=3: positions 3, 4 keep {1,2,3}, {2,3,4}; b0 lengths 7
+     * (= kv_len, valid), b1 lengths 4 and left padding 2. */
+    const int64_t lengths[2] = {7, 4}, left[2] = {0, 2};
+    attnref_mask_params p = mk_params(2, 3, 3, 2, lengths, left);
+    p.kv_len = 7;
+    uint8_t *got = build_checked(&p, 2, 2, 7);
+    static const uint8_t want[2 * 2 * 7] = {
+        0, 1, 1, 1, 0, 0, 0, /**/ 0, 0, 1, 1, 1, 0, 0,
+        0, 0, 1, 1, 0, 0, 0, /**/ 0, 0, 1, 1, 0, 0, 0,
+    };
+    expect_keep(got, want, 2, 2, 7, "kv_len 7 with window, lengths, left padding");
+    free(got);
+}
+
+/* kv_len = offset + lq is the default shape; kv_len = 0 means the same. */
+Test(mask, kv_len_equal_to_offset_plus_lq_is_plain)
+{
+    attnref_mask_params p = mk_params(3, 2, 0, 1, NULL, NULL);
+    p.kv_len = 5;
+    uint8_t *a = build_checked(&p, 1, 3, 5);
+    p.kv_len = 0;
+    uint8_t *b = build_checked(&p, 1, 3, 5);
+    expect_keep(a, b, 1, 3, 5, "kv_len 5 vs 0");
+    free(a);
+    free(b);
+}
+
+Test(mask, error_kv_len_shorter_or_negative)
+{
+    attnref_mask_params p = mk_params(2, 5, 0, 1, NULL, NULL);
+    p.kv_len = 6; /* < offset + lq = 7 */
+    expect_shape_and_build_fail(&p, ATTNREF_EINVAL, "kv_len 6 < offset + lq 7");
+    int64_t shape[4];
+    attnref_diag diag;
+    fill_diag(&diag);
+    cr_assert_eq(attnref_mask_shape(&p, shape, &diag), ATTNREF_EINVAL);
+    cr_expect_not_null(strstr(diag.msg, "kv_len"), "diag must name \"kv_len\": \"%s\"", diag.msg);
+    p.kv_len = -1;
+    expect_shape_and_build_fail(&p, ATTNREF_EINVAL, "kv_len -1");
+    /* lengths may reach kv_len, not beyond. */
+    const int64_t over[1] = {9};
+    p = mk_params(2, 5, 0, 1, over, NULL);
+    p.kv_len = 8;
+    expect_shape_and_build_fail(&p, ATTNREF_EINVAL, "lengths 9 > kv_len 8");
+    p.kv_len = ATTNREF_MAX_NUMEL + 1;
+    expect_shape_and_build_fail(&p, ATTNREF_ERANGE, "kv_len over the element limit");
+}

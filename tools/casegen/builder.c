@@ -144,7 +144,8 @@ static void require_non_degenerate(const char *id, const attnref_mask_params *p,
 
 void cg_builder_mask(acase *c, attnref_dtype dt, int64_t lq, int64_t offset, int64_t window,
                      int64_t batch, const int64_t *lengths, const int64_t *left_padding) {
-    attnref_mask_params p = {lq, offset, window, batch, lengths, left_padding};
+    attnref_mask_params p = {.lq = lq, .offset = offset, .window = window, .batch = batch,
+                             .lengths = lengths, .left_padding = left_padding};
     int64_t shape[4], n;
     uint8_t *keep = build_keep(c->id, "mask", &p, shape, &n);
     double *vals = malloc(((size_t)n + 1) * sizeof *vals);
@@ -171,7 +172,9 @@ static attnref_tensor view(const acase_tensor *t) {
 }
 
 static void expect_mask(acase *c) {
-    attnref_mask_params p = {c->lq, c->offset, c->window, c->batch, c->lengths, c->left_padding};
+    attnref_mask_params p = {.lq = c->lq, .offset = c->offset, .window = c->window,
+                             .batch = c->batch, .lengths = c->lengths,
+                             .left_padding = c->left_padding, .kv_len = c->kv_len};
     attnref_diag diag;
     int64_t shape[4];
     int rc = attnref_mask_shape(&p, shape, &diag);
@@ -201,8 +204,11 @@ static void expect_sdpa(acase *c) {
     attnref_tensor q = view(&c->q), k = view(&c->k), v = view(&c->v), m;
     if (c->mask.present)
         m = view(&c->mask);
-    attnref_sdpa_params p = {c->has_scale, c->scale, c->causal, c->has_causal_offset,
-                             c->causal_offset};
+    attnref_sdpa_params p = {.has_scale = c->has_scale, .scale = c->scale, .causal = c->causal,
+                             .has_causal_offset = c->has_causal_offset,
+                             .causal_offset = c->causal_offset, .window = c->window,
+                             .batch = c->batch, .lengths = c->lengths,
+                             .left_padding = c->left_padding};
     acase_expected *e = &c->expected;
     char err[256];
     e->dtype = c->q.dtype;
@@ -312,15 +318,24 @@ static void require_non_degenerate(const char *id, const attnref_mask_params *p,
     }
 }
 
-void cg_emit(cg *g, acase *c) {
+static void emit(cg *g, acase *c, int rounded);
+
+void cg_emit(cg *g, acase *c) { emit(g, c, 0); }
+
+void cg_emit_rounded(cg *g, acase *c) { emit(g, c, 1); }
+
+/* rounded: the correctly-rounded form (cg_rows_rounded). */
+static void emit(cg *g, acase *c, int rounded) {
     char err[256], family[ACASE_ID_MAX];
     if (c->op == ACASE_OP_MASK)
         expect_mask(c);
-    else
-        expect_sdpa(c);
+    else if (c->op == ACASE_OP_SDPA)
+        expect_sdpa(c); /* op cache: fam_cache.c filled every step's expectation */
     c->requires = acase_derive_requires(c);
     if (c->op == ACASE_OP_SDPA && !c->expected.error) {
         cg_row_checks(c);
+        if (rounded)
+            cg_rows_rounded(c);
         cg_tolerance(c);
     }
 

@@ -63,10 +63,31 @@ void fam_mask(cg *g);
 void fam_sdpa(cg *g);
 void fam_reports(cg *g);
 void fam_paths(cg *g);
+void fam_cache(cg *g); /* fam_cache.c: cache.* sequences (SPEC 14-18) */
+void fam_params(cg *g);
+void fam_exact(cg *g);
+void fam_kinds(cg *g); /* fam_kinds.c: sentinels, overflow_qk, layout, decode, static */
 
-/* Tolerance model (tolerance.c): sets c->atol / c->rtol from the error of a straightforward
- * same-dtype implementation against the f64 expected values. */
+/* Tolerance (tolerance.c, SPEC.md clause 13): sets c->ulps / c->row_atol from the first-order
+ * error bound (acase_sdpa_bound), then stops casegen unless every honest implementation
+ * (honest.c) passes the case under its row modes. */
 void cg_tolerance(acase *c);
+/* The correctly-rounded form of a case (tolerance.c): every row still CLOSE after
+ * cg_row_checks becomes EXACT and its expected values are rounded (RNE) to the output dtype.
+ * Only for inputs on which every intermediate of an f32-accumulating kernel is exact
+ * (fam_exact.c); cg_tolerance then proves it on each honest implementation. */
+void cg_rows_rounded(acase *c);
+/* cg_emit for such a case: cg_rows_rounded between the row checks and the tolerance. */
+void cg_emit_rounded(cg *g, acase *c);
+
+/* Honest implementations (honest.c): SDPA computed the ways real kernels do (f32 accumulation,
+ * scores rounded only after scaling, P rounded to the dtype before P.V or kept in f32, two-pass,
+ * online, split-K), each output element rounded once to the dtype.  cg_honest_sdpa writes
+ * implementation `which` (0 .. cg_honest_count() - 1) of case c into out (numel, row-major
+ * (B, Hq, Lq, Dv)), with the keys acase_sdpa_row_keys keeps; a row that keeps none is 0. */
+int cg_honest_count(void);
+const char *cg_honest_name(int which);
+void cg_honest_sdpa(const acase *c, int which, double *out);
 /* Per-row check modes (tolerance.c): rows that keep no key must be exactly 0 (clause 9); rows
  * whose kept keys are all at the additive mask's finite minimum are implementation-defined and
  * only need to be finite (clause 11); every other row is compared within tolerance. */

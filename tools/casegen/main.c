@@ -30,6 +30,10 @@ int main(int argc, char **argv) {
     fam_sdpa(&g);
     fam_reports(&g);
     fam_paths(&g);
+    fam_cache(&g);
+    fam_params(&g);
+    fam_exact(&g);
+    fam_kinds(&g);
 
     /* Files casegen no longer produces. */
     char **files = NULL, err[256];

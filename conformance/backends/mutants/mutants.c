@@ -112,8 +112,7 @@ static int rbm_copy(const attnref_tensor *src, attnref_dtype dt, int64_t tile_he
 /* A problem attnref_sdpa has accepted, with what the per-key decision needs. */
 typedef struct rbm_view {
     const attnref_tensor *k, *v, *mask;
-    int causal;
-    int64_t causal_offset;      /* query i keeps key j iff j <= causal_offset + i */
+    const attnref_sdpa_params *p; /* causal, offset and the mask parameters (never NULL) */
     int64_t b, hq, lq, lk, d, dv;
     int64_t group;              /* Hq / Hkv: query head h reads kv head h / group */
     int64_t mst[4];             /* mask strides over (B, Hq, Lq, Lk); 0 where it broadcasts */
@@ -136,8 +135,7 @@ static void rbm_view_init(rbm_view *w, const attnref_tensor *q, const attnref_te
     w->lk = k->shape[2];
     w->dv = v->shape[3];
     w->group = w->hq / k->shape[1];
-    w->causal = p->causal != 0;
-    w->causal_offset = p->has_causal_offset ? p->causal_offset : w->lk - w->lq;
+    w->p = p;
     if (mask) {
         int64_t msh[4];
         rbm_rank4(mask, msh, w->mst);
@@ -147,13 +145,12 @@ static void rbm_view_init(rbm_view *w, const attnref_tensor *q, const attnref_te
     }
 }
 
-/* 1 if query row (b, h, i) keeps key j: the reference's rule, restated here because the bugs
- * below depend on it (causal bottom-right or explicit offset; bool mask true; additive mask
- * not -inf), reading the mask exactly as attnref does (attnref_load on the element offset). */
+/* 1 if query row (b, h, i) keeps key j: the reference's own predicate for causal and the mask
+ * parameters, then the mask tensor (bool true; additive not -inf), read exactly as attnref
+ * does (attnref_load on the element offset). */
 static int rbm_kept(const rbm_view *w, int64_t b, int64_t h, int64_t i, int64_t j)
 {
-    /* j > offset + i, written so that no offset can overflow (as attnref) */
-    if (w->causal && j - i > w->causal_offset)
+    if (!attnref_sdpa_key_kept(w->p, w->lq, w->lk, b, i, j))
         return 0;
     if (w->mask) {
         const int64_t off = b * w->mst[0] + h * w->mst[1] + i * w->mst[2] + j * w->mst[3];
@@ -460,6 +457,19 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
         }
         return attnref_sdpa(q, k, v, mask, &p, out, diag);
     }
+    case RBM_WINDOW_PLUS1:
+    case RBM_LENGTHS_IGNORED: {
+        /* The mask builder's bug in sdpa's own mask parameters too (clause 19): a backend that
+         * counts W + 1 keys or drops the lengths does so wherever it takes them.  The real call
+         * validates first, so invalid parameters are rejected as before. */
+        int st = attnref_sdpa(q, k, v, mask, params, out, diag);
+        attnref_sdpa_params p = *params;
+        if (ATTNCONF_MUTANT == RBM_WINDOW_PLUS1 && p.window > 0 && p.window < INT64_MAX)
+            p.window++;
+        if (ATTNCONF_MUTANT == RBM_LENGTHS_IGNORED)
+            p.lengths = NULL;
+        return st != ATTNREF_OK ? st : attnref_sdpa(q, k, v, mask, &p, out, diag);
+    }
     case RBM_GQA_TILE: return rbm_sdpa_gqa_tile(q, k, v, mask, params, out, diag);
     case RBM_MASKED_ROW_MEAN_V:
     case RBM_MASKED_ROW_NAN:
@@ -469,6 +479,20 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
     case RBM_SCALE_DV: return rbm_sdpa_scale_dv(q, k, v, mask, params, out, diag);
     case RBM_FLOAT01_AS_BOOL: return rbm_sdpa_float01(q, k, v, mask, params, out, diag);
     case RBM_BOOL_EQ_ONE: return rbm_sdpa_bool_eq_one(q, k, v, mask, params, out, diag);
+    case RBM_KERNEL:
+    case RBM_SEED_FINITE:
+    case RBM_QK_ROUND:
+    case RBM_KV_STRIDES:
+    case RBM_DECODE_MASK_HEAD:
+    case RBM_BLOCK_SKIP:
+    case RBM_TRUNCATE_OUTPUT:
+    case RBM_DENSE_KV:
+    case RBM_BLOCK_FIRST_KEY: {
+        /* The reference validates (same rejections and messages); the kernel then overwrites
+         * the output with its own values. */
+        int st = attnref_sdpa(q, k, v, mask, params, out, diag);
+        return st != ATTNREF_OK ? st : km_sdpa(q, k, v, mask, params, out, ATTNCONF_MUTANT, diag);
+    }
     default: return attnref_sdpa(q, k, v, mask, params, out, diag);
     }
 }

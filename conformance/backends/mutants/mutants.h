@@ -21,7 +21,7 @@
 
 /* The bugs (values of ATTNCONF_MUTANT; 0 or undefined is the real reference). */
 #define RBM_TOPLEFT 1           /* causal alignment top-left, sdpa and build_mask [3] */
-#define RBM_WINDOW_PLUS1 2      /* build_mask keeps W + 1 keys [4] */
+#define RBM_WINDOW_PLUS1 2      /* build_mask and sdpa's window parameter keep W + 1 keys [4, 19] */
 #define RBM_GQA_TILE 3          /* query head h reads kv head h % Hkv [1] */
 #define RBM_MASKED_ROW_MEAN_V 4 /* a fully masked row is the mean of V over all keys [9] */
 #define RBM_MASKED_ROW_NAN 5    /* a fully masked row is NaN [9] */
@@ -29,12 +29,32 @@
                                    f32, whatever the promotion rule says [8] */
 #define RBM_NEG1E9 7            /* bool mask turned additive with -1e9 in the q dtype [9, 11] */
 #define RBM_SCALE_DV 8          /* default scale 1/sqrt(Dv) instead of 1/sqrt(D) [2] */
-#define RBM_LENGTHS_IGNORED 9   /* build_mask ignores lengths (right padding) [5] */
+#define RBM_LENGTHS_IGNORED 9   /* build_mask and sdpa ignore lengths (right padding) [5, 19] */
 #define RBM_NAN_LEAK 10         /* an excluded key's NaN/inf in K or V reaches the row [10] */
 #define RBM_FLOAT01_AS_BOOL 11  /* an additive mask of only 0s and 1s read as a bool mask [6] */
 #define RBM_BOOL_EQ_ONE 12      /* a bool mask byte counts as true only when it is 1 [6] */
+/* The flash-style kernel of kernel_mutant.c (online softmax over 16-key blocks, f32
+ * accumulation, P rounded to the dtype).  RBM_KERNEL is that kernel without a bug: it must pass
+ * every case; each number after it switches on one bug. */
+#define RBM_KERNEL 20           /* the honest kernel (a control, not a bug) */
+#define RBM_SEED_FINITE 21      /* running max seeded with -5e4 instead of -inf: rows whose
+                                   logits all lie below it come out 0 [12] */
+#define RBM_QK_ROUND 22         /* raw q.k rounded to the input dtype before scaling (f16
+                                   overflows to inf above 65504) [12, 13] */
+#define RBM_KV_STRIDES 23       /* V addressed with K's strides [1] */
+#define RBM_DECODE_MASK_HEAD 24 /* decode (Lq = 1) indexes a per-head mask with the kv head [7] */
+#define RBM_BLOCK_SKIP 25       /* a 16-key block whose first or last key is masked is skipped
+                                   although it keeps other keys [3, 4, 5] */
+#define RBM_TRUNCATE_OUTPUT 26  /* output rounded toward zero instead of to nearest even [13] */
+#define RBM_DENSE_KV 27         /* K/V batch and head strides derived from the extents (dense
+                                   blocks), ignoring stride 0 and permuted layouts [1] */
+#define RBM_BLOCK_FIRST_KEY 30  /* a 16-key block is processed or skipped by what its first key
+                                   alone says: skipped when that key is masked although later
+                                   keys are kept (a window start or left padding inside a block)
+                                   [19] */
 
-/* The plugin name of the mutant being compiled: "mutant_<bug>", as its CMake target. */
+/* The plugin name of the mutant being compiled: "mutant_<bug>", as its CMake target (the
+ * bug-free RBM_KERNEL, target mutant_kernel, is "kernel_control"). */
 #if !defined(ATTNCONF_MUTANT)
 #error "mutants.h is only for mutant builds: define ATTNCONF_MUTANT"
 #elif ATTNCONF_MUTANT == RBM_TOPLEFT
@@ -61,6 +81,26 @@
 #define RBM_NAME "mutant_float01_as_bool"
 #elif ATTNCONF_MUTANT == RBM_BOOL_EQ_ONE
 #define RBM_NAME "mutant_bool_eq_one"
+#elif ATTNCONF_MUTANT == RBM_KERNEL
+/* The honest control has no bug: a name without "mutant_" puts it among the real backends of
+ * REPORT.md (an independent flash-style implementation), not in the mutant table. */
+#define RBM_NAME "kernel_control"
+#elif ATTNCONF_MUTANT == RBM_SEED_FINITE
+#define RBM_NAME "mutant_seed_finite"
+#elif ATTNCONF_MUTANT == RBM_QK_ROUND
+#define RBM_NAME "mutant_qk_round"
+#elif ATTNCONF_MUTANT == RBM_KV_STRIDES
+#define RBM_NAME "mutant_kv_strides"
+#elif ATTNCONF_MUTANT == RBM_DECODE_MASK_HEAD
+#define RBM_NAME "mutant_decode_mask_head"
+#elif ATTNCONF_MUTANT == RBM_BLOCK_SKIP
+#define RBM_NAME "mutant_block_skip"
+#elif ATTNCONF_MUTANT == RBM_TRUNCATE_OUTPUT
+#define RBM_NAME "mutant_truncate_output"
+#elif ATTNCONF_MUTANT == RBM_DENSE_KV
+#define RBM_NAME "mutant_dense_kv"
+#elif ATTNCONF_MUTANT == RBM_BLOCK_FIRST_KEY
+#define RBM_NAME "mutant_block_first_key"
 #else
 #error "unknown ATTNCONF_MUTANT (see the RBM_* constants in mutants.h)"
 #endif
@@ -73,6 +113,13 @@
 int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
              const attnref_tensor *mask, const attnref_sdpa_params *params, attnref_tensor *out,
              size_t out_capacity, attnref_diag *diag);
+
+/* The flash-style kernel (kernel_mutant.c) with bug `bug` (RBM_KERNEL: none) on arguments that
+ * attnref_sdpa has already accepted; writes out in out->dtype (the q dtype).  Returns
+ * ATTNREF_OK or ATTNREF_ENOMEM. */
+int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+            const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out,
+            int bug, attnref_diag *diag);
 
 /* attnref_build_mask with the mutant's bug (or unchanged).  Returns an attnref status. */
 int rbm_build_mask(const attnref_mask_params *params, attnref_tensor *keep, attnref_diag *diag);

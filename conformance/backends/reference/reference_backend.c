@@ -25,8 +25,13 @@
 #include "attnref/sdpa.h"
 #include "attnref/status.h"
 #include "attnref/tensor.h"
+#include "reference_cache.h"
 
-#if defined(ATTNCONF_MUTANT) && ATTNCONF_MUTANT
+#if defined(ATTNCONF_CACHE_MUTANT) && ATTNCONF_CACHE_MUTANT
+#include "cache_mutants.h" /* test-only: one cache bug in reference_cache.c */
+#define RB_MUTANT 0
+#define RB_NAME RCM_NAME
+#elif defined(ATTNCONF_MUTANT) && ATTNCONF_MUTANT
 #include "mutants.h"
 #define RB_MUTANT 1
 #define RB_NAME RBM_NAME
@@ -38,15 +43,12 @@
 /* The project version (CMakeLists.txt project(VERSION)); the plugin has no other version. */
 #define RB_VERSION "0.1.0"
 
-/* Per-context state: only the text of the last error, so there is no global error state and
- * two contexts never see each other's messages. */
-typedef struct rb_ctx {
-    char err[256];
-} rb_ctx;
+/* Per-context state (rb_ctx, shared with the cache members in reference_cache.h): only the
+ * text of the last error, so there is no global error state and two contexts never see each
+ * other's messages. */
 
 /* Record an error message on ctx and return code. */
-__attribute__((format(printf, 3, 4))) static int rb_fail(rb_ctx *ctx, int code, const char *fmt,
-                                                         ...)
+int rb_fail(rb_ctx *ctx, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -56,7 +58,7 @@ __attribute__((format(printf, 3, 4))) static int rb_fail(rb_ctx *ctx, int code, 
 }
 
 /* Map an attnref status to the ATTNCONF code with the same meaning. */
-static int rb_map_status(int st)
+int rb_map_status(int st)
 {
     switch (st) {
     case ATTNREF_OK: return ATTNCONF_OK;
@@ -82,7 +84,7 @@ static int rb_finish(rb_ctx *ctx, int st, const attnref_diag *diag)
 /* Copy a host descriptor into an attnref descriptor.  Both use element strides and the same
  * dtype values; entries past ndim are copied too (attnref ignores them).  ndim is not checked
  * here: attnref_sdpa / attnref_build_mask validate every descriptor and name the argument. */
-static void rb_to_ref(const attnconf_tensor *in, attnref_tensor *out)
+void rb_to_ref(const attnconf_tensor *in, attnref_tensor *out)
 {
     memset(out, 0, sizeof *out);
     out->data = in->data;
@@ -117,7 +119,10 @@ static uint64_t rb_capabilities(void *ctx)
            ATTNCONF_CAP_MASK_ADD | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_CAUSAL_OFFSET |
            ATTNCONF_CAP_GQA | ATTNCONF_CAP_DV_NE_D | ATTNCONF_CAP_STRIDED | ATTNCONF_CAP_SCALE |
            ATTNCONF_CAP_MASK_BCAST | ATTNCONF_CAP_BUILD_MASK | ATTNCONF_CAP_WINDOW |
-           ATTNCONF_CAP_LENGTHS | ATTNCONF_CAP_LEFT_PAD;
+           ATTNCONF_CAP_LENGTHS | ATTNCONF_CAP_LEFT_PAD | ATTNCONF_CAP_SDPA_WINDOW |
+           ATTNCONF_CAP_SDPA_LENGTHS | ATTNCONF_CAP_SDPA_LEFT_PAD |
+           /* attnref takes any non-negative strides, 0 included; kv_len is a mask param */
+           ATTNCONF_CAP_STRIDE0 | ATTNCONF_CAP_KV_LEN | RC_CAPS;
 }
 
 /* Check that every element `t` can address lies inside `capacity` bytes, given an element size.
@@ -147,7 +152,11 @@ static int rb_sdpa(void *vctx, const attnconf_sdpa_args *args)
         return ATTNCONF_EINVAL;
     if (!args)
         return rb_fail(ctx, ATTNCONF_EINVAL, "sdpa: args is NULL");
-    if (args->struct_size < sizeof(attnconf_sdpa_args))
+    /* The first-revision struct ends before window; a host that knows the mask parameters
+     * sets them only when this backend reports their ATTNCONF_CAP_SDPA_* bits, and
+     * struct_size gates the read. */
+    const size_t sdpa_v1_size = offsetof(attnconf_sdpa_args, window);
+    if (args->struct_size < sdpa_v1_size)
         return rb_fail(ctx, ATTNCONF_EINVAL,
                        "sdpa: args.struct_size is smaller than the ABI v1 struct");
     if (!args->q || !args->k || !args->v || !args->out)
@@ -171,6 +180,15 @@ static int rb_sdpa(void *vctx, const attnconf_sdpa_args *args)
     p.causal = args->causal != 0;
     p.has_causal_offset = args->has_causal_offset != 0;
     p.causal_offset = args->causal_offset;
+    /* The mask parameters (SPEC clause 19): one lengths / left_padding entry per batch row of
+     * q (attnref rejects a q that is not rank 4 before reading them). */
+    if (args->struct_size >=
+        offsetof(attnconf_sdpa_args, left_padding) + sizeof args->left_padding) {
+        p.window = args->window;
+        p.lengths = args->lengths;
+        p.left_padding = args->left_padding;
+        p.batch = args->q->ndim >= 1 ? args->q->shape[0] : 0;
+    }
 
     /* The output buffer must hold every element the strides address; check it before attnref
      * writes (attnref does not know the capacity).  Only a valid float dtype has a size. */
@@ -206,7 +224,10 @@ static int rb_build_mask(void *vctx, const attnconf_mask_args *args)
         return ATTNCONF_EINVAL;
     if (!args)
         return rb_fail(ctx, ATTNCONF_EINVAL, "build_mask: args is NULL");
-    if (args->struct_size < sizeof(attnconf_mask_args))
+    /* The first-revision struct ends before kv_len; a host that knows kv_len sets it only
+     * when this backend reports ATTNCONF_CAP_KV_LEN, and struct_size gates the read. */
+    const size_t mask_v1_size = offsetof(attnconf_mask_args, kv_len);
+    if (args->struct_size < mask_v1_size)
         return rb_fail(ctx, ATTNCONF_EINVAL,
                        "build_mask: args.struct_size is smaller than the ABI v1 struct");
     if (!args->keep)
@@ -219,6 +240,8 @@ static int rb_build_mask(void *vctx, const attnconf_mask_args *args)
     p.batch = args->batch;
     p.lengths = args->lengths;
     p.left_padding = args->left_padding;
+    if (args->struct_size >= mask_v1_size + sizeof args->kv_len)
+        p.kv_len = args->kv_len;
     attnref_tensor keep;
     rb_to_ref(args->keep, &keep);
 
@@ -248,6 +271,7 @@ static const attnconf_backend rb_table = {
     .sdpa = rb_sdpa,
     .build_mask = rb_build_mask,
     .last_error = rb_last_error,
+    RC_TABLE_MEMBERS,
 };
 
 /* The plugin entry point (the only exported symbol).  Returns the table for a host that speaks

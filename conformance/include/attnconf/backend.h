@@ -34,6 +34,12 @@
  *     rejected with ATTNCONF_EDTYPE, never computed upcast [8].
  *   - a row with no kept key (fully masked, or Lk = 0) is exactly 0, never NaN or mean(V) [9];
  *     an excluded key contributes nothing even if its K or V hold NaN or inf [10].
+ *   - KV cache (optional, fourth revision): conformance is judged after every operation on the
+ *     absolute positions each row retains in time order, the keys/values there, the keep mask
+ *     the cache builds and attention through it, never on the physical layout [14-18].
+ *   - mask parameters (third revision): window (with causal), per-row lengths and left_padding
+ *     exclude keys exactly as the build_mask parameters of the same name, composed by
+ *     intersection with causal and a mask tensor; lengths never move the causal offset [19].
  * Results: values are compared with |got - exp| <= atol + rtol*|exp| per case; NaN must meet NaN
  * and inf the same-signed inf.  Returning ATTNCONF_ENOTSUP counts as NOT_SUPPORTED, except in a
  * case that must be rejected, where only the expected code (EDTYPE / EINVAL) passes.
@@ -103,6 +109,24 @@ typedef struct attnconf_tensor {
 #define ATTNCONF_CAP_WINDOW       (1ull << 13) /* build_mask: sliding window */
 #define ATTNCONF_CAP_LENGTHS      (1ull << 14) /* build_mask: per-sequence lengths */
 #define ATTNCONF_CAP_LEFT_PAD     (1ull << 15) /* build_mask: per-sequence left padding */
+/* Third revision of ABI v1: the kernels' own mask parameters (attnconf_sdpa_args.window,
+ * .lengths, .left_padding), static key buffers and stride-0 inputs.  The host never passes a
+ * parameter whose bit the backend does not report. */
+#define ATTNCONF_CAP_SDPA_WINDOW  (1ull << 16) /* sdpa: sliding window parameter (with causal) */
+#define ATTNCONF_CAP_SDPA_LENGTHS (1ull << 17) /* sdpa: per-sequence key lengths parameter */
+#define ATTNCONF_CAP_SDPA_LEFT_PAD (1ull << 18) /* sdpa: per-sequence left padding parameter */
+#define ATTNCONF_CAP_KV_LEN       (1ull << 19) /* build_mask: a key buffer longer than offset+lq */
+#define ATTNCONF_CAP_STRIDE0      (1ull << 20) /* q/k/v with stride 0 on the batch or head axis */
+/* Fourth revision of ABI v1: the KV cache members at the end of attnconf_backend (bits 32..47
+ * are the cache's).  A backend reports a kind's bit only with cache_create, cache_update,
+ * cache_trim, cache_make_mask, cache_state and cache_destroy all set; CACHE_BATCH also needs
+ * cache_filter, cache_extend, cache_merge, cache_prepare and cache_finalize. */
+#define ATTNCONF_CAP_CACHE_STD       (1ull << 32) /* standard (growing) cache [14] */
+#define ATTNCONF_CAP_CACHE_ROTATING  (1ull << 33) /* rotating cache: max_size, keep [15] */
+#define ATTNCONF_CAP_CACHE_CHUNKED   (1ull << 34) /* chunked (Llama 4 style) cache [16] */
+#define ATTNCONF_CAP_CACHE_QUANTIZED (1ull << 35) /* affine-quantized cache [17] */
+#define ATTNCONF_CAP_CACHE_BATCH     (1ull << 36) /* batched cache (left padding) and its ops [18] */
+#define ATTNCONF_CAP_CACHE_BATCH_ROTATING (1ull << 37) /* batched rotating cache [18] */
 
 /* Arguments of `sdpa`.  out = softmax(scale * q.k^T + mask) . v, semantics as attnref/sdpa.h:
  * q (B,Hq,Lq,D), k (B,Hkv,Lk,D), v (B,Hkv,Lk,Dv), out (B,Hq,Lq,Dv). */
@@ -124,6 +148,19 @@ typedef struct attnconf_sdpa_args {
      * the host can report a silent upcast as INCORRECT_DTYPE. */
     attnconf_tensor *out;
     size_t out_capacity;          /* bytes at out->data; at least numel * 4 */
+
+    /* ---- third revision: the kernels' own mask parameters (SPEC.md clause 19).  Read only
+     * when struct_size covers them; the host sets them only for a backend that reports the
+     * matching ATTNCONF_CAP_SDPA_* bit.  Each excludes keys; they compose with the causal flag
+     * and with a mask tensor by intersection (clause 5).  A row left with no key is 0 [9]. ---- */
+    int64_t window;               /* 0 = none; W >= 1 (needs causal): query i also drops key j
+                                     when j <= off + i - W, off the causal offset; W counts the
+                                     query's own key [4] */
+    const int64_t *lengths;       /* [B] or NULL: batch row b keeps only keys j < lengths[b]
+                                     (right padding; 0 <= lengths[b] <= Lk).  Never moves the
+                                     causal offset. */
+    const int64_t *left_padding;  /* [B] or NULL: batch row b keeps only keys
+                                     j >= left_padding[b] (0 <= left_padding[b] <= Lk) */
 } attnconf_sdpa_args;
 
 /* Arguments of `build_mask` (semantics as attnref/mask.h). */
@@ -135,8 +172,81 @@ typedef struct attnconf_mask_args {
     int64_t batch;                /* B (>= 1) when lengths or left_padding is set; else 1 */
     const int64_t *lengths;       /* [batch] total valid keys, cache included; NULL = none */
     const int64_t *left_padding;  /* [batch] first valid key; NULL = none */
-    attnconf_tensor *keep;        /* host-allocated BOOL (B,1,Lq,offset+Lq), contiguous */
+    attnconf_tensor *keep;        /* host-allocated BOOL (B,1,Lq,Lk), contiguous; Lk = kv_len
+                                     when set, else offset + Lq */
+    /* ---- third revision (read only when struct_size covers it; set only for a backend with
+     * ATTNCONF_CAP_KV_LEN) ---- */
+    int64_t kv_len;               /* 0 = offset + lq; else the length of a static key buffer,
+                                     >= offset + lq: slots past offset + lq are never kept */
 } attnconf_mask_args;
+
+/* ---- The KV cache (fourth revision; SPEC.md clauses 14-18; the members at the end of
+ * attnconf_backend).  Layout (B, Hkv, T, D) as mlx-lm's caches (v0.32); conformance is judged on
+ * which absolute positions each row retains, in time order, on the keys/values seen there and
+ * on attention through the cache, never on the physical layout (a ring buffer is fine). ---- */
+typedef enum attnconf_cache_kind {
+    ATTNCONF_CACHE_STANDARD = 1,  /* grows; trim lowers the offset [14] */
+    ATTNCONF_CACHE_ROTATING = 2,  /* keeps `keep` first tokens and a window of max_size [15] */
+    ATTNCONF_CACHE_CHUNKED = 3,   /* drops keys before the current chunk [16] */
+    ATTNCONF_CACHE_QUANTIZED = 4, /* affine quantization per group of group_size values [17] */
+    ATTNCONF_CACHE_BATCH = 5,     /* standard cache with per-row left padding [18] */
+    ATTNCONF_CACHE_BATCH_ROTATING = 6 /* rotating cache with per-row left padding [18] */
+} attnconf_cache_kind;
+
+/* Arguments of cache_create.  EINVAL for any value outside its range. */
+typedef struct attnconf_cache_config {
+    uint32_t struct_size;     /* sizeof(attnconf_cache_config) as compiled by the host */
+    int32_t kind;             /* attnconf_cache_kind */
+    int32_t dtype;            /* F32, F16 or BF16: keys, values (and quantization scales/biases) */
+    int64_t batch;            /* B >= 1 */
+    int64_t kv_heads;         /* Hkv >= 1 */
+    int64_t head_dim;         /* D >= 1 (keys) */
+    int64_t v_head_dim;       /* Dv >= 1 (values) */
+    int64_t max_size;         /* ROTATING, BATCH_ROTATING: >= 1; else 0 */
+    int64_t keep;             /* ROTATING: 0 <= keep < max_size; else 0 */
+    int64_t chunk_size;       /* CHUNKED: >= 1; else 0 */
+    int64_t group_size;       /* QUANTIZED: 32, 64 or 128, dividing D and Dv; else 0 */
+    int64_t bits;             /* QUANTIZED: 4 or 8; else 0 */
+    const int64_t *left_padding; /* BATCH, BATCH_ROTATING: [batch] (each >= 0) or NULL = all 0:
+                                    row b starts at offset -left_padding[b] [18]; else NULL */
+} attnconf_cache_config;
+
+/* Arguments of cache_make_mask. */
+typedef struct attnconf_cache_mask_args {
+    uint32_t struct_size;     /* sizeof(attnconf_cache_mask_args) as compiled by the host */
+    int64_t n;                /* queries: the n tokens the NEXT update appends (n >= 1) */
+    int64_t window;           /* 0 = the cache's own (rotating: max_size); W >= 1: a model's
+                                 sliding window, counted in slots (CHUNKED: must be 0) */
+    attnconf_tensor *keep;    /* host-allocated BOOL (B, 1, n, L), contiguous, L = the length
+                                 the state will have after that update (EINVAL if not); the
+                                 backend writes every element (1 = attend) */
+} attnconf_cache_mask_args;
+
+/* Arguments of cache_state.  The backend always sets batch and length.  When keys is NULL it
+ * writes nothing else (a size query); otherwise offsets, positions, keys and values are host
+ * buffers for exactly that batch and length (EINVAL if their shapes differ), and the backend
+ * fills them: slot s of row b holds the token at absolute position positions[b*L + s]
+ * (increasing along s), or is a padding slot (-1) whose keys/values are not compared. */
+typedef struct attnconf_cache_state {
+    uint32_t struct_size;     /* sizeof(attnconf_cache_state) as compiled by the host */
+    int64_t batch;            /* out: B (filter/extend change it) */
+    int64_t length;           /* out: L, the slots the next attention sees, padding included */
+    int64_t *offsets;         /* [B] out: tokens written to row b minus its left padding (a batched
+                                 cache's row offsets may be negative before its prompt) */
+    int64_t *positions;       /* [B*L] out */
+    attnconf_tensor *keys;    /* (B, Hkv, L, D) host-allocated, contiguous, cache dtype; values
+                                 as stored (dequantized for a quantized cache) */
+    attnconf_tensor *values;  /* (B, Hkv, L, Dv) likewise */
+} attnconf_cache_state;
+
+/* Arguments of cache_prepare (batched cache, before its first update) [18]: */
+typedef struct attnconf_cache_prepare_args {
+    uint32_t struct_size;     /* sizeof(attnconf_cache_prepare_args) as compiled by the host */
+    const int64_t *left_padding;  /* [B] or NULL: more left padding (each >= 0) */
+    const int64_t *lengths;   /* [B] or NULL: only the next lengths[b] tokens appended to row b
+                                 are valid, the rest is right padding until cache_finalize moves
+                                 it to the left */
+} attnconf_cache_prepare_args;
 
 /* A backend option, from `attnconf run --backend-option KEY=VALUE` (repeatable).  Both strings
  * are borrowed for the duration of the open call only. */
@@ -188,6 +298,52 @@ typedef struct attnconf_backend {
      * / another code, with a one-line reason written to err (errlen bytes, NUL-terminated). */
     int (*open_with_options)(void **ctx, const attnconf_option *options, size_t n_options,
                              char *err, size_t errlen);
+
+    /* ---- ABI version 1, fourth revision: the KV cache (SPEC.md clauses 14-18).  A host reads
+     * these only when struct_size covers them, and calls them only for a kind whose
+     * ATTNCONF_CAP_CACHE_* bit the backend reports.  A cache is an opaque handle made by
+     * cache_create or cache_merge on one context and used only with that context.  Every member
+     * returns ATTNCONF_OK or an error code with detail in last_error; after an error the cache
+     * is unchanged.  See the attnconf_cache_* structs above for the arguments. ---- */
+    /* Create an empty cache (offset 0 in every row).  EINVAL: a parameter out of range (see
+     * attnconf_cache_config); ENOTSUP: a valid kind or parameter this backend does not serve. */
+    int (*cache_create)(void *ctx, const attnconf_cache_config *cfg, void **cache);
+    /* Append S new tokens to every row: k (B,Hkv,S,D) and v (B,Hkv,S,Dv), any strides, in the
+     * cache dtype (else EDTYPE); S >= 1.  Afterwards `cache_state` shows what the next attention
+     * sees (the keys mlx-lm's update_and_fetch returns, in time order).  k and v are borrowed
+     * for the call only (the host unmaps them after it): the cache copies what it keeps.
+     * EINVAL: a shape that does not match the cache. */
+    int (*cache_update)(void *ctx, void *cache, const attnconf_tensor *k,
+                        const attnconf_tensor *v);
+    /* Remove the newest n tokens: *trimmed = the number removed, min(n, trimmable) [14]; a
+     * rotating cache whose offset reached max_size trims nothing (*trimmed = 0) [15].
+     * EINVAL: n < 0 (the cache is unchanged). */
+    int (*cache_trim)(void *ctx, void *cache, int64_t n, int64_t *trimmed);
+    /* The keep mask for the next args->n queries, called BEFORE the update that appends their
+     * n tokens (as mlx-lm's make_mask): the key axis is the slots `cache_state` will report
+     * after that update, in the same order.  Causal by absolute position, the cache's window
+     * (rotating) or chunk (chunked), args->window when given, never a padding slot [14-18]. */
+    int (*cache_make_mask)(void *ctx, void *cache, const attnconf_cache_mask_args *args);
+    /* What the cache holds (attnconf_cache_state): call with keys == NULL for the sizes, then
+     * with host buffers of those sizes.  The host compares offsets, positions and (on non-pad
+     * slots) keys/values exactly. */
+    int (*cache_state)(void *ctx, void *cache, attnconf_cache_state *st);
+    /* Free a cache (NULL is a no-op).  The host destroys every cache before closing ctx. */
+    void (*cache_destroy)(void *ctx, void *cache);
+    /* Batched cache only (ATTNCONF_CAP_CACHE_BATCH; EINVAL on any other cache): */
+    /* Keep rows rows[0..n) in that order (each in 0..B-1, n >= 1), then drop the leading slots
+     * that are padding in every remaining row [18]. */
+    int (*cache_filter)(void *ctx, void *cache, const int64_t *rows, int64_t n);
+    /* Append other's rows below cache's, left-padding the shorter side so both end at the same
+     * slot [18].  other is unchanged and still owned by the caller. */
+    int (*cache_extend)(void *ctx, void *cache, const void *other);
+    /* A new BATCH (BATCH_ROTATING) cache whose row i is caches[i] (each a batch-1 STANDARD
+     * (ROTATING, keep 0) cache, n >= 1), left-padded to the longest [18].  Inputs unchanged. */
+    int (*cache_merge)(void *ctx, void *const *caches, int64_t n, void **out);
+    /* Declare padding before a (possibly chunked) prefill (attnconf_cache_prepare_args) [18]. */
+    int (*cache_prepare)(void *ctx, void *cache, const attnconf_cache_prepare_args *args);
+    /* After the prefill: turn the declared right padding into left padding [18]. */
+    int (*cache_finalize)(void *ctx, void *cache);
 } attnconf_backend;
 
 typedef const attnconf_backend *(*attnconf_backend_entry_fn)(uint32_t host_abi_version);

@@ -5,8 +5,9 @@
 
 Standard library only.  MODE (argv[1]):
 
-  ok            a correct adapter: f32 SDPA without masks (causal, offset, GQA, Dv != D,
-                strides and explicit scale included), computed in pure Python in double and
+  ok            a correct adapter: f32 SDPA without mask tensors (causal, offset, GQA, Dv != D,
+                strides, explicit scale and the sdpa.window / sdpa.lengths / sdpa.left_padding
+                parameters included), computed in pure Python in double and
                 rounded once to f32, small cases only; and build_mask (window, lengths, left
                 padding).  Option `device` (default cpu; only cpu
                 is accepted, anything else is refused in hello).
@@ -92,7 +93,8 @@ def hello(header):
             error(EINVAL, "device '%s' is not available (cpu only)" % value)
             return
     caps = ["f32", "causal", "causal.offset", "gqa", "dv_ne_d", "strided", "scale",
-            "build_mask", "window", "lengths", "left_padding"]
+            "build_mask", "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
+            "sdpa.lengths", "sdpa.left_padding"]
     if MODE == "bad_caps":
         caps.append("f64")
     send({"status": 0, "name": "bad_adapter", "version": "bad_adapter 1 (%s)" % MODE,
@@ -116,6 +118,10 @@ def view(desc, data):
 
 def sdpa(header, tensors):
     """Returns (status, error, out_descriptor, payload)."""
+    window = header.get("window", 0)
+    lengths, left = header.get("lengths"), header.get("left_padding")
+    if window < 0 or (window and not header.get("causal")):
+        return EINVAL, "window %d: must be >= 0 and needs causal" % window, None, b""
     if "mask" in tensors:
         return ENOTSUP, "masks are not supported", None, b""
     q, k, v = (tensors[n][0] for n in ("q", "k", "v"))
@@ -133,6 +139,9 @@ def sdpa(header, tensors):
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)  # "nan"/"inf" strings too
     if not math.isfinite(scale):
         return EINVAL, "scale %r is not finite" % scale, None, b""
+    for name, arr in (("lengths", lengths), ("left_padding", left)):
+        if arr is not None and (len(arr) != B or any(x < 0 or x > Lk for x in arr)):
+            return EINVAL, "%s: %d entries in 0..%d expected" % (name, B, Lk), None, b""
     causal = bool(header.get("causal"))
     offset = header.get("causal_offset")
     offset = Lk - Lq if offset is None else offset
@@ -142,7 +151,10 @@ def sdpa(header, tensors):
         for h in range(Hq):
             hk = h // group
             for i in range(Lq):
-                keys = [j for j in range(Lk) if not causal or j <= offset + i]
+                keys = [j for j in range(Lk) if (not causal or j <= offset + i)
+                        and (not window or j > offset + i - window)
+                        and (lengths is None or j < lengths[b])
+                        and (left is None or j >= left[b])]
                 if not keys:
                     result.extend([0.0] * Dv)
                     continue
@@ -162,9 +174,12 @@ def build_mask(h):
     """Returns (status, error, keep_descriptor, payload): the attnref/mask.h semantics."""
     lq, offset, window, batch = h["lq"], h["offset"], h["window"], h["batch"]
     lengths, left = h.get("lengths"), h.get("left_padding")
-    lk = offset + lq
+    kv_len = h.get("kv_len") or 0
+    lk = kv_len if kv_len else offset + lq
     if lq < 0 or offset < 0 or window < 0:
         return EINVAL, "lq, offset and window must be >= 0", None, b""
+    if kv_len and kv_len < offset + lq:
+        return EINVAL, "kv_len %d is below offset + lq = %d" % (kv_len, offset + lq), None, b""
     per_seq = lengths is not None or left is not None
     if per_seq and batch < 1:
         return EINVAL, "batch must be >= 1 with lengths or left_padding", None, b""

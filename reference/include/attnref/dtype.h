@@ -59,6 +59,12 @@ float attnref_f64_to_f32(double d); /* the C conversion: RNE under the default r
  * Returns 0.0 for BOOL or an unknown value. */
 double attnref_dtype_finite_min(attnref_dtype dt);
 
+/* One unit in the last place of `dt` at x: for |x| in [2^e, 2^(e+1)) within the normal range,
+ * 2^(e - p + 1) with p = 24 (f32), 11 (f16), 8 (bf16); the smallest subnormal for |x| below
+ * the normal range (x = 0 included); NaN for NaN, +inf for an infinity.  Any other dtype is
+ * treated as f32.  Used by the tolerance rule (SPEC.md clause 13). */
+double attnref_dtype_ulp(double x, attnref_dtype dt);
+
 /* Read element `index` (in elements from `data`, strides already applied) as a double: exact
  * for every dtype; BOOL gives 0.0 or 1.0. */
 double attnref_load(const void *data, attnref_dtype dt, int64_t index);

@@ -11,8 +11,13 @@
  *     and j < lengths[b]        when lengths  (right padding: total valid keys, cache included)
  *     and j >= left_padding[b]  when left_padding
  *
- * The result is a boolean keep mask (true = attend) of shape (B, 1, Lq, offset + Lq); B = 1
- * when neither lengths nor left_padding is given.  Composition is an intersection of keep sets.
+ * The result is a boolean keep mask (true = attend) of shape (B, 1, Lq, Lk); B = 1 when
+ * neither lengths nor left_padding is given.  Composition is an intersection of keep sets.
+ *
+ * Static key buffers (SPEC.md clauses 4 and 5): with kv_len > 0 the keys live in a preallocated
+ * buffer of kv_len slots (kv_len >= offset + Lq), so Lk = kv_len; the slots past offset + Lq
+ * hold no token yet and are never kept (the causal rule already excludes them: j <= offset + i
+ * < offset + Lq).  kv_len = 0 means Lk = offset + Lq.
  */
 #ifndef ATTNREF_MASK_H
 #define ATTNREF_MASK_H
@@ -32,14 +37,19 @@ typedef struct attnref_mask_params {
     int64_t window;              /* sliding window W in keys, >= 1; 0 = no window */
     int64_t batch;               /* B; must be >= 1 when lengths or left_padding is given,
                                     ignored (B = 1) otherwise */
-    const int64_t *lengths;      /* [batch] total valid keys, 0..offset+lq; NULL = none */
-    const int64_t *left_padding; /* [batch] first valid key, 0..offset+lq; NULL = none */
+    const int64_t *lengths;      /* [batch] total valid keys, 0..Lk; NULL = none */
+    const int64_t *left_padding; /* [batch] first valid key, 0..Lk; NULL = none */
+    int64_t kv_len;              /* 0: Lk = offset + lq; else the static key buffer's length
+                                    Lk = kv_len >= offset + lq (slots past offset + lq are never
+                                    kept).  Last, so positional initialisers stay valid. */
 } attnref_mask_params;
 
-/* Shape of the keep mask for p: (B, 1, lq, offset + lq), written to shape[0..3].
+/* Shape of the keep mask for p: (B, 1, lq, Lk), Lk = kv_len when kv_len > 0, else offset + lq,
+ * written to shape[0..3].
  * Returns ATTNREF_OK, ATTNREF_EINVAL (a negative count, window < 0, batch < 1 with per-sequence
- * arrays, a lengths/left_padding entry outside 0..offset+lq) or ATTNREF_ERANGE (the mask would
- * exceed ATTNREF_MAX_NUMEL elements).  The diagnostic names the field and the batch row. */
+ * arrays, kv_len < 0 or 0 < kv_len < offset + lq, a lengths/left_padding entry outside 0..Lk)
+ * or ATTNREF_ERANGE (the mask would exceed ATTNREF_MAX_NUMEL elements).  The diagnostic names
+ * the field and the batch row. */
 int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_diag *diag);
 
 /* Write the keep mask into `keep`, a caller-allocated BOOL tensor of exactly the shape given by

@@ -24,6 +24,17 @@
  *   A mask tensor has rank <= 4 and broadcasts to (B, Hq, Lq, Lk) by NumPy rules (trailing
  *   dimensions aligned; each extent equal or 1); per-head masks index query heads.
  *
+ * Mask parameters (SPEC clause 19; the way fast kernels take masks, without a tensor): each
+ * only removes keys, and the keep set is the intersection of every constraint given.
+ *   - window W >= 1 (needs causal): query i, at absolute position off + i with off the causal
+ *     offset above, also drops key j when j <= off + i - W, so it keeps the W keys
+ *     off + i - W < j <= off + i (its own position counts: SPEC clause 4);
+ *   - lengths[b] in 0..Lk: batch row b keeps only keys j < lengths[b] (right padding);
+ *   - left_padding[b] in 0..Lk: batch row b keeps only keys j >= left_padding[b].
+ *   lengths and left padding never move the causal offset (it stays Lk - Lq unless given; ONNX
+ *   opset 24's nonpad_kv_seqlen moves it, a documented divergence).  lengths and left_padding
+ *   compose with causal or with a mask tensor; window, needing causal, never meets a mask tensor.
+ *
  * dtypes: q, k, v share one float dtype, which is the output dtype (out->dtype must equal it).
  * A BOOL mask is always accepted; an additive mask only if promote(mask, q) == q
  * (attnref_mask_dtype_ok; MLX >= v0.22.0), so nothing is ever silently upcast.
@@ -54,15 +65,34 @@ typedef struct attnref_sdpa_params {
     int causal;                /* 1: bottom-right causal mask (see above); mask must be NULL */
     int has_causal_offset;     /* 0: offset = Lk - Lq */
     int64_t causal_offset;     /* absolute position of query 0; used iff causal && has_causal_offset */
+    /* Mask parameters (see above, SPEC clause 19).  Zero / NULL: not given. */
+    int64_t window;            /* 0 = none; W >= 1 needs causal */
+    int64_t batch;             /* entries of lengths / left_padding; must equal B when either is
+                                  given (ignored otherwise) */
+    const int64_t *lengths;    /* [batch] keys kept from the start, 0..Lk; NULL = none */
+    const int64_t *left_padding; /* [batch] first key kept, 0..Lk; NULL = none */
 } attnref_sdpa_params;
 
+/* 1 if query row i of batch row b keeps key j under the parameters alone: causal with its
+ * offset (default Lk - Lq), window, lengths[b] and left_padding[b]; 0 if any of them excludes
+ * it.  The mask tensor is not consulted (a row keeps key j iff this is 1 AND the mask keeps
+ * it).  The one statement of which keys the parameters keep, used by the reference itself and
+ * by every tool that needs to know (tolerance bounds, fuzzing, mutants).
+ * p may be NULL (no parameters: 1).  Preconditions (what attnref_sdpa validates): window >= 0,
+ * and 0 <= b < p->batch when lengths or left_padding is given; i and j are not range-checked
+ * (any int64 offset is safe: nothing overflows).  No error return. */
+int attnref_sdpa_key_kept(const attnref_sdpa_params *p, int64_t lq, int64_t lk, int64_t b,
+                          int64_t i, int64_t j);
+
 /* Compute out (see the file comment).  mask may be NULL; params may be NULL (defaults: no
- * explicit scale, not causal).
+ * explicit scale, not causal, no mask parameters).
  * Errors:
  *   ATTNREF_EINVAL  a NULL tensor, a bad descriptor, rank != 4, D == 0, B/D/Lk mismatch between q, k, v,
  *                   Hkv != v's heads, Hq % Hkv != 0, Hkv == 0, out shape != (B,Hq,Lq,Dv), a mask
  *                   of rank > 4 or not broadcastable to (B,Hq,Lq,Lk), both causal and a mask,
- *                   a non-finite explicit scale;
+ *                   a non-finite explicit scale; window < 0, window without causal,
+ *                   lengths / left_padding given with batch != B, an entry of either
+ *                   outside 0..Lk;
  *   ATTNREF_EDTYPE  q/k/v dtypes differ or are not float, out dtype != q dtype, an additive mask
  *                   dtype that does not promote to the q dtype;
  *   ATTNREF_ERANGE  a tensor larger than ATTNREF_MAX_NUMEL;

@@ -1,4 +1,4 @@
-/* attncase/case.h — in-memory model of a golden case (case format v1, cases/FORMAT.md), its
+/* attncase/case.h — in-memory model of a golden case (case format v2, cases/FORMAT.md), its
  * YAML reader and writer, and the seeded input generator.
  *
  * One library owns the format so that casegen (the writer) and the harness (the reader) cannot
@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define ACASE_FORMAT_VERSION 1
+#define ACASE_FORMAT_VERSION 2
 
 /* Limits that keep a malformed or hostile case file from causing a huge allocation. */
 #define ACASE_MAX_TENSOR_NUMEL ((int64_t)1 << 24) /* per tensor */
@@ -31,7 +31,13 @@ extern "C" {
 #define ACASE_MAX_SCALAR_BYTES ((int64_t)64 << 10) /* one scalar's text (committed: 452) */
 #define ACASE_ID_MAX 128
 
-typedef enum acase_op { ACASE_OP_MASK = 1, ACASE_OP_SDPA = 2 } acase_op;
+typedef enum acase_op {
+    ACASE_OP_MASK = 1,
+    ACASE_OP_SDPA = 2,
+    ACASE_OP_CACHE = 3  /* a sequence of KV cache operations (attncase/cache_case.h) */
+} acase_op;
+
+struct acase_cache; /* the cache part of an ACASE_OP_CACHE case, attncase/cache_case.h */
 
 /* Physical layout of a rank-4 q/k/v input.  BHLD: contiguous (B,H,L,D).  BLHD: the buffer is a
  * contiguous (B,L,H,D) array and the backend sees it as (B,H,L,D) through permuted strides. */
@@ -47,6 +53,10 @@ typedef struct acase_tensor {
     int32_t ndim;
     int64_t shape[4];
     acase_layout layout;
+    /* Format v2 `stride0: [dims]`: bit d set = the harness hands the backend this tensor with
+     * stride 0 on dimension d (d in 0..1: batch or heads; rank 4 only).  `data` is still the
+     * full logical tensor, constant along those dimensions; the file stores one slice. */
+    uint8_t stride0;
     acase_source source;
     uint64_t seed;             /* ACASE_SRC_UNIFORM: SplitMix64 seed */
     double lo, hi;             /* ACASE_SRC_UNIFORM: half-open range [lo, hi) */
@@ -90,8 +100,12 @@ typedef struct acase {
     uint64_t requires;         /* ATTNCONF_CAP_* bits the backend must have */
 
     /* op == ACASE_OP_MASK.  batch: the number of lengths / left_padding entries; the reader
-     * sets 1 when neither is given. */
-    int64_t lq, offset, window, batch;
+     * sets 1 when neither is given.  kv_len: 0 = offset + lq (format v2 `kv_len`: a static key
+     * buffer, keep shape (B, 1, lq, kv_len)).
+     * op == ACASE_OP_SDPA (format v2, the kernels' own mask parameters, SPEC clause 19):
+     * window (0 = none; needs causal), lengths / left_padding ([batch] with batch == B, or
+     * NULL) are passed as attnconf_sdpa_args.window / .lengths / .left_padding. */
+    int64_t lq, offset, window, batch, kv_len;
     int64_t *lengths;          /* owned, [batch], or NULL */
     int64_t *left_padding;     /* owned, [batch], or NULL */
 
@@ -104,7 +118,14 @@ typedef struct acase {
     acase_tensor q, k, v, mask;
 
     acase_expected expected;
-    double atol, rtol;         /* pass iff |got - exp| <= atol + rtol * |exp| per element */
+    /* Tolerance of a CLOSE row (format v2 `tolerance: {ulps, row_atol}`, SPEC clause 13): an
+     * element e of row r passes iff |got - e| <= ulps * attnref_dtype_ulp(e, out dtype) + row_atol[r].
+     * row_atol: owned, [expected.nrows] (allocated with the row checks), finite, >= 0. */
+    double ulps;
+    double *row_atol;
+
+    /* op == ACASE_OP_CACHE: owned, NULL otherwise. */
+    struct acase_cache *cache;
 
     char *path;                /* owned; the file it was read from (NULL if built in memory) */
 } acase;
@@ -154,6 +175,26 @@ int acase_expected_alloc(acase_expected *e, char *err, size_t errlen);
  * non-zero; with Dv == 0 the rows exist but are empty; a zero leading extent gives 0 rows).
  * Needs rank >= 1.  Returns 0, or -1 with err set. */
 int acase_expected_alloc_rows(acase_expected *e, char *err, size_t errlen);
+
+/* The SDPA error bound of SPEC clause 13 for an op: sdpa case with expected.out: computes, from
+ * the case's inputs and parameters, ulps and one row_atol per row (what casegen writes and
+ * `attnconf fuzz` uses), with the clause's safety factor.  row_atol must hold nrows entries.
+ * Returns 0, or -1 with err set. */
+int acase_sdpa_bound(const acase *c, double *ulps, double *row_atol, char *err, size_t errlen);
+
+/* Rows of an SDPA output (the product of every extent of e's shape but the last: B*Hq*Lq), or
+ * -1 for rank 0 or a shape over the limits. */
+int64_t acase_expected_rows(const acase_expected *e);
+/* Allocate c->row_atol for the rows of c->expected (shape already set), zeroed, replacing any
+ * previous one.  Returns 0, or -1 with err set. */
+int acase_row_atol_alloc(acase *c, char *err, size_t errlen);
+
+/* Give t (rank 4, currently holding its STORED slice: extent 1 on every dimension in stride0)
+ * the logical `shape` by repeating the slice along the stride0 dimensions (bit d = dimension d,
+ * d in 0..1), and set t->stride0.  What the reader does with `stride0:`; casegen builds such a
+ * tensor the same way.  Returns 0, or -1 with err set (t unchanged). */
+int acase_tensor_broadcast(acase_tensor *t, uint8_t stride0, const int64_t shape[4], char *err,
+                           size_t errlen);
 
 /* Load one case file.  On success returns 0 and *out (free with acase_free).  On failure returns
  * -1 and writes "path:line:col: field: reason" into err. */

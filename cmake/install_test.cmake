@@ -1,0 +1,182 @@
+# install_test.cmake — ctest install.backend_template: install this build into a scratch prefix,
+# build examples/backend-template against it as a separate project (find_package(attnconf),
+# attnconf_add_tests) and run that project's ctest; then the README's pkg-config compile line,
+# and the installed harness's own defaults (cases and backends found relative to itself, after
+# the whole prefix is moved).  Run by cmake/install.cmake's add_test with -D:
+#   BUILD_DIR TEMPLATE_DIR WORK GENERATOR MAKE_PROGRAM C_COMPILER PKG_CONFIG
+#   BINDIR LIBDIR INCLUDEDIR CASESDIR BACKENDDIR DOCDIR (the GNUInstallDirs layout, relative)
+foreach(v BUILD_DIR TEMPLATE_DIR WORK GENERATOR C_COMPILER BINDIR LIBDIR INCLUDEDIR CASESDIR
+          BACKENDDIR DOCDIR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "install_test: -D ${v}=... is required")
+  endif()
+endforeach()
+
+# run(<what> <expected exit> <output variable> COMMAND...): run, show, check the exit status.
+function(run what rc_want out)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE so ERROR_VARIABLE se)
+  message(STATUS "${what}: exit ${rc}\n${so}${se}")
+  if(NOT rc STREQUAL "${rc_want}")
+    message(FATAL_ERROR "${what}: expected exit ${rc_want}, got ${rc}")
+  endif()
+  set(${out} "${so}${se}" PARENT_SCOPE)
+endfunction()
+
+function(must_match what text re)
+  if(NOT text MATCHES "${re}")
+    message(FATAL_ERROR "${what}: output does not match '${re}'")
+  endif()
+endfunction()
+
+# A literal as a regular expression (build paths and family names hold '.', maybe '+').
+function(re_quote text out)
+  string(REGEX REPLACE "([][.*+?^$(){}|\\\\])" "\\\\\\1" q "${text}")
+  set(${out} "${q}" PARENT_SCOPE)
+endfunction()
+
+set(prefix "${WORK}/prefix")
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+
+# ---- 1. install, and check the layout ------------------------------------------------------------
+run("install" 0 out "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+foreach(f "${BINDIR}/attnconf" "${INCLUDEDIR}/attnconf/backend.h"
+          "${INCLUDEDIR}/attnconf/PROTOCOL.md" "${BACKENDDIR}/reference.so"
+          "${CASESDIR}/FORMAT.md" "${DOCDIR}/SPEC.md" "${DOCDIR}/FORMAT.md"
+          "${DOCDIR}/examples/backend-template/mybackend.c"
+          "${LIBDIR}/cmake/attnconf/attnconfConfig.cmake"
+          "${LIBDIR}/cmake/attnconf/attnconfConfigVersion.cmake"
+          "${LIBDIR}/cmake/attnconf/attnconfTests.cmake" "${LIBDIR}/pkgconfig/attnconf.pc")
+  if(NOT EXISTS "${prefix}/${f}")
+    message(FATAL_ERROR "not installed: ${f}")
+  endif()
+endforeach()
+# Only the reference backend: never a mutant, a test plugin or a third-party plugin.
+file(GLOB backends RELATIVE "${prefix}/${BACKENDDIR}" "${prefix}/${BACKENDDIR}/*")
+if(NOT backends STREQUAL "reference.so")
+  message(FATAL_ERROR "installed backends: '${backends}', expected only reference.so")
+endif()
+file(GLOB_RECURSE stray "${prefix}/*mutant*" "${prefix}/*misbehave*")
+if(stray)
+  message(FATAL_ERROR "test-only files installed: ${stray}")
+endif()
+# The families the template project should register: every case directory installed.
+file(GLOB fam_dirs LIST_DIRECTORIES true "${prefix}/${CASESDIR}/*")
+set(families)
+foreach(d IN LISTS fam_dirs)
+  if(IS_DIRECTORY "${d}")
+    get_filename_component(n "${d}" NAME)
+    list(APPEND families "${n}")
+  endif()
+endforeach()
+list(LENGTH families nfam)
+if(nfam LESS 2)
+  message(FATAL_ERROR "installed cases: ${nfam} families")
+endif()
+
+# ---- 2. the template as a separate project, against the installation only ------------------------
+set(ex "${WORK}/template-build")
+run("configure the template" 0 out "${CMAKE_COMMAND}" -S "${TEMPLATE_DIR}" -B "${ex}"
+    -G "${GENERATOR}" "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}" "-DCMAKE_C_COMPILER=${C_COMPILER}"
+    "-DCMAKE_PREFIX_PATH=${prefix}"
+    "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+run("build the template" 0 out "${CMAKE_COMMAND}" --build "${ex}")
+run("the template's ctest" 0 out "${CMAKE_CTEST_COMMAND}" --test-dir "${ex}" --no-tests=error
+    --output-on-failure --parallel 4)
+must_match("ctest" "${out}" "tests passed, 0 tests failed out of ${nfam}\n")
+must_match("ctest" "${out}" "100% tests passed")
+# f32 SDPA without a mask runs and passes; the mask builder (not implemented) is skipped.
+must_match("ctest" "${out}" "attnconf\\.sdpa\\.nomask [.]+ +Passed")
+must_match("ctest" "${out}" "attnconf\\.mask\\.causal [.]+\\*\\*\\*Skipped")
+# The plugin exports the entry point and nothing else (hidden visibility, as the template says).
+find_program(NM nm)
+if(NM)
+  run("nm the template" 0 out "${NM}" -D --defined-only "${ex}/mybackend.so")
+  string(REGEX MATCHALL " [TtDdBbRrVvWw] [^ \n]+" syms "${out}")
+  if(NOT syms STREQUAL " T attnconf_backend_entry")
+    message(FATAL_ERROR "the template exports '${syms}', not only attnconf_backend_entry")
+  endif()
+endif()
+
+# ---- 2b. attnconf_add_tests's arguments, in a second project ------------------------------------
+set(args "${WORK}/args-project")
+file(WRITE "${args}/expected.yaml" "attnconf_expected: 1\nbackend: mybackend\nversion: \"0.1.0\"
+expect:\n  - case: [\"mask.*\", \"sdpa.nomask.*.f16\", \"sdpa.nomask.*.bf16\"]
+    status: NOT_SUPPORTED\n    clause: 4\n    reason: \"no mask builder; f32 only\"\n")
+# The same plus one status recorded wrongly on purpose: that run must fail, for that alone.
+file(READ "${args}/expected.yaml" wrong)
+file(WRITE "${args}/wrong.yaml" "${wrong}  - case: sdpa.nomask.basic.f32\n    status: FAIL
+    clause: 2\n    reason: \"recorded wrongly on purpose\"\n")
+file(WRITE "${args}/CMakeLists.txt" "cmake_minimum_required(VERSION 3.16)
+project(args LANGUAGES C)
+find_package(attnconf REQUIRED)
+add_library(mb MODULE \"${TEMPLATE_DIR}/mybackend.c\")
+set_target_properties(mb PROPERTIES PREFIX \"\")
+target_link_libraries(mb PRIVATE attnconf::abi m)
+enable_testing()
+attnconf_add_tests(TARGET mb NAME f FILTER \"sdpa.caus?l\" \"sdpa.nomask\")
+attnconf_add_tests(TARGET mb NAME x FILTER \"mask.causal\" sdpa.nomask EXPECTED expected.yaml)
+attnconf_add_tests(TARGET mb NAME w FILTER sdpa.nomask EXPECTED wrong.yaml)
+attnconf_add_tests(TARGET mb NAME o FILTER sdpa.nomask OPTIONS threads=2)
+attnconf_add_tests(TARGET attnconf::reference NAME r FILTER mask.causal)
+")
+run("configure the arguments project" 0 out "${CMAKE_COMMAND}" -S "${args}" -B "${args}/build"
+    -G "${GENERATOR}" "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}" "-DCMAKE_C_COMPILER=${C_COMPILER}"
+    "-DCMAKE_PREFIX_PATH=${prefix}")
+run("build the arguments project" 0 out "${CMAKE_COMMAND}" --build "${args}/build")
+execute_process(COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${args}/build" --output-on-failure
+                        --parallel 4
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(out "${out}${err}")
+message(STATUS "the arguments project's ctest: exit ${rc}\n${out}")
+# FILTER picks families by glob; EXPECTED judges by the file (NOT_SUPPORTED recorded: passed,
+# not skipped; a wrong record: failed); OPTIONS reach the harness (mybackend takes none: refused);
+# the exported reference backend runs as a target too.
+must_match("args" "${out}" " 2 tests failed out of 7\n")
+foreach(t "f\\.sdpa\\.causal" "f\\.sdpa\\.nomask" "x\\.mask\\.causal" "x\\.sdpa\\.nomask"
+          "r\\.mask\\.causal")
+  must_match("args" "${out}" "${t} [.]+ +Passed")
+endforeach()
+must_match("args" "${out}" "w\\.sdpa\\.nomask [.]+\\*\\*\\*Failed")
+must_match("args" "${out}" "wrong\\.yaml: [0-9]+ as expected, 1 unexpected")
+must_match("args" "${out}" "o\\.sdpa\\.nomask [.]+\\*\\*\\*Failed")
+must_match("args" "${out}" "threads")
+
+# ---- 3. the README's compile line for those who do not use CMake -------------------------------
+if(PKG_CONFIG)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env "PKG_CONFIG_PATH=${prefix}/${LIBDIR}/pkgconfig"
+                          "${PKG_CONFIG}" --cflags attnconf
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE cflags OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config --cflags attnconf: exit ${rc}")
+  endif()
+  separate_arguments(cflags UNIX_COMMAND "${cflags}")
+  run("cc with pkg-config" 0 out "${C_COMPILER}" -std=c11 -O2 -Wall -Wextra -Werror -shared
+      -fPIC ${cflags} -o "${WORK}/mybackend.so" "${TEMPLATE_DIR}/mybackend.c" -lm)
+endif()
+
+# ---- 4. the installed harness's defaults, after moving the whole prefix ---------------------------
+set(moved "${WORK}/moved")
+file(RENAME "${prefix}" "${moved}")
+list(GET families 0 gone)
+list(GET families 1 kept)
+re_quote("${gone}" gone_re)
+re_quote("${kept}" kept_re)
+re_quote("${moved}/${BACKENDDIR}/reference.so" ref_re)
+file(REMOVE_RECURSE "${moved}/${CASESDIR}/${gone}") # so the installed cases are told apart
+run("installed list" 0 out "${moved}/${BINDIR}/attnconf" list)
+must_match("list" "${out}" "(^|\n)${kept_re}\\.")
+if(out MATCHES "(^|\n)${gone_re}\\.")
+  message(FATAL_ERROR "the moved attnconf lists '${gone}': not its own installed cases")
+endif()
+run("installed backend-info" 0 out "${moved}/${BINDIR}/attnconf" backend-info --backend reference)
+must_match("backend-info" "${out}" "path: ${ref_re}")
+run("installed run" 0 out "${moved}/${BINDIR}/attnconf" run --backend reference
+    --filter "${kept}.*")
+if(PKG_CONFIG)
+  # One family is enough here: the template's ctest above ran them all.
+  run("pkg-config-built template" 0 out "${moved}/${BINDIR}/attnconf" run
+      --backend "${WORK}/mybackend.so" --cases "${moved}/${CASESDIR}/sdpa.causal"
+      --filter "sdpa.causal.*")
+endif()
+file(REMOVE_RECURSE "${WORK}")

@@ -1,0 +1,495 @@
+/* fuzz.c — `attnconf fuzz`: differential random testing of a backend's sdpa with shrinking.
+ *
+ *   attnconf fuzz --backend X [--seed S] [--count N | --seconds T] [--out-dir DIR]
+ *                 [--json FILE] [--backend-option K=V]... [--timeout S] [--case-timeout S]
+ *                 [--in-process] [--no-meta | --meta-only]
+ *
+ * Call n of seed S is drawn from SplitMix64 seeded with a hash of (S, n), so any call can be
+ * replayed alone and `--seed S --count n+1` replays a run up to it.  Every call becomes an
+ * in-memory acase (fuzz_gen.c) that runs exactly as a golden case does (hr_run_case): in the
+ * forked worker with guarded buffers (or in process for exec: adapters and --in-process),
+ * compared by the harness's comparator within the clause 13 bound.  The worker is forked
+ * once; each call reaches it through a shared mapping (hf_call_pack; the worker rebuilds the
+ * same case), and the output comes back through the same mapping (run.h hr_capture_outputs)
+ * for the metamorphic checks (fuzz_meta.c).  Failing calls are written as YAML case files
+ * (acase_write); ctest checks that `attnconf run` fails them as the fuzzer did.  The first failure is shrunk greedily (fuzz_shrink.c) and written to
+ * --out-dir as case files that `attnconf run` reproduces.
+ *
+ * --json FILE writes one JSON object (schema "attnconf-fuzz/1"): backend, backend_version, seed
+ * (a decimal string: a uint64), calls, skipped (not supported), metamorphic_checks, seconds,
+ * and failure: null, or {call, seconds, check ("differential" or a relation name), status,
+ * message, original, shrunk, shrink_steps, case_files, replay} — the input of
+ * tools/fuzz-survival.
+ *
+ * Exit status: 0 no failure, 1 a failure found (or the backend could not be loaded), 2 usage.
+ */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, strdup, open_memstream, with POSIX 2008 */
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "attncase/case.h"
+#include "backend_load.h"
+#include "fuzz.h"
+#include "fuzz_run.h"
+#include "harness.h"
+#include "locate.h"
+#include "run.h"
+#include "worker.h"
+
+enum { HF_EXIT_FAIL = 1, HF_EXIT_USAGE = 2 };
+
+#define HF_DEFAULT_SECONDS 60.0
+#define HF_MAX_OPTIONS 32
+#define HF_REPLAY_MAX 16384
+
+/* ---- options --------------------------------------------------------------------------- */
+
+typedef struct hf_opts {
+    const char *backend, *out_dir, *json, *timeout, *case_timeout;
+    uint64_t seed;
+    int has_seed;
+    long long count;      /* 0 = until --seconds */
+    double seconds;       /* 0 = until --count */
+    int in_process, no_meta, meta_only;
+    attnconf_option opt[HF_MAX_OPTIONS];
+    char key[HF_MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
+    size_t nopt;
+} hf_opts;
+
+static int hf_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"
+            "                     [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"
+            "                     [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
+            "                     [--case-timeout SECONDS] [--in-process]\n"
+            "                     [--no-meta | --meta-only]\n"
+            "  random sdpa calls (what the backend's capabilities allow) checked against the\n"
+            "  reference within the clause 13 bound, plus metamorphic checks; the first\n"
+            "  failure is shrunk and written to DIR (default attnconf-fuzz) as case files\n"
+            "  for `attnconf run --cases DIR`.  Default --seconds %g; --seed defaults to a\n"
+            "  fresh one (printed).  --meta-only: only the metamorphic checks judge values\n"
+            "  (for a backend whose semantics differ from the reference on purpose).\n"
+            "  Exit 0 no failure, 1 a failure, 2 usage.\n",
+            HF_DEFAULT_SECONDS);
+    return f == stdout ? 0 : HF_EXIT_USAGE;
+}
+
+static int hf_bad(const char *what, const char *arg)
+{
+    fprintf(stderr, "attnconf fuzz: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
+    return hf_usage(stderr);
+}
+
+static int hf_parse(int argc, char **argv, hf_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->out_dir = "attnconf-fuzz";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return hf_usage(stdout) - 1; /* -1: done */
+        if (!strcmp(a, "--in-process")) {
+            o->in_process = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-meta")) {
+            o->no_meta = 1;
+            continue;
+        }
+        if (!strcmp(a, "--meta-only")) {
+            o->meta_only = 1;
+            continue;
+        }
+        static const char *const names[] = {"--backend", "--seed", "--count", "--seconds",
+                                            "--out-dir", "--json", "--backend-option",
+                                            "--timeout", "--case-timeout"};
+        const char *eq = strchr(a, '=');
+        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+        int which = -1;
+        for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
+            if (strlen(names[k]) == nl && !strncmp(a, names[k], nl))
+                which = k;
+        if (which < 0)
+            return hf_bad("unknown option", a);
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v || !v[0])
+            return hf_bad("missing value for option", a);
+        char *end;
+        errno = 0;
+        switch (which) {
+        case 0: o->backend = v; break;
+        case 1:
+            o->seed = strtoull(v, &end, 10);
+            if (*end || errno || v[0] == '-')
+                return hf_bad("--seed: expected an unsigned integer", v);
+            o->has_seed = 1;
+            break;
+        case 2:
+            o->count = strtoll(v, &end, 10);
+            if (*end || errno || o->count < 1)
+                return hf_bad("--count: expected a positive integer", v);
+            break;
+        case 3:
+            o->seconds = strtod(v, &end);
+            if (*end || errno || !isfinite(o->seconds) || !(o->seconds > 0))
+                return hf_bad("--seconds: expected a positive number", v);
+            break;
+        case 4: o->out_dir = v; break;
+        case 5: o->json = v; break;
+        case 6: {
+            const char *kv = strchr(v, '=');
+            size_t kl = kv ? (size_t)(kv - v) : 0;
+            if (!kv || kl > HB_OPTION_KEY_MAX)
+                return hf_bad("--backend-option: expected KEY=VALUE", v);
+            if (o->nopt == HF_MAX_OPTIONS)
+                return hf_bad("too many --backend-option", v);
+            memcpy(o->key[o->nopt], v, kl);
+            o->key[o->nopt][kl] = '\0';
+            if (!hb_option_key_valid(o->key[o->nopt]))
+                return hf_bad("--backend-option: KEY must be [a-z0-9_.-]+", v);
+            o->opt[o->nopt].key = o->key[o->nopt];
+            o->opt[o->nopt].value = kv + 1;
+            o->nopt++;
+            break;
+        }
+        case 7: o->timeout = v; break;
+        case 8: o->case_timeout = v; break;
+        }
+    }
+    if (!o->backend)
+        return hf_bad("--backend is required", NULL);
+    if (o->count && o->seconds)
+        return hf_bad("give --count or --seconds, not both", NULL);
+    if (o->no_meta && o->meta_only)
+        return hf_bad("give --no-meta or --meta-only, not both", NULL);
+    if (!o->count && !o->seconds)
+        o->seconds = HF_DEFAULT_SECONDS;
+    return 0;
+}
+
+/* The seed of call n of run seed s: calls are independent and each replayable alone. */
+static uint64_t hf_call_seed(uint64_t s, long long n)
+{
+    uint64_t st = s ^ (0xD1B54A32D192ED03ull * (uint64_t)(n + 1));
+    acase_splitmix64_next(&st);
+    return acase_splitmix64_next(&st);
+}
+
+static int hf_mkdir(const char *dir)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *s = buf + 1;; s++) {
+        if (*s == '/' || !*s) {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *s = c;
+            if (!c)
+                return 0;
+        }
+    }
+}
+
+/* The one JSON document of --json (schema "attnconf-fuzz/1"). */
+static int hf_write_json(const char *path, const hf_ctx *x, const hf_opts *o, long long calls,
+                         long long skipped, long long metas, double seconds, int failed,
+                         long long fail_n, double fail_s, const hf_fail *f, const char *orig,
+                         const char *shrunk, int steps, char files[][PATH_MAX], int nfiles,
+                         char replay[][HF_REPLAY_MAX], int nreplay)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "schema", json_string("attnconf-fuzz/1"));
+    json_object_set_new(j, "backend", json_string(x->name));
+    json_object_set_new(j, "backend_version", json_string(x->version));
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    json_object_set_new(j, "seed", json_string(seed));
+    json_object_set_new(j, "calls", json_integer(calls));
+    json_object_set_new(j, "skipped", json_integer(skipped));
+    json_object_set_new(j, "metamorphic_checks", json_integer(metas));
+    json_object_set_new(j, "seconds", json_real(seconds));
+    if (!failed) {
+        json_object_set_new(j, "failure", json_null());
+    } else {
+        json_t *fj = json_object();
+        json_object_set_new(fj, "call", json_integer(fail_n));
+        json_object_set_new(fj, "seconds", json_real(fail_s));
+        json_object_set_new(fj, "check",
+                            json_string(f->meta < 0 ? "differential" : hf_meta_name(f->meta)));
+        json_object_set_new(fj, "status", json_string(hr_status_name(f->status)));
+        json_object_set_new(fj, "message", json_string(f->message));
+        json_object_set_new(fj, "original", json_string(orig));
+        json_object_set_new(fj, "shrunk", json_string(shrunk));
+        json_object_set_new(fj, "shrink_steps", json_integer(steps));
+        json_t *fa = json_array();
+        for (int k = 0; k < nfiles; k++)
+            json_array_append_new(fa, json_string(files[k]));
+        json_object_set_new(fj, "case_files", fa);
+        json_t *ra = json_array();
+        for (int k = 0; k < nreplay; k++)
+            json_array_append_new(ra, json_string(replay[k]));
+        json_object_set_new(fj, "replay", ra);
+        json_object_set_new(j, "failure", fj);
+    }
+    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(j);
+    return rc;
+}
+
+/* Write one differential case file; returns 0 and the path in out. */
+static int hf_write_case(const hf_call *call, const char *dir, const char *id, char *out,
+                         char *err, size_t errlen)
+{
+    acase *c = hf_build(call, id, err, errlen);
+    if (!c)
+        return -1;
+    snprintf(out, PATH_MAX, "%s/%s.yaml", dir, id);
+    FILE *f = fopen(out, "w");
+    int rc = f ? acase_write(c, f, err, errlen) : -1;
+    if (!f)
+        snprintf(err, errlen, "%s: %s", out, strerror(errno));
+    if (f && fclose(f) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s: %s", out, strerror(errno));
+        rc = -1;
+    }
+    acase_free(c);
+    return rc;
+}
+
+int hf_fuzz_main(const char *argv0, int argc, char **argv)
+{
+    hf_opts o;
+    int rc = hf_parse(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (!o.has_seed) {
+        uint64_t st = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        o.seed = acase_splitmix64_next(&st) % 1000000000ull;
+    }
+    double timeout_s = HB_DEFAULT_TIMEOUT_S, case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
+    if (o.timeout && !((timeout_s = strtod(o.timeout, NULL)) > 0))
+        return hf_bad("--timeout: expected a positive number of seconds", o.timeout);
+    if (o.case_timeout && !((case_timeout_s = strtod(o.case_timeout, NULL)) > 0))
+        return hf_bad("--case-timeout: expected a positive number of seconds", o.case_timeout);
+
+    static hf_ctx x;
+    memset(&x, 0, sizeof x);
+    x.w.fd = -1;
+    x.sh = mmap(NULL, sizeof *x.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (x.sh == MAP_FAILED) {
+        fprintf(stderr, "attnconf fuzz: mmap: %s\n", strerror(errno));
+        return HF_EXIT_FAIL;
+    }
+    hr_capture_outputs(x.sh->out, HF_OUT_MAX, &x.sh->out_n);
+    x.isolated = !o.in_process && !hb_spec_is_exec(o.backend);
+    x.meta_only = o.meta_only;
+    x.oo = (hb_open_opts){o.opt, o.nopt, timeout_s};
+    char a0[PATH_MAX], be[PATH_MAX], dir_abs[PATH_MAX], err[1024];
+    if (!strchr(argv0, '/') || !realpath(argv0, a0))
+        snprintf(a0, sizeof a0, "%s", argv0);
+    if (!hb_spec_is_path(o.backend) || !realpath(o.backend, be))
+        snprintf(be, sizeof be, "%s", o.backend);
+    if (hf_mkdir(o.out_dir) != 0 || !realpath(o.out_dir, dir_abs)) {
+        fprintf(stderr, "attnconf fuzz: --out-dir %s: %s\n", o.out_dir, strerror(errno));
+        return HF_EXIT_USAGE;
+    }
+    x.rn = (hr_runner){&x.hb, a0, be, dir_abs, o.opt, o.nopt, o.timeout, o.case_timeout};
+    x.wc = (hw_config){o.backend, hl_backend_dir(), &x.oo, &x.rn, case_timeout_s, 0,
+                       hf_worker_case, x.sh};
+    if (x.isolated) {
+        hw_hello hello;
+        if (hw_start(&x.w, &x.wc, &hello) != 0 || !hello.ok) {
+            fprintf(stderr, "attnconf fuzz: %s\n", hello.err);
+            return HF_EXIT_FAIL;
+        }
+        x.caps = hello.caps;
+        snprintf(x.name, sizeof x.name, "%s", hello.name);
+        snprintf(x.version, sizeof x.version, "%s", hello.version);
+    } else {
+        if (hb_load(o.backend, hl_backend_dir(), &x.oo, &x.hb, err, sizeof err) != 0) {
+            fprintf(stderr, "attnconf fuzz: %s\n", err);
+            return HF_EXIT_FAIL;
+        }
+        x.caps = x.hb.caps;
+        snprintf(x.name, sizeof x.name, "%s", x.hb.be->name);
+        snprintf(x.version, sizeof x.version, "%s", x.hb.be->version ? x.hb.be->version : "");
+    }
+
+    const int tty = isatty(STDERR_FILENO);
+    const double t0 = hf_now();
+    double last_progress = 0;
+    long long n = 0, skipped = 0, metas = 0, fail_n = -1;
+    double fail_s = 0;
+    hf_fail f;
+    memset(&f, 0, sizeof f);
+    hf_call failing;
+    memset(&failing, 0, sizeof failing);
+    int internal = 0;
+    for (;; n++) {
+        const double now = hf_now();
+        if ((o.count && n >= o.count) || (o.seconds && now - t0 >= o.seconds))
+            break;
+        if (tty && now - last_progress > 0.25) {
+            fprintf(stderr, "\rattnconf fuzz: seed %llu: %lld calls, %lld skipped, %.0f s ",
+                    (unsigned long long)o.seed, n, skipped, now - t0);
+            last_progress = now;
+        }
+        uint64_t st = hf_call_seed(o.seed, n);
+        hf_call call;
+        rc = hf_draw(&st, x.caps, &call);
+        if (rc == -2) {
+            fprintf(stderr, "attnconf fuzz: %s supports none of f32, f16, bf16\n", x.name);
+            internal = 1;
+            break;
+        }
+        if (rc != 0) {
+            fprintf(stderr, "attnconf fuzz: out of memory\n");
+            internal = 1;
+            break;
+        }
+        char id[ACASE_ID_MAX];
+        snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, n);
+        hr_result r;
+        rc = hf_check_call(&x, &call, id, &r, NULL, err, sizeof err);
+        if (rc < 0) {
+            fprintf(stderr, "%sattnconf fuzz: internal error at call %lld: %s\n", tty ? "\n" : "",
+                    n, err);
+            hf_call_free(&call);
+            internal = 1;
+            break;
+        }
+        if (rc == 1) {
+            f.meta = -1;
+            f.status = r.status;
+            snprintf(f.message, sizeof f.message, "%s: %.500s", hr_status_name(r.status),
+                     r.message);
+        } else if (rc == 2) {
+            skipped++;
+        } else if (!o.no_meta) {
+            const int rel = (int)(n % HF_META_COUNT);
+            rc = hf_check_meta(&x, rel, acase_splitmix64_next(&st), &call, id, &f, NULL, NULL,
+                               NULL, err, sizeof err);
+            metas += rc == 0 || rc == 1;
+            if (rc < 0) {
+                fprintf(stderr, "%sattnconf fuzz: internal error in a metamorphic check at call "
+                        "%lld: %s\n", tty ? "\n" : "", n, err);
+                hf_call_free(&call);
+                internal = 1;
+                break;
+            }
+            if (rc != 1)
+                rc = 0;
+        }
+        if (rc == 1) {
+            fail_n = n;
+            fail_s = hf_now() - t0;
+            failing = call;
+            break;
+        }
+        hf_call_free(&call);
+    }
+    if (tty)
+        fprintf(stderr, "\r%*s\r", 70, "");
+    const double elapsed = hf_now() - t0;
+    const long long calls = fail_n >= 0 ? fail_n + 1 : n;
+
+    char orig_text[512] = "", min_text[512] = "";
+    char files[4][PATH_MAX];
+    char replay[3][HF_REPLAY_MAX];
+    int nfiles = 0, nreplay = 0, steps = 0, attempts = 0;
+    if (fail_n >= 0) {
+        hf_call_text(&failing, orig_text, sizeof orig_text);
+        printf("attnconf fuzz: %s %s, seed %llu: call %lld failed after %.1f s (%s check)\n"
+               "  %s\n  call: %s\n", x.name, x.version, (unsigned long long)o.seed, fail_n,
+               fail_s, f.meta < 0 ? "differential" : hf_meta_name(f.meta), f.message,
+               orig_text);
+        fflush(stdout);
+        char id[ACASE_ID_MAX];
+        snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, fail_n);
+        hf_call best;
+        if (hf_call_copy(&best, &failing) != 0) {
+            fprintf(stderr, "attnconf fuzz: out of memory\n");
+            return HF_EXIT_FAIL;
+        }
+        hf_shrink(&x, &best, id, &f, &steps, &attempts);
+        hf_call_text(&best, min_text, sizeof min_text);
+        printf("  shrunk in %d steps (%d tried): %s\n", steps, attempts, min_text);
+        /* Written: the shrunk call and the original (differential), or the shrunk pair
+         * (metamorphic). */
+        char mid[ACASE_ID_MAX + 8], oid[ACASE_ID_MAX + 8];
+        snprintf(mid, sizeof mid, "%.100s.min", id);
+        snprintf(oid, sizeof oid, "%.100s.orig", id);
+        int wrc = 0;
+        if (f.meta < 0) {
+            wrc = hf_write_case(&best, dir_abs, mid, files[nfiles], err, sizeof err);
+            nfiles += wrc == 0;
+            if (wrc == 0) {
+                wrc = hf_write_case(&failing, dir_abs, oid, files[nfiles], err, sizeof err);
+                nfiles += wrc == 0;
+            }
+        } else {
+            hf_fail g = f;
+            wrc = hf_check_meta(&x, f.meta, f.pick, &best, mid, &g, dir_abs, files, &nfiles,
+                                err, sizeof err) == 1 ? 0 : -1;
+            if (wrc != 0 && !err[0])
+                snprintf(err, sizeof err, "the shrunk pair no longer fails when written");
+        }
+        if (wrc != 0)
+            fprintf(stderr, "attnconf fuzz: cannot write the failing case: %s\n", err);
+        for (int k = 0; k < nfiles; k++)
+            printf("  wrote %s\n", files[k]);
+        char qa0[PATH_MAX + 64], qbe[PATH_MAX + 64], qdir[PATH_MAX + 64];
+        hr_shell_quote(a0, qa0, sizeof qa0);
+        hr_shell_quote(be, qbe, sizeof qbe);
+        hr_shell_quote(dir_abs, qdir, sizeof qdir);
+        char opts[1024] = "";
+        for (size_t k = 0; k < o.nopt; k++) {
+            char kv[600], q[700];
+            snprintf(kv, sizeof kv, "%s=%s", o.opt[k].key, o.opt[k].value);
+            hr_shell_quote(kv, q, sizeof q);
+            size_t l = strlen(opts);
+            snprintf(opts + l, sizeof opts - l, " --backend-option %s", q);
+        }
+        int w = snprintf(replay[nreplay], sizeof replay[0],
+                         "%s run --backend %s%s --cases %s --filter '%s.*'", qa0, qbe, opts, qdir,
+                         id);
+        nreplay += w > 0 && (size_t)w < sizeof replay[0];
+        w = snprintf(replay[nreplay], sizeof replay[0], "%s fuzz --backend %s%s --seed %llu "
+                     "--count %lld%s", qa0, qbe, opts, (unsigned long long)o.seed, fail_n + 1,
+                     o.no_meta ? " --no-meta" : o.meta_only ? " --meta-only" : "");
+        nreplay += w > 0 && (size_t)w < sizeof replay[0];
+        printf("replay:\n");
+        for (int k = 0; k < nreplay; k++)
+            printf("  %s\n", replay[k]);
+        hf_call_free(&best);
+    } else if (!internal) {
+        printf("attnconf fuzz: %s %s, seed %llu: %lld calls (%lld not supported, %lld metamorphic "
+               "checks) in %.1f s, no failure\n", x.name, x.version, (unsigned long long)o.seed,
+               n, skipped, metas, elapsed);
+    }
+    if (o.json && hf_write_json(o.json, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0,
+                                fail_n, fail_s, &f, orig_text, min_text, steps, files, nfiles,
+                                replay, nreplay) != 0) {
+        fprintf(stderr, "attnconf fuzz: cannot write %s\n", o.json);
+        internal = 1;
+    }
+    hf_call_free(&failing);
+    hw_stop(&x.w);
+    hb_unload(&x.hb);
+    munmap(x.sh, sizeof *x.sh);
+    return fail_n >= 0 || internal ? HF_EXIT_FAIL : 0;
+}

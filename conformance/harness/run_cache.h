@@ -1,0 +1,15 @@
+/* run_cache.h — run an `op: cache` case (a sequence of KV cache steps) on a backend. */
+#ifndef ATTNCONF_RUN_CACHE_H
+#define ATTNCONF_RUN_CACHE_H
+
+#include "attncase/case.h"
+#include "run.h"
+
+/* Run every step of c (op: cache) on rn->backend's cache members and fill *r: PASS, or the
+ * first step that differs, "step I (OP): what differed", as FAIL (wrong state, mask, output,
+ * or a wrong accept/reject), ERROR (the backend failed a step that must succeed) or
+ * NOT_SUPPORTED (it returned enotsup, or has no cache members).  hr_run_case dispatches here
+ * after the capability check. */
+void hr_run_cache(const hr_runner *rn, const acase *c, hr_result *r);
+
+#endif
