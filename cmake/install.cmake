@@ -5,6 +5,7 @@
 #   bin/attnconf                            the harness
 #   include/attnconf/backend.h, PROTOCOL.md the plugin ABI and the exec-adapter protocol
 #   lib/attnconf/backends/reference.so      the reference backend (`--backend reference`)
+#   lib/attnconf/backends/cpu.so            the fast CPU backend (`--backend cpu`)
 #   lib/cmake/attnconf/                     attnconfConfig.cmake (+ Version, Targets, Tests)
 #   lib/pkgconfig/attnconf.pc               Cflags for <attnconf/backend.h>
 #   share/attnconf/cases/                   the golden cases (<family>/<id>.yaml, FORMAT.md)
@@ -57,7 +58,7 @@ set_target_properties(attnconf_abi PROPERTIES EXPORT_NAME abi)
 # ---- files --------------------------------------------------------------------------------------
 install(TARGETS attnconf_abi attnconf EXPORT attnconfTargets
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
-install(TARGETS reference EXPORT attnconfTargets
+install(TARGETS reference cpu EXPORT attnconfTargets
   LIBRARY DESTINATION "${ATTNCONF_INSTALL_BACKENDDIR}")
 install(FILES conformance/include/attnconf/backend.h conformance/include/attnconf/PROTOCOL.md
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/attnconf")

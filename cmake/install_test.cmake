@@ -51,10 +51,12 @@ foreach(f "${BINDIR}/attnconf" "${INCLUDEDIR}/attnconf/backend.h"
     message(FATAL_ERROR "not installed: ${f}")
   endif()
 endforeach()
-# Only the reference backend: never a mutant, a test plugin or a third-party plugin.
+# The built-in backends only (reference, cpu): never a mutant, a test plugin or a third-party
+# plugin.
 file(GLOB backends RELATIVE "${prefix}/${BACKENDDIR}" "${prefix}/${BACKENDDIR}/*")
-if(NOT backends STREQUAL "reference.so")
-  message(FATAL_ERROR "installed backends: '${backends}', expected only reference.so")
+list(SORT backends)
+if(NOT backends STREQUAL "cpu.so;reference.so")
+  message(FATAL_ERROR "installed backends: '${backends}', expected cpu.so and reference.so")
 endif()
 file(GLOB_RECURSE stray "${prefix}/*mutant*" "${prefix}/*misbehave*")
 if(stray)

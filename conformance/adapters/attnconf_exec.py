@@ -32,6 +32,17 @@ and optionally
 and serve(adapter) runs it until `close` or end of input.  Statuses: raise Refusal(status,
 message) for a deliberate answer; a library's exception is mapped by refusal_of; otherwise
 MemoryError is ENOMEM and anything else EBACKEND, with the exception's type and text.
+
+Timing (PROTOCOL.md, the sdpa reply's "seconds", by which `attnconf bench` times an adapter):
+every sdpa reply carries the time of the library's own call.  Inside `sdpa`, wrap that call in
+
+    y = timed(session.run, ["Y"], feeds)      # returns session.run(["Y"], feeds)
+
+and the reply reports the time.perf_counter() wall time of the wrapped calls of this request
+(summed when there are several); nothing else the handler does (reading tensors, conversions,
+building a model) counts.  A lazy library's call must finish inside it (mx.eval,
+block_until_ready).  An adapter that wraps nothing gets the time of its whole `sdpa` handler,
+its own conversions included (decoding the request and encoding the reply are never counted).
 """
 
 import dataclasses
@@ -39,6 +50,7 @@ import json
 import os
 import re
 import sys
+import time
 from typing import Optional
 
 import numpy as np
@@ -300,7 +312,23 @@ def _hello(adapter, header) -> dict:
                         for o in adapter.options]}
 
 
+# The seconds timed() measured during the request being answered; None: it was not called.
+_timed_seconds = None
+
+
+def timed(fn, *args, **kwargs):
+    """fn(*args, **kwargs), its wall time (time.perf_counter) added to the "seconds" the
+    current sdpa reply reports: wrap the library's own call in it (see the module's doc)."""
+    global _timed_seconds
+    t0 = time.perf_counter()
+    result = fn(*args, **kwargs)
+    _timed_seconds = (_timed_seconds or 0.0) + (time.perf_counter() - t0)
+    return result
+
+
 def _sdpa(adapter, header, tensors):
+    """(reply members, reply tensors) of an sdpa request; members hold "seconds"."""
+    global _timed_seconds
     if not {"q", "k", "v"} <= tensors.keys():
         raise ProtocolError(f"sdpa without q, k and v (got {sorted(tensors)})")
     offset, scale = header.get("causal_offset"), header.get("scale")
@@ -310,10 +338,14 @@ def _sdpa(adapter, header, tensors):
                       scale=None if scale is None else float(scale),
                       window=int(header.get("window") or 0),
                       lengths=header.get("lengths"), left_padding=header.get("left_padding"))
+    _timed_seconds = None
+    t0 = time.perf_counter()
     dtype, out = adapter.sdpa(req)
+    handler = time.perf_counter() - t0
+    seconds = handler if _timed_seconds is None else _timed_seconds
     if dtype not in ("f32", "f16", "bf16"):
         raise TypeError(f"adapter bug: output dtype {dtype!r}")
-    return [("out", dtype, _wire_array(dtype, out))]
+    return {"seconds": seconds}, [("out", dtype, _wire_array(dtype, out))]
 
 
 def _build_mask(adapter, header):
@@ -426,8 +458,9 @@ def serve(adapter) -> None:
                     continue
                 if not opened:
                     raise Refusal(EBACKEND, f"'{op}' before a successful hello")
+                members = {}
                 if op == "sdpa":
-                    reply = _sdpa(adapter, header, tensors)
+                    members, reply = _sdpa(adapter, header, tensors)
                 elif op == "build_mask":
                     reply = _build_mask(adapter, header)
                 elif op in _CACHE_OPS:
@@ -442,7 +475,7 @@ def serve(adapter) -> None:
                 refusal = _refusal(adapter, exc)
                 _write_message({"status": refusal.status, "error": _one_line(str(refusal))})
                 continue
-            _write_message({"status": OK}, reply)
+            _write_message({"status": OK, **members}, reply)
     except ProtocolError as e:
         print(f"attnconf_exec: protocol error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -26,11 +26,15 @@ How each case is posed, as a JAX user would write it:
     values included.  JAX has no left padding: ``sdpa.left_padding`` is not claimed.
   * build_mask is not offered: JAX has no public mask-builder.
 Errors raised by JAX are mapped to status codes; nothing is validated ahead of JAX.
+An sdpa reply reports, as "seconds", the time of the dot_product_attention call until its
+result is ready (block_until_ready), the conversions to and from JAX arrays excluded: what
+`attnconf bench` measures.
 """
 
 import json
 import os
 import sys
+import time
 import traceback
 
 PROTOCOL = 1
@@ -252,10 +256,13 @@ class Adapter:
             kwargs["is_causal"] = True
 
         try:
-            out = jax.nn.dot_product_attention(
-                jnp.asarray(to_jax(q)), jnp.asarray(to_jax(k)), jnp.asarray(to_jax(v)),
-                **kwargs)
-            out = np.asarray(jax.block_until_ready(out))
+            jq, jk, jv = (jax.block_until_ready(jnp.asarray(to_jax(a))) for a in (q, k, v))
+            # The reply's "seconds" (PROTOCOL.md; what `attnconf bench` times): the call and
+            # its completion (JAX dispatches asynchronously), not the conversions around it.
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(jax.nn.dot_product_attention(jq, jk, jv, **kwargs))
+            seconds = time.perf_counter() - t0
+            out = np.asarray(out)
         except Exception as e:  # noqa: BLE001 - every JAX failure becomes a status code
             raise Reject(map_exception(e), describe_exception(e)) from e
 
@@ -265,7 +272,7 @@ class Adapter:
             out = out.transpose(1, 0, 2)
         if out.dtype not in _NP_TO_WIRE or out.dtype == np.bool_:
             raise Reject(EBACKEND, f"jax produced dtype {out.dtype}, which the protocol cannot carry")
-        write_message({"status": 0}, [("out", out)])
+        write_message({"status": 0, "seconds": seconds}, [("out", out)])
 
 
 def describe_exception(e):

@@ -20,6 +20,8 @@ How cases are posed:
     lengths, left_padding), the form mlx-lm's batched caches use.
   * the KV cache operations: mlx-lm's own cache objects (mlx_lm_cache.py).
 Nothing is validated ahead of MLX: its ValueErrors are mapped to statuses (refusal_of).
+An sdpa reply's "seconds" (what `attnconf bench` times) is attnconf_exec's default: the whole
+sdpa handler, the conversions to and from MLX arrays included (mx.eval runs inside it).
 
 Run (from the repository root, with a Python that has mlx and mlx-lm installed):
 

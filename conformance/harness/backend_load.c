@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "backend_load.h"
+#include "locate.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -117,12 +118,17 @@ int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pat
             p = colon + 1;
         }
     }
-    if (builtin_dir && builtin_dir[0]) {
-        if (hb_try_dir(builtin_dir, strlen(builtin_dir), spec, path, pathlen))
+    /* The built-in directory, then (from the build tree only) the test-only mutants, so a
+     * mutant runs by name like any backend. */
+    const char *dirs[2] = {builtin_dir, hl_mutant_dir()};
+    for (int k = 0; k < 2; k++) {
+        if (!dirs[k] || !dirs[k][0])
+            continue;
+        if (hb_try_dir(dirs[k], strlen(dirs[k]), spec, path, pathlen))
             return 0;
-        if (used < sizeof searched)
-            snprintf(searched + used, sizeof searched - used, "%s%s", used ? ", " : "",
-                     builtin_dir);
+        size_t at = strlen(searched);
+        if (at < sizeof searched)
+            snprintf(searched + at, sizeof searched - at, "%s%s", at ? ", " : "", dirs[k]);
     }
     return hb_err(err, errlen,
                   "backend '%s' not found: no %s.so in %s (set ATTNCONF_BACKEND_PATH or give a "

@@ -11,7 +11,7 @@
 /* Per-row check modes (the values of ACASE_CHECK_* in attncase/case.h, FORMAT.md
  * `expected.row_checks`).  A row is the last dimension: flat row r covers the elements
  * [r*row_len, (r+1)*row_len) of the row-major order.
- *   HC_ROW_CLOSE:  the element rule below (hc_element_ok with the call's atol/rtol/exact);
+ *   HC_ROW_CLOSE:  the element rule below (hc_element_ok with the allowed error of hc_tol);
  *   HC_ROW_EXACT:  got == exp as doubles, whatever the tolerances: +0 and -0 both match 0;
  *                  NaN only against NaN, an infinity only against the same infinity;
  *   HC_ROW_FINITE: got must be finite; the expected value is ignored (implementation-defined,

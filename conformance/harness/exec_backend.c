@@ -49,6 +49,11 @@ extern char **environ;
 #define XB_EXIT_WAIT_S 2.0   /* how long a closed pipe may precede the exit status we quote */
 #define XB_STDERR_QUOTE 300  /* bytes of the adapter's last stderr line in a message */
 #define XB_MAX_OPTION_INFO 256
+/* An sdpa reply's "seconds" may not exceed the exchange it came in (the harness's own clock,
+ * from the first byte sent to the last byte read) by more than this: the same monotonic clock
+ * read by two processes, plus room for another clock's granularity or rate. */
+#define XB_SECONDS_SLACK_ABS 1e-3
+#define XB_SECONDS_SLACK_REL 1e-2
 
 typedef struct xb_ctx {
     attnconf_backend table; /* the template with this adapter's name, version and options */
@@ -68,6 +73,7 @@ typedef struct xb_ctx {
     uint64_t caps;
     attnconf_option_info *oinfo; /* NULL-terminated; NULL when hello listed none */
     size_t noinfo;
+    double last_seconds; /* the last sdpa reply's "seconds"; -1 = none (xb_last_seconds) */
     char last_error[1024];
 } xb_ctx;
 
@@ -1104,10 +1110,40 @@ oom:
     return ATTNCONF_ENOMEM;
 }
 
+/* The optional "seconds" of an sdpa success reply r (PROTOCOL.md "sdpa") into last_seconds:
+ * absent leaves it -1; anything but a finite JSON number >= 0, or one longer than the exchange
+ * itself took (exchange_s, by the harness's clock, with the slack above), is a reply that
+ * breaks the protocol. */
+static int xb_take_seconds(xb_ctx *c, json_t *r, double exchange_s)
+{
+    json_t *js = json_object_get(r, "seconds");
+    if (!js)
+        return 0;
+    if (!json_is_number(js))
+        return xb_garbage(c, "reply to sdpa: \"seconds\" is %s, not a number of seconds",
+                          json_is_string(js) ? "a string" : json_is_null(js) ? "null"
+                          : json_is_boolean(js) ? "a boolean" : "an object or array");
+    const double s = json_number_value(js);
+    if (!isfinite(s) || s < 0)
+        return xb_garbage(c, "reply to sdpa: \"seconds\" %.6g is not a finite number >= 0", s);
+    if (s > exchange_s * (1 + XB_SECONDS_SLACK_REL) + XB_SECONDS_SLACK_ABS)
+        return xb_garbage(c, "reply to sdpa: \"seconds\" %.6g is longer than the whole "
+                          "exchange took (%.6g s): it must be the time of the call alone, in "
+                          "seconds", s, exchange_s);
+    c->last_seconds = s;
+    return 0;
+}
+
+double xb_last_seconds(void *ctx)
+{
+    return ctx ? ((xb_ctx *)ctx)->last_seconds : -1;
+}
+
 static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 {
     xb_ctx *c = ctx;
     c->last_error[0] = '\0';
+    c->last_seconds = -1;
     if (!a || !a->q || !a->k || !a->v || !a->out) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: sdpa without q, k, v or out");
         return ATTNCONF_EINVAL;
@@ -1144,7 +1180,10 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
             goto done;
         npl++;
     }
+    const double t0 = xb_now();
     rc = xb_call(c, h, pl, npl, "sdpa", "out", a->out, a->out_capacity, &r);
+    if (rc == 0)
+        rc = xb_take_seconds(c, r, xb_now() - t0);
 done:
     for (size_t i = 0; i < npl; i++)
         free(pl[i].owned);
@@ -1636,6 +1675,7 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
     }
     c->to_fd = c->from_fd = c->err_fd = -1;
     c->timeout_s = timeout_s;
+    c->last_seconds = -1;
     c->cmd = strdup(cmdline);
     c->rbuf = malloc(XB_RBUF_SIZE);
     c->opts = n_options ? calloc(n_options, sizeof *c->opts) : NULL;

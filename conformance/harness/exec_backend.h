@@ -19,4 +19,10 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
             double timeout_s, const attnconf_backend **table, void **ctx, char *err,
             size_t errlen);
 
+/* The "seconds" of the last sdpa call's success reply on ctx (PROTOCOL.md "sdpa": the wall time
+ * the adapter spent in its implementation's own call, transport and conversions excluded), or
+ * -1 when that call failed or its reply carried none.  `attnconf bench` times an exec: backend
+ * by this; `attnconf run` ignores it.  ctx is a context from xb_open. */
+double xb_last_seconds(void *ctx);
+
 #endif

@@ -96,9 +96,11 @@ typedef enum hr_format { HR_FMT_TEXT = 0, HR_FMT_TAP, HR_FMT_JUNIT, HR_FMT_JSON 
 int hr_format_parse(const char *name, hr_format *out);
 
 /* Write a finished run in the given format (output.c).  Text ends with a summary line
- * "N passed, N failed, N skipped" (EXPECTED_ERROR counts as passed, NOT_SUPPORTED as skipped,
- * FAIL/INCORRECT_DTYPE/ERROR/CRASH/TIMEOUT as failed), followed by "; N case file(s)
- * unreadable" when there are CASE_ERRORs (counted in none of the three).  JSON is the input of `attnconf report`.
+ * "N passed, N failed, N not supported" (passed = PASS + EXPECTED_ERROR, failed =
+ * FAIL/INCORRECT_DTYPE/ERROR/CRASH/TIMEOUT), followed by "; N case file(s) unreadable" when
+ * there are CASE_ERRORs (counted in none of the three).  Every failure, in text, TAP and JUnit,
+ * names what the case checks and the SPEC.md clauses it cites.  JSON is the input of
+ * `attnconf report`.
  * Returns 0, or -1 on a write error. */
 int hr_write(const hr_run *run, hr_format fmt, FILE *f);
 
@@ -121,5 +123,9 @@ int hr_partial_load(const char *path, hr_run *run, char *err, size_t cap);
 /* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c).
  * Returns the process exit status (0 ok, 1 bad input, 2 usage). */
 int hr_report_main(int argc, char **argv);
+/* `attnconf report --diff OLD.json NEW.json [--out FILE]` (report_diff.c): newly failing, newly
+ * passing, changed statuses and error growth per case.  Returns 1 when a case is newly failing,
+ * 0 otherwise, 2 on usage errors or unreadable files. */
+int hr_report_diff_main(int argc, char **argv);
 
 #endif

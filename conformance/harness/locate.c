@@ -15,6 +15,9 @@
 #ifndef ATTNCONF_BUILD_BACKEND_DIR
 #define ATTNCONF_BUILD_BACKEND_DIR ""
 #endif
+#ifndef ATTNCONF_BUILD_MUTANT_DIR
+#define ATTNCONF_BUILD_MUTANT_DIR ""
+#endif
 #ifndef ATTNCONF_BUILD_CASES_DIR
 #define ATTNCONF_BUILD_CASES_DIR "cases"
 #endif
@@ -26,7 +29,7 @@
 #endif
 
 static int resolved;
-static char backend_dir[PATH_MAX], cases_dir[PATH_MAX];
+static char backend_dir[PATH_MAX], cases_dir[PATH_MAX], mutant_dir[PATH_MAX];
 
 /* DIR/REL, tidied by realpath when it exists (messages then show a plain path); an absolute
  * REL (an absolute CMAKE_INSTALL_* directory) is used as is. */
@@ -54,6 +57,7 @@ static void resolve(void)
     resolved = 1;
     snprintf(backend_dir, sizeof backend_dir, "%s", ATTNCONF_BUILD_BACKEND_DIR);
     snprintf(cases_dir, sizeof cases_dir, "%s", ATTNCONF_BUILD_CASES_DIR);
+    snprintf(mutant_dir, sizeof mutant_dir, "%s", ATTNCONF_BUILD_MUTANT_DIR);
 
     char exe[PATH_MAX], build[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -68,6 +72,7 @@ static void resolve(void)
      * since /proc/self/exe is resolved. */
     if (realpath(ATTNCONF_BUILD_EXE_DIR, build) && strcmp(build, exe) == 0)
         return;
+    mutant_dir[0] = '\0'; /* test-only mutants are never installed */
     join(exe, ATTNCONF_INSTALL_BACKEND_REL, backend_dir, sizeof backend_dir);
     join(exe, ATTNCONF_INSTALL_CASES_REL, cases_dir, sizeof cases_dir);
 }
@@ -82,4 +87,10 @@ const char *hl_cases_dir(void)
 {
     resolve();
     return cases_dir;
+}
+
+const char *hl_mutant_dir(void)
+{
+    resolve();
+    return mutant_dir;
 }

@@ -19,6 +19,11 @@
  * string lives until exit. */
 const char *hl_backend_dir(void);
 
+/* The build tree's directory of test-only mutant plugins (mutant_<bug>.so, kernel_control.so),
+ * searched after hl_backend_dir() so `--backend mutant_topleft` works from the build tree; ""
+ * in an installation (mutants are never installed).  Never NULL; lives until exit. */
+const char *hl_mutant_dir(void);
+
 /* The cases directory used when --cases is not given.  Never NULL; lives until exit. */
 const char *hl_cases_dir(void);
 

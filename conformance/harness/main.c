@@ -27,10 +27,12 @@
 
 #include "attncase/case.h"
 #include "backend_load.h"
+#include "bench.h"
 #include "expect.h"
 #include "fuzz.h"
 #include "harness.h"
 #include "locate.h"
+#include "perf_cli.h"
 #include "run.h"
 #include "worker.h"
 
@@ -50,18 +52,27 @@ enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CASE_ERROR = 3, EXIT_SKIP = 77 };
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: attnconf run --backend NAME|PATH.so|exec:CMD [--cases DIR] [--filter GLOB]\n"
+            "usage: attnconf run --backend NAME|PATH.so|exec:CMD [--cases DIR]\n"
+            "                    [--filter GLOB]... [--exclude GLOB]...\n"
             "                    [--format text|tap|junit|json] [--out FILE]\n"
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"
             "                    [--in-process] [--resume]\n"
             "       attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
-            "       attnconf list [--cases DIR] [--filter GLOB]\n"
+            "       attnconf list [--cases DIR] [--filter GLOB]... [--exclude GLOB]...\n"
             "       attnconf report [--out FILE] RESULTS.json...\n"
             "       attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"
             "                    [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"
             "                    (random calls against the reference; `attnconf fuzz --help`)\n"
+            "       attnconf bench --backend NAME|PATH.so [--backend ...] --suite FILE\n"
+            "                    [--filter GLOB]... [--out FILE.json] [--limits FILE.json]\n"
+            "                    (time a perf suite; `attnconf bench --help`)\n"
+            "       attnconf bench --peak [--out FILE.json]   (this machine's limits)\n"
+            "       attnconf perf-compare BASE.json NEW.json [--threshold 0.05] [--alpha 0.01]\n"
+            "                    [--out FILE.md]   (bench results: did NEW get slower?)\n"
+            "       attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"
+            "                    [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
             "       attnconf --help | --version\n"
             "\n"
             "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
@@ -79,7 +90,10 @@ static void usage(FILE *f)
             "  --in-process  run a plugin inside the harness, without a worker (for a\n"
             "             debugger): a crash in the backend then ends the run\n"
             "  --cases    directory of case files (default %s)\n"
-            "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'\n"
+            "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'; repeatable:\n"
+            "             a case runs when it matches any of them\n"
+            "  --exclude  shell glob of case ids not to run, e.g. '*.bf16' (repeatable; wins\n"
+            "             over --filter)\n"
             "  --format   output format (default text)\n"
             "  --out      write results to FILE and print a summary line on stdout; FILE is\n"
             "             replaced only when the run completes, and meanwhile the results so\n"
@@ -110,9 +124,20 @@ static int usage_error(const char *what, const char *arg)
 /* At most this many --backend-option; more is a usage error (no backend needs that many). */
 #define MAX_BACKEND_OPTIONS 32
 
+/* At most this many --filter and as many --exclude. */
+#define MAX_GLOBS 32
+
 /* Options shared by the subcommands; NULL when not given. */
 typedef struct opts {
-    const char *backend, *cases, *filter, *format, *out, *timeout, *expect;
+    const char *backend, *cases, *format, *out, *timeout, *expect;
+    /* Case selection: a case runs when its id matches any --filter (or there is none) and no
+     * --exclude.  `filter` is the selection as one string for messages, the results' "filter"
+     * field and --resume: the filters, then each exclude as !GLOB, space-separated (case ids
+     * hold no spaces); NULL when there is neither. */
+    const char *filters[MAX_GLOBS], *excludes[MAX_GLOBS];
+    size_t n_filters, n_excludes;
+    const char *filter;
+    char filter_buf[sizeof(((hr_run *)0)->filter)]; /* what a results file can record */
     const char *case_timeout, *memory_limit;
     int in_process; /* --in-process, a flag (no value) */
     int resume;     /* --resume, a flag (no value) */
@@ -149,14 +174,16 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
             continue;
         }
         const char **slot = NULL;
-        int repeatable = 0;
+        int repeatable = 0, glob = 0; /* glob: 1 --filter, 2 --exclude */
         for (const char *const *n = allowed; *n; n++) {
             if (strlen(*n) != nlen || strncmp(a, *n, nlen) != 0)
                 continue;
             repeatable = strcmp(*n, "--backend-option") == 0;
+            glob = strcmp(*n, "--filter") == 0 ? 1 : strcmp(*n, "--exclude") == 0 ? 2 : 0;
             slot = strcmp(*n, "--backend") == 0   ? &o->backend
                    : strcmp(*n, "--cases") == 0   ? &o->cases
-                   : strcmp(*n, "--filter") == 0  ? &o->filter
+                   : glob == 1                    ? &o->filters[0]
+                   : glob == 2                    ? &o->excludes[0]
                    : strcmp(*n, "--format") == 0  ? &o->format
                    : strcmp(*n, "--timeout") == 0 ? &o->timeout
                    : strcmp(*n, "--expect") == 0  ? &o->expect
@@ -183,11 +210,45 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o
             o->backend_option[o->n_backend_option++] = val;
             continue;
         }
+        if (glob) {
+            size_t *cnt = glob == 1 ? &o->n_filters : &o->n_excludes;
+            if (*cnt == MAX_GLOBS)
+                return usage_error(glob == 1 ? "too many --filter (at most 32)"
+                                             : "too many --exclude (at most 32)", val);
+            if (strchr(val, ' '))
+                return usage_error("a case id glob has no spaces", val);
+            (glob == 1 ? o->filters : o->excludes)[(*cnt)++] = val;
+            continue;
+        }
         if (*slot) /* last-one-wins would silently run something else than asked */
             return usage_error("option given twice", a);
         *slot = val;
     }
+    if (o->n_filters || o->n_excludes) {
+        size_t used = 0;
+        for (size_t k = 0; k < o->n_filters + o->n_excludes; k++) {
+            int ex = k >= o->n_filters;
+            const char *g = ex ? o->excludes[k - o->n_filters] : o->filters[k];
+            int w = snprintf(o->filter_buf + used, sizeof o->filter_buf - used, "%s%s%s",
+                             used ? " " : "", ex ? "!" : "", g);
+            if (w < 0 || (size_t)w >= sizeof o->filter_buf - used)
+                return usage_error("--filter/--exclude: too long together", g);
+            used += (size_t)w;
+        }
+        o->filter = o->filter_buf;
+    }
     return 0;
+}
+
+/* Whether a case id is selected by the --filter and --exclude globs (fnmatch, no flags). */
+static int selected(const opts *o, const char *id)
+{
+    int in = o->n_filters == 0;
+    for (size_t k = 0; k < o->n_filters && !in; k++)
+        in = fnmatch(o->filters[k], id, 0) == 0;
+    for (size_t k = 0; k < o->n_excludes && in; k++)
+        in = fnmatch(o->excludes[k], id, 0) != 0;
+    return in;
 }
 
 /* The --backend-option words split into KEY and VALUE, and --timeout as a number. */
@@ -436,11 +497,11 @@ static void entries_free(entry *e, size_t n)
     free(e);
 }
 
-/* Load every case file under dir whose id matches filter (NULL = all), sorted by id.  A file
- * that fails to load becomes an entry with err set (kept if its pseudo-id matches the filter;
- * otherwise only warned about on stderr).  Returns 0 with *out / *n, or -1 with a message
- * printed (the directory could not be read). */
-static int load_cases(const char *dir, const char *filter, entry **out, size_t *n)
+/* Load every case file under dir whose id the --filter/--exclude globs select (all when there
+ * are none), sorted by id.  A file that fails to load becomes an entry with err set (kept if its
+ * pseudo-id is selected; otherwise only warned about on stderr).  Returns 0 with *out / *n, or
+ * -1 with a message printed (the directory could not be read). */
+static int load_cases(const char *dir, const opts *o, entry **out, size_t *n)
 {
     char err[1024];
     char **paths = NULL;
@@ -462,7 +523,7 @@ static int load_cases(const char *dir, const char *filter, entry **out, size_t *
         acase *c = NULL;
         err[0] = '\0';
         if (acase_load_file(paths[i], &c, err, sizeof err) == 0) {
-            if (filter && fnmatch(filter, c->id, 0) != 0) {
+            if (!selected(o, c->id)) {
                 acase_free(c);
                 free(paths[i]);
                 continue;
@@ -472,7 +533,7 @@ static int load_cases(const char *dir, const char *filter, entry **out, size_t *
         } else {
             char pid[ACASE_ID_MAX];
             pseudo_id(paths[i], pid, sizeof pid);
-            if (filter && fnmatch(filter, pid, 0) != 0) {
+            if (!selected(o, pid)) {
                 fprintf(stderr, "attnconf: warning: %s\n", err[0] ? err : paths[i]);
                 free(paths[i]);
                 continue;
@@ -502,7 +563,7 @@ static const char *op_name(acase_op op)
 
 static int cmd_list(int argc, char **argv)
 {
-    static const char *const allowed[] = {"--cases", "--filter", NULL};
+    static const char *const allowed[] = {"--cases", "--filter", "--exclude", NULL};
     opts o;
     int rc = parse_opts(argc, argv, allowed, &o);
     if (rc)
@@ -510,7 +571,7 @@ static int cmd_list(int argc, char **argv)
     const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
     entry *e;
     size_t n;
-    if (load_cases(dir, o.filter, &e, &n) != 0)
+    if (load_cases(dir, &o, &e, &n) != 0)
         return EXIT_USAGE;
     if (n == 0) {
         fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
@@ -561,7 +622,8 @@ static void absolute_path(const char *p, char *out, size_t n)
 static int cmd_run(const char *argv0, int argc, char **argv)
 {
     static const char *const allowed[] = {
-        "--backend",        "--cases",  "--filter",       "--format",       "--out", "--timeout",
+        "--backend",        "--cases",  "--filter",       "--exclude",      "--format", "--out",
+        "--timeout",
         "--backend-option", "--expect", "--case-timeout", "--memory-limit", "--in-process",
         "--resume",         NULL};
     opts o;
@@ -683,7 +745,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
     hw_worker w = {0, -1, NULL, 0};
     hr_run run;
     memset(&run, 0, sizeof run);
-    if (load_cases(dir, o.filter, &e, &n) != 0) {
+    if (load_cases(dir, &o, &e, &n) != 0) {
         status = EXIT_USAGE;
         goto fail;
     }
@@ -891,7 +953,7 @@ static int cmd_run(const char *argv0, int argc, char **argv)
         status = EXIT_BAD;
     }
     if (o.out && wr == 0) {
-        printf("attnconf: %s %s: %zu passed, %zu failed, %zu skipped", run.backend_name,
+        printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported", run.backend_name,
                run.backend_version, passed, failed, skipped);
         if (unreadable)
             printf("; %zu case file%s unreadable", unreadable, unreadable == 1 ? "" : "s");
@@ -989,5 +1051,11 @@ int main(int argc, char **argv)
         return hr_report_main(argc - 1, argv + 1);
     if (strcmp(cmd, "fuzz") == 0)
         return hf_fuzz_main(argv0, argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return bench_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "perf-compare") == 0)
+        return pc_compare_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "perf-report") == 0)
+        return pr_report_main(argc - 1, argv + 1);
     return usage_error(cmd[0] == '-' ? "unknown option" : "unknown command", cmd);
 }

@@ -302,6 +302,52 @@ void hr_write_stats(FILE *f, const hr_result *r)
     put_num(f, r->max_rel_err, "%.3g");
 }
 
+/* "clauses 3, 19 (clause3.bottom_right, clause19.lengths)": the SPEC.md clauses a case's rule
+ * ids cite and the ids themselves, so every failure line says which promise was broken.  Ids of
+ * another form are listed without a clause.  Nothing is written when the case has no rule. */
+static void put_spec(FILE *f, const hr_result *r)
+{
+    int seen[64] = {0}, n = 0;
+    for (int k = 0; k < r->nrules && k < ACASE_MAX_RULES; k++) {
+        const char *id = r->rules[k];
+        char *end = NULL;
+        long c = strncmp(id, "clause", 6) == 0 ? strtol(id + 6, &end, 10) : 0;
+        if (end && *end == '.' && c > 0 && c < 64 && !seen[c]) {
+            seen[c] = 1;
+            n++;
+        }
+    }
+    if (n)
+        fputs(n == 1 ? "SPEC.md clause " : "SPEC.md clauses ", f);
+    for (int c = 1, first = 1; c < 64; c++)
+        if (seen[c]) {
+            fprintf(f, "%s%d", first ? "" : ", ", c);
+            first = 0;
+        }
+    fputs(n ? " (" : "rules (", f);
+    for (int k = 0; k < r->nrules && k < ACASE_MAX_RULES; k++) {
+        fputs(k ? ", " : "", f);
+        put_line(f, FIELD(r->rules[k]), 0);
+    }
+    fputc(')', f);
+}
+
+/* The lines that explain a failing case, shared by text and JUnit: what the case checks and
+ * the clauses it cites ("    " prefix in text, none in JUnit). */
+static void put_purpose(FILE *f, const hr_result *r, const char *indent)
+{
+    if (r->description[0]) {
+        fprintf(f, "%schecks: ", indent);
+        put_line(f, FIELD(r->description), 0);
+        fputc('\n', f);
+    }
+    if (r->nrules > 0) {
+        fprintf(f, "%sspec: ", indent);
+        put_spec(f, r);
+        fputc('\n', f);
+    }
+}
+
 /* ---- text ---------------------------------------------------------------------------------- */
 
 #define STATUS_WIDTH 15 /* strlen("INCORRECT_DTYPE") */
@@ -352,6 +398,7 @@ static void write_text(const hr_run *run, FILE *f)
                 put_line(f, FIELD(r->message), 0);
                 fputc('\n', f);
             }
+            put_purpose(f, r, "    ");
             if (r->has_stats) {
                 fputs("    ", f);
                 hr_write_stats(f, r);
@@ -374,7 +421,9 @@ static void write_text(const hr_run *run, FILE *f)
                 run->count - run->unexpected, run->unexpected, run->stale,
                 run->stale == 1 ? "y" : "ies");
     }
-    fprintf(f, "%zu passed, %zu failed, %zu skipped", c.passed, c.failed, c.skipped);
+    /* The same words as the status names: passed = PASS + EXPECTED_ERROR, failed = the bad
+     * statuses, not supported = NOT_SUPPORTED (ctest and JUnit call these "skipped"). */
+    fprintf(f, "%zu passed, %zu failed, %zu not supported", c.passed, c.failed, c.skipped);
     if (c.unreadable)
         fprintf(f, "; %zu case file%s unreadable", c.unreadable, c.unreadable == 1 ? "" : "s");
     fputc('\n', f);
@@ -444,6 +493,25 @@ static void write_tap(const hr_run *run, FILE *f)
         fputs("  message: ", f);
         put_yaml_str(f, FIELD(r->message));
         fputc('\n', f);
+        if (r->description[0]) {
+            fputs("  checks: ", f);
+            put_yaml_str(f, FIELD(r->description));
+            fputc('\n', f);
+        }
+        if (r->nrules > 0) {
+            char *spec = NULL;
+            size_t slen = 0;
+            FILE *m = open_memstream(&spec, &slen);
+            if (m) {
+                put_spec(m, r);
+                if (fclose(m) == 0 && spec) {
+                    fputs("  spec: ", f);
+                    put_yaml_str(f, spec, slen);
+                    fputc('\n', f);
+                }
+            }
+            free(spec);
+        }
         if (r->has_stats) {
             fputs("  max_ratio: ", f); /* error / allowed error (SPEC clause 13) */
             put_yaml_num(f, r->max_ratio);
@@ -490,12 +558,14 @@ static void put_xml_details(FILE *f, const hr_result *r)
         return;
     }
     put_line(m, FIELD(r->message), 0);
+    fputc('\n', m);
+    put_purpose(m, r, "");
     if (r->has_stats) {
-        fputc('\n', m);
         hr_write_stats(m, r);
+        fputc('\n', m);
     }
     if (r->rerun[0]) {
-        fputs("\nrerun: ", m);
+        fputs("rerun: ", m);
         put_line(m, FIELD(r->rerun), 0);
     }
     if (fclose(m) == 0 && buf)

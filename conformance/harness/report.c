@@ -1,6 +1,10 @@
 /* report.c — `attnconf report`: result files (the JSON of output.c) -> REPORT.md.
  *
- *   attnconf report [--out FILE] [--title TITLE] [--command CMD] RESULTS.json...
+ *   attnconf report [--out FILE] [--title TITLE] [--command CMD] [--chart PATH] RESULTS.json...
+ *   attnconf report --diff OLD.json NEW.json [--out FILE]          (report_diff.c)
+ *
+ * The matrix has the case families as rows and the real backends as columns; --chart links a
+ * picture under it (tools/pass-chart: the same numbers as a colour map).
  *
  * Several files may name the same backend (e.g. runs with different filters); their results
  * are merged, and a case id seen twice for one backend is an error.  Backends whose name starts
@@ -41,722 +45,9 @@
 
 #include <jansson.h>
 
-#include "harness.h"
+#include "report_internal.h"
 
-#define MUTANT_PREFIX "mutant_"
 #define DEFAULT_TITLE "attnconf conformance report"
-#define EM_DASH "\xE2\x80\x94"
-#define SPEC_CLAUSES 19                /* SPEC.md clauses 1..19 */
-#define CLAUSE_OTHER (SPEC_CLAUSES + 1) /* row of rule ids that cite no clause */
-
-typedef struct rp_case {
-    const char *id, *family, *message, *rerun; /* borrowed from the loaded JSON */
-    const json_t *rules;                       /* borrowed; an array of strings (checked) */
-    unsigned clauses;                          /* bit k: a rule cites clause k (CLAUSE_OTHER) */
-    const char *file;
-    hr_status status;
-    int has_stats;
-    double max_abs_err, max_rel_err;
-    double max_ratio;                          /* 0 when the file has none (older runs) */
-    int64_t first_bad;
-    int ndim;
-    int64_t index[4];
-    double got, expected;
-    const char *description;                   /* "" when the file has none */
-    const char *dtype;                         /* "f32"/"f16"/"bf16"/"bool"; "" when none */
-    /* run --expect only (x_* borrowed; x_case "" when no entry matched) */
-    int has_expect, as_expected;
-    const char *x_status, *x_case, *x_reason, *x_upstream;
-    int64_t x_clause;
-} rp_case;
-
-typedef struct rp_backend {
-    const char *name, *version, *file;
-    const char *expect_file, *expect_version; /* NULL: the run had no --expect */
-    const char *options;                      /* "" when none */
-    int mutant;
-    const char **filters; /* distinct non-empty filters of the merged files */
-    size_t nfilters;
-    rp_case *cases;
-    size_t n, cap;
-} rp_backend;
-
-typedef struct rp_data {
-    json_t **roots;
-    size_t nroots;
-    rp_backend *backends;
-    size_t nb;
-    const char **families;
-    size_t nf;
-    size_t *counts; /* [nb][nf][HR_STATUS_COUNT] */
-    char cwd[4096];  /* "" when unknown or "/": no path rewriting */
-} rp_data;
-
-__attribute__((format(printf, 3, 4))) static void errf(const char *file, const char *field,
-                                                      const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "attnconf report: %s: ", file);
-    if (field)
-        fprintf(stderr, "field \"%s\": ", field);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-static const char *type_name_of(json_type t)
-{
-    switch (t) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
-static const char *type_name(const json_t *j)
-{
-    return j ? type_name_of(json_typeof(j)) : "nothing";
-}
-
-/* ---- strict field readers: each returns 0, or prints "FILE: field "CTX.KEY": ..." and -1 ----- */
-
-typedef struct rd {
-    const char *file;
-    char ctx[64]; /* "" or e.g. "results[3]" */
-} rd;
-
-static void field_name(const rd *r, const char *key, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s%s%s", r->ctx, r->ctx[0] ? "." : "", key);
-}
-
-/* errf for field `key` of the object that r->ctx names (messages are cut at 511 bytes). */
-__attribute__((format(printf, 3, 4))) static void ferr(const rd *r, const char *key,
-                                                      const char *fmt, ...)
-{
-    char fn[128], msg[512];
-    va_list ap;
-    field_name(r, key, fn, sizeof fn);
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    errf(r->file, fn, "%s", msg);
-}
-
-static json_t *need(const rd *r, const json_t *obj, const char *key, json_type type)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        ferr(r, key, "missing");
-        return NULL;
-    }
-    if (json_typeof(v) != type) {
-        ferr(r, key, "expected %s, got %s", type_name_of(type), type_name(v));
-        return NULL;
-    }
-    return v;
-}
-
-static int get_str(const rd *r, const json_t *obj, const char *key, const char **out)
-{
-    json_t *v = need(r, obj, key, JSON_STRING);
-    if (!v)
-        return -1;
-    *out = json_string_value(v);
-    return 0;
-}
-
-static int get_int(const rd *r, const json_t *obj, const char *key, int64_t *out)
-{
-    json_t *v = need(r, obj, key, JSON_INTEGER);
-    if (!v)
-        return -1;
-    *out = (int64_t)json_integer_value(v);
-    return 0;
-}
-
-/* A number, or "nan"/"inf"/"-inf" (see the schema in output.c). */
-static int get_num(const rd *r, const json_t *obj, const char *key, double *out)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        ferr(r, key, "missing");
-        return -1;
-    }
-    if (json_is_number(v)) {
-        *out = json_number_value(v);
-        return 0;
-    }
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        if (!strcmp(s, "nan")) {
-            *out = NAN;
-            return 0;
-        }
-        if (!strcmp(s, "inf") || !strcmp(s, "-inf")) {
-            *out = s[0] == '-' ? -INFINITY : INFINITY;
-            return 0;
-        }
-        ferr(r, key, "expected a number or \"nan\"/\"inf\"/\"-inf\", got \"%s\"", s);
-        return -1;
-    }
-    ferr(r, key, "expected a number, got %s", type_name(v));
-    return -1;
-}
-
-static int parse_status(const char *s, hr_status *out)
-{
-    for (int k = 0; k < HR_STATUS_COUNT; k++) {
-        const char *n = hr_status_name((hr_status)k);
-        if (n && !strcmp(n, s)) {
-            *out = (hr_status)k;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* The clause a rule id cites: N for "clauseN.<name>" (N in 1..SPEC_CLAUSES, no leading zero,
- * a non-empty name), else CLAUSE_OTHER. */
-static int rule_clause(const char *rule)
-{
-    if (strncmp(rule, "clause", 6) != 0 || rule[6] < '1' || rule[6] > '9')
-        return CLAUSE_OTHER;
-    const char *p = rule + 6;
-    int n = 0;
-    while (*p >= '0' && *p <= '9' && n <= SPEC_CLAUSES)
-        n = n * 10 + (*p++ - '0');
-    if (n > SPEC_CLAUSES || p[0] != '.' || p[1] == '\0')
-        return CLAUSE_OTHER;
-    return n;
-}
-
-/* ---- loading ------------------------------------------------------------------------------ */
-
-static rp_backend *find_backend(rp_data *d, const char *name)
-{
-    for (size_t i = 0; i < d->nb; i++)
-        if (!strcmp(d->backends[i].name, name))
-            return &d->backends[i];
-    return NULL;
-}
-
-static int read_case(const rd *r, const json_t *o, rp_case *c)
-{
-    const char *status;
-    memset(c, 0, sizeof *c);
-    c->file = r->file;
-    c->first_bad = -1;
-    if (get_str(r, o, "id", &c->id) || get_str(r, o, "family", &c->family) ||
-        get_str(r, o, "status", &status) || get_str(r, o, "message", &c->message) ||
-        get_str(r, o, "rerun", &c->rerun))
-        return -1;
-    if (parse_status(status, &c->status) != 0) {
-        ferr(r, "status", "unknown status \"%s\"", status);
-        return -1;
-    }
-    if (!(c->rules = need(r, o, "rules", JSON_ARRAY)))
-        return -1;
-    for (size_t k = 0; k < json_array_size(c->rules); k++) {
-        const json_t *e = json_array_get(c->rules, k);
-        if (!json_is_string(e)) {
-            ferr(r, "rules", "entry %zu is %s, expected a string", k, type_name(e));
-            return -1;
-        }
-        c->clauses |= 1u << rule_clause(json_string_value(e));
-    }
-    double seconds;
-    if (get_num(r, o, "seconds", &seconds))
-        return -1;
-    c->description = "";
-    if (json_object_get(o, "description") && get_str(r, o, "description", &c->description))
-        return -1;
-    c->dtype = "";
-    if (json_object_get(o, "dtype") && get_str(r, o, "dtype", &c->dtype))
-        return -1;
-    c->x_case = c->x_status = c->x_reason = c->x_upstream = "";
-    if (json_object_get(o, "expected")) {
-        json_t *x = need(r, o, "expected", JSON_OBJECT);
-        rd xr = *r;
-        snprintf(xr.ctx, sizeof xr.ctx, "%.40s.expected", r->ctx);
-        if (!x)
-            return -1;
-        json_t *ok = json_object_get(x, "as_expected");
-        if (!json_is_boolean(ok)) {
-            ferr(&xr, "as_expected", "expected a boolean, got %s", type_name(ok));
-            return -1;
-        }
-        c->has_expect = 1;
-        c->as_expected = json_is_true(ok);
-        hr_status xs;
-        if (json_object_get(x, "case") &&
-            (get_str(&xr, x, "case", &c->x_case) || get_str(&xr, x, "status", &c->x_status) ||
-             get_int(&xr, x, "clause", &c->x_clause) || get_str(&xr, x, "reason", &c->x_reason) ||
-             get_str(&xr, x, "upstream", &c->x_upstream)))
-            return -1;
-        if (c->x_case[0] && parse_status(c->x_status, &xs) != 0) {
-            ferr(&xr, "status", "unknown status \"%s\"", c->x_status);
-            return -1;
-        }
-    }
-    /* The stats fields come as a group: all or none (see the schema in output.c). */
-    if (!json_object_get(o, "max_abs_err") && !json_object_get(o, "max_rel_err") &&
-        !json_object_get(o, "first_bad")) {
-        static const char *const bad_keys[] = {"bad_index", "bad_got", "bad_expected"};
-        for (size_t k = 0; k < sizeof bad_keys / sizeof bad_keys[0]; k++)
-            if (json_object_get(o, bad_keys[k])) {
-                ferr(r, bad_keys[k], "present without max_abs_err/max_rel_err/first_bad");
-                return -1;
-            }
-        return 0;
-    }
-    c->has_stats = 1;
-    if (get_num(r, o, "max_abs_err", &c->max_abs_err) ||
-        get_num(r, o, "max_rel_err", &c->max_rel_err) || get_int(r, o, "first_bad", &c->first_bad))
-        return -1;
-    if (json_object_get(o, "max_ratio") && get_num(r, o, "max_ratio", &c->max_ratio))
-        return -1;
-    if (c->first_bad < -1) {
-        ferr(r, "first_bad", "must be >= -1, got %" PRId64, c->first_bad);
-        return -1;
-    }
-    if (c->first_bad < 0) {
-        if (json_object_get(o, "bad_index")) {
-            ferr(r, "bad_index", "present but first_bad is -1");
-            return -1;
-        }
-        return 0;
-    }
-    json_t *idx = need(r, o, "bad_index", JSON_ARRAY);
-    if (!idx)
-        return -1;
-    if (json_array_size(idx) > 4) {
-        ferr(r, "bad_index", "more than 4 entries");
-        return -1;
-    }
-    c->ndim = (int)json_array_size(idx);
-    for (int k = 0; k < c->ndim; k++) {
-        json_t *e = json_array_get(idx, (size_t)k);
-        if (!json_is_integer(e)) {
-            ferr(r, "bad_index", "entry %d is not an integer", k);
-            return -1;
-        }
-        c->index[k] = (int64_t)json_integer_value(e);
-    }
-    return get_num(r, o, "bad_got", &c->got) || get_num(r, o, "bad_expected", &c->expected)
-               ? -1
-               : 0;
-}
-
-static int check_summary(const rd *r, const json_t *root, const size_t *by_status, size_t total)
-{
-    json_t *sum = need(r, root, "summary", JSON_OBJECT);
-    if (!sum)
-        return -1;
-    rd sr = *r;
-    snprintf(sr.ctx, sizeof sr.ctx, "summary");
-    for (int k = 0; k <= HR_STATUS_COUNT; k++) {
-        const char *key = k < HR_STATUS_COUNT ? hr_status_name((hr_status)k) : "total";
-        size_t want = k < HR_STATUS_COUNT ? by_status[k] : total;
-        int64_t got;
-        /* CRASH, TIMEOUT and CASE_ERROR came later: a file from before them has no such key,
-         * and then can have no such result either. */
-        if (key && k >= HR_CRASH && k < HR_STATUS_COUNT && !json_object_get(sum, key))
-            got = 0;
-        else if (!key || get_int(&sr, sum, key, &got))
-            return -1;
-        if (got < 0 || (uint64_t)got != want) {
-            errf(r->file, NULL, "field \"summary.%s\" is %" PRId64 " but the results have %zu",
-                 key, got, want);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int cmp_case_id(const void *a, const void *b)
-{
-    return strcmp(((const rp_case *)a)->id, ((const rp_case *)b)->id);
-}
-
-static int add_filter(rp_backend *b, const char *filter)
-{
-    if (!filter[0])
-        return 0;
-    for (size_t i = 0; i < b->nfilters; i++)
-        if (!strcmp(b->filters[i], filter))
-            return 0;
-    const char **nf = realloc(b->filters, (b->nfilters + 1) * sizeof *nf);
-    if (!nf)
-        return -1;
-    nf[b->nfilters++] = filter;
-    b->filters = nf;
-    return 0;
-}
-
-static int load_file(rp_data *d, const char *path)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        errf(path, NULL, "%s", stat(path, &sb) != 0 ? strerror(errno) : "not a regular file");
-        return -1;
-    }
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        if (jerr.line > 0)
-            errf(path, NULL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
-        else
-            errf(path, NULL, "%s", jerr.text);
-        return -1;
-    }
-    json_t **roots = realloc(d->roots, (d->nroots + 1) * sizeof *roots);
-    if (!roots) {
-        json_decref(root);
-        errf(path, NULL, "out of memory");
-        return -1;
-    }
-    d->roots = roots;
-    d->roots[d->nroots++] = root; /* owned by d from here on, freed by rp_free */
-
-    rd r = {path, ""};
-    if (!json_is_object(root)) {
-        errf(path, NULL, "expected a JSON object at the top level, got %s", type_name(root));
-        return -1;
-    }
-    int64_t version;
-    if (get_int(&r, root, "attnconf_results", &version))
-        return -1;
-    if (version != 1) {
-        errf(path, "attnconf_results", "unsupported results version %" PRId64 " (expected 1)",
-             version);
-        return -1;
-    }
-    /* A partial file (the FILE.partial.json sidecar of a run still going or interrupted) is
-     * refused: a report of some of the cases would read as the backend's conformance. */
-    json_t *complete = json_object_get(root, "complete");
-    if (complete && !json_is_boolean(complete)) {
-        errf(path, "complete", "expected a boolean, got %s", type_name(complete));
-        return -1;
-    }
-    if (json_is_false(complete)) {
-        json_t *res = json_object_get(root, "results");
-        errf(path, "complete", "false: results incomplete (%zu case%s so far, from an "
-             "interrupted or unfinished run); finish it with `attnconf run ... --out FILE "
-             "--resume` and report FILE", json_array_size(res),
-             json_array_size(res) == 1 ? "" : "s");
-        return -1;
-    }
-    json_t *backend = need(&r, root, "backend", JSON_OBJECT);
-    if (!backend)
-        return -1;
-    rd br = {path, "backend"};
-    const char *name, *version_s, *bpath, *cases_dir, *filter;
-    if (get_str(&br, backend, "name", &name) || get_str(&br, backend, "version", &version_s) ||
-        get_str(&br, backend, "path", &bpath) || get_str(&r, root, "cases_dir", &cases_dir) ||
-        get_str(&r, root, "filter", &filter))
-        return -1;
-    if (!name[0]) {
-        errf(path, "backend.name", "empty");
-        return -1;
-    }
-    json_t *results = need(&r, root, "results", JSON_ARRAY);
-    if (!results)
-        return -1;
-
-    rp_backend *b = find_backend(d, name);
-    if (b && strcmp(b->version, version_s) != 0) {
-        errf(path, "backend.version", "backend \"%s\" is version \"%s\" here but \"%s\" in %s",
-             name, version_s, b->version, b->file);
-        return -1;
-    }
-    if (!b) {
-        rp_backend *nb = realloc(d->backends, (d->nb + 1) * sizeof *nb);
-        if (!nb) {
-            errf(path, NULL, "out of memory");
-            return -1;
-        }
-        d->backends = nb;
-        b = &d->backends[d->nb++];
-        memset(b, 0, sizeof *b);
-        b->name = name;
-        b->version = version_s;
-        b->file = path;
-        b->mutant = !strncmp(name, MUTANT_PREFIX, strlen(MUTANT_PREFIX));
-    }
-    if (!b->options) {
-        b->options = "";
-        if (json_object_get(root, "backend_options") &&
-            get_str(&r, root, "backend_options", &b->options))
-            return -1;
-    }
-    json_t *ex = json_object_get(root, "expectations");
-    if (ex) {
-        rd xr = {path, "expectations"};
-        const char *xf, *xv;
-        if (!json_is_object(ex)) {
-            errf(path, "expectations", "expected an object, got %s", type_name(ex));
-            return -1;
-        }
-        if (get_str(&xr, ex, "file", &xf) || get_str(&xr, ex, "version", &xv))
-            return -1;
-        if (b->expect_file && strcmp(b->expect_file, xf) != 0) {
-            errf(path, "expectations.file", "\"%s\" here but \"%s\" in %s", xf,
-                 b->expect_file, b->file);
-            return -1;
-        }
-        b->expect_file = xf;
-        b->expect_version = xv;
-    }
-    if (add_filter(b, filter)) {
-        errf(path, NULL, "out of memory");
-        return -1;
-    }
-
-    size_t n = json_array_size(results), by_status[HR_STATUS_COUNT] = {0};
-    if (b->n + n > b->cap) {
-        size_t cap = b->n + n;
-        rp_case *nc = realloc(b->cases, (cap ? cap : 1) * sizeof *nc);
-        if (!nc) {
-            errf(path, NULL, "out of memory");
-            return -1;
-        }
-        b->cases = nc;
-        b->cap = cap;
-    }
-    for (size_t i = 0; i < n; i++) {
-        rd cr = {path, ""};
-        snprintf(cr.ctx, sizeof cr.ctx, "results[%zu]", i);
-        json_t *o = json_array_get(results, i);
-        if (!json_is_object(o)) {
-            errf(path, cr.ctx, "expected an object, got %s", type_name(o));
-            return -1;
-        }
-        if (read_case(&cr, o, &b->cases[b->n]))
-            return -1;
-        by_status[b->cases[b->n].status]++;
-        b->n++;
-    }
-    return check_summary(&r, root, by_status, n);
-}
-
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int cmp_backend(const void *a, const void *b)
-{
-    return strcmp(((const rp_backend *)a)->name, ((const rp_backend *)b)->name);
-}
-
-static size_t family_index(const rp_data *d, const char *family)
-{
-    const char **p = bsearch(&family, d->families, d->nf, sizeof *d->families, cmp_str);
-    return p ? (size_t)(p - d->families) : 0; /* always found: families is built from cases */
-}
-
-static size_t *cell_counts(const rp_data *d, size_t b, size_t f)
-{
-    return &d->counts[(b * d->nf + f) * HR_STATUS_COUNT];
-}
-
-/* After all files are loaded: sort, reject duplicate ids, collect families, count.  Prints its
- * own error and returns -1 on failure. */
-static int index_data(rp_data *d)
-{
-    if (d->nb > 1)
-        qsort(d->backends, d->nb, sizeof *d->backends, cmp_backend);
-    size_t total = 0;
-    for (size_t i = 0; i < d->nb; i++) {
-        rp_backend *b = &d->backends[i];
-        if (b->n > 1)
-            qsort(b->cases, b->n, sizeof *b->cases, cmp_case_id);
-        if (b->nfilters > 1)
-            qsort(b->filters, b->nfilters, sizeof *b->filters, cmp_str);
-        for (size_t k = 1; k < b->n; k++) {
-            if (!strcmp(b->cases[k - 1].id, b->cases[k].id)) {
-                errf(b->cases[k].file, NULL,
-                     "case \"%s\" of backend \"%s\" appears twice (in %s and %s)", b->cases[k].id,
-                     b->name, b->cases[k - 1].file, b->cases[k].file);
-                return -1;
-            }
-        }
-        total += b->n;
-    }
-    d->families = malloc((total ? total : 1) * sizeof *d->families);
-    if (!d->families) {
-        fputs("attnconf report: out of memory\n", stderr);
-        return -1;
-    }
-    for (size_t i = 0; i < d->nb; i++)
-        for (size_t k = 0; k < d->backends[i].n; k++)
-            d->families[d->nf++] = d->backends[i].cases[k].family;
-    if (d->nf > 1)
-        qsort(d->families, d->nf, sizeof *d->families, cmp_str);
-    size_t u = 0;
-    for (size_t k = 0; k < d->nf; k++)
-        if (u == 0 || strcmp(d->families[u - 1], d->families[k]) != 0)
-            d->families[u++] = d->families[k];
-    d->nf = u;
-    size_t cells = d->nb * d->nf;
-    d->counts = calloc((cells ? cells : 1) * HR_STATUS_COUNT, sizeof *d->counts);
-    if (!d->counts) {
-        fputs("attnconf report: out of memory\n", stderr);
-        return -1;
-    }
-    for (size_t i = 0; i < d->nb; i++)
-        for (size_t k = 0; k < d->backends[i].n; k++) {
-            const rp_case *c = &d->backends[i].cases[k];
-            cell_counts(d, i, family_index(d, c->family))[c->status]++;
-        }
-    return 0;
-}
-
-static void rp_free(rp_data *d)
-{
-    for (size_t i = 0; i < d->nb; i++) {
-        free(d->backends[i].cases);
-        free(d->backends[i].filters);
-    }
-    free(d->backends);
-    for (size_t i = 0; i < d->nroots; i++)
-        json_decref(d->roots[i]);
-    free(d->roots);
-    free(d->families);
-    free(d->counts);
-}
-
-/* ---- Markdown helpers --------------------------------------------------------------------- */
-
-/* Text of the report with absolute paths under the current directory made relative (see the
- * top comment).  A match must start a token and end at '/' or the token's end, so "/a/bc" is
- * not rewritten for a cwd of "/a/b".  Returns a malloc'd string, or NULL (then print s as is). */
-static char *relative(const rp_data *d, const char *s)
-{
-    size_t n = strlen(s), cl = strlen(d->cwd), o = 0;
-    char *out = malloc(n + 1);
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n;) {
-        int at_token = i == 0 || strchr(" \t='\"(:,", s[i - 1]) != NULL;
-        if (cl && at_token && !strncmp(s + i, d->cwd, cl) &&
-            (s[i + cl] == '\0' || strchr("/ \t'\"),:;", s[i + cl]) != NULL)) {
-            out[o++] = '.'; /* "." shorter than cwd (>= 2 bytes): out never outgrows n */
-            i += cl;
-        } else {
-            out[o++] = s[i++];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* Inline text: backslash-escape Markdown punctuation (CommonMark allows it before any ASCII
- * punctuation, and GFM tables need "\|"); control characters become spaces. */
-static int is_alnum(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static void md_text(FILE *f, const char *s)
-{
-    for (const char *p = s; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        /* An intraword '_' (as in mutant_topleft) cannot delimit emphasis: leave it readable. */
-        int intraword_ = ch == '_' && p > s && is_alnum(p[-1]) && is_alnum(p[1]);
-        if (ch < 0x20 || ch == 0x7F)
-            fputc(' ', f);
-        else if (ch && !intraword_ && strchr("\\`*_[]<>|~&!#", ch))
-            fprintf(f, "\\%c", ch);
-        else
-            fputc(ch, f);
-    }
-}
-
-/* A family name; the harness derives it from the case id, which could leave it empty. */
-static void md_family(FILE *f, const char *s)
-{
-    if (*s)
-        md_text(f, s);
-    else
-        fputs("(no family)", f);
-}
-
-static size_t longest_backtick_run(const char *s)
-{
-    size_t best = 0, run = 0;
-    for (; *s; s++) {
-        run = (*s == '`') ? run + 1 : 0;
-        if (run > best)
-            best = run;
-    }
-    return best;
-}
-
-static void put_repeat(FILE *f, char ch, size_t n)
-{
-    while (n--)
-        fputc(ch, f);
-}
-
-/* A code span that survives backticks in its content (CommonMark: a longer fence, and a space
- * of padding when the content starts or ends with a backtick).  In a GFM table cell
- * (`in_cell`), '|' is written "\|": GFM removes that backslash before it parses the cell, even
- * inside a code span. */
-static void md_code_span(FILE *f, const char *s, int in_cell)
-{
-    if (!*s) {
-        fputs("(empty)", f);
-        return;
-    }
-    size_t fence = longest_backtick_run(s) + 1;
-    int pad = s[0] == '`' || s[strlen(s) - 1] == '`';
-    put_repeat(f, '`', fence);
-    if (pad)
-        fputc(' ', f);
-    for (; *s; s++) {
-        if (*s == '|' && in_cell)
-            fputs("\\|", f);
-        else
-            fputc(((unsigned char)*s < 0x20 || *s == 0x7F) ? ' ' : *s, f);
-    }
-    if (pad)
-        fputc(' ', f);
-    put_repeat(f, '`', fence);
-}
-
-static void md_code(FILE *f, const char *s)
-{
-    md_code_span(f, s, 0);
-}
-
-static void md_code_cell(FILE *f, const char *s)
-{
-    md_code_span(f, s, 1);
-}
-
-static void md_code_rel(FILE *f, const rp_data *d, const char *s)
-{
-    char *r = relative(d, s);
-    md_code(f, r ? r : s);
-    free(r);
-}
-
-static void md_text_rel(FILE *f, const rp_data *d, const char *s)
-{
-    char *r = relative(d, s);
-    md_text(f, r ? r : s);
-    free(r);
-}
 
 /* ---- the report --------------------------------------------------------------------------- */
 
@@ -783,7 +74,7 @@ static tally backend_tally(const rp_data *d, size_t b)
     tally t;
     memset(&t, 0, sizeof t);
     for (size_t f = 0; f < d->nf; f++)
-        tally_add(&t, cell_counts(d, b, f));
+        tally_add(&t, rp_cell_counts(d, b, f));
     return t;
 }
 
@@ -835,44 +126,115 @@ static void put_catching(FILE *f, const rp_data *d, size_t b)
     fputs(" |", f);
 }
 
-static void put_matrix(FILE *f, const rp_data *d, int mutants)
+/* Compact cell of the family x backend matrix: "14/14", "**3 fail** / 14", "n/s" (every case
+ * NOT_SUPPORTED), "10/12 + 2 n/s", or an em dash (the backend has no case of the family). */
+static void put_short_cell(FILE *f, const tally *t)
 {
-    fputs(mutants ? "| Mutant | Version |" : "| Backend | Version |", f);
-    for (size_t k = 0; k < d->nf; k++) {
-        fputc(' ', f);
-        md_family(f, d->families[k]);
-        fputs(" |", f);
+    if (t->total == 0) {
+        fputs(EM_DASH, f);
+        return;
     }
-    fputs(mutants ? " Total | Caught | Catching cases | Catching dtypes |\n" : " Total |\n", f);
-    fputs("| --- | --- |", f);
-    for (size_t k = 0; k < d->nf; k++)
-        fputs(" --- |", f);
-    fputs(mutants ? " --- | --- | ---: | --- |\n" : " --- |\n", f);
-    for (size_t b = 0; b < d->nb; b++) {
-        if (d->backends[b].mutant != mutants)
-            continue;
-        fputs("| ", f);
-        md_text(f, d->backends[b].name);
-        fputs(" | ", f);
-        md_text(f, d->backends[b].version);
-        fputs(" |", f);
-        for (size_t k = 0; k < d->nf; k++) {
-            tally t;
-            memset(&t, 0, sizeof t);
-            tally_add(&t, cell_counts(d, b, k));
+    if (t->ran == 0) {
+        fputs("n/s", f);
+        return;
+    }
+    if (t->bad == 0)
+        fprintf(f, "%zu/%zu", t->passed, t->ran);
+    else
+        fprintf(f, "**%zu fail** / %zu", t->bad, t->ran);
+    if (t->ns)
+        fprintf(f, " + %zu n/s", t->ns);
+}
+
+/* Families as rows, real backends as columns (readable with many families and several
+ * backends), a total row, then the backends' versions and options as a list. */
+static void put_matrix(FILE *f, const rp_data *d)
+{
+    fputs("| Family |", f);
+    for (size_t b = 0; b < d->nb; b++)
+        if (!d->backends[b].mutant) {
             fputc(' ', f);
-            put_cell(f, &t);
+            md_text(f, d->backends[b].name);
             fputs(" |", f);
         }
-        tally t = backend_tally(d, b);
-        fputc(' ', f);
-        put_cell(f, &t);
-        fputs(" |", f);
-        if (mutants) {
-            fputs(t.bad ? " yes |" : " **no** |", f);
-            put_catching(f, d, b);
+    fputs("\n| --- |", f);
+    for (size_t b = 0; b < d->nb; b++)
+        if (!d->backends[b].mutant)
+            fputs(" --- |", f);
+    fputc('\n', f);
+    for (size_t k = 0; k <= d->nf; k++) {
+        if (k < d->nf) {
+            fputs("| ", f);
+            md_family(f, d->families[k]);
+            fputs(" |", f);
+        } else {
+            fputs("| **all** |", f);
+        }
+        for (size_t b = 0; b < d->nb; b++) {
+            if (d->backends[b].mutant)
+                continue;
+            tally t;
+            memset(&t, 0, sizeof t);
+            if (k < d->nf)
+                tally_add(&t, rp_cell_counts(d, b, k));
+            else
+                t = backend_tally(d, b);
+            fputc(' ', f);
+            put_short_cell(f, &t);
+            fputs(" |", f);
         }
         fputc('\n', f);
+    }
+    fputs("\nA cell is passed/run cases, or **failed** / run cases; n/s: cases the backend does not "
+          "support (not run); " EM_DASH " means the family has no cases in the backend's "
+          "results. Backends:\n\n", f);
+    for (size_t b = 0; b < d->nb; b++) {
+        const rp_backend *be = &d->backends[b];
+        if (be->mutant)
+            continue;
+        fputs("- ", f);
+        md_text(f, be->name);
+        fputs(": ", f);
+        md_text(f, be->version);
+        if (be->options[0]) {
+            fputs(" (options ", f);
+            md_code(f, be->options);
+            fputc(')', f);
+        }
+        if (be->expect_file)
+            fputs("; judged against its expected-results file (third-party: see below)", f);
+        fputc('\n', f);
+    }
+}
+
+/* One row per mutant: caught or not, the proof counts, and the families whose cases caught it
+ * ("cache.batch 14, sdpa.layout 3"). */
+static void put_mutants(FILE *f, const rp_data *d)
+{
+    fputs("| Mutant | Caught | Catching cases | Catching dtypes | Catching families (cases) |\n"
+          "| --- | --- | ---: | --- | --- |\n", f);
+    for (size_t b = 0; b < d->nb; b++) {
+        if (!d->backends[b].mutant)
+            continue;
+        tally t = backend_tally(d, b);
+        fputs("| ", f);
+        md_text(f, d->backends[b].name);
+        fputs(t.bad ? " | yes |" : " | **no** |", f);
+        put_catching(f, d, b);
+        fputc(' ', f);
+        int first = 1;
+        for (size_t k = 0; k < d->nf; k++) {
+            tally c;
+            memset(&c, 0, sizeof c);
+            tally_add(&c, rp_cell_counts(d, b, k));
+            if (!c.bad)
+                continue;
+            fputs(first ? "" : ", ", f);
+            md_family(f, d->families[k]);
+            fprintf(f, " %zu", c.bad);
+            first = 0;
+        }
+        fputs(first ? EM_DASH " |\n" : " |\n", f);
     }
 }
 
@@ -1010,39 +372,6 @@ static void put_failures(FILE *f, const rp_data *d)
         fputs(thirdparty ? "No failures outside the third-party sections.\n\n"
                          : "No failures.\n\n", f);
 
-    int mutants = 0;
-    for (size_t b = 0; b < d->nb; b++)
-        mutants |= d->backends[b].mutant;
-    if (!mutants)
-        return;
-    fputs("Mutants: cases that caught each one, by family (individual failures are not "
-          "listed):\n\n", f);
-    for (size_t b = 0; b < d->nb; b++) {
-        if (!d->backends[b].mutant)
-            continue;
-        tally t = backend_tally(d, b);
-        fputs("- ", f);
-        md_text(f, d->backends[b].name);
-        if (t.bad == 0) {
-            fputs(": **not caught**\n", f);
-            continue;
-        }
-        fputs(": ", f);
-        int first = 1;
-        for (size_t k = 0; k < d->nf; k++) {
-            tally c;
-            memset(&c, 0, sizeof c);
-            tally_add(&c, cell_counts(d, b, k));
-            if (!c.bad)
-                continue;
-            fputs(first ? "" : ", ", f);
-            md_family(f, d->families[k]);
-            fprintf(f, " %zu", c.bad);
-            first = 0;
-        }
-        fprintf(f, " (%zu caught in total)\n", t.bad);
-    }
-    fputc('\n', f);
 }
 
 /* ---- third-party implementations (runs with an expected-results file) ---------------------- */
@@ -1255,7 +584,7 @@ static int put_path_coverage(FILE *f, const rp_data *d)
         }
     if (ncls == 0)
         return 0;
-    qsort(cls, ncls, sizeof *cls, cmp_str);
+    qsort(cls, ncls, sizeof *cls, rp_cmp_str);
     fputs("## Kernel-path coverage\n\nThe `" PATHS_FAMILY "` cases repeat the semantics that "
           "break most often (masked-slot poison, fully masked rows, windows, left padding, GQA "
           "with causal) at shapes that make real kernels take different code paths: the "
@@ -1328,7 +657,7 @@ static int put_thirdparty(FILE *f, const rp_data *d)
 static size_t sort_unique(const char **s, size_t n)
 {
     if (n > 1)
-        qsort(s, n, sizeof *s, cmp_str);
+        qsort(s, n, sizeof *s, rp_cmp_str);
     size_t u = 0;
     for (size_t k = 0; k < n; k++)
         if (u == 0 || strcmp(s[u - 1], s[k]) != 0)
@@ -1367,20 +696,49 @@ static void put_clause_passing(FILE *f, const rp_data *d, int k)
         fputs(EM_DASH, f);
 }
 
-/* "Mutants caught" cell of clause k: mutants with a bad result on a case citing it, by name. */
+/* Whether a mutant's bug breaks clause k, by its version string: the test-only mutants say
+ * "... breaks SPEC.md clauses 3, 19)" (mutants.h RBM_BREAKS).  A mutant that does not say is
+ * credited under every clause whose cases it fails. */
+static int mutant_breaks(const char *version, int k)
+{
+    const char *p = strstr(version, "breaks SPEC.md clause");
+    if (!p)
+        return 1;
+    p += strlen("breaks SPEC.md clause");
+    p += *p == 's';
+    for (;;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p < '0' || *p > '9')
+            return 0;
+        int n = 0;
+        while (*p >= '0' && *p <= '9' && n < 1000)
+            n = n * 10 + (*p++ - '0');
+        if (n == k)
+            return 1;
+    }
+}
+
+/* "Mutants caught" cell of clause k: mutants whose bug breaks the clause, with the number of
+ * cases citing it that they fail ("mutant_topleft 45"), by name.  A case can cite several
+ * clauses; the declared clauses keep a mutant from being credited under a clause its bug does
+ * not touch just because a case citing both caught it. */
 static void put_clause_mutants(FILE *f, const rp_data *d, int k)
 {
     int any = 0;
     for (size_t b = 0; b < d->nb; b++) {
         const rp_backend *be = &d->backends[b];
-        int caught = 0;
-        for (size_t i = 0; be->mutant && i < be->n && !caught; i++)
-            caught = (be->cases[i].clauses & (1u << k)) && hr_status_is_bad(be->cases[i].status);
+        if (!be->mutant || !mutant_breaks(be->version, k))
+            continue;
+        size_t caught = 0;
+        for (size_t i = 0; i < be->n; i++)
+            caught += (be->cases[i].clauses & (1u << k)) && hr_status_is_bad(be->cases[i].status);
         if (!caught)
             continue;
         fputs(any ? ", " : "", f);
         any = 1;
         md_text(f, be->name);
+        fprintf(f, " %zu", caught);
     }
     if (!any)
         fputs(EM_DASH, f);
@@ -1422,7 +780,7 @@ static int put_clauses(FILE *f, const rp_data *d)
                 ids[ni++] = c->id;
                 for (size_t j = 0; j < json_array_size(c->rules); j++) {
                     const char *rule = json_string_value(json_array_get(c->rules, j));
-                    if (rule_clause(rule) == k)
+                    if (rp_rule_clause(rule) == k)
                         rules[nr++] = rule;
                 }
             }
@@ -1447,7 +805,8 @@ static int put_clauses(FILE *f, const rp_data *d)
     fputs("\nA rule id `clauseN.<name>` cites SPEC.md clause N; ids of another form are under "
           "\"other\". Cases: distinct case ids citing the clause, over all result files. Passing: "
           "passed/run cases citing the clause, per non-mutant backend. Mutants caught: mutants "
-          "with a FAIL, INCORRECT_DTYPE or ERROR on at least one case citing the clause.\n\n", f);
+          "whose bug breaks the clause (as their version says) with the number of cases citing "
+          "it that they FAIL, have an INCORRECT_DTYPE on or ERROR on.\n\n", f);
     return 0;
 }
 
@@ -1498,20 +857,20 @@ static int put_not_supported(FILE *f, const rp_data *d)
 
 static void put_fenced(FILE *f, const char *s)
 {
-    size_t fence = longest_backtick_run(s) + 1;
+    size_t fence = md_longest_backtick_run(s) + 1;
     if (fence < 3)
         fence = 3;
-    put_repeat(f, '`', fence);
+    md_put_repeat(f, '`', fence);
     fputs("sh\n", f);
     for (; *s; s++)
         fputc(((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7F ? ' ' : *s, f);
     fputc('\n', f);
-    put_repeat(f, '`', fence);
+    md_put_repeat(f, '`', fence);
     fputc('\n', f);
 }
 
 static int write_report(FILE *f, const rp_data *d, const char *title, const char *command,
-                        size_t nfiles)
+                        const char *chart, size_t nfiles)
 {
     fputs("# ", f);
     for (const char *p = title; *p; p++) /* the title may hold Markdown; keep it on one line */
@@ -1529,7 +888,7 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
           "suite's problem); NOT_SUPPORTED (the "
           "backend lacks a capability the case requires) is neither. ", f);
     fprintf(f, "It was generated from %zu result file%s with:\n\n", nfiles, nfiles == 1 ? "" : "s");
-    char *cmd = relative(d, command);
+    char *cmd = rp_relative(d, command);
     put_fenced(f, cmd ? cmd : command);
     free(cmd);
 
@@ -1540,12 +899,16 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
         mutants += d->backends[b].mutant;
     }
     if (real)
-        put_matrix(f, d, 0);
+        put_matrix(f, d);
     else
         fputs("No results for non-mutant backends.\n", f);
     fputc('\n', f);
-    fputs("A cell is passed/run cases, or failed cases / run cases; NOT_SUPPORTED cases are not "
-          "run. " EM_DASH " means the family has no cases in the results.\n\n", f);
+    if (chart) {
+        fputs("![Pass rate per case family and backend](", f);
+        for (const char *p = chart; *p; p++) /* a link target: no spaces or parentheses */
+            fputc(*p == ' ' || *p == '(' || *p == ')' || (unsigned char)*p < 0x20 ? '_' : *p, f);
+        fputs(")\n\n", f);
+    }
     for (size_t b = 0; b < d->nb; b++) {
         const rp_backend *be = &d->backends[b];
         if (!be->nfilters)
@@ -1562,7 +925,7 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
     if (mutants) {
         fputs("## Mutants (test-only backends with one deliberate bug; a caught mutant is the "
               "expected result)\n\n", f);
-        put_matrix(f, d, 1);
+        put_mutants(f, d);
         fputs("\nCatching cases: cases on which the mutant FAILed, had an INCORRECT_DTYPE, "
               "ERRORed, crashed or timed out. Catching dtypes: the distinct float dtypes of "
               "those cases (q's, or the cache's; mask-builder cases have none). The suite "
@@ -1590,9 +953,12 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
 /* ---- command line -------------------------------------------------------------------------- */
 
 static const char usage_text[] =
-    "usage: attnconf report [--out FILE] [--title TITLE] [--command CMD] RESULTS.json...\n"
+    "usage: attnconf report [--out FILE] [--title TITLE] [--command CMD] [--chart PATH]\n"
+    "                       RESULTS.json...\n"
+    "       attnconf report --diff OLD.json NEW.json [--out FILE]\n"
     "Merge result files written by `attnconf run --format json` into a Markdown report\n"
-    "(stdout unless --out).  --command: the command line to show in the report.\n";
+    "(stdout unless --out).  --command: the command line to show in the report.  --chart: a\n"
+    "picture to link under the matrix (tools/pass-chart draws the pass-rate chart).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -1628,13 +994,13 @@ static int write_out(const char *out, const char *buf, size_t len)
 {
     FILE *f = out ? fopen(out, "wb") : stdout;
     if (!f) {
-        errf(out, NULL, "cannot open for writing");
+        rp_errf(out, NULL, "cannot open for writing");
         return 1;
     }
     int bad = fwrite(buf, 1, len, f) != len;
     bad |= out ? fclose(f) != 0 : fflush(f) != 0;
     if (bad) {
-        errf(out ? out : "<stdout>", NULL, "write error");
+        rp_errf(out ? out : "<stdout>", NULL, "write error");
         return 1;
     }
     return 0;
@@ -1642,9 +1008,12 @@ static int write_out(const char *out, const char *buf, size_t len)
 
 int hr_report_main(int argc, char **argv)
 {
-    const char *out = NULL, *title = DEFAULT_TITLE, *command = NULL;
+    const char *out = NULL, *title = DEFAULT_TITLE, *command = NULL, *chart = NULL;
     if (argc < 1 || !argv)
         return usage_error("%s", "no arguments");
+    for (int i = 1; i < argc && argv[i]; i++)
+        if (!strcmp(argv[i], "--diff"))
+            return hr_report_diff_main(argc, argv);
     const char **files = malloc((size_t)argc * sizeof *files);
     if (!files) {
         fputs("attnconf report: out of memory\n", stderr);
@@ -1669,10 +1038,10 @@ int hr_report_main(int argc, char **argv)
             free(files);
             return 0;
         }
-        static const char *const valued[] = {"--out", "--title", "--command"};
-        const char **dest[] = {&out, &title, &command};
+        static const char *const valued[] = {"--out", "--title", "--command", "--chart"};
+        const char **dest[] = {&out, &title, &command, &chart};
         int matched = 0;
-        for (int k = 0; k < 3 && !matched; k++) {
+        for (int k = 0; k < 4 && !matched; k++) {
             size_t l = strlen(valued[k]);
             if (strncmp(a, valued[k], l) != 0 || (a[l] != '\0' && a[l] != '='))
                 continue;
@@ -1706,9 +1075,9 @@ int hr_report_main(int argc, char **argv)
         d.cwd[0] = '\0';
     int rc = 0;
     for (size_t i = 0; i < nfiles && rc == 0; i++)
-        if (load_file(&d, files[i]))
+        if (rp_load_file(&d, files[i]))
             rc = 1;
-    if (rc == 0 && index_data(&d))
+    if (rc == 0 && rp_index_data(&d))
         rc = 1;
 
     char *buf = NULL, *cmdbuf = NULL;
@@ -1732,7 +1101,7 @@ int hr_report_main(int argc, char **argv)
         FILE *m = open_memstream(&buf, &len);
         int bad = !m;
         if (m) {
-            bad |= write_report(m, &d, title, command, nfiles) != 0;
+            bad |= write_report(m, &d, title, command, chart, nfiles) != 0;
             bad |= ferror(m) != 0;
             bad |= fclose(m) != 0;
         }

@@ -203,6 +203,27 @@ def s_nonfinite_scale(args):
              r"scale -inf is not finite")
 
 
+def s_seconds(args):
+    """An sdpa reply's optional "seconds" (PROTOCOL.md): a good one is accepted and changes
+    nothing in `run`; one that is not a finite number >= 0, or is longer than the whole exchange
+    took, breaks the protocol: that case is an ERROR naming the value, the next case a fresh
+    adapter."""
+    rc, out, _, _, _, res = json_run(args, backend(args, "timed"), "sdpa.nomask.*")
+    check(rc == 0, "exit 0 with seconds in every reply (got %d)" % rc)
+    statuses(res, F32_NOMASK, "PASS")
+    bad = (("-1", r'"seconds" -1 is not a finite number >= 0'),
+           ('"0.5"', r'"seconds" is a string, not a number of seconds'),
+           ("null", r'"seconds" is null, not a number of seconds'),
+           ("3600", r'"seconds" 3600 is longer than the whole exchange took \([0-9.e-]+ s\)'))
+    for n, (value, msg) in enumerate(bad):
+        rc, out, _, _, _, res = json_run(args, backend(args, "bad_seconds", value),
+                                         "sdpa.nomask.*", name="bad%d" % n)
+        check(rc == 1, "seconds %s: exit 1 (got %d)" % (value, rc))
+        statuses(res, F32_NOMASK, "ERROR", r"^adapter failure: adapter reply: reply to sdpa: "
+                 + msg)
+        statuses(res, ["sdpa.nomask.basic.f16"], "NOT_SUPPORTED")
+
+
 def s_die(args):
     """Dies in every sdpa: each case is an ERROR quoting the exit status and stderr, the run goes
     on (a fresh adapter per case), NOT_SUPPORTED cases still come after."""

@@ -115,11 +115,55 @@ static const char *last_line(const char *s)
 
 /* ---- text ---------------------------------------------------------------------------------- */
 
+/* Every failure says what the case checks and which SPEC.md clauses it cites, in text, TAP and
+ * JUnit alike (JSON carries "description" and "rules" as fields). */
+Test(output_all, failure_names_purpose_and_clauses)
+{
+    g_results[0] = mk("sdpa.causal.offset", "sdpa", HR_FAIL, "3 of 8 elements out of tolerance");
+    snprintf(g_results[0].description, sizeof g_results[0].description,
+             "Causal mask with a cache offset of 4: bottom-right alignment");
+    snprintf(g_results[0].rules[0], HR_RULE_MAX, "clause3.bottom_right");
+    snprintf(g_results[0].rules[1], HR_RULE_MAX, "clause19.lengths");
+    snprintf(g_results[0].rules[2], HR_RULE_MAX, "clause3.explicit_offset");
+    snprintf(g_results[0].rules[3], HR_RULE_MAX, "sdpa.definition");
+    g_results[0].nrules = 4;
+    g_results[1] = mk("sdpa.basic", "sdpa", HR_FAIL, "wrong");
+    snprintf(g_results[1].rules[0], HR_RULE_MAX, "sdpa.definition");
+    g_results[1].nrules = 1;
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend_name, sizeof run.backend_name, "x");
+    run.results = g_results;
+    run.count = 2;
+    const char *spec = "SPEC.md clauses 3, 19 (clause3.bottom_right, clause19.lengths, "
+                       "clause3.explicit_offset, sdpa.definition)";
+    char want[512];
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    snprintf(want, sizeof want,
+             "    3 of 8 elements out of tolerance\n"
+             "    checks: Causal mask with a cache offset of 4: bottom-right alignment\n"
+             "    spec: %s\n", spec);
+    assert_has(t, want);
+    /* No clause cited: the rule ids alone, never an empty clause list. */
+    assert_has(t, "    wrong\n    spec: rules (sdpa.definition)\n");
+    char *tap = write_mem(&run, HR_FMT_TAP);
+    assert_has(tap, "  checks: \"Causal mask with a cache offset of 4: bottom-right alignment\"\n");
+    snprintf(want, sizeof want, "  spec: \"%s\"\n", spec);
+    assert_has(tap, want);
+    char *x = write_mem(&run, HR_FMT_JUNIT);
+    assert_has(x, "&#10;checks: Causal mask with a cache offset of 4: bottom-right alignment&#10;");
+    snprintf(want, sizeof want, "&#10;spec: %s&#10;rerun: ", spec);
+    assert_has(x, want);
+    free(t);
+    free(tap);
+    free(x);
+}
+
 Test(output_text, summary_and_details)
 {
     hr_run run = every_status_run("reference");
     char *t = write_mem(&run, HR_FMT_TEXT);
-    cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 skipped\n", "summary line: %s", t);
+    cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 not supported\n", "summary line: %s", t);
     assert_has(t, "\nPASS 1, EXPECTED_ERROR 1, NOT_SUPPORTED 1, FAIL 1, INCORRECT_DTYPE 1, "
                   "ERROR 1, CRASH 0, TIMEOUT 0, CASE_ERROR 0\n2 passed");
     /* Status column padded to the longest name (INCORRECT_DTYPE) plus two spaces. */
@@ -144,7 +188,7 @@ Test(output_text, empty_run)
     hr_run run;
     memset(&run, 0, sizeof run);
     char *t = write_mem(&run, HR_FMT_TEXT);
-    cr_assert_str_eq(last_line(t), "0 passed, 0 failed, 0 skipped\n", "got: %s", t);
+    cr_assert_str_eq(last_line(t), "0 passed, 0 failed, 0 not supported\n", "got: %s", t);
     free(t);
 }
 
@@ -317,7 +361,7 @@ Test(output_robust, bad_arguments_and_garbage_fields)
         free(s);
     }
     char *t = write_mem(&run, HR_FMT_TEXT);
-    cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 skipped\n",
+    cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 not supported\n",
                      "a bad status counts as failed");
     assert_has(t, "first bad index [] (flat 27)");
     free(t);
@@ -460,17 +504,17 @@ Test(report, matrix_mutants_failures_deterministic)
     cr_assert(strncmp(a, "# attnconf conformance report\n\n", 31) == 0, "title:\n%s", a);
     assert_has(a, "```sh\nattnconf report results/*.json\n```\n");
     /* Matrix: backends sorted, families sorted, all cell kinds. */
-    assert_has(a, "\n| Backend | Version | mask | sdpa | Total |\n| --- | --- | --- | --- | --- |\n"
-                  "| cpu_fast | 1.2 | not supported | 2/2 pass | 2/2 pass, 1 not supported |\n"
-                  "| reference | 0.1.0 | 2 fail / 2 | 1 fail / 3, 1 not supported | "
-                  "3 fail / 5, 1 not supported |\n");
-    /* Mutants in their own table, with the em dash for a family without cases. */
+    /* Matrix: families as rows, backends as columns (sorted), all cell kinds, a total row. */
+    assert_has(a, "\n| Family | cpu_fast | reference |\n| --- | --- | --- |\n"
+                  "| mask | n/s | **2 fail** / 2 |\n"
+                  "| sdpa | 2/2 | **1 fail** / 3 + 1 n/s |\n"
+                  "| **all** | 2/2 + 1 n/s | **3 fail** / 5 + 1 n/s |\n");
+    assert_has(a, "\n- cpu_fast: 1.2\n- reference: 0.1.0\n");
+    /* Mutants in their own table: one row each, with the families that caught it. */
     assert_has(a, "\n## Mutants (test-only backends with one deliberate bug; a caught mutant is "
-                  "the expected result)\n\n| Mutant | Version | mask | sdpa | Total | Caught | "
-                  "Catching cases | Catching dtypes |\n");
-    assert_has(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 | yes | 2 | "
-                  "2: bf16, f32 |\n");
-    assert_lacks(a, "\n| mutant_topleft | 0.1.0 | \xE2\x80\x94 | 2 fail / 2 | 2 fail / 2 |\n");
+                  "the expected result)\n\n| Mutant | Caught | Catching cases | Catching dtypes | "
+                  "Catching families (cases) |\n");
+    assert_has(a, "\n| mutant_topleft | yes | 2 | 2: bf16, f32 | sdpa 2 |\n");
     /* Per-status totals. */
     assert_has(a, "| reference | 1 | 1 | 1 | 1 | 1 | 1 | 0 | 0 | 0 | 6 |\n");
     assert_has(a, "| mutant_topleft | 0 | 0 | 0 | 2 | 0 | 0 | 0 | 0 | 0 | 2 |\n");
@@ -483,7 +527,6 @@ Test(report, matrix_mutants_failures_deterministic)
                   "max abs err 0.5, max rel err 0.25\n"
                   "  - rerun: `attnconf run --backend x --filter 'sdpa.causal.offset'`\n");
     assert_lacks(a, "sdpa.causal.decode");
-    assert_has(a, "\n- mutant_topleft: sdpa 2 (2 caught in total)\n");
     /* These results carry no rule ids: the clause section says so. */
     assert_has(a, "\n## Spec clauses\n\nNo case in the results cites a rule id.\n\n"
                   "## Totals by status\n");
@@ -679,11 +722,11 @@ Test(report, spec_clauses_two_mutants_and_reference)
      * FAILed, had an INCORRECT_DTYPE or ERRORed on a case citing it (NOT_SUPPORTED is not). */
     assert_has(a, CLAUSE_HEADER
                "| 3 | `clause3.bottom_right`, `clause3.explicit_offset` | 3 | reference 3/3 | "
-               "mutant_topleft |\n"
+               "mutant_topleft 3 |\n"
                "| 9 | `clause9.fully_masked_zero` | 2 | reference 2/2 | "
-               "mutant_topleft, mutant_upcast |\n"
+               "mutant_topleft 1, mutant_upcast 1 |\n"
                "| 13 | `clause13.tolerance` | 4 | reference 4/4 | "
-               "mutant_topleft, mutant_upcast |\n"
+               "mutant_topleft 2, mutant_upcast 1 |\n"
                "| other | `clause03.zero`, `clause20.beyond`, `clause9`, `sdpa.definition` | 1 | "
                "reference 1/1 | \xE2\x80\x94 |\n"
                "\nA rule id `clauseN.<name>` cites SPEC.md clause N;");
@@ -692,10 +735,42 @@ Test(report, spec_clauses_two_mutants_and_reference)
                *tot = strstr(a, "\n## Totals by status\n");
     cr_assert(mut && cl && tot && mut < cl && cl < tot, "section order:\n%s", a);
     /* The mutant section names every family each mutant fails. */
-    assert_has(a, "\n- mutant_topleft: mask.causal 1, sdpa.causal 2 (3 caught in total)\n"
-                  "- mutant_upcast: sdpa.bool 1 (1 caught in total)\n");
+    assert_has(a, " | mask.causal 1, sdpa.causal 2 |\n");
+    assert_has(a, " | sdpa.bool 1 |\n");
     free(a);
     free(b);
+    tmp_close(&d);
+}
+
+/* A mutant whose version declares the clauses its bug breaks is credited only under those:
+ * mutant_topleft fails cases citing clauses 3, 9 and 13, but its bug is clause 3's. */
+Test(report, spec_clauses_credit_declared_clauses_only)
+{
+    tmpdir d;
+    tmp_open(&d);
+    static const int s_ref[] = {HR_PASS, HR_PASS, HR_PASS, HR_PASS, HR_PASS};
+    static const int s_top[] = {HR_FAIL, HR_FAIL, HR_ERROR, HR_PASS, HR_PASS};
+    static const int s_up[] = {HR_PASS, HR_PASS, HR_PASS, HR_INCORRECT_DTYPE, HR_NOT_SUPPORTED};
+    const char *ref = tmp_file(&d, "reference.json"), *top = tmp_file(&d, "top.json"),
+               *up = tmp_file(&d, "up.json"), *out = tmp_file(&d, "r.md");
+    hr_run run = clause_run("reference", s_ref);
+    write_run_file(ref, &run);
+    run = clause_run("mutant_topleft", s_top);
+    snprintf(run.backend_version, sizeof run.backend_version,
+             "0.1.0 (test-only mutant; breaks SPEC.md clause 3)");
+    write_run_file(top, &run);
+    run = clause_run("mutant_upcast", s_up);
+    snprintf(run.backend_version, sizeof run.backend_version,
+             "0.1.0 (test-only mutant; breaks SPEC.md clauses 8, 13)");
+    write_run_file(up, &run);
+    const char *argv[] = {"report", "--out", out, "--command", "x", ref, top, up};
+    cr_assert_eq(report(8, argv), 0, "report failed");
+    char *a = slurp(out);
+    assert_has(a, "| 3 | `clause3.bottom_right`, `clause3.explicit_offset` | 3 | reference 3/3 | "
+                  "mutant_topleft 3 |\n"
+                  "| 9 | `clause9.fully_masked_zero` | 2 | reference 2/2 | \xE2\x80\x94 |\n"
+                  "| 13 | `clause13.tolerance` | 4 | reference 4/4 | mutant_upcast 1 |\n");
+    free(a);
     tmp_close(&d);
 }
 
@@ -713,11 +788,11 @@ Test(report, spec_clauses_passing_cells)
      * backend without a case citing the clause is left out of that row. */
     assert_has(a, CLAUSE_HEADER
                "| 3 | `clause3.bottom_right`, `clause3.explicit_offset` | 3 | "
-               "cpu_fast 1/2 + 1 not supported, reference 3/3 | mutant_topleft |\n"
+               "cpu_fast 1/2 + 1 not supported, reference 3/3 | mutant_topleft 3 |\n"
                "| 9 | `clause9.fully_masked_zero` | 2 | cpu_fast 1/1, reference 2/2 | "
-               "mutant_topleft, mutant_upcast |\n"
+               "mutant_topleft 1, mutant_upcast 1 |\n"
                "| 13 | `clause13.tolerance` | 4 | cpu_fast 1/2 + 1 not supported, "
-               "reference 4/4 | mutant_topleft, mutant_upcast |\n"
+               "reference 4/4 | mutant_topleft 2, mutant_upcast 1 |\n"
                "| other | `clause03.zero`, `clause20.beyond`, `clause9`, `sdpa.definition` | 1 | "
                "cpu_fast 1 not supported, reference 1/1 | \xE2\x80\x94 |\n");
     free(a);
@@ -827,5 +902,60 @@ Test(output_ratio, every_format_and_the_report)
     /* The failure line of the report carries the ratio too. */
     assert_has(a, "; max err 3.5 x allowed, max abs err 0.003");
     free(a);
+    tmp_close(&d);
+}
+
+/* report --diff: every class of change between two runs of one backend, and the exit status. */
+Test(report, diff_classes_and_exit)
+{
+    tmpdir d;
+    tmp_open(&d);
+    hr_run run = every_status_run("reference");
+    g_results[0].max_ratio = 0.1;
+    const char *old = tmp_file(&d, "old.json"), *neu = tmp_file(&d, "new.json"),
+               *out = tmp_file(&d, "diff.md");
+    write_run_file(old, &run);
+
+    run = every_status_run("reference");
+    snprintf(run.backend_version, sizeof run.backend_version, "0.2.0");
+    g_results[0].max_ratio = 0.4; /* still PASS, 4x closer to the limit */
+    g_results[1].status = HR_FAIL; /* was EXPECTED_ERROR */
+    snprintf(g_results[1].message, sizeof g_results[1].message, "accepted a mixed dtype");
+    snprintf(g_results[1].description, sizeof g_results[1].description, "mixed q/k dtypes");
+    snprintf(g_results[1].rerun, sizeof g_results[1].rerun, "attnconf run --filter x");
+    g_results[3].status = HR_PASS; /* was FAIL */
+    g_results[3].has_stats = 0;
+    g_results[4].status = HR_ERROR; /* was INCORRECT_DTYPE */
+    g_results[5] = mk("sdpa.zz.new_case", "sdpa", HR_PASS, ""); /* mask.lengths.basic gone */
+    write_run_file(neu, &run);
+
+    const char *argv[] = {"report", "--diff", old, neu, "--out", out};
+    cr_assert_eq(report(6, argv), 1, "a newly failing case must exit 1");
+    char *a = slurp(out);
+    assert_has(a, "# Conformance diff: reference 0.1.0 \xE2\x86\x92 reference 0.2.0\n");
+    assert_has(a, "**1 newly failing**, 1 newly passing, 1 other status changes, 1 with error "
+                  "growth, 1 only in the old run, 1 only in the new run, 1 unchanged.\n");
+    assert_has(a, "## Newly failing (1)\n\n");
+    assert_has(a, "- `sdpa.reject.mixed_dtype`: EXPECTED_ERROR \xE2\x86\x92 FAIL: accepted a "
+                  "mixed dtype\n  - checks: mixed q/k dtypes\n"
+                  "  - rerun: `attnconf run --filter x`\n");
+    assert_has(a, "## Newly passing (1)\n\nPASS or EXPECTED_ERROR now, and not before.\n\n"
+                  "- `sdpa.causal.offset`: FAIL \xE2\x86\x92 PASS\n");
+    assert_has(a, "- `mask.window.basic`: INCORRECT_DTYPE \xE2\x86\x92 ERROR: out dtype f32, q f16\n");
+    assert_has(a, "| `sdpa.basic.f32` | 0.1 | 0.4 | 4x |\n");
+    assert_has(a, "- `mask.lengths.basic`: ERROR \xE2\x86\x92 (absent)\n");
+    assert_has(a, "- `sdpa.zz.new_case`: (absent) \xE2\x86\x92 PASS\n");
+    free(a);
+
+    /* The same file against itself: nothing changed, exit 0. */
+    const char *same[] = {"report", "--diff", neu, neu, "--out", out};
+    cr_assert_eq(report(6, same), 0);
+    a = slurp(out);
+    assert_has(a, "**0 newly failing**, 0 newly passing, 0 other status changes, 0 with error "
+                  "growth, 0 only in the old run, 0 only in the new run, 6 unchanged.\n");
+    free(a);
+    /* Usage: exactly two files. */
+    const char *one[] = {"report", "--diff", neu};
+    cr_assert_eq(report(3, one), 2);
     tmp_close(&d);
 }

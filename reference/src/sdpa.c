@@ -275,6 +275,17 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
     return ATTNREF_OK;
 }
 
+int attnref_sdpa_check(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                       const attnref_tensor *mask, const attnref_sdpa_params *params,
+                       const attnref_tensor *out, attnref_diag *diag) {
+    static const attnref_sdpa_params defaults = {0};
+    dims dm = {0};
+    int rc = check_args(q, k, v, mask, params ? params : &defaults, out, &dm, diag);
+    if (rc == ATTNREF_OK)
+        attnref__ok(diag);
+    return rc;
+}
+
 int attnref_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
                  const attnref_tensor *mask, const attnref_sdpa_params *params,
                  attnref_tensor *out, attnref_diag *diag) {

@@ -99,6 +99,17 @@ static void run_err(const attnref_tensor *q, const attnref_tensor *k, const attn
                  attnref_status_name(want_rc), rc, attnref_status_name(rc), diag.msg);
     cr_expect(diag.msg[0] != '\0' && diag.msg[0] != 'x', "%s: diag not written: \"%s\"", what,
               diag.msg);
+    /* attnref_sdpa_check rejects every invalid call the same way: same status, same message
+     * (a NULL out is attnref_sdpa's own check: attnref_sdpa_check takes NULL as "no out"). */
+    if (out) {
+        attnref_diag cd;
+        fill_diag(&cd);
+        int crc = attnref_sdpa_check(q, k, v, mask, p, out, &cd);
+        cr_expect_eq(crc, rc, "%s: attnref_sdpa_check rc %d (%s), attnref_sdpa rc %d (%s)", what,
+                     crc, attnref_status_name(crc), rc, attnref_status_name(rc));
+        cr_expect_str_eq(cd.msg, diag.msg, "%s: attnref_sdpa_check says \"%s\", attnref_sdpa \"%s\"",
+                         what, cd.msg, diag.msg);
+    }
     if (out_buf) {
         const uint8_t *b = out_buf;
         for (size_t i = 0; i < out_bytes; ++i)
@@ -1358,6 +1369,49 @@ Test(sdpa, null_tensors_and_causal_with_mask)
     cr_expect_eq(rc, ATTNREF_EINVAL, "NULL q with NULL diag: expected EINVAL, got %d", rc);
     rc = attnref_sdpa(&tq, &tk, &tv, NULL, NULL, &to, NULL);
     cr_expect_eq(rc, ATTNREF_OK, "valid call with NULL diag: rc=%d", rc);
+}
+
+/* attnref_sdpa_check on valid calls: OK, diag cleared, nothing written (it computes nothing);
+ * NULL params are the defaults and a NULL out is not checked.  Its rejections are compared with
+ * attnref_sdpa's in run_err, i.e. in every error test of this file. */
+Test(sdpa, check_accepts_valid_calls_and_writes_nothing)
+{
+    float q[8] = {1, 2, 3, 4, 5, 6, 7, 8}, k[8] = {1, 0, 0, 1, 1, 1, 2, 2}, v[8] = {0};
+    float o[8];
+    attnref_tensor tq = mk4(q, ATTNREF_F32, 1, 2, 2, 2), tk = mk4(k, ATTNREF_F32, 1, 1, 4, 2),
+                   tv = mk4(v, ATTNREF_F32, 1, 1, 4, 2), to = mk4(o, ATTNREF_F32, 1, 2, 2, 2);
+    attnref_sdpa_params p = no_params();
+    p.causal = 1;
+    p.window = 2;
+    int64_t lengths[1] = {3}, left[1] = {1};
+    p.batch = 1;
+    p.lengths = lengths;
+    p.left_padding = left;
+    const attnref_sdpa_params *ps[2] = {NULL, &p};
+    for (int c = 0; c < 2; c++) {
+        memset(o, SENTINEL_BYTE, sizeof o);
+        attnref_diag d;
+        fill_diag(&d);
+        int rc = attnref_sdpa_check(&tq, &tk, &tv, NULL, ps[c], &to, &d);
+        cr_expect_eq(rc, ATTNREF_OK, "params %d: rc %d (%s): %s", c, rc, attnref_status_name(rc),
+                     d.msg);
+        cr_expect_eq(d.msg[0], '\0', "params %d: diag not cleared: \"%s\"", c, d.msg);
+        const uint8_t *b = (const uint8_t *)o;
+        for (size_t i = 0; i < sizeof o; i++)
+            cr_expect_eq(b[i], SENTINEL_BYTE, "params %d: out byte %zu written", c, i);
+    }
+    /* No out: only q, k, v, the mask and the parameters are checked (a bad window still is). */
+    cr_expect_eq(attnref_sdpa_check(&tq, &tk, &tv, NULL, &p, NULL, NULL), ATTNREF_OK);
+    p.window = -1;
+    attnref_diag d;
+    fill_diag(&d);
+    cr_expect_eq(attnref_sdpa_check(&tq, &tk, &tv, NULL, &p, NULL, &d), ATTNREF_EINVAL);
+    cr_expect_str_eq(d.msg, "window: -1 is negative (0 = no window)");
+    /* An out of another dtype than q is the same EDTYPE as in attnref_sdpa. */
+    attnref_tensor t16 = mk4(o, ATTNREF_F16, 1, 2, 2, 2);
+    p.window = 0;
+    fill_diag(&d);
+    cr_expect_eq(attnref_sdpa_check(&tq, &tk, &tv, NULL, &p, &t16, &d), ATTNREF_EDTYPE, "%s", d.msg);
 }
 
 Test(sdpa, non_finite_explicit_scale_rejected)

@@ -24,14 +24,19 @@
 #error "cache_mutants.h is only for cache mutant builds: define ATTNCONF_CACHE_MUTANT"
 #elif ATTNCONF_CACHE_MUTANT == RCM_ROTATING_W1
 #define RCM_NAME "mutant_cache_rotating_w1"
+#define RCM_BREAKS "15"
 #elif ATTNCONF_CACHE_MUTANT == RCM_TRIM_NEGATIVE
 #define RCM_NAME "mutant_cache_trim_negative"
+#define RCM_BREAKS "14"
 #elif ATTNCONF_CACHE_MUTANT == RCM_LEFTPAD_DECODE
 #define RCM_NAME "mutant_cache_leftpad_decode"
+#define RCM_BREAKS "18"
 #elif ATTNCONF_CACHE_MUTANT == RCM_BATCH_WRITE_POS
 #define RCM_NAME "mutant_cache_batch_write_pos"
+#define RCM_BREAKS "18"
 #elif ATTNCONF_CACHE_MUTANT == RCM_QUANT_HALF_AWAY
 #define RCM_NAME "mutant_cache_quant_half_away"
+#define RCM_BREAKS "17"
 #else
 #error "unknown ATTNCONF_CACHE_MUTANT"
 #endif

@@ -305,7 +305,7 @@ static int rbm_sdpa_gqa_tile(const attnref_tensor *q, const attnref_tensor *k,
 }
 
 /* 1 if every element `t` can address lies inside `capacity` bytes for `elem`-byte elements (as
- * rb_fits in reference_backend.c, for the 4-byte elements the upcast mutant writes).  t has
+ * rb_fits in rb_common.c, for the 4-byte elements the upcast mutant writes).  t has
  * passed attnref_tensor_check, so extents, strides and the largest offset are within
  * ATTNREF_MAX_NUMEL and nothing overflows. */
 static int rbm_fits(const attnref_tensor *t, size_t elem, size_t capacity)

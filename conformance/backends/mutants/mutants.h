@@ -54,53 +54,75 @@
                                    [19] */
 
 /* The plugin name of the mutant being compiled: "mutant_<bug>", as its CMake target (the
- * bug-free RBM_KERNEL, target mutant_kernel, is "kernel_control"). */
+ * bug-free RBM_KERNEL, target mutant_kernel, is "kernel_control"), and RBM_BREAKS, the SPEC.md
+ * clauses its bug breaks (the bracketed numbers above): the plugin's version string says them,
+ * and `attnconf report` credits a mutant in its clause table only under those clauses. */
 #if !defined(ATTNCONF_MUTANT)
 #error "mutants.h is only for mutant builds: define ATTNCONF_MUTANT"
 #elif ATTNCONF_MUTANT == RBM_TOPLEFT
 #define RBM_NAME "mutant_topleft"
+#define RBM_BREAKS "3"
 #elif ATTNCONF_MUTANT == RBM_WINDOW_PLUS1
 #define RBM_NAME "mutant_window_plus1"
+#define RBM_BREAKS "4, 19"
 #elif ATTNCONF_MUTANT == RBM_GQA_TILE
 #define RBM_NAME "mutant_gqa_tile"
+#define RBM_BREAKS "1"
 #elif ATTNCONF_MUTANT == RBM_MASKED_ROW_MEAN_V
 #define RBM_NAME "mutant_masked_row_mean_v"
+#define RBM_BREAKS "9"
 #elif ATTNCONF_MUTANT == RBM_MASKED_ROW_NAN
 #define RBM_NAME "mutant_masked_row_nan"
+#define RBM_BREAKS "9"
 #elif ATTNCONF_MUTANT == RBM_UPCAST_F32
 #define RBM_NAME "mutant_upcast_f32"
+#define RBM_BREAKS "8"
 #elif ATTNCONF_MUTANT == RBM_NEG1E9
 #define RBM_NAME "mutant_neg1e9"
+#define RBM_BREAKS "9, 11"
 #elif ATTNCONF_MUTANT == RBM_SCALE_DV
 #define RBM_NAME "mutant_scale_dv"
+#define RBM_BREAKS "2"
 #elif ATTNCONF_MUTANT == RBM_LENGTHS_IGNORED
 #define RBM_NAME "mutant_lengths_ignored"
+#define RBM_BREAKS "5, 19"
 #elif ATTNCONF_MUTANT == RBM_NAN_LEAK
 #define RBM_NAME "mutant_nan_leak"
+#define RBM_BREAKS "10"
 #elif ATTNCONF_MUTANT == RBM_FLOAT01_AS_BOOL
 #define RBM_NAME "mutant_float01_as_bool"
+#define RBM_BREAKS "6"
 #elif ATTNCONF_MUTANT == RBM_BOOL_EQ_ONE
 #define RBM_NAME "mutant_bool_eq_one"
+#define RBM_BREAKS "6"
 #elif ATTNCONF_MUTANT == RBM_KERNEL
 /* The honest control has no bug: a name without "mutant_" puts it among the real backends of
  * REPORT.md (an independent flash-style implementation), not in the mutant table. */
 #define RBM_NAME "kernel_control"
 #elif ATTNCONF_MUTANT == RBM_SEED_FINITE
 #define RBM_NAME "mutant_seed_finite"
+#define RBM_BREAKS "12"
 #elif ATTNCONF_MUTANT == RBM_QK_ROUND
 #define RBM_NAME "mutant_qk_round"
+#define RBM_BREAKS "12, 13"
 #elif ATTNCONF_MUTANT == RBM_KV_STRIDES
 #define RBM_NAME "mutant_kv_strides"
+#define RBM_BREAKS "1"
 #elif ATTNCONF_MUTANT == RBM_DECODE_MASK_HEAD
 #define RBM_NAME "mutant_decode_mask_head"
+#define RBM_BREAKS "7"
 #elif ATTNCONF_MUTANT == RBM_BLOCK_SKIP
 #define RBM_NAME "mutant_block_skip"
+#define RBM_BREAKS "3, 4, 5"
 #elif ATTNCONF_MUTANT == RBM_TRUNCATE_OUTPUT
 #define RBM_NAME "mutant_truncate_output"
+#define RBM_BREAKS "13"
 #elif ATTNCONF_MUTANT == RBM_DENSE_KV
 #define RBM_NAME "mutant_dense_kv"
+#define RBM_BREAKS "1"
 #elif ATTNCONF_MUTANT == RBM_BLOCK_FIRST_KEY
 #define RBM_NAME "mutant_block_first_key"
+#define RBM_BREAKS "19"
 #else
 #error "unknown ATTNCONF_MUTANT (see the RBM_* constants in mutants.h)"
 #endif

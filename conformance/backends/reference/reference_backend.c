@@ -1,7 +1,7 @@
 /* reference_backend.c — the attnref reference implementation as an attnconf plugin (ABI v1).
  *
  * The only exported symbol is attnconf_backend_entry (the target builds with hidden visibility);
- * everything else is static.  The plugin is a thin adapter: attnconf_tensor and attnref_tensor
+ * everything else is static or hidden (the adapters shared with other plugins: rb_common.h).  The plugin is a thin adapter: attnconf_tensor and attnref_tensor
  * share dtype values and the (B,H,L,D) + element-strides convention, so a conversion is a field
  * copy, and attnref status codes map 1:1 to ATTNCONF codes (ERANGE, "too large to index", is an
  * invalid argument at this interface).
@@ -13,7 +13,6 @@
  * to (rbm_sdpa / rbm_build_mask, which wrap the same attnref calls with the bug); validation,
  * error mapping and the table are shared.
  */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "attnref/sdpa.h"
 #include "attnref/status.h"
 #include "attnref/tensor.h"
+#include "rb_common.h"
 #include "reference_cache.h"
 
 #if defined(ATTNCONF_CACHE_MUTANT) && ATTNCONF_CACHE_MUTANT
@@ -40,61 +40,19 @@
 #define RB_NAME "reference"
 #endif
 
-/* The project version (CMakeLists.txt project(VERSION)); the plugin has no other version. */
+/* The project version (CMakeLists.txt project(VERSION)); the plugin has no other version.  A
+ * mutant says which SPEC.md clauses its bug breaks, for `attnconf report`'s clause table. */
+#if defined(RCM_BREAKS)
+#define RB_VERSION "0.1.0 (test-only mutant; breaks SPEC.md clauses " RCM_BREAKS ")"
+#elif defined(RBM_BREAKS)
+#define RB_VERSION "0.1.0 (test-only mutant; breaks SPEC.md clauses " RBM_BREAKS ")"
+#else
 #define RB_VERSION "0.1.0"
+#endif
 
-/* Per-context state (rb_ctx, shared with the cache members in reference_cache.h): only the
- * text of the last error, so there is no global error state and two contexts never see each
- * other's messages. */
-
-/* Record an error message on ctx and return code. */
-int rb_fail(rb_ctx *ctx, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-/* Map an attnref status to the ATTNCONF code with the same meaning. */
-int rb_map_status(int st)
-{
-    switch (st) {
-    case ATTNREF_OK: return ATTNCONF_OK;
-    case ATTNREF_EINVAL: return ATTNCONF_EINVAL;
-    case ATTNREF_EDTYPE: return ATTNCONF_EDTYPE;
-    case ATTNREF_ENOMEM: return ATTNCONF_ENOMEM;
-    case ATTNREF_ERANGE: return ATTNCONF_EINVAL; /* a size the interface cannot accept */
-    default: return ATTNCONF_EBACKEND;
-    }
-}
-
-/* Finish a call: copy the attnref diagnostic (or clear the error) and map the status. */
-static int rb_finish(rb_ctx *ctx, int st, const attnref_diag *diag)
-{
-    if (st == ATTNREF_OK) {
-        ctx->err[0] = '\0';
-        return ATTNCONF_OK;
-    }
-    snprintf(ctx->err, sizeof ctx->err, "%s", diag->msg[0] ? diag->msg : attnref_strerror(st));
-    return rb_map_status(st);
-}
-
-/* Copy a host descriptor into an attnref descriptor.  Both use element strides and the same
- * dtype values; entries past ndim are copied too (attnref ignores them).  ndim is not checked
- * here: attnref_sdpa / attnref_build_mask validate every descriptor and name the argument. */
-void rb_to_ref(const attnconf_tensor *in, attnref_tensor *out)
-{
-    memset(out, 0, sizeof *out);
-    out->data = in->data;
-    out->dtype = (attnref_dtype)in->dtype;
-    out->ndim = in->ndim;
-    for (int i = 0; i < ATTNCONF_MAX_RANK; i++) {
-        out->shape[i] = in->shape[i];
-        out->strides[i] = in->strides[i];
-    }
-}
+/* Per-context state (rb_ctx, rb_common.h): only the text of the last error.  The adapters
+ * (rb_fail, rb_finish, rb_to_ref, rb_sdpa_unpack, ...) live in rb_common.c, shared with the KV
+ * cache members and the `cpu` plugin. */
 
 static int rb_open(void **ctx)
 {
@@ -125,95 +83,26 @@ static uint64_t rb_capabilities(void *ctx)
            ATTNCONF_CAP_STRIDE0 | ATTNCONF_CAP_KV_LEN | RC_CAPS;
 }
 
-/* Check that every element `t` can address lies inside `capacity` bytes, given an element size.
- * Returns 1 if so.  Overflow-safe: extents and strides are bounded by ATTNREF_MAX_NUMEL first. */
-static int rb_fits(const attnref_tensor *t, size_t elem, size_t capacity)
-{
-    if (t->ndim < 0 || t->ndim > ATTNREF_MAX_RANK || elem == 0)
-        return 0;
-    int64_t last = 0;
-    for (int i = 0; i < t->ndim; i++) {
-        if (t->shape[i] < 0 || t->strides[i] < 0 || t->shape[i] > ATTNREF_MAX_NUMEL ||
-            t->strides[i] > ATTNREF_MAX_NUMEL)
-            return 0;
-        if (t->shape[i] == 0)
-            return 1; /* nothing is written */
-        last += (t->shape[i] - 1) * t->strides[i];
-        if (last > ATTNREF_MAX_NUMEL)
-            return 0;
-    }
-    return (uint64_t)(last + 1) <= (uint64_t)(capacity / elem);
-}
-
 static int rb_sdpa(void *vctx, const attnconf_sdpa_args *args)
 {
     rb_ctx *ctx = vctx;
     if (!ctx)
         return ATTNCONF_EINVAL;
-    if (!args)
-        return rb_fail(ctx, ATTNCONF_EINVAL, "sdpa: args is NULL");
-    /* The first-revision struct ends before window; a host that knows the mask parameters
-     * sets them only when this backend reports their ATTNCONF_CAP_SDPA_* bits, and
-     * struct_size gates the read. */
-    const size_t sdpa_v1_size = offsetof(attnconf_sdpa_args, window);
-    if (args->struct_size < sdpa_v1_size)
-        return rb_fail(ctx, ATTNCONF_EINVAL,
-                       "sdpa: args.struct_size is smaller than the ABI v1 struct");
-    if (!args->q || !args->k || !args->v || !args->out)
-        return rb_fail(ctx, ATTNCONF_EINVAL, "sdpa: %s is NULL",
-                       !args->q ? "q" : !args->k ? "k" : !args->v ? "v" : "out");
-
-    attnref_tensor q, k, v, mask, out;
-    rb_to_ref(args->q, &q);
-    rb_to_ref(args->k, &k);
-    rb_to_ref(args->v, &v);
-    if (args->mask)
-        rb_to_ref(args->mask, &mask);
-    /* The output dtype is the q dtype (never an upcast); the host's dtype field is a request
-     * we overwrite with what we produce, as the ABI asks. */
-    rb_to_ref(args->out, &out);
-    out.dtype = q.dtype;
-
-    attnref_sdpa_params p = {0};
-    p.has_scale = args->has_scale != 0;
-    p.scale = args->scale;
-    p.causal = args->causal != 0;
-    p.has_causal_offset = args->has_causal_offset != 0;
-    p.causal_offset = args->causal_offset;
-    /* The mask parameters (SPEC clause 19): one lengths / left_padding entry per batch row of
-     * q (attnref rejects a q that is not rank 4 before reading them). */
-    if (args->struct_size >=
-        offsetof(attnconf_sdpa_args, left_padding) + sizeof args->left_padding) {
-        p.window = args->window;
-        p.lengths = args->lengths;
-        p.left_padding = args->left_padding;
-        p.batch = args->q->ndim >= 1 ? args->q->shape[0] : 0;
-    }
-
-    /* The output buffer must hold every element the strides address; check it before attnref
-     * writes (attnref does not know the capacity).  Only a valid float dtype has a size. */
-    size_t esz = attnref_dtype_size(out.dtype);
-    if (esz != 0 && attnref_dtype_is_float(out.dtype) && out.data &&
-        !rb_fits(&out, esz, args->out_capacity)) {
-        attnref_diag d = {{0}};
-        /* Let attnref name a bad descriptor first; otherwise the capacity is the problem. */
-        int st = attnref_tensor_check(&out, "out", &d);
-        if (st != ATTNREF_OK)
-            return rb_finish(ctx, st, &d);
-        return rb_fail(ctx, ATTNCONF_EINVAL,
-                       "out: out_capacity is too small for the output shape and strides");
-    }
+    rb_sdpa_call c;
+    int rc = rb_sdpa_unpack(ctx, args, &c);
+    if (rc != ATTNCONF_OK)
+        return rc;
+    attnref_tensor *mask = c.has_mask ? &c.mask : NULL;
 
     attnref_diag diag = {{0}};
 #if RB_MUTANT
     /* Test-only: the same call with the mutant's one bug (it may change out.dtype). */
-    int st = rbm_sdpa(&q, &k, &v, args->mask ? &mask : NULL, &p, &out, args->out_capacity,
-                      &diag);
+    int st = rbm_sdpa(&c.q, &c.k, &c.v, mask, &c.p, &c.out, args->out_capacity, &diag);
 #else
-    int st = attnref_sdpa(&q, &k, &v, args->mask ? &mask : NULL, &p, &out, &diag);
+    int st = attnref_sdpa(&c.q, &c.k, &c.v, mask, &c.p, &c.out, &diag);
 #endif
     if (st == ATTNREF_OK)
-        args->out->dtype = (int32_t)out.dtype;
+        args->out->dtype = (int32_t)c.out.dtype;
     return rb_finish(ctx, st, &diag);
 }
 
@@ -222,28 +111,11 @@ static int rb_build_mask(void *vctx, const attnconf_mask_args *args)
     rb_ctx *ctx = vctx;
     if (!ctx)
         return ATTNCONF_EINVAL;
-    if (!args)
-        return rb_fail(ctx, ATTNCONF_EINVAL, "build_mask: args is NULL");
-    /* The first-revision struct ends before kv_len; a host that knows kv_len sets it only
-     * when this backend reports ATTNCONF_CAP_KV_LEN, and struct_size gates the read. */
-    const size_t mask_v1_size = offsetof(attnconf_mask_args, kv_len);
-    if (args->struct_size < mask_v1_size)
-        return rb_fail(ctx, ATTNCONF_EINVAL,
-                       "build_mask: args.struct_size is smaller than the ABI v1 struct");
-    if (!args->keep)
-        return rb_fail(ctx, ATTNCONF_EINVAL, "build_mask: keep is NULL");
-
-    attnref_mask_params p = {0};
-    p.lq = args->lq;
-    p.offset = args->offset;
-    p.window = args->window;
-    p.batch = args->batch;
-    p.lengths = args->lengths;
-    p.left_padding = args->left_padding;
-    if (args->struct_size >= mask_v1_size + sizeof args->kv_len)
-        p.kv_len = args->kv_len;
+    attnref_mask_params p;
     attnref_tensor keep;
-    rb_to_ref(args->keep, &keep);
+    int rc = rb_mask_unpack(ctx, args, &p, &keep);
+    if (rc != ATTNCONF_OK)
+        return rc;
 
     attnref_diag diag = {{0}};
 #if RB_MUTANT

@@ -1,7 +1,8 @@
 /* reference_cache.h — the KV cache members of the reference plugin (ABI v1, fourth revision):
  * thin adapters from attnconf_cache_* to attnref/cache.h, compiled into reference_backend.c's
- * table.  A cache handle is the attnref_cache itself.  Pad slots of the state are the quiet NaN
- * attnref_cache_kv writes (poison: a backend that attends to them fails).
+ * table and into the `cpu` plugin's (conformance/backends/cpu/).  A cache handle is the
+ * attnref_cache itself.  Pad slots of the state are the quiet NaN attnref_cache_kv writes
+ * (poison: a backend that attends to them fails).
  *
  * TEST-ONLY: compiled with -DATTNCONF_CACHE_MUTANT=<n> (RCM_* in mutants/cache_mutants.h) and
  * linked with cache_mutants.c, one member carries one deliberate cache bug. */
@@ -10,19 +11,11 @@
 
 #include "attnconf/backend.h"
 #include "attnref/tensor.h"
+#include "rb_common.h"
 
-/* Per-context state shared with reference_backend.c: the text of the last error. */
-typedef struct rb_ctx {
-    char err[256];
-} rb_ctx;
-
-/* reference_backend.c's adapters, shared with the cache members (hidden like every symbol but
- * the entry point).  rb_fail: record a message on ctx and return code.  rb_map_status: the
- * ATTNCONF code for an attnref status (ERANGE is EINVAL).  rb_to_ref: field copy of a host
- * descriptor into an attnref one. */
-int rb_fail(rb_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int rb_map_status(int st);
-void rb_to_ref(const attnconf_tensor *in, attnref_tensor *out);
+/* The context (rb_ctx: the first member of any plugin context using these members) and the
+ * adapters rb_fail, rb_map_status and rb_to_ref come from rb_common.h (rb_common.c is linked with
+ * this file). */
 
 /* Every cache capability the reference serves. */
 #define RC_CAPS                                                                                 \

@@ -40,9 +40,25 @@
  *   - mask parameters (third revision): window (with causal), per-row lengths and left_padding
  *     exclude keys exactly as the build_mask parameters of the same name, composed by
  *     intersection with causal and a mask tensor; lengths never move the causal offset [19].
- * Results: values are compared with |got - exp| <= atol + rtol*|exp| per case; NaN must meet NaN
- * and inf the same-signed inf.  Returning ATTNCONF_ENOTSUP counts as NOT_SUPPORTED, except in a
+ * Results: each output element e passes iff |got - e| <= ulps * ulp(e) + row_atol[row], the
+ * per-element error bound the case carries (SPEC.md clause 13: half an ulp of the output dtype
+ * plus a first-order bound of an f32-accumulating kernel); NaN must meet NaN and inf the
+ * same-signed inf.  Returning ATTNCONF_ENOTSUP counts as NOT_SUPPORTED, except in a
  * case that must be rejected, where only the expected code (EDTYPE / EINVAL) passes.
+ *
+ * Inputs a backend must reject (cases sdpa.invalid.*, mask.invalid.*, sdpa.params.invalid.*,
+ * and the dtype cases of clause 8; each such case requires only the capabilities needed to
+ * express its input, so a backend without masks is never asked to reject a mask):
+ *   ATTNCONF_EDTYPE: q, k, v of different dtypes; a q dtype that is not a float; an additive
+ *     mask whose dtype does not promote to q's (f32 mask with f16/bf16 q, bf16 with f16, f16
+ *     with bf16) [8].
+ *   ATTNCONF_EINVAL: a q/k/v/out that is not rank 4; batch, kv heads, Lk or D that disagree
+ *     between q, k, v and out; Hq not a multiple of Hkv (or Hkv = 0) [1]; a mask shape that does
+ *     not broadcast to (B, Hq, Lq, Lk), e.g. kv heads where query heads are required [7]; causal
+ *     together with a mask tensor; a non-finite scale [2]; window < 0, or window without causal;
+ *     lengths[b] or left_padding[b] outside 0..Lk [19]; and in build_mask: window < 0, lengths
+ *     outside 0..offset+lq, left_padding < 0 [4, 5].
+ * Any other error code, or a success, on such a case is a FAIL.
  *
  * Arguments structs start with struct_size (the host's sizeof): a backend must not read a member
  * that struct_size does not cover.  Strides are >= 0 (0 broadcasts).
@@ -92,41 +108,51 @@ typedef struct attnconf_tensor {
 } attnconf_tensor;
 
 /* Capability bits returned by `capabilities`.  A case declares the bits it needs; a backend
- * lacking one gets NOT_SUPPORTED for that case (neither pass nor fail). */
-#define ATTNCONF_CAP_F32          (1ull << 0)  /* q/k/v/out in f32 */
-#define ATTNCONF_CAP_F16          (1ull << 1)
-#define ATTNCONF_CAP_BF16         (1ull << 2)
-#define ATTNCONF_CAP_MASK_BOOL    (1ull << 3)  /* boolean mask tensor */
-#define ATTNCONF_CAP_MASK_ADD     (1ull << 4)  /* additive mask tensor */
-#define ATTNCONF_CAP_CAUSAL       (1ull << 5)  /* causal flag, bottom-right */
-#define ATTNCONF_CAP_CAUSAL_OFFSET (1ull << 6) /* causal flag with an explicit offset */
-#define ATTNCONF_CAP_GQA          (1ull << 7)  /* Hq > Hkv */
-#define ATTNCONF_CAP_DV_NE_D      (1ull << 8)  /* Dv != D */
-#define ATTNCONF_CAP_STRIDED      (1ull << 9)  /* non-contiguous q/k/v */
-#define ATTNCONF_CAP_SCALE        (1ull << 10) /* an explicit scale */
-#define ATTNCONF_CAP_MASK_BCAST   (1ull << 11) /* mask tensors of any broadcastable shape */
-#define ATTNCONF_CAP_BUILD_MASK   (1ull << 12) /* build_mask: causal + offset */
-#define ATTNCONF_CAP_WINDOW       (1ull << 13) /* build_mask: sliding window */
-#define ATTNCONF_CAP_LENGTHS      (1ull << 14) /* build_mask: per-sequence lengths */
-#define ATTNCONF_CAP_LEFT_PAD     (1ull << 15) /* build_mask: per-sequence left padding */
+ * lacking one gets NOT_SUPPORTED for that case (neither pass nor fail).  Each comment starts
+ * with the bit's one name everywhere else: in case files (`requires:`), in the harness's
+ * messages ("requires capability mask.additive") and in `attnconf backend-info`. */
+#define ATTNCONF_CAP_F32          (1ull << 0)  /* "f32": q/k/v/out in f32 */
+#define ATTNCONF_CAP_F16          (1ull << 1)  /* "f16": q/k/v/out in f16 */
+#define ATTNCONF_CAP_BF16         (1ull << 2)  /* "bf16": q/k/v/out in bf16 */
+#define ATTNCONF_CAP_MASK_BOOL    (1ull << 3)  /* "mask.bool": boolean mask tensor */
+#define ATTNCONF_CAP_MASK_ADD     (1ull << 4)  /* "mask.additive": additive mask tensor */
+#define ATTNCONF_CAP_CAUSAL       (1ull << 5)  /* "causal": causal flag, bottom-right */
+#define ATTNCONF_CAP_CAUSAL_OFFSET (1ull << 6) /* "causal.offset": causal with an explicit offset */
+#define ATTNCONF_CAP_GQA          (1ull << 7)  /* "gqa": Hq > Hkv */
+#define ATTNCONF_CAP_DV_NE_D      (1ull << 8)  /* "dv_ne_d": Dv != D */
+#define ATTNCONF_CAP_STRIDED      (1ull << 9)  /* "strided": non-contiguous q/k/v */
+#define ATTNCONF_CAP_SCALE        (1ull << 10) /* "scale": an explicit scale */
+#define ATTNCONF_CAP_MASK_BCAST   (1ull << 11) /* "mask.broadcast": masks of any broadcastable
+                                                  shape */
+#define ATTNCONF_CAP_BUILD_MASK   (1ull << 12) /* "build_mask": causal + offset */
+#define ATTNCONF_CAP_WINDOW       (1ull << 13) /* "window": build_mask: sliding window */
+#define ATTNCONF_CAP_LENGTHS      (1ull << 14) /* "lengths": build_mask: per-sequence lengths */
+#define ATTNCONF_CAP_LEFT_PAD     (1ull << 15) /* "left_padding": build_mask: per-sequence left
+                                                  padding */
 /* Third revision of ABI v1: the kernels' own mask parameters (attnconf_sdpa_args.window,
  * .lengths, .left_padding), static key buffers and stride-0 inputs.  The host never passes a
  * parameter whose bit the backend does not report. */
-#define ATTNCONF_CAP_SDPA_WINDOW  (1ull << 16) /* sdpa: sliding window parameter (with causal) */
-#define ATTNCONF_CAP_SDPA_LENGTHS (1ull << 17) /* sdpa: per-sequence key lengths parameter */
-#define ATTNCONF_CAP_SDPA_LEFT_PAD (1ull << 18) /* sdpa: per-sequence left padding parameter */
-#define ATTNCONF_CAP_KV_LEN       (1ull << 19) /* build_mask: a key buffer longer than offset+lq */
-#define ATTNCONF_CAP_STRIDE0      (1ull << 20) /* q/k/v with stride 0 on the batch or head axis */
+#define ATTNCONF_CAP_SDPA_WINDOW  (1ull << 16) /* "sdpa.window": sliding window parameter (with
+                                                  causal) */
+#define ATTNCONF_CAP_SDPA_LENGTHS (1ull << 17) /* "sdpa.lengths": per-sequence key lengths
+                                                  parameter */
+#define ATTNCONF_CAP_SDPA_LEFT_PAD (1ull << 18) /* "sdpa.left_padding": per-sequence left
+                                                   padding parameter */
+#define ATTNCONF_CAP_KV_LEN       (1ull << 19) /* "mask.kv_len": build_mask with a key buffer
+                                                  longer than offset + lq */
+#define ATTNCONF_CAP_STRIDE0      (1ull << 20) /* "stride0": q/k/v with stride 0 on the batch or
+                                                  head axis */
 /* Fourth revision of ABI v1: the KV cache members at the end of attnconf_backend (bits 32..47
  * are the cache's).  A backend reports a kind's bit only with cache_create, cache_update,
  * cache_trim, cache_make_mask, cache_state and cache_destroy all set; CACHE_BATCH also needs
  * cache_filter, cache_extend, cache_merge, cache_prepare and cache_finalize. */
-#define ATTNCONF_CAP_CACHE_STD       (1ull << 32) /* standard (growing) cache [14] */
-#define ATTNCONF_CAP_CACHE_ROTATING  (1ull << 33) /* rotating cache: max_size, keep [15] */
-#define ATTNCONF_CAP_CACHE_CHUNKED   (1ull << 34) /* chunked (Llama 4 style) cache [16] */
-#define ATTNCONF_CAP_CACHE_QUANTIZED (1ull << 35) /* affine-quantized cache [17] */
-#define ATTNCONF_CAP_CACHE_BATCH     (1ull << 36) /* batched cache (left padding) and its ops [18] */
-#define ATTNCONF_CAP_CACHE_BATCH_ROTATING (1ull << 37) /* batched rotating cache [18] */
+#define ATTNCONF_CAP_CACHE_STD       (1ull << 32) /* "cache.standard": growing cache [14] */
+#define ATTNCONF_CAP_CACHE_ROTATING  (1ull << 33) /* "cache.rotating": max_size, keep [15] */
+#define ATTNCONF_CAP_CACHE_CHUNKED   (1ull << 34) /* "cache.chunked": Llama 4 style [16] */
+#define ATTNCONF_CAP_CACHE_QUANTIZED (1ull << 35) /* "cache.quantized": affine [17] */
+#define ATTNCONF_CAP_CACHE_BATCH     (1ull << 36) /* "cache.batch": batched, left padding, and
+                                                     its ops [18] */
+#define ATTNCONF_CAP_CACHE_BATCH_ROTATING (1ull << 37) /* "cache.batch_rotating" [18] */
 
 /* Arguments of `sdpa`.  out = softmax(scale * q.k^T + mask) . v, semantics as attnref/sdpa.h:
  * q (B,Hq,Lq,D), k (B,Hkv,Lk,D), v (B,Hkv,Lk,Dv), out (B,Hq,Lq,Dv). */

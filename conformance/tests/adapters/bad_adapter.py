@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bad_adapter.py -- TEST-ONLY exec adapter (PROTOCOL.md v1), correct or misbehaving on purpose.
 
-    attnconf run --backend 'exec:python3 bad_adapter.py MODE [STATE_FILE]'
+    attnconf run --backend 'exec:python3 bad_adapter.py MODE [STATE_FILE | SECONDS]'
 
 Standard library only.  MODE (argv[1]):
 
@@ -22,6 +22,10 @@ Standard library only.  MODE (argv[1]):
                 then), then like ok: proves the harness restarts the adapter and goes on
   close_stdin   closes its stdin right after the hello reply and exits (status 0): the
                 harness's next write meets a closed pipe (SIGPIPE / EPIPE)
+  timed         like ok, and every sdpa reply carries "seconds": the time.perf_counter() time
+                of its computation (PROTOCOL.md), as `attnconf bench` needs; `ok` sends none
+  bad_seconds   like ok, with "seconds": argv[2] read as JSON (e.g. -1, '"0.5"', 3600: not a
+                number >= 0, or longer than the exchange took)
 
 If $BAD_ADAPTER_PIDS is set, every start appends its pid to that file (tests check that the
 harness left no adapter running).
@@ -35,7 +39,7 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
-STATE = sys.argv[2] if len(sys.argv) > 2 else None
+STATE = sys.argv[2] if len(sys.argv) > 2 else None  # die_once: a file; bad_seconds: JSON
 EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = -1, -2, -3, -4, -5
 
 inp = sys.stdin.buffer
@@ -215,16 +219,23 @@ def serve_sdpa(header, tensor_list):
         out.write(b"this is not json\n")
         out.flush()
         return
+    t0 = time.perf_counter()
     status, text, desc, payload = sdpa(header, tensors)
+    seconds = time.perf_counter() - t0
     if status != 0:
         error(status, text)
         return
+    reply = {"status": 0, "tensors": [desc]}
+    if MODE == "timed":
+        reply["seconds"] = seconds
+    if MODE == "bad_seconds":
+        reply["seconds"] = json.loads(STATE)
     if MODE == "badnbytes":
         desc["nbytes"] -= 4
         payload = payload[:-4]
     if MODE == "stdout_noise":
         out.write(b"loading weights...\n")
-    send({"status": 0, "tensors": [desc]}, payload)
+    send(reply, payload)
 
 
 def main():

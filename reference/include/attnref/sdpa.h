@@ -102,6 +102,16 @@ int attnref_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref
                  const attnref_tensor *mask, const attnref_sdpa_params *params,
                  attnref_tensor *out, attnref_diag *diag);
 
+/* Validate the arguments of attnref_sdpa without computing anything: the same checks in the
+ * same order, so the same status and the same diag message for every invalid call (what a fast
+ * implementation runs before its own kernel, to reject exactly what the reference rejects).
+ * out may be NULL: then it is not checked (as attnref_sdpa_f64, whose output is the q dtype);
+ * params may be NULL (defaults).  Returns ATTNREF_OK (diag cleared) or one of attnref_sdpa's
+ * errors except ATTNREF_ENOMEM (nothing is allocated). */
+int attnref_sdpa_check(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                       const attnref_tensor *mask, const attnref_sdpa_params *params,
+                       const attnref_tensor *out, attnref_diag *diag);
+
 /* As attnref_sdpa, but writes the unrounded binary64 results (before the final rounding) to
  * out_f64, a caller-allocated contiguous (B, Hq, Lq, Dv) array.  These are the golden values
  * the conformance cases store.  Errors: as attnref_sdpa, except that there is no out tensor to

@@ -67,8 +67,9 @@ typedef struct acase_tensor {
 /* Per-row check modes of an SDPA output (`expected.row_checks`, FORMAT.md).  A row is one
  * (b, h, i) of the (B, Hq, Lq, Dv) output: flat row r = (b*Hq + h)*Lq + i covers the elements
  * [r*Dv, (r+1)*Dv).
- *   CLOSE:  every element within the tolerance (|got - exp| <= atol + rtol*|exp|; NaN must meet
- *           NaN, an infinity the same infinity) — the default for every row;
+ *   CLOSE:  every element within the tolerance (|got - exp| <= ulps * ulp(exp) + row_atol[r],
+ *           SPEC.md clause 13; NaN must meet NaN, an infinity the same infinity) — the default
+ *           for every row;
  *   EXACT:  got == exp as doubles for every element (+0 and -0 both match 0; NaN only where exp
  *           is NaN);
  *   FINITE: every element finite; the expected value is ignored (implementation-defined, SPEC.md

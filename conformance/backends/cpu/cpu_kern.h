@@ -1,0 +1,87 @@
+/* cpu_kern.h — the cpu plugin's micro-kernels: one table per instruction set, chosen at run time.
+ *
+ * The driver (cpu_sdpa.c) owns the algorithm (tiling, masks, the online softmax, splits); a
+ * kernel table holds only the dense inner loops, on f32 tiles the driver packed:
+ *   - Q rows: q[r * ldq + d], d < D;
+ *   - K tile transposed: kt[d * ldk + c] = K[key c][d], ldk a multiple of CPU_NR;
+ *   - V tile: v[c * ldv + e] = V[key c][e], ldv a multiple of CPU_NR, columns Dv..ldv-1 zero;
+ *   - O accumulator rows: o[r * ldo + e], the same padded width;
+ *   - scores / probabilities: s[r * lds + c].
+ * Every pointer to a tile is aligned to 64 bytes (cpu_sdpa.c allocates them so) and every leading
+ * dimension is a multiple of 16 floats, so a kernel may use aligned vector loads there.  Source
+ * rows (pack_kt / load_row / store_row) have no alignment.
+ *
+ * Two tables: cpu_kernels_portable (plain C17, any machine) and, on x86-64, cpu_kernels_avx2
+ * (AVX2 + FMA + F16C, its own translation unit compiled with those flags; never called unless
+ * the CPU reports all three).  Both must give results within the same error model (SPEC.md
+ * clause 13); they need not be bit-identical (FMA contraction, summation order).
+ */
+#ifndef ATTNCONF_CPU_KERN_H
+#define ATTNCONF_CPU_KERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CPU_MR 6  /* rows per micro-tile (scores and P.V) */
+#define CPU_NR 16 /* columns per micro-tile: keys for scores, V columns for P.V */
+#define CPU_DR 4  /* rows per call of the unpacked (decode) kernels */
+
+/* Element types of the source tensors (the attnconf / attnref dtype values). */
+enum { CPU_F32 = 1, CPU_F16 = 2, CPU_BF16 = 3 };
+
+typedef struct cpu_kernels {
+    const char *name; /* "avx2", "portable" */
+
+    /* s[r*lds + c] = sigma * (sum over d < D of q[r*ldq + d] * kt[d*ldk + c]) for r < nrows
+     * (1..CPU_MR) and c < ncols (a multiple of CPU_NR, <= ldk).  The scale multiplies the
+     * finished f32 dot product (never q or k before it: SPEC.md clause 12). */
+    void (*scores)(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk, int ncols,
+                   int64_t D, float sigma, float *s, size_t lds);
+
+    /* o[r*ldo + e] = o[r*ldo + e] * corr[r] + sum over c < nkeys of p[r*ldp + c] * v[c*ldv + e]
+     * for r < nrows (1..CPU_MR) and e < ncols (a multiple of CPU_NR).  Keys c >= nkeys are
+     * never read. */
+    void (*pv)(const float *p, size_t ldp, int nrows, const float *v, size_t ldv, int nkeys,
+               int ncols, const float *corr, float *o, size_t ldo);
+
+    /* x[c] = exp(x[c] - m) for c < n (cpu_exp.h; -inf gives 0), returning their f32 sum. */
+    float (*exp_sum)(float *x, int n, float m);
+
+    /* The same scores with K read straight from its source rows (no packing), for work items
+     * with few query rows (decode): K row c starts at element c * rstride of src (dtype
+     * CPU_F32 / CPU_F16 / CPU_BF16, D contiguous elements), c < nk (any count); nrows is
+     * 1..CPU_DR.  Writes s[r*lds + c] for c < nk only. */
+    void (*scores_rows)(const float *q, size_t ldq, int nrows, const void *src, int dtype,
+                        int64_t rstride, int nk, int64_t D, float sigma, float *s, size_t lds);
+
+    /* The same P.V with V read straight from its source rows: V row c at element c * rstride
+     * of src (Dv contiguous elements of dtype), c < nkeys; updates o[r*ldo + e] for e < Dv
+     * only; nrows is 1..CPU_DR. */
+    void (*pv_rows)(const float *p, size_t ldp, int nrows, const void *src, int dtype,
+                    int64_t rstride, int nkeys, int64_t Dv, const float *corr, float *o,
+                    size_t ldo);
+
+    /* The largest of x[0..n) ignoring NaN; -inf when n == 0 or every element is -inf or NaN. */
+    float (*max)(const float *x, int n);
+
+    /* dst[d] = src[d] widened exactly to f32, d < n, src contiguous elements of dtype (CPU_F32,
+     * CPU_F16, CPU_BF16).  Returns 1 if any value is NaN or infinite, else 0. */
+    int (*load_row)(const void *src, int dtype, int64_t n, float *dst);
+
+    /* Pack nk keys transposed: dst[d*ldk + c] = K[c][d] widened exactly to f32, for c < nk and
+     * d < D, where key c starts at element c * rstride of src and its D elements are contiguous.
+     * Columns nk..ldk-1 are left as they are. */
+    void (*pack_kt)(const void *src, int dtype, int64_t rstride, int nk, int64_t D, float *dst,
+                    size_t ldk);
+
+    /* dst[e] = src[e] rounded once to dtype, to nearest even (f16 and bf16 keep subnormals,
+     * overflow to inf, NaN stays NaN), e < n, dst contiguous. */
+    void (*store_row)(const float *src, int64_t n, int dtype, void *dst);
+} cpu_kernels;
+
+extern const cpu_kernels cpu_kernels_portable;
+#if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
+extern const cpu_kernels cpu_kernels_avx2;
+#endif
+
+#endif

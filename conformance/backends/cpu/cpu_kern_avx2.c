@@ -1,0 +1,512 @@
+/* cpu_kern_avx2.c — the cpu plugin's micro-kernels for x86-64 with AVX2, FMA and F16C
+ * (cpu_kern.h).  This translation unit alone is compiled with -mavx2 -mfma -mf16c; nothing here
+ * runs unless cpu_backend.c found all three on the CPU (__builtin_cpu_supports).
+ *
+ * Register blocking: a score tile is CPU_MR = 6 query rows x CPU_NR = 16 keys, 12 accumulators,
+ * fed per d by two loads of the transposed K tile and six broadcasts of q (8 loads per 12 FMAs,
+ * so the FMA ports, not the load ports, set the pace); P.V is the same shape with V rows in place
+ * of K columns and the probabilities broadcast.  Each shape is instantiated for 1..6 rows from
+ * one always-inline body; the row loops are unrolled by pragma so the accumulator arrays
+ * become registers (GCC keeps an array indexed in a loop in memory otherwise).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "attnref/dtype.h"
+#include "cpu_exp.h"
+#include "cpu_kern.h"
+
+#define AI static inline __attribute__((always_inline))
+
+/* ---- conversions ----------------------------------------------------------------------- */
+
+/* 8 elements of dtype at src (unaligned) widened exactly to f32. */
+AI __m256 load8(const void *src, int dtype, int64_t i)
+{
+    switch (dtype) {
+    case CPU_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
+    case CPU_BF16:
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))),
+            16));
+    default: return _mm256_loadu_ps((const float *)src + i);
+    }
+}
+
+AI float load1(const void *src, int dtype, int64_t i)
+{
+    switch (dtype) {
+    case CPU_F16: return attnref_f16_to_f32(((const uint16_t *)src)[i]);
+    case CPU_BF16: return attnref_bf16_to_f32(((const uint16_t *)src)[i]);
+    default: return ((const float *)src)[i];
+    }
+}
+
+/* ---- scores ------------------------------------------------------------------------------- */
+
+AI void sc_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_t D, float sigma,
+                float *s, size_t lds, const int R)
+{
+    __m256 a0[CPU_MR], a1[CPU_MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        a0[r] = a1[r] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; d++) {
+        const float *k = kt + (size_t)d * ldk;
+        const __m256 k0 = _mm256_load_ps(k), k1 = _mm256_load_ps(k + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m256 qb = _mm256_broadcast_ss(q + (size_t)r * ldq + (size_t)d);
+            a0[r] = _mm256_fmadd_ps(qb, k0, a0[r]);
+            a1[r] = _mm256_fmadd_ps(qb, k1, a1[r]);
+        }
+    }
+    const __m256 sv = _mm256_set1_ps(sigma);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_store_ps(s + (size_t)r * lds, _mm256_mul_ps(a0[r], sv));
+        _mm256_store_ps(s + (size_t)r * lds + 8, _mm256_mul_ps(a1[r], sv));
+    }
+}
+
+static void x_scores(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk, int ncols,
+                     int64_t D, float sigma, float *s, size_t lds)
+{
+    for (int c0 = 0; c0 < ncols; c0 += CPU_NR) {
+        const float *k = kt + c0;
+        float *sc = s + c0;
+        switch (nrows) {
+        case 1: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 1); break;
+        case 2: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 2); break;
+        case 3: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 3); break;
+        case 4: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 4); break;
+        case 5: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 5); break;
+        default: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 6); break;
+        }
+    }
+}
+
+/* ---- P.V ---------------------------------------------------------------------------------- */
+
+AI void pv_tile(const float *p, size_t ldp, const float *v, size_t ldv, int nkeys,
+                const float *corr, float *o, size_t ldo, const int R)
+{
+    __m256 a0[CPU_MR], a1[CPU_MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        const __m256 cr = _mm256_broadcast_ss(corr + r);
+        a0[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo), cr);
+        a1[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + 8), cr);
+    }
+    for (int c = 0; c < nkeys; c++) {
+        const float *vr = v + (size_t)c * ldv;
+        const __m256 v0 = _mm256_load_ps(vr), v1 = _mm256_load_ps(vr + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * ldp + (size_t)c);
+            a0[r] = _mm256_fmadd_ps(pb, v0, a0[r]);
+            a1[r] = _mm256_fmadd_ps(pb, v1, a1[r]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_store_ps(o + (size_t)r * ldo, a0[r]);
+        _mm256_store_ps(o + (size_t)r * ldo + 8, a1[r]);
+    }
+}
+
+static void x_pv(const float *p, size_t ldp, int nrows, const float *v, size_t ldv, int nkeys,
+                 int ncols, const float *corr, float *o, size_t ldo)
+{
+    for (int e0 = 0; e0 < ncols; e0 += CPU_NR) {
+        const float *ve = v + e0;
+        float *oe = o + e0;
+        switch (nrows) {
+        case 1: pv_tile(p, ldp, ve, ldv, nkeys, corr, oe, ldo, 1); break;
+        case 2: pv_tile(p, ldp, ve, ldv, nkeys, corr, oe, ldo, 2); break;
+        case 3: pv_tile(p, ldp, ve, ldv, nkeys, corr, oe, ldo, 3); break;
+        case 4: pv_tile(p, ldp, ve, ldv, nkeys, corr, oe, ldo, 4); break;
+        case 5: pv_tile(p, ldp, ve, ldv, nkeys, corr, oe, ldo, 5); break;
+        default: pv_tile(p, ldp, ve, ldv, nkeys, corr, oe, ldo, 6); break;
+        }
+    }
+}
+
+/* ---- the unpacked (decode) kernels ---------------------------------------------------------- */
+
+/* 8 sums: element t is the sum of the lanes of v[t]. */
+AI __m256 hsum8x8(const __m256 v[8])
+{
+    const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+/* Rows r < R (<= 4) against the keys at elements k0 and k1 of src: 8 accumulators, each q chunk
+ * loaded once for two keys and each converted K chunk used by every row. */
+AI void sr_pair(const float *q, size_t ldq, const void *src, const int dtype, int64_t k0,
+                int64_t k1, int64_t D, __m256 acc[8], const int R)
+{
+    for (int t = 0; t < 8; t++)
+        acc[t] = _mm256_setzero_ps();
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+        const __m256 a = load8(src, dtype, k0 + d), b = load8(src, dtype, k1 + d);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m256 qv = _mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d);
+            acc[2 * r] = _mm256_fmadd_ps(qv, a, acc[2 * r]);
+            acc[2 * r + 1] = _mm256_fmadd_ps(qv, b, acc[2 * r + 1]);
+        }
+    }
+    if (d < D) {
+        /* The D tail into lane 0 (the lanes are summed next). */
+        float ta[CPU_DR], tb[CPU_DR];
+        for (int r = 0; r < R; r++)
+            ta[r] = tb[r] = 0.0f;
+        for (; d < D; d++) {
+            const float a = load1(src, dtype, k0 + d), b = load1(src, dtype, k1 + d);
+            for (int r = 0; r < R; r++) {
+                ta[r] += q[(size_t)r * ldq + (size_t)d] * a;
+                tb[r] += q[(size_t)r * ldq + (size_t)d] * b;
+            }
+        }
+        for (int r = 0; r < R; r++) {
+            acc[2 * r] = _mm256_add_ps(acc[2 * r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, ta[r]));
+            acc[2 * r + 1] =
+                _mm256_add_ps(acc[2 * r + 1], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, tb[r]));
+        }
+    }
+}
+
+AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, const int dtype,
+                       int64_t rstride, int nk, int64_t D, float sigma, float *s, size_t lds,
+                       const int R)
+{
+    (void)nrows;
+    int c = 0;
+    __m256 acc[8];
+    /* Keys in fours: two pairs fill the 8 accumulator slots of one horizontal reduction. */
+    for (; c + 4 <= nk; c += 4) {
+        __m256 v[8], w[8];
+        const int64_t k0 = (int64_t)c * rstride;
+        sr_pair(q, ldq, src, dtype, k0, k0 + rstride, D, acc, R);
+        for (int t = 0; t < 8; t++)
+            v[t] = acc[t];
+        sr_pair(q, ldq, src, dtype, k0 + 2 * rstride, k0 + 3 * rstride, D, acc, R);
+        /* v[2r], v[2r+1] = keys c, c+1 of row r; acc: keys c+2, c+3.  Order as (r, key). */
+        for (int r = 0; r < 4; r++) {
+            w[2 * r] = r < R ? v[2 * r] : _mm256_setzero_ps();
+            w[2 * r + 1] = r < R ? v[2 * r + 1] : _mm256_setzero_ps();
+        }
+        const __m256 sa = _mm256_mul_ps(hsum8x8(w), _mm256_set1_ps(sigma));
+        for (int r = 0; r < 4; r++) {
+            w[2 * r] = r < R ? acc[2 * r] : _mm256_setzero_ps();
+            w[2 * r + 1] = r < R ? acc[2 * r + 1] : _mm256_setzero_ps();
+        }
+        const __m256 sb = _mm256_mul_ps(hsum8x8(w), _mm256_set1_ps(sigma));
+        float ta[8], tb[8];
+        _mm256_storeu_ps(ta, sa);
+        _mm256_storeu_ps(tb, sb);
+        for (int r = 0; r < R; r++) {
+            s[(size_t)r * lds + (size_t)c] = ta[2 * r];
+            s[(size_t)r * lds + (size_t)c + 1] = ta[2 * r + 1];
+            s[(size_t)r * lds + (size_t)c + 2] = tb[2 * r];
+            s[(size_t)r * lds + (size_t)c + 3] = tb[2 * r + 1];
+        }
+    }
+    for (; c < nk; c++) {
+        /* A last key or three: the pair kernel with the key read twice (never the next). */
+        __m256 w[8];
+        sr_pair(q, ldq, src, dtype, (int64_t)c * rstride, (int64_t)c * rstride, D, acc, R);
+        for (int t = 0; t < 8; t++)
+            w[t] = t < 2 * R ? acc[t] : _mm256_setzero_ps();
+        float ta[8];
+        _mm256_storeu_ps(ta, _mm256_mul_ps(hsum8x8(w), _mm256_set1_ps(sigma)));
+        for (int r = 0; r < R; r++)
+            s[(size_t)r * lds + (size_t)c] = ta[2 * r];
+    }
+}
+
+#define SR_ROWS(DT)                                                                                \
+    switch (nrows) {                                                                               \
+    case 1: scores_rows_dt(q, ldq, nrows, src, DT, rstride, nk, D, sigma, s, lds, 1); break;       \
+    case 2: scores_rows_dt(q, ldq, nrows, src, DT, rstride, nk, D, sigma, s, lds, 2); break;       \
+    case 3: scores_rows_dt(q, ldq, nrows, src, DT, rstride, nk, D, sigma, s, lds, 3); break;       \
+    default: scores_rows_dt(q, ldq, nrows, src, DT, rstride, nk, D, sigma, s, lds, 4); break;      \
+    }
+
+static void x_scores_rows(const float *q, size_t ldq, int nrows, const void *src, int dtype,
+                          int64_t rstride, int nk, int64_t D, float sigma, float *s, size_t lds)
+{
+    switch (dtype) {
+    case CPU_F16: SR_ROWS(CPU_F16) break;
+    case CPU_BF16: SR_ROWS(CPU_BF16) break;
+    default: SR_ROWS(CPU_F32) break;
+    }
+}
+
+AI void pv_rows_dt(const float *p, size_t ldp, const void *src, const int dtype, int64_t rstride,
+                   int nkeys, int64_t Dv, const float *corr, float *o, size_t ldo, const int R)
+{
+    int64_t e0 = 0;
+    for (; e0 + 16 <= Dv; e0 += 16) {
+        __m256 a0[CPU_DR], a1[CPU_DR];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m256 cr = _mm256_broadcast_ss(corr + r);
+            a0[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + (size_t)e0), cr);
+            a1[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + (size_t)e0 + 8), cr);
+        }
+        for (int c = 0; c < nkeys; c++) {
+            const int64_t row = (int64_t)c * rstride + e0;
+            const __m256 v0 = load8(src, dtype, row), v1 = load8(src, dtype, row + 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * ldp + (size_t)c);
+                a0[r] = _mm256_fmadd_ps(pb, v0, a0[r]);
+                a1[r] = _mm256_fmadd_ps(pb, v1, a1[r]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            _mm256_store_ps(o + (size_t)r * ldo + (size_t)e0, a0[r]);
+            _mm256_store_ps(o + (size_t)r * ldo + (size_t)e0 + 8, a1[r]);
+        }
+    }
+    /* Fewer than 16 columns left: element by element (never reading past V's row). */
+    for (int r = 0; r < R; r++)
+        for (int64_t e = e0; e < Dv; e++)
+            o[(size_t)r * ldo + (size_t)e] *= corr[r];
+    for (int c = 0; c < nkeys && e0 < Dv; c++)
+        for (int64_t e = e0; e < Dv; e++) {
+            const float ve = load1(src, dtype, (int64_t)c * rstride + e);
+            for (int r = 0; r < R; r++)
+                o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
+        }
+}
+
+#define PV_ROWS(DT)                                                                                \
+    switch (nrows) {                                                                               \
+    case 1: pv_rows_dt(p, ldp, src, DT, rstride, nkeys, Dv, corr, o, ldo, 1); break;               \
+    case 2: pv_rows_dt(p, ldp, src, DT, rstride, nkeys, Dv, corr, o, ldo, 2); break;               \
+    case 3: pv_rows_dt(p, ldp, src, DT, rstride, nkeys, Dv, corr, o, ldo, 3); break;               \
+    default: pv_rows_dt(p, ldp, src, DT, rstride, nkeys, Dv, corr, o, ldo, 4); break;              \
+    }
+
+static void x_pv_rows(const float *p, size_t ldp, int nrows, const void *src, int dtype,
+                      int64_t rstride, int nkeys, int64_t Dv, const float *corr, float *o,
+                      size_t ldo)
+{
+    switch (dtype) {
+    case CPU_F16: PV_ROWS(CPU_F16) break;
+    case CPU_BF16: PV_ROWS(CPU_BF16) break;
+    default: PV_ROWS(CPU_F32) break;
+    }
+}
+
+/* ---- exp, max ----------------------------------------------------------------------------- */
+
+/* cpu_expf (cpu_exp.h) on 8 lanes, operation for operation (no FMA), so a lane and the scalar
+ * tail give the same value.  The clamps keep a NaN: MINPS/MAXPS return their second operand
+ * when either is NaN. */
+AI __m256 exp256(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_set1_ps(CPU_EXP_HI), x);
+    x = _mm256_max_ps(_mm256_set1_ps(CPU_EXP_LO), x);
+    const __m256 magic = _mm256_set1_ps(CPU_EXP_MAGIC);
+    const __m256 t = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E)), magic);
+    const __m256 fn = _mm256_sub_ps(t, magic);
+    const __m256i n =
+        _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32((int)CPU_EXP_MAGIC_BITS));
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(fn, _mm256_set1_ps(CPU_EXP_C1)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(fn, _mm256_set1_ps(CPU_EXP_C2)));
+    const __m256 r2 = _mm256_mul_ps(r, r);
+    const __m256 a =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(CPU_EXP_P4), r), _mm256_set1_ps(CPU_EXP_P5));
+    const __m256 b =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(CPU_EXP_P2), r), _mm256_set1_ps(CPU_EXP_P3));
+    const __m256 c =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(CPU_EXP_P0), r), _mm256_set1_ps(CPU_EXP_P1));
+    const __m256 p = _mm256_add_ps(_mm256_add_ps(a, _mm256_mul_ps(r2, b)),
+                                   _mm256_mul_ps(_mm256_mul_ps(r2, r2), c));
+    const __m256 y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, r2), r), _mm256_set1_ps(1.0f));
+    const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+    const __m256i b127 = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b127), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b127), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+}
+
+AI float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static float x_exp_sum(float *x, int n, float m)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 acc = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256 y = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + c), mv));
+        _mm256_storeu_ps(x + c, y);
+        acc = _mm256_add_ps(acc, y);
+    }
+    float sum = hsum256(acc);
+    for (; c < n; c++) {
+        x[c] = cpu_expf(x[c] - m);
+        sum += x[c];
+    }
+    return sum;
+}
+
+static float x_max(const float *x, int n)
+{
+    __m256 acc = _mm256_set1_ps(-INFINITY);
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        acc = _mm256_max_ps(_mm256_loadu_ps(x + c), acc); /* a NaN in x yields acc */
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    float m = _mm_cvtss_f32(h);
+    for (; c < n; c++)
+        if (x[c] > m)
+            m = x[c];
+    return m;
+}
+
+/* ---- conversions, packing ------------------------------------------------------------------ */
+
+static int x_load_row(const void *src, int dtype, int64_t n, float *dst)
+{
+    const __m256i expo = _mm256_set1_epi32(0x7f800000);
+    __m256i bad = _mm256_setzero_si256();
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const __m256 x = load8(src, dtype, d);
+        _mm256_storeu_ps(dst + d, x);
+        const __m256i e = _mm256_and_si256(_mm256_castps_si256(x), expo);
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(e, expo));
+    }
+    int any = !_mm256_testz_si256(bad, bad);
+    for (; d < n; d++) {
+        dst[d] = load1(src, dtype, d);
+        any |= !isfinite(dst[d]);
+    }
+    return any;
+}
+
+AI void transpose8(__m256 r[8])
+{
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+AI void pack_kt_dtype(const void *src, const int dtype, int64_t rstride, int nk, int64_t D,
+                      float *dst, size_t ldk)
+{
+    int c = 0;
+    for (; c + 8 <= nk; c += 8) {
+        int64_t d = 0;
+        for (; d + 8 <= D; d += 8) {
+            __m256 r[8];
+            for (int t = 0; t < 8; t++)
+                r[t] = load8(src, dtype, (int64_t)(c + t) * rstride + d);
+            transpose8(r);
+            for (int t = 0; t < 8; t++)
+                _mm256_storeu_ps(dst + (size_t)(d + t) * ldk + (size_t)c, r[t]);
+        }
+        for (; d < D; d++)
+            for (int t = 0; t < 8; t++)
+                dst[(size_t)d * ldk + (size_t)(c + t)] =
+                    load1(src, dtype, (int64_t)(c + t) * rstride + d);
+    }
+    for (; c < nk; c++)
+        for (int64_t d = 0; d < D; d++)
+            dst[(size_t)d * ldk + (size_t)c] = load1(src, dtype, (int64_t)c * rstride + d);
+}
+
+static void x_pack_kt(const void *src, int dtype, int64_t rstride, int nk, int64_t D, float *dst,
+                      size_t ldk)
+{
+    /* One instantiation per dtype keeps the conversion out of the inner loop. */
+    switch (dtype) {
+    case CPU_F16: pack_kt_dtype(src, CPU_F16, rstride, nk, D, dst, ldk); break;
+    case CPU_BF16: pack_kt_dtype(src, CPU_BF16, rstride, nk, D, dst, ldk); break;
+    default: pack_kt_dtype(src, CPU_F32, rstride, nk, D, dst, ldk); break;
+    }
+}
+
+static void x_store_row(const float *src, int64_t n, int dtype, void *dst)
+{
+    int64_t e = 0;
+    if (dtype == CPU_F16) {
+        uint16_t *h = dst;
+        for (; e + 8 <= n; e += 8)
+            _mm_storeu_si128((__m128i *)(h + e),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(src + e), _MM_FROUND_TO_NEAREST_INT));
+        for (; e < n; e++)
+            h[e] = attnref_f32_to_f16(src[e]);
+    } else if (dtype == CPU_BF16) {
+        uint16_t *h = dst;
+        const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+        const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
+        const __m256i quiet = _mm256_set1_epi32(0x40);
+        for (; e + 8 <= n; e += 8) {
+            const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + e));
+            /* RNE: add 0x7fff plus the kept lsb (a carry into the exponent is the right
+             * result, up to inf); a NaN keeps its top payload bits and is made quiet. */
+            const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
+            const __m256i rne =
+                _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(bias, lsb)), 16);
+            const __m256i nanv = _mm256_or_si256(_mm256_srli_epi32(x, 16), quiet);
+            const __m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(x, absm), inf);
+            const __m256i r = _mm256_blendv_epi8(rne, nanv, isnan);
+            const __m128i packed =
+                _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+            _mm_storeu_si128((__m128i *)(h + e), packed);
+        }
+        for (; e < n; e++)
+            h[e] = attnref_f32_to_bf16(src[e]);
+    } else {
+        memcpy(dst, src, (size_t)n * sizeof *src);
+    }
+}
+
+const cpu_kernels cpu_kernels_avx2 = {
+    .name = "avx2",
+    .scores = x_scores,
+    .pv = x_pv,
+    .scores_rows = x_scores_rows,
+    .pv_rows = x_pv_rows,
+    .exp_sum = x_exp_sum,
+    .max = x_max,
+    .load_row = x_load_row,
+    .pack_kt = x_pack_kt,
+    .store_row = x_store_row,
+};

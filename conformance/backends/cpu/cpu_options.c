@@ -1,0 +1,126 @@
+/* cpu_options.c — the cpu plugin's options and kernel choice (cpu_options.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include "cpu_options.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_pool.h"
+
+const attnconf_option_info cpu_option_info[] = {
+    {"threads", "auto",
+     "threads per call, caller included: 1..1024, or auto = CPUs in the affinity mask"},
+    {"isa", "auto", "micro-kernels: auto|avx2|portable (default: $ATTNCONF_CPU_ISA, else auto)"},
+    {"slowdown", "0", "TEST-ONLY: spin F x each call's duration after it (0..10; 0 = off)"},
+    {NULL, NULL, NULL},
+};
+
+static int default_threads(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        const int n = CPU_COUNT(&set);
+        if (n >= 1)
+            return n > CPU_POOL_MAX_THREADS ? CPU_POOL_MAX_THREADS : n;
+    }
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > CPU_POOL_MAX_THREADS ? CPU_POOL_MAX_THREADS : (int)n;
+}
+
+static int parse_isa(const char *v, cpu_isa *isa)
+{
+    if (strcmp(v, "auto") == 0)
+        *isa = CPU_ISA_AUTO;
+    else if (strcmp(v, "avx2") == 0)
+        *isa = CPU_ISA_AVX2;
+    else if (strcmp(v, "portable") == 0)
+        *isa = CPU_ISA_PORTABLE;
+    else
+        return 0;
+    return 1;
+}
+
+int cpu_options_parse(const attnconf_option *options, size_t n, cpu_options *o, char *err,
+                      size_t errlen)
+{
+    o->threads = default_threads();
+    o->isa = CPU_ISA_AUTO;
+    o->slowdown = 0.0;
+    int isa_given = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *k = options[i].key, *v = options[i].value ? options[i].value : "";
+        if (strcmp(k, "threads") == 0) {
+            if (strcmp(v, "auto") == 0)
+                continue;
+            char *end;
+            errno = 0;
+            const long t = strtol(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || errno || t < 1 || t > CPU_POOL_MAX_THREADS) {
+                snprintf(err, errlen, "threads: '%s' is not an integer in 1..%d or 'auto'", v,
+                         CPU_POOL_MAX_THREADS);
+                return ATTNCONF_EINVAL;
+            }
+            o->threads = (int)t;
+        } else if (strcmp(k, "isa") == 0) {
+            if (!parse_isa(v, &o->isa)) {
+                snprintf(err, errlen, "isa: '%s' is not one of auto, avx2, portable", v);
+                return ATTNCONF_EINVAL;
+            }
+            isa_given = 1;
+        } else if (strcmp(k, "slowdown") == 0) {
+            char *end;
+            errno = 0;
+            const double f = strtod(v, &end);
+            if (*v == '\0' || *end != '\0' || errno || !(f >= 0.0 && f <= 10.0)) {
+                snprintf(err, errlen, "slowdown: '%s' is not a number in 0..10", v);
+                return ATTNCONF_EINVAL;
+            }
+            o->slowdown = f;
+        } else {
+            snprintf(err, errlen, "unknown option '%s'", k);
+            return ATTNCONF_EINVAL;
+        }
+    }
+    const char *env = getenv("ATTNCONF_CPU_ISA");
+    if (!isa_given && env && *env && !parse_isa(env, &o->isa)) {
+        snprintf(err, errlen, "ATTNCONF_CPU_ISA: '%s' is not one of auto, avx2, portable", env);
+        return ATTNCONF_EINVAL;
+    }
+    return ATTNCONF_OK;
+}
+
+/* AVX2 with FMA and F16C, and the OS saving the YMM state (what __builtin_cpu_supports
+ * reports for "avx2" already includes the OS check in GCC's libgcc). */
+static int have_avx2(void)
+{
+#if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+const cpu_kernels *cpu_options_kernels(cpu_isa isa, char *err, size_t errlen)
+{
+    if (isa == CPU_ISA_PORTABLE)
+        return &cpu_kernels_portable;
+#if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
+    if (have_avx2())
+        return &cpu_kernels_avx2;
+#endif
+    if (isa == CPU_ISA_AVX2) {
+        snprintf(
+            err, errlen, "isa=avx2: %s",
+            have_avx2()
+                ? "not built"
+                : "this CPU (or this build) lacks AVX2, FMA or F16C; use isa=auto or portable");
+        return NULL;
+    }
+    return &cpu_kernels_portable;
+}

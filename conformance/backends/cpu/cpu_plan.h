@@ -1,0 +1,55 @@
+/* cpu_plan.h — which keys each query row keeps under the structural mask parameters, and how an
+ * sdpa call is cut into work items for the thread pool.
+ *
+ * Structural masks as intervals.  Under causal (with its offset), window, lengths and
+ * left_padding the keys query row i of batch row b keeps are one contiguous range [lo, hi) —
+ * exactly the j where attnref_sdpa_key_kept is 1 (SPEC.md clauses 3, 4, 19), computed without
+ * forming off + i (the offset is any int64).  A mask tensor may exclude more inside it.
+ *
+ * Work items.  Query rows are grouped by (b, kv head, block of bq query positions): each item
+ * holds the rows of all G = Hq/Hkv query heads of that kv head at those positions, so a K/V tile
+ * packed once serves the whole GQA group.  An item covers the union of its rows' key ranges;
+ * when there are too few items for the threads (decode, Lq <= 8 or a small batch), each group's
+ * range is split into nsplit parts whose partial softmax states are merged at the end
+ * (flash-decoding).  Items are sorted by estimated cost, largest first, for the pool's dynamic
+ * scheduling. */
+#ifndef ATTNCONF_CPU_PLAN_H
+#define ATTNCONF_CPU_PLAN_H
+
+#include <stdint.h>
+
+#include "attnref/sdpa.h"
+
+/* Keys per tile (multiple of CPU_NR): a K tile of D x 64 and a V tile of 64 x Dv f32 stay in the
+ * level-2 cache next to the rows of a work item. */
+#define CPU_BC 64
+
+/* [*lo, *hi): the keys row i of batch row b keeps under p (validated as attnref_sdpa does;
+ * NULL = none) among 0..lk-1; *lo >= *hi when it keeps none. */
+void cpu_row_interval(const attnref_sdpa_params *p, int64_t lq, int64_t lk, int64_t b, int64_t i,
+                      int64_t *lo, int64_t *hi);
+
+typedef struct cpu_item {
+    int64_t group;    /* (b * Hkv + kv head) * nqb + query block */
+    int32_t split;    /* 0..nsplit-1 */
+    int64_t klo, khi; /* keys of this item (a part of the group's union range) */
+    double cost;
+} cpu_item;
+
+typedef struct cpu_plan {
+    int64_t B, Hq, Hkv, G, Lq, Lk, D, Dv;
+    int64_t bq;      /* query positions per group (the last group of a row may have fewer) */
+    int64_t nqb;     /* query blocks per (b, kv head) */
+    int64_t ngroups; /* B * Hkv * nqb */
+    int nsplit;      /* key-range parts per group (1 = no flash-decoding merge) */
+    int64_t nitems;  /* ngroups * nsplit */
+    cpu_item *items; /* [nitems], largest cost first */
+} cpu_plan;
+
+/* Plan a call with the validated dimensions for `threads` threads.  Returns 0, or -1 when the
+ * item list cannot be allocated.  Free with cpu_plan_free. */
+int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t Hq, int64_t Hkv,
+                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, int threads);
+void cpu_plan_free(cpu_plan *pl);
+
+#endif

@@ -1,0 +1,574 @@
+/* cpu_sdpa.c — the cpu plugin's SDPA driver (cpu_sdpa.h): work items, packing, masks, the
+ * online softmax and the flash-decoding merge.  The dense loops are the kernel table's
+ * (cpu_kern.h); everything here is O(rows x keys) or less per tile. */
+#include "cpu_sdpa.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnref/dtype.h"
+#include "cpu_exp.h"
+#include "cpu_plan.h"
+
+#define ALIGN 64
+/* Below this many (rows x keys x (D + Dv)) multiply-adds a call runs on the calling thread only
+ * (about 10-20 us of work: waking the pool costs as much). */
+#define CPU_INLINE_WORK 5.0e5
+/* Scratch per thread beyond which cpu_sdpa_run declines (returns 1). */
+#define CPU_WS_MAX ((size_t)256 << 20)
+
+static size_t round_up(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+/* ---- per-thread scratch ---------------------------------------------------------------- */
+
+/* The sections of one thread's scratch block (cpu_kern.h describes the tile layouts). */
+typedef struct ws {
+    float *qp;           /* [R][D] the item's query rows */
+    float *o;            /* [R][dvp] accumulators */
+    float *m, *l;        /* [R] running max and sum */
+    int64_t *plo, *phi;  /* [bq] key interval of each query position */
+    float *kt;           /* [D][CPU_BC] K tile, transposed */
+    float *vp;           /* [CPU_BC][dvp] V tile */
+    float *s;            /* [CPU_MR][CPU_BC] scores, then probabilities */
+    float *corr;         /* [CPU_MR] */
+    unsigned char *kept; /* [CPU_MR][CPU_BC] kept flags (non-finite V tiles only) */
+    float *orow;         /* [dvp] one output row in f32 */
+    unsigned char *obuf; /* [dvp * 4] one output row in the dtype (strided outputs) */
+} ws;
+
+typedef struct layout {
+    size_t off[11];
+    size_t bytes;
+} layout;
+
+/* Byte offsets of the sections for R rows, bq positions, dims D and dvp.  0 on overflow. */
+static size_t ws_layout(layout *L, size_t R, size_t bq, size_t D, size_t dvp)
+{
+    const size_t f = sizeof(float);
+    size_t sz[11];
+    /* Every product is bounded: R, bq <= 2^31, D, dvp <= 2^31 + 16 (ATTNREF_MAX_NUMEL); check
+     * the two that can be large together. */
+    if (D && R > SIZE_MAX / 8 / D)
+        return 0;
+    if (dvp && R > SIZE_MAX / 8 / dvp)
+        return 0;
+    if (D > SIZE_MAX / 8 / CPU_BC)
+        return 0;
+    sz[0] = R * D * f;
+    sz[1] = R * dvp * f;
+    sz[2] = R * f;
+    sz[3] = R * f;
+    sz[4] = bq * sizeof(int64_t);
+    sz[5] = bq * sizeof(int64_t);
+    sz[6] = D * CPU_BC * f;
+    sz[7] = (size_t)CPU_BC * dvp * f;
+    sz[8] = (size_t)CPU_MR * CPU_BC * f;
+    sz[9] = 16 * f;
+    sz[10] = (size_t)CPU_MR * CPU_BC + dvp * f + dvp * 4; /* kept, orow, obuf */
+    size_t at = 0;
+    for (int i = 0; i < 11; i++) {
+        L->off[i] = at;
+        if (sz[i] > SIZE_MAX / 2 - at)
+            return 0;
+        at = round_up(at + sz[i], ALIGN);
+    }
+    L->bytes = at;
+    return at;
+}
+
+static ws ws_carve(void *base, const layout *L, size_t dvp)
+{
+    char *b = base;
+    ws w;
+    w.qp = (float *)(b + L->off[0]);
+    w.o = (float *)(b + L->off[1]);
+    w.m = (float *)(b + L->off[2]);
+    w.l = (float *)(b + L->off[3]);
+    w.plo = (int64_t *)(b + L->off[4]);
+    w.phi = (int64_t *)(b + L->off[5]);
+    w.kt = (float *)(b + L->off[6]);
+    w.vp = (float *)(b + L->off[7]);
+    w.s = (float *)(b + L->off[8]);
+    w.corr = (float *)(b + L->off[9]);
+    w.kept = (unsigned char *)(b + L->off[10]);
+    w.orow = (float *)(b + L->off[10] + round_up((size_t)CPU_MR * CPU_BC, sizeof(float)));
+    w.obuf = (unsigned char *)(w.orow + dvp);
+    return w;
+}
+
+/* Grow *buf to at least bytes (64-byte aligned, zeroed when new so padding columns are 0 and
+ * never uninitialised).  Returns 0 or -1. */
+static int grow(void **buf, size_t *have, size_t bytes)
+{
+    if (*buf && *have >= bytes)
+        return 0;
+    free(*buf);
+    *buf = NULL;
+    *have = 0;
+    void *p = aligned_alloc(ALIGN, round_up(bytes ? bytes : ALIGN, ALIGN));
+    if (!p)
+        return -1;
+    memset(p, 0, round_up(bytes ? bytes : ALIGN, ALIGN));
+    *buf = p;
+    *have = bytes;
+    return 0;
+}
+
+int cpu_engine_init(cpu_engine *e, int threads, const cpu_kernels *k)
+{
+    memset(e, 0, sizeof *e);
+    e->threads = threads < 1 ? 1 : threads;
+    e->k = k;
+    e->ws = calloc((size_t)e->threads, sizeof *e->ws);
+    e->ws_bytes = calloc((size_t)e->threads, sizeof *e->ws_bytes);
+    if (!e->ws || !e->ws_bytes || cpu_pool_init(&e->pool, e->threads) != 0) {
+        free(e->ws);
+        free(e->ws_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+void cpu_engine_free(cpu_engine *e)
+{
+    cpu_pool_destroy(&e->pool);
+    for (int t = 0; e->ws && t < e->threads; t++)
+        free(e->ws[t]);
+    free(e->ws);
+    free(e->ws_bytes);
+    free(e->partials);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- one call ---------------------------------------------------------------------------- */
+
+typedef struct job {
+    const cpu_kernels *k;
+    cpu_plan pl;
+    const attnref_sdpa_params *p;
+    const attnref_tensor *q, *kk, *v, *mask, *out;
+    int dt;         /* q/k/v/out dtype */
+    size_t esz;     /* its size */
+    int64_t mst[4]; /* mask strides broadcast to (B, Hq, Lq, Lk): 0 where the extent is 1 */
+    float sigma;
+    size_t dvp;  /* Dv rounded up to CPU_NR */
+    size_t rmax; /* rows of the largest item */
+    layout L;
+    void **wsb;      /* per-thread scratch blocks */
+    float *partials; /* [ngroups * nsplit][rmax * (dvp + 2)] when nsplit > 1 */
+} job;
+
+static inline float load_f(const void *data, int dt, int64_t i)
+{
+    switch (dt) {
+    case ATTNREF_F16: return attnref_f16_to_f32(((const uint16_t *)data)[i]);
+    case ATTNREF_BF16: return attnref_bf16_to_f32(((const uint16_t *)data)[i]);
+    case ATTNREF_BOOL: return ((const unsigned char *)data)[i] != 0 ? 1.0f : 0.0f;
+    default: return ((const float *)data)[i];
+    }
+}
+
+static inline const char *elem(const attnref_tensor *t, size_t esz, int64_t off)
+{
+    return (const char *)t->data + (size_t)off * esz;
+}
+
+/* Group index -> (b, kv head, first query position, positions). */
+static void group_coords(const cpu_plan *pl, int64_t g, int64_t *b, int64_t *hk, int64_t *i0,
+                         int64_t *nq)
+{
+    const int64_t qb = g % pl->nqb, bh = g / pl->nqb;
+    *hk = bh % pl->Hkv;
+    *b = bh / pl->Hkv;
+    *i0 = qb * pl->bq;
+    *nq = pl->Lq - *i0 < pl->bq ? pl->Lq - *i0 : pl->bq;
+}
+
+/* Write one finished row (o / l, or +0 when the row kept no key) to out[b, h, i, :]. */
+static void write_row(const job *J, ws *w, const float *o, float l, int64_t b, int64_t h, int64_t i)
+{
+    const int64_t Dv = J->pl.Dv;
+    if (Dv == 0)
+        return;
+    for (int64_t e = 0; e < Dv; e++)
+        w->orow[e] = l != 0.0f ? o[e] / l : 0.0f; /* a NaN l (poisoned row) gives NaN */
+    const attnref_tensor *out = J->out;
+    const int64_t off = b * out->strides[0] + h * out->strides[1] + i * out->strides[2];
+    char *dst = (char *)out->data + (size_t)off * J->esz;
+    if (out->strides[3] == 1) {
+        J->k->store_row(w->orow, Dv, J->dt, dst);
+        return;
+    }
+    J->k->store_row(w->orow, Dv, J->dt, w->obuf);
+    for (int64_t e = 0; e < Dv; e++)
+        memcpy(dst + (size_t)(e * out->strides[3]) * J->esz, w->obuf + (size_t)e * J->esz, J->esz);
+}
+
+/* Widen q[b, h, i, :] into dst. */
+static void load_q(const job *J, float *dst, int64_t b, int64_t h, int64_t i)
+{
+    const attnref_tensor *q = J->q;
+    const int64_t off = b * q->strides[0] + h * q->strides[1] + i * q->strides[2];
+    if (q->strides[3] == 1) {
+        J->k->load_row(elem(q, J->esz, off), J->dt, J->pl.D, dst);
+        return;
+    }
+    for (int64_t d = 0; d < J->pl.D; d++)
+        dst[d] = load_f(q->data, J->dt, off + d * q->strides[3]);
+}
+
+/* Pack keys j0..j0+n-1 of (b, kv head hk): K transposed into w->kt, V into w->vp.  Returns 1
+ * when the V tile holds a NaN or an infinity. */
+static int pack_tile(const job *J, ws *w, int64_t b, int64_t hk, int64_t j0, int n)
+{
+    const attnref_tensor *k = J->kk, *v = J->v;
+    const int64_t D = J->pl.D, Dv = J->pl.Dv;
+    const int64_t kb = b * k->strides[0] + hk * k->strides[1] + j0 * k->strides[2];
+    if (k->strides[3] == 1) {
+        J->k->pack_kt(elem(k, J->esz, kb), J->dt, k->strides[2], n, D, w->kt, CPU_BC);
+    } else {
+        for (int c = 0; c < n; c++)
+            for (int64_t d = 0; d < D; d++)
+                w->kt[(size_t)d * CPU_BC + (size_t)c] =
+                    load_f(k->data, J->dt, kb + c * k->strides[2] + d * k->strides[3]);
+    }
+    const int64_t vb = b * v->strides[0] + hk * v->strides[1] + j0 * v->strides[2];
+    int bad = 0;
+    for (int c = 0; c < n; c++) {
+        float *dst = w->vp + (size_t)c * J->dvp;
+        const int64_t row = vb + c * v->strides[2];
+        if (v->strides[3] == 1) {
+            bad |= J->k->load_row(elem(v, J->esz, row), J->dt, Dv, dst);
+        } else {
+            for (int64_t e = 0; e < Dv; e++) {
+                dst[e] = load_f(v->data, J->dt, row + e * v->strides[3]);
+                bad |= !isfinite(dst[e]);
+            }
+        }
+    }
+    return bad;
+}
+
+/* Exclude keys of one score row of tile [j0, j0+n): outside [a, z), and where the mask tensor
+ * excludes (false / -inf); add the other additive values.  With kept != NULL also record which
+ * keys the row keeps.  mrow: the mask offset of (b, h, i). */
+static void mask_row(const job *J, float *s, unsigned char *kept, int n, int a, int z, int64_t mrow,
+                     int64_t j0)
+{
+    for (int c = 0; c < a; c++)
+        s[c] = -INFINITY;
+    for (int c = z; c < n; c++)
+        s[c] = -INFINITY;
+    if (kept) {
+        memset(kept, 0, (size_t)n);
+        memset(kept + a, 1, (size_t)(z - a));
+    }
+    const attnref_tensor *m = J->mask;
+    if (!m)
+        return;
+    const int mdt = m->dtype;
+    const int64_t ms = J->mst[3];
+    for (int c = a; c < z; c++) {
+        const float mv = load_f(m->data, mdt, mrow + (j0 + c) * ms);
+        if (mdt == ATTNREF_BOOL ? mv == 0.0f : mv == -INFINITY) {
+            s[c] = -INFINITY; /* replaced, not added: a NaN score of an excluded key is gone */
+            if (kept)
+                kept[c] = 0;
+        } else if (mdt != ATTNREF_BOOL) {
+            s[c] = s[c] + mv; /* the mask is added in f32 (SPEC.md clause 13) */
+        }
+    }
+}
+
+/* Ask for the next tile's K and V rows (after the n of this one, at most `left` keys) while
+ * this one is computed: decode streams K and V from memory once, and one core's hardware
+ * prefetchers alone do not keep enough requests in flight.  A prefetch never faults. */
+static void prefetch_tile(const job *J, const char *k, const char *v, int n, int64_t left)
+{
+    const int m = left < CPU_BC ? (int)left : CPU_BC;
+    const size_t ks = (size_t)J->kk->strides[2] * J->esz, vs = (size_t)J->v->strides[2] * J->esz;
+    const size_t kb = (size_t)J->pl.D * J->esz, vb = (size_t)J->pl.Dv * J->esz;
+    for (int c = n; c < n + m; c++) {
+        for (size_t o = 0; o < kb; o += 64)
+            __builtin_prefetch(k + (size_t)c * ks + o);
+        for (size_t o = 0; o < vb; o += 64)
+            __builtin_prefetch(v + (size_t)c * vs + o);
+    }
+}
+
+/* The online softmax step of one score row over a tile of n keys, of which [a, z) may be kept
+ * (excluded ones hold -inf): the row's running max *m and sum *l are updated and s becomes
+ * P = exp(s - m_new).  Returns the factor exp(m_old - m_new) that rescales the row's O.  A row
+ * that keeps nothing here is left alone (P = 0, factor 1: its O stays exactly as it was). */
+static float softmax_step(const cpu_kernels *K, float *s, unsigned char *kept, int n, int a, int z,
+                          float *m, float *l)
+{
+    if (a >= z) {
+        memset(s, 0, (size_t)n * sizeof *s);
+        return 1.0f; /* its kept flags are all 0 already (mask_row) */
+    }
+    const float mb = K->max(s, n);
+    const float mnew = mb > *m ? mb : *m;
+    if (mnew == -INFINITY) {
+        /* No score above -inf: nothing kept, or only NaN scores (a kept key's NaN must still
+         * poison the row: the max skipped it). */
+        for (int c = a; c < z; c++)
+            if (s[c] != s[c])
+                *l = NAN;
+        memset(s, 0, (size_t)n * sizeof *s);
+        if (kept)
+            memset(kept, 0, (size_t)n);
+        return 1.0f;
+    }
+    const float corr = cpu_expf(*m - mnew);
+    const float sum = K->exp_sum(s, n, mnew);
+    *l = *l * corr + sum;
+    *m = mnew;
+    return corr;
+}
+
+static void item_run(void *varg, int64_t idx, int tid)
+{
+    const job *J = varg;
+    const cpu_plan *pl = &J->pl;
+    const cpu_item *it = &pl->items[idx];
+    const cpu_kernels *K = J->k;
+    ws w = ws_carve(J->wsb[tid], &J->L, J->dvp);
+    int64_t b, hk, i0, nq;
+    group_coords(pl, it->group, &b, &hk, &i0, &nq);
+    const int64_t G = pl->G, D = pl->D, NR = nq * G;
+    const size_t dvp = J->dvp;
+
+    for (int64_t pi = 0; pi < nq; pi++)
+        cpu_row_interval(J->p, pl->Lq, pl->Lk, b, i0 + pi, &w.plo[pi], &w.phi[pi]);
+    for (int64_t r = 0; r < NR; r++) {
+        load_q(J, w.qp + (size_t)r * (size_t)D, b, hk * G + r % G, i0 + r / G);
+        w.m[r] = -INFINITY;
+        w.l[r] = 0.0f;
+    }
+    memset(w.o, 0, (size_t)NR * dvp * sizeof *w.o);
+
+    /* Few rows (decode): K and V are read straight from their rows by the unpacked kernels
+     * wherever a tile needs no exclusion, since packing would cost more than the rows reuse. */
+    const attnref_tensor *kt = J->kk, *vt = J->v;
+    const int direct_item = NR <= 2 * CPU_DR && kt->strides[3] == 1 && vt->strides[3] == 1;
+    const char *kbase = elem(kt, J->esz, b * kt->strides[0] + hk * kt->strides[1]);
+    const char *vbase = elem(vt, J->esz, b * vt->strides[0] + hk * vt->strides[1]);
+
+    for (int64_t j0 = it->klo; j0 < it->khi; j0 += CPU_BC) {
+        const int n = (int)(it->khi - j0 < CPU_BC ? it->khi - j0 : CPU_BC);
+        int seen = 0, all = 1;
+        for (int64_t pi = 0; pi < nq; pi++) {
+            seen |= w.plo[pi] < j0 + n && w.phi[pi] > j0 && w.plo[pi] < w.phi[pi];
+            all &= w.plo[pi] <= j0 && w.phi[pi] >= j0 + n;
+        }
+        if (!seen)
+            continue; /* no row keeps a key of this tile: never read it */
+        /* Unpacked only where every row keeps every key: no V check needed (a non-finite value
+         * at a kept key is the row's, and propagates as in the reference). */
+        const int direct = direct_item && all && !J->mask;
+        const int bad = direct ? 0 : pack_tile(J, &w, b, hk, j0, n);
+        const int ncols = (int)round_up((size_t)n, CPU_NR);
+        const int gs = direct ? CPU_DR : CPU_MR;
+        const char *ksrc = kbase + (size_t)(j0 * kt->strides[2]) * J->esz;
+        const char *vsrc = vbase + (size_t)(j0 * vt->strides[2]) * J->esz;
+        if (direct && j0 + n < it->khi)
+            prefetch_tile(J, ksrc, vsrc, n, it->khi - j0 - n);
+
+        for (int64_t r0 = 0; r0 < NR; r0 += gs) {
+            const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
+            int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1;
+            for (int t = 0; t < nr; t++) {
+                const int64_t pi = (r0 + t) / G;
+                /* The row's interval in tile coordinates, clamped to 0..n. */
+                int64_t a = w.plo[pi] - j0, z = w.phi[pi] - j0;
+                a = a < 0 ? 0 : a > n ? n : a;
+                z = z > n ? n : z < a ? a : z;
+                ra[t] = (int)a;
+                rz[t] = (int)z;
+                any |= a < z;
+                full &= a == 0 && z == n;
+            }
+            if (!any)
+                continue;
+            if (direct)
+                K->scores_rows(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, ksrc, J->dt,
+                               kt->strides[2], n, D, J->sigma, w.s, CPU_BC);
+            else
+                K->scores(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ncols, D,
+                          J->sigma, w.s, CPU_BC);
+            const int masked = !full || J->mask || bad;
+            for (int t = 0; t < nr; t++) {
+                const int64_t r = r0 + t;
+                float *sr = w.s + (size_t)t * CPU_BC;
+                if (masked) {
+                    const int64_t h = hk * G + r % G, i = i0 + r / G;
+                    const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
+                    mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, n, ra[t], rz[t], mrow,
+                             j0);
+                }
+                w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, n, ra[t],
+                                         rz[t], &w.m[r], &w.l[r]);
+            }
+            float *orows = w.o + (size_t)r0 * dvp;
+            if (direct) {
+                K->pv_rows(w.s, CPU_BC, nr, vsrc, J->dt, vt->strides[2], n, pl->Dv, w.corr, orows,
+                           dvp);
+                continue;
+            }
+            if (!bad) {
+                K->pv(w.s, CPU_BC, nr, w.vp, dvp, n, (int)dvp, w.corr, orows, dvp);
+                continue;
+            }
+            /* A V tile with NaN/inf: add kept keys only (0 * inf would be NaN). */
+            for (int t = 0; t < nr; t++) {
+                float *orow = orows + (size_t)t * dvp;
+                const float *pr = w.s + (size_t)t * CPU_BC;
+                const unsigned char *kr = w.kept + (size_t)t * CPU_BC;
+                for (size_t e = 0; e < dvp; e++)
+                    orow[e] *= w.corr[t];
+                for (int c = 0; c < n; c++) {
+                    if (!kr[c])
+                        continue;
+                    const float *vr = w.vp + (size_t)c * dvp;
+                    for (size_t e = 0; e < dvp; e++)
+                        orow[e] += pr[c] * vr[e];
+                }
+            }
+        }
+    }
+
+    if (pl->nsplit == 1) {
+        for (int64_t r = 0; r < NR; r++)
+            write_row(J, &w, w.o + (size_t)r * dvp, w.l[r], b, hk * G + r % G, i0 + r / G);
+        return;
+    }
+    /* A part of a split group: keep (m, l, O) for the merge. */
+    float *part = J->partials + (size_t)(it->group * pl->nsplit + it->split) * J->rmax * (dvp + 2);
+    for (int64_t r = 0; r < NR; r++) {
+        float *pr = part + (size_t)r * (dvp + 2);
+        pr[0] = w.m[r];
+        pr[1] = w.l[r];
+        memcpy(pr + 2, w.o + (size_t)r * dvp, dvp * sizeof *pr);
+    }
+}
+
+/* Merge the parts of group g (flash-decoding): M = max m_s, l = sum l_s exp(m_s - M),
+ * O = sum O_s exp(m_s - M); parts that kept nothing (l_s = 0) are skipped, a NaN l_s poisons. */
+static void merge_run(void *varg, int64_t g, int tid)
+{
+    const job *J = varg;
+    const cpu_plan *pl = &J->pl;
+    ws w = ws_carve(J->wsb[tid], &J->L, J->dvp);
+    int64_t b, hk, i0, nq;
+    group_coords(pl, g, &b, &hk, &i0, &nq);
+    const size_t dvp = J->dvp, stride = J->rmax * (dvp + 2);
+    const float *part = J->partials + (size_t)g * (size_t)pl->nsplit * stride;
+    for (int64_t r = 0; r < nq * pl->G; r++) {
+        float M = -INFINITY;
+        for (int s = 0; s < pl->nsplit; s++) {
+            const float ms = part[(size_t)s * stride + (size_t)r * (dvp + 2)];
+            M = ms > M ? ms : M;
+        }
+        float l = 0.0f;
+        float *o = w.o; /* the thread's accumulator rows are free during the merge */
+        memset(o, 0, dvp * sizeof *o);
+        for (int s = 0; s < pl->nsplit; s++) {
+            const float *pr = part + (size_t)s * stride + (size_t)r * (dvp + 2);
+            if (pr[1] == 0.0f)
+                continue;
+            const float wgt = cpu_expf(pr[0] - M);
+            l += pr[1] * wgt;
+            for (size_t e = 0; e < dvp; e++)
+                o[e] += pr[2 + e] * wgt;
+        }
+        write_row(J, &w, o, l, b, hk * pl->G + r % pl->G, i0 + r / pl->G);
+    }
+}
+
+int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k,
+                 const attnref_tensor *v, const attnref_tensor *mask, const attnref_sdpa_params *p,
+                 const attnref_tensor *out, char *err, size_t errlen)
+{
+    const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
+    const int64_t Hkv = k->shape[1], Lk = k->shape[2], Dv = v->shape[3];
+    if (B == 0 || Hq == 0 || Lq == 0 || Dv == 0)
+        return 0; /* nothing to write */
+
+    job J;
+    memset(&J, 0, sizeof J);
+    J.k = e->k;
+    J.p = p;
+    J.q = q;
+    J.kk = k;
+    J.v = v;
+    J.mask = mask;
+    J.out = out;
+    J.dt = q->dtype;
+    J.esz = attnref_dtype_size(q->dtype);
+    /* The scale as an f32, applied to the finished dot product (clause 13's model). */
+    J.sigma = p->has_scale ? (float)p->scale : (float)(1.0 / sqrt((double)D));
+    J.dvp = round_up((size_t)Dv, CPU_NR);
+    if (mask) {
+        /* Broadcast a rank 0..4 mask to (B, Hq, Lq, Lk): stride 0 where the extent is 1. */
+        const int32_t pad = 4 - mask->ndim;
+        for (int d = 0; d < 4; d++) {
+            const int64_t ext = d < pad ? 1 : mask->shape[d - pad];
+            J.mst[d] = ext == 1 ? 0 : mask->strides[d - pad];
+        }
+    }
+
+    if (cpu_plan_make(&J.pl, p, B, Hq, Hkv, Lq, Lk, D, Dv, e->threads) != 0) {
+        snprintf(err, errlen, "cpu: cannot allocate the work list");
+        return -1;
+    }
+    J.rmax = (size_t)(J.pl.G * J.pl.bq);
+    if (!ws_layout(&J.L, J.rmax, (size_t)J.pl.bq, (size_t)D, J.dvp) || J.L.bytes > CPU_WS_MAX) {
+        /* A head dimension or GQA group far beyond any model's (the tiles would not fit in
+         * memory, let alone a cache): not worth tiling. */
+        cpu_plan_free(&J.pl);
+        return 1;
+    }
+    for (int t = 0; t < e->threads; t++)
+        if (grow(&e->ws[t], &e->ws_bytes[t], J.L.bytes) != 0)
+            goto nomem;
+    J.wsb = e->ws;
+    if (J.pl.nsplit > 1) {
+        const size_t per = J.rmax * (J.dvp + 2);
+        const size_t parts = (size_t)J.pl.ngroups * (size_t)J.pl.nsplit;
+        if (per > SIZE_MAX / sizeof(float) / parts)
+            goto nomem;
+        if (grow((void **)&e->partials, &e->partials_bytes, parts * per * sizeof(float)) != 0)
+            goto nomem;
+        J.partials = e->partials;
+    }
+
+    /* A call this small finishes before sleeping workers would wake up: run it here. */
+    double work = 0.0;
+    for (int64_t n = 0; n < J.pl.nitems; n++)
+        work += J.pl.items[n].cost;
+    if (work * (double)(D + Dv) < CPU_INLINE_WORK) {
+        for (int64_t n = 0; n < J.pl.nitems; n++)
+            item_run(&J, n, 0);
+        for (int64_t g = 0; J.pl.nsplit > 1 && g < J.pl.ngroups; g++)
+            merge_run(&J, g, 0);
+        cpu_plan_free(&J.pl);
+        return 0;
+    }
+    cpu_pool_run(&e->pool, J.pl.nitems, item_run, &J);
+    if (J.pl.nsplit > 1)
+        cpu_pool_run(&e->pool, J.pl.ngroups, merge_run, &J);
+    cpu_plan_free(&J.pl);
+    return 0;
+
+nomem:
+    snprintf(err, errlen, "cpu: cannot allocate %zu bytes of scratch per thread (%d threads)",
+             J.L.bytes, e->threads);
+    cpu_plan_free(&J.pl);
+    return -1;
+}

@@ -1,0 +1,384 @@
+/* Unit tests of the cpu plugin's internals (Criterion): the structural-mask intervals against
+ * attnref_sdpa_key_kept, cpu_expf against libm, and every kernel table against plain loops in
+ * double or attnref's exact conversions.  The end-to-end semantics are the golden cases'
+ * (ctest conformance.cpu.*) and the fuzzer's (harness.fuzz.cpu_survives). */
+#include <criterion/criterion.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnref/dtype.h"
+#include "attnref/sdpa.h"
+#include "cpu_exp.h"
+#include "cpu_kern.h"
+#include "cpu_plan.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd_u64(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static int64_t rnd_int(int64_t lo, int64_t hi) /* [lo, hi] */
+{
+    return lo + (int64_t)(rnd_u64() % (uint64_t)(hi - lo + 1));
+}
+static float rnd_f(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((double)(rnd_u64() >> 11) / 9007199254740992.0);
+}
+
+/* ---- intervals ----------------------------------------------------------------------------- */
+
+Test(cpu_plan, intervals_equal_key_kept)
+{
+    const int64_t offsets[] = {0,
+                               1,
+                               -1,
+                               5,
+                               -7,
+                               INT64_MAX,
+                               INT64_MAX - 3,
+                               INT64_MIN,
+                               INT64_MIN + 2,
+                               (int64_t)1 << 40,
+                               -((int64_t)1 << 40)};
+    const int64_t windows[] = {0, 1, 2, 3, 17, INT64_MAX, INT64_MAX - 1, (int64_t)1 << 62};
+    int64_t lengths[3], left[3];
+    for (int trial = 0; trial < 3000; trial++) {
+        attnref_sdpa_params p;
+        memset(&p, 0, sizeof p);
+        const int64_t lq = rnd_int(0, 12), lk = rnd_int(0, 20), B = 3;
+        p.causal = rnd_int(0, 3) != 0;
+        p.has_causal_offset = p.causal && rnd_int(0, 1);
+        p.causal_offset = rnd_int(0, 2) ? rnd_int(-25, 25)
+                                        : offsets[rnd_int(0, sizeof offsets / sizeof *offsets - 1)];
+        p.window = p.causal && rnd_int(0, 1)
+                       ? windows[rnd_int(0, sizeof windows / sizeof *windows - 1)]
+                       : 0;
+        if (p.causal && p.window == 0 && rnd_int(0, 1))
+            p.window = rnd_int(1, 25);
+        p.batch = B;
+        for (int b = 0; b < B; b++) {
+            lengths[b] = rnd_int(0, lk);
+            left[b] = rnd_int(0, lk);
+        }
+        p.lengths = rnd_int(0, 1) ? lengths : NULL;
+        p.left_padding = rnd_int(0, 1) ? left : NULL;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < lq; i++) {
+                int64_t lo, hi;
+                cpu_row_interval(&p, lq, lk, b, i, &lo, &hi);
+                cr_assert(lo >= 0 && hi <= lk && lo <= hi, "interval [%lld, %lld) outside 0..%lld",
+                          (long long)lo, (long long)hi, (long long)lk);
+                for (int64_t j = 0; j < lk; j++) {
+                    const int want = attnref_sdpa_key_kept(&p, lq, lk, b, i, j);
+                    const int got = lo <= j && j < hi;
+                    cr_assert_eq(
+                        got, want,
+                        "trial %d: lq %lld lk %lld b %lld i %lld j %lld causal %d off %lld "
+                        "(given %d) window %lld: interval [%lld, %lld) says %d, "
+                        "attnref_sdpa_key_kept %d",
+                        trial, (long long)lq, (long long)lk, (long long)b, (long long)i,
+                        (long long)j, p.causal, (long long)p.causal_offset, p.has_causal_offset,
+                        (long long)p.window, (long long)lo, (long long)hi, got, want);
+                }
+            }
+    }
+}
+
+Test(cpu_plan, splits_cover_each_group_once)
+{
+    attnref_sdpa_params p;
+    memset(&p, 0, sizeof p);
+    p.causal = 1;
+    cpu_plan pl;
+    /* Decode over 3000 keys on 3 threads: B * Hkv = 2 groups, split into parts. */
+    cr_assert_eq(cpu_plan_make(&pl, &p, 1, 8, 2, 1, 3000, 64, 64, 3), 0);
+    cr_assert_gt(pl.nsplit, 1, "decode with 2 groups on 3 threads is split");
+    for (int64_t g = 0; g < pl.ngroups; g++) {
+        int64_t covered = 0, parts = 0;
+        for (int64_t n = 0; n < pl.nitems; n++)
+            if (pl.items[n].group == g) {
+                covered += pl.items[n].khi - pl.items[n].klo;
+                parts++;
+                cr_assert(pl.items[n].klo % CPU_BC == 0 || pl.items[n].klo == pl.items[n].khi);
+            }
+        cr_assert_eq(parts, pl.nsplit);
+        cr_assert_eq(covered, 3000, "group %lld covers %lld keys", (long long)g,
+                     (long long)covered);
+    }
+    for (int64_t n = 1; n < pl.nitems; n++)
+        cr_assert(pl.items[n - 1].cost >= pl.items[n].cost, "items largest first");
+    cpu_plan_free(&pl);
+}
+
+/* ---- exp ----------------------------------------------------------------------------------- */
+
+static double ulp_f32(double x)
+{
+    x = fabs(x);
+    if (x < FLT_MIN)
+        return ldexp(1.0, -149);
+    int e;
+    frexp(x, &e);
+    return ldexp(1.0, e - 24);
+}
+
+Test(cpu_exp, edges_and_accuracy)
+{
+    cr_assert_eq(cpu_expf(0.0f), 1.0f);
+    cr_assert_eq(cpu_expf(-0.0f), 1.0f);
+    cr_assert_eq(cpu_expf(-INFINITY), 0.0f);
+    cr_assert(!signbit(cpu_expf(-INFINITY)));
+    cr_assert_eq(cpu_expf(-200.0f), 0.0f);
+    cr_assert_eq(cpu_expf(-104.0f), 0.0f, "below 2^-150: +0");
+    cr_assert(isinf(cpu_expf(INFINITY)) && cpu_expf(INFINITY) > 0);
+    cr_assert(isinf(cpu_expf(88.8f)));
+    cr_assert(isfinite(cpu_expf(88.7f)));
+    cr_assert(isnan(cpu_expf(NAN)));
+    double worst = 0.0;
+    for (int n = 0; n < 200000; n++) {
+        const float x = -103.0f + (88.7f + 103.0f) * (float)n / 200000.0f;
+        const double want = exp((double)x), got = cpu_expf(x);
+        const double err = fabs(got - want) / ulp_f32(want);
+        if (err > worst)
+            worst = err;
+        cr_assert(err <= 2.0, "exp(%.9g) = %.9g, libm %.17g: %.2f ulp", (double)x, got, want, err);
+    }
+    cr_log_info("cpu_expf: worst %.3f ulp on [-103, 88.7]", worst);
+}
+
+/* ---- kernel tables --------------------------------------------------------------------------- */
+
+static int ntables(const cpu_kernels **t)
+{
+    int n = 0;
+    t[n++] = &cpu_kernels_portable;
+#if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        t[n++] = &cpu_kernels_avx2;
+    else
+        cr_log_warn("no AVX2/FMA/F16C here: only the portable kernels are tested");
+#endif
+    return n;
+}
+
+static float *falloc(size_t n)
+{
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    cr_assert(p);
+    return p;
+}
+
+Test(cpu_kernels, scores_and_pv_match_double)
+{
+    const cpu_kernels *t[2];
+    const int nt = ntables(t);
+    const int64_t Ds[] = {1, 7, 16, 128, 131};
+    for (int k = 0; k < nt; k++)
+        for (size_t di = 0; di < sizeof Ds / sizeof *Ds; di++)
+            for (int nrows = 1; nrows <= CPU_MR; nrows++) {
+                const int64_t D = Ds[di];
+                const int ncols = 48, ldk = 64, lds = 64;
+                float *q = falloc((size_t)(CPU_MR * D)), *kt = falloc((size_t)(D * ldk));
+                float *s = falloc((size_t)(CPU_MR * lds));
+                for (int64_t i = 0; i < CPU_MR * D; i++)
+                    q[i] = rnd_f(-2, 2);
+                for (int64_t i = 0; i < D * ldk; i++)
+                    kt[i] = rnd_f(-2, 2);
+                const float sigma = 0.37f;
+                t[k]->scores(q, (size_t)D, nrows, kt, ldk, ncols, D, sigma, s, lds);
+                for (int r = 0; r < nrows; r++)
+                    for (int c = 0; c < ncols; c++) {
+                        double dot = 0, mag = 0;
+                        for (int64_t d = 0; d < D; d++) {
+                            dot += (double)q[r * D + d] * kt[d * ldk + c];
+                            mag += fabs((double)q[r * D + d] * kt[d * ldk + c]);
+                        }
+                        const double want = (double)sigma * dot;
+                        const double tol = sigma * mag * (double)(D + 2) * 0x1p-24 + 1e-30;
+                        cr_assert(fabs(s[r * lds + c] - want) <= tol,
+                                  "%s scores D %lld row %d col %d: %.9g vs %.9g", t[k]->name,
+                                  (long long)D, r, c, (double)s[r * lds + c], want);
+                    }
+                /* P.V: 37 keys, 32 columns, rescaled accumulators. */
+                const int nkeys = 37, ncol = 32, ldv = 32, ldo = 32, ldp = 64;
+                float *p = falloc((size_t)(CPU_MR * ldp)), *v = falloc((size_t)(64 * ldv));
+                float *o = falloc((size_t)(CPU_MR * ldo)), corr[CPU_MR];
+                double want[CPU_MR][32];
+                for (int i = 0; i < CPU_MR * ldp; i++)
+                    p[i] = rnd_f(0, 1);
+                for (int i = 0; i < 64 * ldv; i++)
+                    v[i] = rnd_f(-3, 3);
+                for (int r = 0; r < CPU_MR; r++) {
+                    corr[r] = rnd_f(0, 1);
+                    for (int e = 0; e < ncol; e++) {
+                        o[r * ldo + e] = rnd_f(-1, 1);
+                        want[r][e] = (double)o[r * ldo + e] * corr[r];
+                        for (int c = 0; c < nkeys; c++)
+                            want[r][e] += (double)p[r * ldp + c] * v[c * ldv + e];
+                    }
+                }
+                /* A key past nkeys must not be read: poison it. */
+                for (int e = 0; e < ldv; e++)
+                    v[nkeys * ldv + e] = NAN;
+                t[k]->pv(p, ldp, nrows, v, ldv, nkeys, ncol, corr, o, ldo);
+                for (int r = 0; r < nrows; r++)
+                    for (int e = 0; e < ncol; e++)
+                        cr_assert(fabs(o[r * ldo + e] - want[r][e]) <= 1e-4,
+                                  "%s pv row %d col %d: %.9g vs %.9g", t[k]->name, r, e,
+                                  (double)o[r * ldo + e], want[r][e]);
+                free(q);
+                free(kt);
+                free(s);
+                free(p);
+                free(v);
+                free(o);
+            }
+}
+
+Test(cpu_kernels, exp_sum_and_max_are_the_scalar_exp)
+{
+    const cpu_kernels *t[2];
+    const int nt = ntables(t);
+    for (int k = 0; k < nt; k++)
+        for (int n = 0; n <= 37; n++) {
+            float x[40], y[40];
+            for (int c = 0; c < n; c++)
+                x[c] = rnd_int(0, 6) == 0 ? -INFINITY : rnd_f(-120, 10);
+            memcpy(y, x, sizeof x);
+            const float m = n ? t[k]->max(x, n) : -INFINITY;
+            float mref = -INFINITY;
+            for (int c = 0; c < n; c++)
+                mref = x[c] > mref ? x[c] : mref;
+            cr_assert_eq(m, mref, "%s max n %d", t[k]->name, n);
+            const float mm = isfinite(m) ? m : 0.0f;
+            const float sum = t[k]->exp_sum(y, n, mm);
+            double sref = 0;
+            for (int c = 0; c < n; c++) {
+                const float e = cpu_expf(x[c] - mm);
+                cr_assert_eq(y[c], e, "%s exp_sum n %d [%d]: %.9g, cpu_expf %.9g", t[k]->name, n, c,
+                             (double)y[c], (double)e);
+                sref += e;
+            }
+            cr_assert(fabs(sum - sref) <= 1e-6 * (sref + 1), "%s sum", t[k]->name);
+        }
+    /* max ignores NaN */
+    for (int k = 0; k < nt; k++) {
+        float x[19];
+        for (int c = 0; c < 19; c++)
+            x[c] = c == 3 || c == 17 ? NAN : (float)c - 100.0f;
+        cr_assert_eq(t[k]->max(x, 19), -82.0f, "%s: max skips NaN", t[k]->name);
+        for (int c = 0; c < 19; c++)
+            x[c] = NAN;
+        cr_assert_eq(t[k]->max(x, 19), -INFINITY, "%s: all NaN", t[k]->name);
+    }
+}
+
+/* Bit patterns covering the conversions' hard cases: zeros, subnormals, ties, inf, NaN. */
+static uint16_t h_special(int i)
+{
+    static const uint16_t s[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff,
+                                 0x7c00, 0xfc00, 0x7e00, 0x7d01, 0xfbff, 0x8001, 0x3555};
+    return i < (int)(sizeof s / sizeof *s) ? s[i] : (uint16_t)rnd_u64();
+}
+
+Test(cpu_kernels, conversions_are_exact)
+{
+    const cpu_kernels *t[2];
+    const int nt = ntables(t);
+    enum { N = 45 };
+    for (int k = 0; k < nt; k++) {
+        for (int dt = CPU_F32; dt <= CPU_BF16; dt++) {
+            uint16_t h[N];
+            float f[N], out[N], want[N];
+            for (int i = 0; i < N; i++) {
+                h[i] = h_special(i);
+                f[i] = i == 5 ? INFINITY : rnd_f(-1e4f, 1e4f);
+            }
+            const void *src = dt == CPU_F32 ? (const void *)f : (const void *)h;
+            int bad_want = 0;
+            for (int i = 0; i < N; i++) {
+                want[i] = dt == CPU_F32   ? f[i]
+                          : dt == CPU_F16 ? attnref_f16_to_f32(h[i])
+                                          : attnref_bf16_to_f32(h[i]);
+                bad_want |= !isfinite(want[i]);
+            }
+            const int bad = t[k]->load_row(src, dt, N, out);
+            cr_assert_eq(bad, bad_want, "%s load_row dtype %d non-finite flag", t[k]->name, dt);
+            cr_assert_eq(memcmp(out, want, sizeof out), 0, "%s load_row dtype %d", t[k]->name, dt);
+            /* A finite row is not flagged. */
+            float fin[N];
+            for (int i = 0; i < N; i++)
+                fin[i] = rnd_f(-1, 1);
+            cr_assert_eq(t[k]->load_row(fin, CPU_F32, N, out), 0);
+            /* pack_kt: 11 keys of 45 elements, row stride 50, transposed. */
+            uint16_t hs[11 * 50];
+            float fs[11 * 50], kt[45 * 16];
+            for (int i = 0; i < 11 * 50; i++) {
+                hs[i] = h_special(i % 60);
+                fs[i] = rnd_f(-5, 5);
+            }
+            const void *ks = dt == CPU_F32 ? (const void *)fs : (const void *)hs;
+            t[k]->pack_kt(ks, dt, 50, 11, 45, kt, 16);
+            for (int c = 0; c < 11; c++)
+                for (int d = 0; d < 45; d++) {
+                    const int i = c * 50 + d;
+                    const float w = dt == CPU_F32   ? fs[i]
+                                    : dt == CPU_F16 ? attnref_f16_to_f32(hs[i])
+                                                    : attnref_bf16_to_f32(hs[i]);
+                    cr_assert(memcmp(&kt[d * 16 + c], &w, sizeof w) == 0,
+                              "%s pack_kt dtype %d key %d d %d", t[k]->name, dt, c, d);
+                }
+        }
+        /* store_row: RNE, subnormals, overflow, NaN, as attnref's scalar conversions. */
+        float x[N];
+        const float sp[] = {0.0f,
+                            -0.0f,
+                            1.0f + 0x1p-11f,
+                            1.0f + 3 * 0x1p-11f,
+                            65520.0f,
+                            65519.0f,
+                            0x1p-25f,
+                            0x1.8p-24f,
+                            INFINITY,
+                            -INFINITY,
+                            NAN,
+                            1.0f + 0x1p-8f,
+                            1.0f + 0x1.8p-8f,
+                            FLT_MAX,
+                            -FLT_MAX,
+                            0x1p-130f};
+        for (int i = 0; i < N; i++)
+            x[i] = i < (int)(sizeof sp / sizeof *sp)
+                       ? sp[i]
+                       : rnd_f(-70000, 70000) * (i % 3 ? 1e-6f : 1.0f);
+        for (int dt = CPU_F16; dt <= CPU_BF16; dt++) {
+            uint16_t got[N];
+            t[k]->store_row(x, N, dt, got);
+            for (int i = 0; i < N; i++) {
+                const uint16_t w =
+                    dt == CPU_F16 ? attnref_f32_to_f16(x[i]) : attnref_f32_to_bf16(x[i]);
+                const int both_nan = (dt == CPU_F16 ? ((w & 0x7c00) == 0x7c00 && (w & 0x3ff))
+                                                    : ((w & 0x7f80) == 0x7f80 && (w & 0x7f))) &&
+                                     isnan(x[i]);
+                cr_assert(got[i] == w ||
+                              (both_nan && (dt == CPU_F16 ? (got[i] & 0x7e00) == 0x7e00
+                                                          : (got[i] & 0x7fc0) == 0x7fc0)),
+                          "%s store_row dtype %d [%d] %.9g: 0x%04x, attnref 0x%04x", t[k]->name, dt,
+                          i, (double)x[i], got[i], w);
+            }
+        }
+        float back[N];
+        t[k]->store_row(x, N, CPU_F32, back);
+        cr_assert_eq(memcmp(back, x, sizeof x), 0);
+    }
+}

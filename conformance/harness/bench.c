@@ -1,0 +1,627 @@
+/* bench.c — `attnconf bench`: time a perf suite on one or more backends (bench.h).
+ *
+ *   attnconf bench --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]... [--backend ...]
+ *                  --suite FILE [--filter GLOB]... [--out FILE.json] [--label TEXT]
+ *                  [--min-time S] [--min-reps N] [--max-reps N] [--max-gflop X]
+ *                  [--limits FILE.json]
+ *   attnconf bench --peak [--out FILE.json]
+ *
+ * Each --backend-option applies to the --backend before it.  Plugins are loaded in process and
+ * timed around the call (no worker: a worker's transport would be timed too; "timing":
+ * "in-process" in the JSON).  An exec: adapter (PROTOCOL.md) cannot be timed from here without
+ * timing its pipe transport, so it is timed by what it reports: the "seconds" of each sdpa
+ * reply, the time it spent in its library's own call (exec_backend.h xb_last_seconds; "timing":
+ * "adapter"; a repetition whose reply has none is an ERROR).  Every backend is loaded once up
+ * front, so a typo, a refused option or an adapter that does not start fails before anything
+ * runs, and then once more in a forked child per benchmark (shape x dtype): the child loads it
+ * (starting its own adapter), runs bb_run and sends the result back as one JSON object over a
+ * pipe.  A crash costs that benchmark alone (ERROR, naming the signal), the child's getrusage
+ * gives the benchmark's own peak resident memory (for an adapter, that of the adapter process:
+ * RUSAGE_CHILDREN once it has exited), and a backend's threads are never forked (the parent
+ * holds no open context).
+ *
+ * The machine's limits are measured first (bench_peak.c, about 6 s) unless --limits reuses the
+ * "machine" object of an earlier JSON file.  Results: a table on stdout, a progress line on
+ * stderr when it is a terminal, and with --out the JSON document (perf/README.md) written
+ * atomically.  Exit status: 0 every benchmark OK, NOT_SUPPORTED or SKIPPED; 1 an INCORRECT or
+ * ERROR, a backend that cannot be loaded, or an output that cannot be written; 2 usage errors
+ * and bad input (a suite file, a --limits file, a filter that selects nothing).
+ */
+#define _GNU_SOURCE /* strsignal, prctl, fnmatch */
+
+#include "bench.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend_load.h"
+#include "exec_backend.h"
+#include "locate.h"
+
+enum { EXIT_BAD = 1, EXIT_USAGE = 2 };
+
+#define MAX_BACKENDS 16
+#define MAX_OPTIONS 32
+#define MAX_FILTERS 64
+#define MAX_REPS_LIMIT 1000000
+
+static int usage(FILE *f)
+{
+    fprintf(f,
+            "usage: attnconf bench --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]...\n"
+            "                      [--backend ...] --suite FILE [--filter GLOB]...\n"
+            "                      [--out FILE.json] [--label TEXT] [--min-time S] [--min-reps N]\n"
+            "                      [--max-reps N] [--max-gflop X] [--limits FILE.json]\n"
+            "       attnconf bench --peak [--out FILE.json]\n"
+            "\n"
+            "  Times every shape of a perf suite (perf/suites/NAME.yaml) in each of its dtypes\n"
+            "  on each backend, in a forked child per benchmark; the first result is checked\n"
+            "  against the reference on up to 64 rows within the SPEC clause 13 bound\n"
+            "  (INCORRECT otherwise), then repetitions are timed, q changing slightly before\n"
+            "  each.\n"
+            "  --backend         a plugin: a name (NAME.so in $ATTNCONF_BACKEND_PATH, then the\n"
+            "                    build tree) or a path, timed around the call; or exec:COMMAND,\n"
+            "                    an adapter (PROTOCOL.md), timed by the \"seconds\" it reports\n"
+            "                    for its library call; repeatable (one name once)\n"
+            "  --backend-option  KEY=VALUE for the --backend just before it (repeatable)\n"
+            "  --suite           the suite file (one per run)\n"
+            "  --filter          shell glob on \"<shape id>.<dtype>\" (repeatable: any matches)\n"
+            "  --out             the results as JSON (written atomically)\n"
+            "  --label           free text recorded in the JSON (e.g. a commit)\n"
+            "  --min-time        seconds of timed repetitions per benchmark, at least (0.5;\n"
+            "                    wall time: an adapter's transport counts here)\n"
+            "  --min-reps        timed repetitions, at least (10)\n"
+            "  --max-reps        timed repetitions, at most (1000)\n"
+            "  --max-gflop       skip (SKIPPED) a benchmark of more GFLOP than this per call\n"
+            "  --limits          reuse the \"machine\" limits of an earlier bench or --peak JSON\n"
+            "                    instead of measuring them (about 6 s)\n"
+            "  --peak            only measure and print this machine's limits: f32 FMA GFLOP/s\n"
+            "                    and read GB/s on all cores (best of 3 x 1 s each)\n"
+            "  FLOPs = (2 D + 2 Dv) per visible query-key pair; GB/s = bytes of K and V in the\n"
+            "  visible key range / median time; %% limit = of the FMA peak (bound: compute) or of\n"
+            "  the read bandwidth (bound: memory).\n"
+            "  exit status: 0 all OK, NOT_SUPPORTED or SKIPPED, 1 an INCORRECT or ERROR (or a\n"
+            "  backend that cannot load), 2 usage or input errors\n");
+    return f == stdout ? 0 : EXIT_USAGE;
+}
+
+static int bad_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "attnconf bench: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
+    return usage(stderr);
+}
+
+typedef struct bench_backend {
+    const char *spec;
+    attnconf_option opt[MAX_OPTIONS];
+    char key[MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
+    size_t nopt;
+    int adapter; /* 1: an exec: adapter, timed by the seconds it reports */
+    /* From the up-front load. */
+    char name[128], version[128];
+    uint64_t caps;
+} bench_backend;
+
+typedef struct bench_opts {
+    bench_backend be[MAX_BACKENDS];
+    int nbe;
+    const char *suite, *out, *label, *limits;
+    const char *filter[MAX_FILTERS];
+    int nfilter;
+    double min_time_s, max_gflop;
+    int64_t min_reps, max_reps;
+    int peak;
+} bench_opts;
+
+static int parse_number(const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno == ERANGE || !isfinite(x) || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->min_time_s = 0.5;
+    o->min_reps = 10;
+    o->max_reps = -1;
+    o->max_gflop = -1;
+    unsigned seen = 0; /* the options that may be given once */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return usage(stdout) - 1; /* -1: done */
+        if (!strcmp(a, "--peak")) {
+            o->peak = 1;
+            continue;
+        }
+        static const char *const names[] = {"--backend", "--backend-option", "--suite",
+                                            "--filter", "--out", "--label", "--min-time",
+                                            "--min-reps", "--max-reps", "--max-gflop",
+                                            "--limits"};
+        const char *eq = strchr(a, '=');
+        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+        int which = -1;
+        for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
+            if (strlen(names[k]) == nl && !strncmp(a, names[k], nl))
+                which = k;
+        if (which < 0)
+            return bad_usage(a[0] == '-' ? "unknown option" : "unexpected argument", a);
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v || !v[0])
+            return bad_usage("missing value for option", a);
+        if (which != 0 && which != 1 && which != 3) {
+            if (seen & (1u << which))
+                return bad_usage(which == 2 ? "--suite given twice (one suite per run, so one "
+                                              "per --out file)" : "option given twice", a);
+            seen |= 1u << which;
+        }
+        double x;
+        switch (which) {
+        case 0:
+            if (o->nbe == MAX_BACKENDS)
+                return bad_usage("too many --backend (at most 16)", v);
+            o->be[o->nbe].adapter = hb_spec_is_exec(v);
+            o->be[o->nbe++].spec = v;
+            break;
+        case 1: {
+            if (o->nbe == 0)
+                return bad_usage("--backend-option applies to the --backend before it; give "
+                                 "--backend first", v);
+            bench_backend *b = &o->be[o->nbe - 1];
+            const char *kv = strchr(v, '=');
+            size_t kl = kv ? (size_t)(kv - v) : 0;
+            if (!kv || kl > HB_OPTION_KEY_MAX)
+                return bad_usage("--backend-option: expected KEY=VALUE", v);
+            if (b->nopt == MAX_OPTIONS)
+                return bad_usage("too many --backend-option (at most 32 per backend)", v);
+            memcpy(b->key[b->nopt], v, kl);
+            b->key[b->nopt][kl] = '\0';
+            if (!hb_option_key_valid(b->key[b->nopt]))
+                return bad_usage("--backend-option: KEY must be [a-z0-9_.-]+", v);
+            for (size_t j = 0; j < b->nopt; j++)
+                if (!strcmp(b->key[j], b->key[b->nopt]))
+                    return bad_usage("--backend-option: key given twice", b->key[j]);
+            b->opt[b->nopt].key = b->key[b->nopt];
+            b->opt[b->nopt].value = kv + 1;
+            b->nopt++;
+            break;
+        }
+        case 2: o->suite = v; break;
+        case 3:
+            if (o->nfilter == MAX_FILTERS)
+                return bad_usage("too many --filter (at most 64)", v);
+            o->filter[o->nfilter++] = v;
+            break;
+        case 4: o->out = v; break;
+        case 5: o->label = v; break;
+        case 6:
+            if (parse_number(v, 0, 3600, &o->min_time_s))
+                return bad_usage("--min-time: expected seconds, 0 to 3600", v);
+            break;
+        case 7:
+        case 8:
+            if (parse_number(v, 1, MAX_REPS_LIMIT, &x) || x != floor(x))
+                return bad_usage(which == 7 ? "--min-reps: expected an integer, 1 to 1000000"
+                                            : "--max-reps: expected an integer, 1 to 1000000", v);
+            *(which == 7 ? &o->min_reps : &o->max_reps) = (int64_t)x;
+            break;
+        case 9:
+            if (parse_number(v, 0, 1e12, &o->max_gflop))
+                return bad_usage("--max-gflop: expected a non-negative number", v);
+            break;
+        case 10: o->limits = v; break;
+        }
+    }
+    if (o->peak) {
+        if (o->nbe || o->nfilter || (seen & ~(1u << 4)))
+            return bad_usage("--peak takes only --out", NULL);
+        return 0;
+    }
+    if (!o->nbe)
+        return bad_usage("--backend is required", NULL);
+    if (!o->suite)
+        return bad_usage("--suite is required", NULL);
+    if (o->max_reps < 0)
+        o->max_reps = o->min_reps > 1000 ? o->min_reps : 1000;
+    if (o->max_reps < o->min_reps)
+        return bad_usage("--max-reps is below --min-reps", NULL);
+    return 0;
+}
+
+/* ---- one benchmark in a child ------------------------------------------------------------ */
+
+/* Run benchmark (s, dt) of backend b in a forked child; returns its result object (never
+ * NULL): the child's, or one the parent made for a child that died or sent nothing usable. */
+static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtype dt, bb_via via,
+                         const bb_config *cfg, FILE *progress, const char *prefix)
+{
+    int fd[2];
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fd) != 0)
+        return bb_shape_json(s, dt, via, "ERROR", "harness: cannot make a pipe");
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return bb_shape_json(s, dt, via, "ERROR", "harness: cannot fork");
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive an interrupted bench */
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        json_t *o = bb_shape_json(s, dt, via, "ERROR", "");
+        hb_backend hb;
+        char err[1024];
+        hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S};
+        if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, sizeof err) != 0) {
+            json_object_set_new(o, "message", json_string(err));
+        } else {
+            bb_run(hb.be, hb.ctx, s, dt, via, cfg, b->adapter ? xb_last_seconds : NULL, o,
+                   progress, prefix);
+            hb_unload(&hb); /* an adapter: closed, exited and reaped */
+            struct rusage ru;
+            if (b->adapter && getrusage(RUSAGE_CHILDREN, &ru) == 0) /* KiB on Linux */
+                json_object_set_new(o, "peak_rss_bytes",
+                                    json_integer((json_int_t)ru.ru_maxrss * 1024));
+        }
+        char *text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        size_t len = text ? strlen(text) : 0, at = 0;
+        while (at < len) {
+            ssize_t w = write(fd[1], text + at, len - at);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            at += (size_t)w;
+        }
+        const int ok = text && at == len;
+        free(text);
+        _exit(ok ? 0 : 3); /* not exit(): the parent's atexit handlers and buffers are its own */
+    }
+    close(fd[1]);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 > cap) {
+            char *nb = realloc(buf, cap = 2 * cap + 65536);
+            if (!nb)
+                break;
+            buf = nb;
+        }
+        ssize_t r = read(fd[0], buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    json_t *o = NULL;
+    if (buf && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        o = json_loadb(buf, len, 0, NULL);
+    free(buf);
+    if (json_is_object(o))
+        return o;
+    json_decref(o);
+    char msg[256];
+    if (WIFSIGNALED(st))
+        snprintf(msg, sizeof msg, "the backend crashed: signal %d (%s)%s", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)),
+                 WTERMSIG(st) == SIGKILL ? " (not sent by the harness: out of memory?)" : "");
+    else
+        snprintf(msg, sizeof msg, "the benchmark process exited with status %d and no result",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return bb_shape_json(s, dt, via, "ERROR", msg);
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static double num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* Column widths of the backend name and the benchmark id: the longest of each. */
+typedef struct widths {
+    int backend, id;
+} widths;
+
+static void print_header(const widths *w)
+{
+    printf("%-*s %-*s %-13s %11s %9s %8s %7s %6s %9s %7s\n", w->backend, "backend", w->id,
+           "benchmark", "status", "median", "GFLOP/s", "GB/s", "%limit", "reps", "peak RSS",
+           "err");
+}
+
+/* One benchmark's line: "err" is the validation's worst error / allowed error. */
+static void print_row(const widths *w, const char *backend, const json_t *o)
+{
+    const char *status = json_string_value(json_object_get(o, "status"));
+    const char *msg = json_string_value(json_object_get(o, "message"));
+    printf("%-*s %-*s %-13s", w->backend, backend, w->id,
+           json_string_value(json_object_get(o, "id")), status);
+    const double med = num(o, "median_s");
+    if (isfinite(med)) {
+        const double pct = num(o, "pct_limit");
+        printf(" %8.3f %s %9.2f %8.2f %6.1f%% %6.0f", med >= 1 ? med : med * 1e3,
+               med >= 1 ? "s " : "ms", num(o, "gflops"), num(o, "kv_gbs"),
+               isfinite(pct) ? pct : 0.0, num(o, "reps"));
+    } else {
+        printf(" %11s %9s %8s %7s %6s", "-", "-", "-", "-", "-");
+    }
+    const double rss = num(o, "peak_rss_bytes"), err = num(o, "max_err_ratio");
+    if (isfinite(rss))
+        printf(" %5.0f MiB", rss / 1048576.0);
+    else
+        printf(" %9s", "-");
+    if (isfinite(err))
+        printf(" %7.3f", err);
+    printf("\n");
+    if (msg && msg[0])
+        printf("    %s\n", msg);
+    fflush(stdout);
+}
+
+static json_t *config_json(const bench_opts *o)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "min_time_s", json_real(o->min_time_s));
+    json_object_set_new(c, "min_reps", json_integer(o->min_reps));
+    json_object_set_new(c, "max_reps", json_integer(o->max_reps));
+    json_object_set_new(c, "warmup", json_integer(1)); /* the validated call */
+    json_object_set_new(c, "threads_hint", json_null());
+    json_object_set_new(c, "max_gflop", o->max_gflop >= 0 ? json_real(o->max_gflop) : json_null());
+    return c;
+}
+
+static json_t *backend_json(const bench_backend *b)
+{
+    json_t *x = json_object(), *opts = json_object();
+    json_object_set_new(x, "name", json_string(b->name));
+    json_object_set_new(x, "version", json_string(b->version));
+    for (size_t k = 0; k < b->nopt; k++)
+        json_object_set_new(opts, b->opt[k].key, json_string(b->opt[k].value));
+    json_object_set_new(x, "options", opts);
+    json_object_set_new(x, "timing", json_string(b->adapter ? "adapter" : "in-process"));
+    json_object_set_new(x, "shapes", json_array());
+    return x;
+}
+
+/* Bytes of the boolean mask bb_run builds for a backend without the sdpa parameters. */
+static double mask_bytes(const bs_shape *s)
+{
+    return (double)s->b * (double)(s->causal || s->window ? s->lq : 1) * (double)s->lk;
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+static int selected(const bench_opts *o, const char *id)
+{
+    if (!o->nfilter)
+        return 1;
+    for (int f = 0; f < o->nfilter; f++)
+        if (fnmatch(o->filter[f], id, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* Every backend once, before anything runs: a typo, a refused option or a duplicate name
+ * fails now; the name, version and capabilities are kept, the context is closed (no backend
+ * thread may exist when a child is forked).  Returns 0 or the exit status (message printed). */
+static int load_backends(bench_opts *o, char *err, size_t errlen)
+{
+    for (int x = 0; x < o->nbe; x++) {
+        bench_backend *b = &o->be[x];
+        hb_backend hb;
+        hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S};
+        if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, errlen) != 0) {
+            fprintf(stderr, "attnconf bench: %s\n", err);
+            return EXIT_BAD;
+        }
+        snprintf(b->name, sizeof b->name, "%s", hb.be->name);
+        snprintf(b->version, sizeof b->version, "%s", hb.be->version ? hb.be->version : "");
+        b->caps = hb.caps;
+        hb_unload(&hb);
+        for (int y = 0; y < x; y++)
+            if (!strcmp(o->be[y].name, b->name)) {
+                fprintf(stderr, "attnconf bench: backend '%s' given twice (%s, %s): results are "
+                        "keyed by name; compare options in separate --out files\n", b->name,
+                        o->be[y].spec, b->spec);
+                return EXIT_USAGE;
+            }
+    }
+    return 0;
+}
+
+/* One benchmark's result: SKIPPED (--max-gflop), NOT_SUPPORTED (a capability, or the mask a
+ * backend without the parameters needs would not fit), else what its child reports. */
+static json_t *bench_one(const bench_opts *o, const bench_backend *b, const bs_shape *s,
+                         attnref_dtype dt, const bb_config *cfg, FILE *progress,
+                         const char *prefix)
+{
+    bs_counts c;
+    bs_count(s, dt, &c);
+    bb_via via;
+    char why[600];
+    if (o->max_gflop >= 0 && c.flops > o->max_gflop * 1e9) {
+        snprintf(why, sizeof why, "%.3g GFLOP per call, over --max-gflop %g", c.flops / 1e9,
+                 o->max_gflop);
+        return bb_shape_json(s, dt, BB_VIA_PARAMS, "SKIPPED", why);
+    }
+    if (bb_supported(s, dt, b->caps, &via, why, sizeof why) != 0)
+        return bb_shape_json(s, dt, BB_VIA_PARAMS, "NOT_SUPPORTED", why);
+    const double mem = (double)cfg->machine->mem_bytes;
+    if (via == BB_VIA_MASK && (double)c.io_bytes + mask_bytes(s) > mem / 2) {
+        /* The suite's size check counted q, k, v and out; this mask comes on top. */
+        snprintf(why, sizeof why, "the boolean mask this backend needs (it lacks the sdpa "
+                 "parameters) takes %.2f GiB: with the inputs, over half of the %.2f GiB of "
+                 "memory", mask_bytes(s) / 1073741824.0, mem / 1073741824.0);
+        return bb_shape_json(s, dt, via, "NOT_SUPPORTED", why);
+    }
+    json_t *r = run_child(b, s, dt, via, cfg, progress, prefix);
+    if (progress)
+        fprintf(progress, "\r\033[K");
+    return r;
+}
+
+int bench_main(int argc, char **argv)
+{
+    bench_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (o.peak)
+        return bp_peak_main(o.out);
+
+    char err[2048];
+    bs_suite suite;
+    if (bs_suite_load(o.suite, bp_mem_bytes(), &suite, err, sizeof err) != 0) {
+        fprintf(stderr, "attnconf bench: %s\n", err);
+        return EXIT_USAGE;
+    }
+    /* The selected benchmarks, in suite order. */
+    size_t nsel = 0;
+    char id[ACASE_ID_MAX + 8];
+    for (size_t i = 0; i < suite.n; i++)
+        for (int d = 0; d < suite.shapes[i].ndtypes; d++) {
+            snprintf(id, sizeof id, "%s.%s", suite.shapes[i].id,
+                     bs_dtype_name(suite.shapes[i].dtypes[d]));
+            nsel += selected(&o, id);
+        }
+    if (nsel == 0) {
+        fprintf(stderr, "attnconf bench: no benchmark of %s matches the --filter\n", o.suite);
+        bs_suite_free(&suite);
+        return EXIT_USAGE;
+    }
+    bo_out out;
+    if (o.out && bo_open(&out, o.out) != 0) {
+        fprintf(stderr, "attnconf bench: --out %s: %s\n", o.out, strerror(errno));
+        bs_suite_free(&suite);
+        return EXIT_USAGE;
+    }
+    int status = 0;
+    json_t *doc = NULL;
+
+    if ((status = load_backends(&o, err, sizeof err)) != 0)
+        goto finish;
+
+    bp_machine m;
+    bp_machine_describe(&m);
+    if (o.limits) {
+        if (bp_limits_load(o.limits, &m, err, sizeof err) != 0) {
+            fprintf(stderr, "attnconf bench: --limits %s\n", err);
+            status = EXIT_USAGE;
+            goto finish;
+        }
+    } else {
+        fprintf(stderr, "attnconf bench: measuring this machine's limits (about 6 s; --limits "
+                "FILE reuses earlier ones)\n");
+        if (bp_measure(&m, 1.0, stderr, err, sizeof err) != 0) {
+            fprintf(stderr, "attnconf bench: cannot measure the machine's limits: %s\n", err);
+            status = EXIT_BAD;
+            goto finish;
+        }
+    }
+    printf("suite %s (%s): %s\n", suite.name, o.suite, suite.description);
+    printf("machine: %s, %d cores, %.1f GiB; limits (%s): %.1f GFLOP/s f32 FMA, %.1f GB/s "
+           "read\n", m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, m.limits_from,
+           m.fma_gflops, m.mem_read_gbs);
+    widths w = {(int)strlen("backend"), (int)strlen("benchmark")};
+    for (int x = 0; x < o.nbe; x++)
+        if ((int)strlen(o.be[x].name) > w.backend)
+            w.backend = (int)strlen(o.be[x].name);
+    for (size_t i = 0; i < suite.n; i++)
+        if ((int)strlen(suite.shapes[i].id) + 5 > w.id)
+            w.id = (int)strlen(suite.shapes[i].id) + 5;
+    for (int x = 0; x < o.nbe; x++)
+        if (o.be[x].adapter)
+            printf("%s: an exec: adapter, timed by the seconds it reports for its library call "
+                   "(the pipe transport not included)\n", o.be[x].name);
+    print_header(&w);
+
+    char started[32];
+    bo_utc_now(started);
+    doc = json_object();
+    json_object_set_new(doc, "attnconf_bench", json_integer(1));
+    json_object_set_new(doc, "suite", json_string(suite.name));
+    json_object_set_new(doc, "suite_file", json_string(o.suite));
+    json_object_set_new(doc, "label", json_string(o.label ? o.label : ""));
+    json_object_set_new(doc, "started", json_string(started));
+    json_object_set_new(doc, "machine", bp_machine_json(&m));
+    json_object_set_new(doc, "config", config_json(&o));
+    json_t *backends = json_array();
+    json_object_set_new(doc, "backends", backends);
+
+    const bb_config cfg = {o.min_time_s, o.min_reps, o.max_reps, &m};
+    FILE *progress = isatty(STDERR_FILENO) ? stderr : NULL;
+    size_t counts[5] = {0}; /* OK, NOT_SUPPORTED, SKIPPED, INCORRECT, ERROR */
+    static const char *const names[5] = {"OK", "NOT_SUPPORTED", "SKIPPED", "INCORRECT", "ERROR"};
+    size_t done = 0, total = nsel * (size_t)o.nbe;
+    for (int x = 0; x < o.nbe; x++) {
+        const bench_backend *b = &o.be[x];
+        json_t *bj = backend_json(b);
+        json_array_append_new(backends, bj);
+        json_t *shapes = json_object_get(bj, "shapes");
+        for (size_t i = 0; i < suite.n; i++) {
+            const bs_shape *s = &suite.shapes[i];
+            for (int d = 0; d < s->ndtypes; d++) {
+                const attnref_dtype dt = s->dtypes[d];
+                snprintf(id, sizeof id, "%s.%s", s->id, bs_dtype_name(dt));
+                if (!selected(&o, id))
+                    continue;
+                char prefix[300];
+                snprintf(prefix, sizeof prefix, "[%zu/%zu] %s %s", ++done, total, b->name, id);
+                json_t *r = bench_one(&o, b, s, dt, &cfg, progress, prefix);
+                const char *st = json_string_value(json_object_get(r, "status"));
+                for (int k = 0; k < 5; k++)
+                    if (st && !strcmp(st, names[k]))
+                        counts[k]++;
+                print_row(&w, b->name, r);
+                json_array_append_new(shapes, r);
+            }
+        }
+    }
+    printf("%zu OK, %zu INCORRECT, %zu ERROR, %zu NOT_SUPPORTED, %zu SKIPPED\n", counts[0],
+           counts[3], counts[4], counts[1], counts[2]);
+    status = counts[3] + counts[4] ? EXIT_BAD : 0;
+    if (o.out) {
+        if (bo_commit(&out, doc) != 0) {
+            fprintf(stderr, "attnconf bench: cannot write %s: %s\n", o.out, strerror(errno));
+            status = EXIT_BAD;
+        } else {
+            printf("results in %s\n", o.out);
+        }
+        o.out = NULL; /* committed or removed */
+    }
+
+finish:
+    if (o.out)
+        bo_discard(&out);
+    json_decref(doc);
+    bs_suite_free(&suite);
+    if (fflush(stdout) != 0 && status == 0)
+        status = EXIT_BAD;
+    return status;
+}

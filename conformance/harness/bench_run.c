@@ -1,0 +1,364 @@
+/* bench_run.c — time one perf shape on a backend, in this process (bench.h).  The CLI
+ * (bench.c) calls bb_run in a forked child, so a crash costs one shape and getrusage's peak
+ * resident set is the shape's own.
+ *
+ * Inputs: q, k, v contiguous (B, H, L, D) in the dtype, uniform in [-1, 1) from SplitMix64
+ * (attncase/case.h) on a grid exact in the dtype (fill()), seeded from the benchmark id and the
+ * tensor, so every backend sees the same numbers.  out has the ABI's minimum capacity (numel x
+ * 4 bytes); only its first numel x sizeof(dtype) bytes are written by the harness (a NaN
+ * pattern before the validated call), so a correct backend's resident memory is what it
+ * touches itself.
+ *
+ * Sequence: one call whose result is validated (bench_validate.c; it is also the warm-up),
+ * then timed calls until their total reaches min_time and their count min_reps, or max_reps.
+ * A call's time is the wall time around it, or what the backend reports for it (an exec:
+ * adapter's "seconds", when the caller passes `reported`).  min_time always counts wall time,
+ * so an adapter whose transport dwarfs its call (a decode step's cache through a pipe) takes
+ * about as long as a plugin would, not thousands of repetitions.
+ * Before each timed call the sign of one element of q flips (a different element each time),
+ * so a backend cannot return a cached result; the change costs nothing measurable.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "bench.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "attnref/sdpa.h"
+#include "harness.h"
+#include "run.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, const char *status,
+                      const char *message)
+{
+    char id[ACASE_ID_MAX + 8];
+    snprintf(id, sizeof id, "%s.%s", s->id, bs_dtype_name(dt));
+    bs_counts c;
+    bs_count(s, dt, &c);
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "dtype", json_string(bs_dtype_name(dt)));
+    json_object_set_new(o, "b", json_integer(s->b));
+    json_object_set_new(o, "hq", json_integer(s->hq));
+    json_object_set_new(o, "hkv", json_integer(s->hkv));
+    json_object_set_new(o, "lq", json_integer(s->lq));
+    json_object_set_new(o, "lk", json_integer(s->lk));
+    json_object_set_new(o, "d", json_integer(s->d));
+    json_object_set_new(o, "dv", json_integer(s->dv));
+    json_object_set_new(o, "causal", json_boolean(s->causal));
+    json_object_set_new(o, "window", json_integer(s->window));
+    json_object_set_new(o, "bound",
+                        json_string(s->bound == BS_BOUND_MEMORY ? "memory" : "compute"));
+    json_object_set_new(o, "via", json_string(via == BB_VIA_MASK ? "mask" : "params"));
+    json_object_set_new(o, "status", json_string(status));
+    json_object_set_new(o, "message", json_string(message));
+    json_object_set_new(o, "visible_pairs", json_integer(c.visible_pairs));
+    json_object_set_new(o, "flops", json_real(c.flops));
+    json_object_set_new(o, "kv_bytes", json_integer(c.kv_bytes));
+    json_object_set_new(o, "io_bytes", json_integer(c.io_bytes));
+    json_object_set_new(o, "reps", json_integer(0));
+    json_object_set_new(o, "times_s", json_array());
+    static const char *const unmeasured[] = {"median_s", "min_s", "iqr_s", "gflops", "kv_gbs",
+                                             "pct_limit", "peak_rss_bytes"};
+    for (size_t x = 0; x < sizeof unmeasured / sizeof unmeasured[0]; x++)
+        json_object_set_new(o, unmeasured[x], json_null());
+    json_object_set_new(o, "validated_rows", json_integer(0));
+    json_object_set_new(o, "max_err_ratio", json_null());
+    return o;
+}
+
+static void set_status(json_t *o, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_status(json_t *o, const char *status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_object_set_new(o, "status", json_string(status));
+    json_object_set_new(o, "message", json_string(msg));
+}
+
+/* A seed per benchmark and tensor (FNV-1a of the id, then the tensor's number). */
+static uint64_t seed_of(const char *id, int tensor)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return h ^ (0x9E3779B97F4A7C15ull * (uint64_t)(tensor + 1));
+}
+
+/* Element x of a tensor: u uniform on the grid k 2^(1-p) - 1, k in [0, 2^p), p = 24, 11 or 8
+ * the significand bits of f32, f16 or bf16, so every value in [-1, 1) is exact in the dtype
+ * and is stored without a rounding step (attnref's exact conversions cost ~30 ns an element,
+ * too slow for inputs of a GiB).  An f16 on that grid is 0 or normal: its bits come straight
+ * from the f32's. */
+static void fill(void *data, attnref_dtype dt, int64_t n, uint64_t seed)
+{
+    const int p = dt == ATTNREF_F32 ? 24 : dt == ATTNREF_F16 ? 11 : 8;
+    for (int64_t x = 0; x < n; x++) {
+        const int64_t k = (int64_t)(acase_splitmix64_next(&seed) >> (64 - p));
+        const float f = (float)(k - ((int64_t)1 << (p - 1))) * ldexpf(1.0f, 1 - p);
+        uint32_t b;
+        memcpy(&b, &f, sizeof b);
+        if (dt == ATTNREF_F32) {
+            ((float *)data)[x] = f;
+        } else if (dt == ATTNREF_BF16) {
+            ((uint16_t *)data)[x] = (uint16_t)(b >> 16);
+        } else {
+            const uint32_t sign = (b >> 16) & 0x8000u, e = (b >> 23) & 0xFFu;
+            ((uint16_t *)data)[x] =
+                (uint16_t)(e == 0 ? sign : sign | ((e - 127 + 15) << 10) | ((b >> 13) & 0x3FFu));
+        }
+    }
+}
+
+/* The sign bit of element x of q. */
+static void flip_sign(void *q, attnref_dtype dt, int64_t x)
+{
+    if (dt == ATTNREF_F32)
+        ((uint32_t *)q)[x] ^= 0x80000000u;
+    else
+        ((uint16_t *)q)[x] ^= 0x8000u;
+}
+
+static void *alloc(size_t bytes)
+{
+    void *p = NULL;
+    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
+}
+
+/* The structure as a boolean mask (B, 1, Lq, Lk), or (B, 1, 1, Lk) when every row keeps the
+ * same keys (neither causal nor window). */
+static void fill_mask(const bs_shape *s, uint8_t *m, int64_t rows)
+{
+    const attnref_sdpa_params p = {0, 0.0, s->causal, s->has_causal_offset, s->causal_offset,
+                                   s->window, s->b, s->lengths, s->left_padding};
+    for (int64_t b = 0; b < s->b; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < s->lk; j++)
+                *m++ = (uint8_t)attnref_sdpa_key_kept(&p, s->lq, s->lk, b, i, j);
+}
+
+static void contiguous(attnconf_tensor *t, void *data, attnref_dtype dt, int64_t a, int64_t b,
+                       int64_t c, int64_t d)
+{
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    t->dtype = (int32_t)dt;
+    t->ndim = 4;
+    const int64_t shape[4] = {a, b, c, d};
+    memcpy(t->shape, shape, sizeof shape);
+    t->strides[3] = 1;
+    t->strides[2] = d;
+    t->strides[1] = c * d;
+    t->strides[0] = b * c * d;
+}
+
+/* The output descriptor the backend left: NULL if usable (same buffer, dtype, shape; strides
+ * inside the buffer), else why not. */
+static const char *output_problem(const attnconf_tensor *before, const attnconf_tensor *after,
+                                  size_t capacity, char *buf, size_t n)
+{
+    if (after->data != before->data)
+        return "the backend replaced the output data pointer";
+    if (after->dtype != before->dtype) {
+        snprintf(buf, n, "output dtype %s, expected %s (SPEC clause 8: never upcast)",
+                 after->dtype >= 1 && after->dtype <= 3
+                     ? bs_dtype_name((attnref_dtype)after->dtype) : "unknown",
+                 bs_dtype_name((attnref_dtype)before->dtype));
+        return buf;
+    }
+    int64_t last = 0;
+    for (int d = 0; d < 4; d++) {
+        if (after->ndim != 4 || after->shape[d] != before->shape[d])
+            return "the backend changed the output shape";
+        if (after->strides[d] < 0 || after->strides[d] > ((int64_t)1 << 40))
+            return "the backend set a negative or huge output stride";
+        last += (after->shape[d] - 1) * after->strides[d];
+    }
+    if ((uint64_t)(last + 1) * attnref_dtype_size((attnref_dtype)after->dtype) > capacity)
+        return "the backend's output strides address past the buffer";
+    return NULL;
+}
+
+static void stats(json_t *o, double *t, int64_t n, const bs_shape *s, attnref_dtype dt,
+                  const bp_machine *m)
+{
+    json_t *arr = json_array();
+    for (int64_t x = 0; x < n; x++)
+        json_array_append_new(arr, json_real(t[x]));
+    json_object_set_new(o, "times_s", arr);
+    json_object_set_new(o, "reps", json_integer(n));
+    gsl_sort(t, 1, (size_t)n);
+    const double med = gsl_stats_median_from_sorted_data(t, 1, (size_t)n);
+    const double iqr = gsl_stats_quantile_from_sorted_data(t, 1, (size_t)n, 0.75) -
+                       gsl_stats_quantile_from_sorted_data(t, 1, (size_t)n, 0.25);
+    bs_counts c;
+    bs_count(s, dt, &c);
+    json_object_set_new(o, "median_s", json_real(med));
+    json_object_set_new(o, "min_s", json_real(t[0]));
+    json_object_set_new(o, "iqr_s", json_real(iqr));
+    if (!(med > 0))
+        return; /* a clock too coarse for the call: no rates */
+    const double gflops = c.flops / med / 1e9, gbs = (double)c.kv_bytes / med / 1e9;
+    json_object_set_new(o, "gflops", json_real(gflops));
+    json_object_set_new(o, "kv_gbs", json_real(gbs));
+    const double limit = s->bound == BS_BOUND_MEMORY ? m->mem_read_gbs : m->fma_gflops;
+    if (limit > 0)
+        json_object_set_new(o, "pct_limit", json_real(100.0 * (s->bound == BS_BOUND_MEMORY
+                                                                   ? gbs : gflops) / limit));
+}
+
+static void progress_line(FILE *f, const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void progress_line(FILE *f, const char *prefix, const char *fmt, ...)
+{
+    if (!f)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(f, "\r\033[K%s: ", prefix);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fflush(f);
+}
+
+void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt,
+            bb_via via, const bb_config *cfg, bb_reported_fn reported, json_t *o,
+            FILE *progress, const char *progress_prefix)
+{
+    const size_t es = attnref_dtype_size(dt);
+    const int64_t nq = s->b * s->hq * s->lq * s->d, nk = s->b * s->hkv * s->lk * s->d;
+    const int64_t nv = s->b * s->hkv * s->lk * s->dv, no = s->b * s->hq * s->lq * s->dv;
+    const int64_t mrows = s->causal || s->window ? s->lq : 1;
+    const size_t capacity = (size_t)no * 4;
+    const char *id = json_string_value(json_object_get(o, "id"));
+    void *q = alloc((size_t)nq * es), *k = alloc((size_t)nk * es), *v = alloc((size_t)nv * es);
+    void *outd = alloc(capacity);
+    uint8_t *mask = via == BB_VIA_MASK ? alloc((size_t)(s->b * mrows * s->lk)) : NULL;
+    double *times = calloc((size_t)cfg->max_reps, sizeof *times);
+    if (!q || !k || !v || !outd || !times || (via == BB_VIA_MASK && !mask)) {
+        set_status(o, "ERROR", "harness: out of memory for the inputs (%.2f GiB)",
+                   (double)((size_t)(nq + nk + nv) * es + capacity) / 1073741824.0);
+        goto done;
+    }
+    progress_line(progress, progress_prefix, "filling inputs");
+    fill(q, dt, nq, seed_of(id, 0));
+    fill(k, dt, nk, seed_of(id, 1));
+    fill(v, dt, nv, seed_of(id, 2));
+    memset(outd, 0xFF, (size_t)no * es); /* 0xFF.. is a NaN in f32, f16 and bf16 */
+
+    attnconf_tensor tq, tk, tv, tm, out, before;
+    contiguous(&tq, q, dt, s->b, s->hq, s->lq, s->d);
+    contiguous(&tk, k, dt, s->b, s->hkv, s->lk, s->d);
+    contiguous(&tv, v, dt, s->b, s->hkv, s->lk, s->dv);
+    contiguous(&out, outd, dt, s->b, s->hq, s->lq, s->dv);
+    before = out;
+    attnconf_sdpa_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.q = &tq;
+    a.k = &tk;
+    a.v = &tv;
+    a.out = &out;
+    a.out_capacity = capacity;
+    if (via == BB_VIA_MASK) {
+        fill_mask(s, mask, mrows);
+        contiguous(&tm, mask, ATTNREF_BOOL, s->b, 1, mrows, s->lk);
+        a.mask = &tm;
+    } else {
+        a.causal = s->causal;
+        a.has_causal_offset = s->has_causal_offset;
+        a.causal_offset = s->causal_offset;
+        a.window = s->window;
+        a.lengths = s->lengths;
+        a.left_padding = s->left_padding;
+    }
+
+    progress_line(progress, progress_prefix, "first call");
+    int rc = be->sdpa(ctx, &a);
+    if (rc != ATTNCONF_OK) {
+        const char *le = be->last_error(ctx);
+        set_status(o, rc == ATTNCONF_ENOTSUP ? "NOT_SUPPORTED" : "ERROR", "sdpa returned %s%s%s",
+                   hr_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
+        goto done;
+    }
+    char buf[256];
+    const char *bad = output_problem(&before, &out, capacity, buf, sizeof buf);
+    if (bad) {
+        set_status(o, "INCORRECT", "%s", bad);
+        goto done;
+    }
+    progress_line(progress, progress_prefix, "validating");
+    bv_outcome vo;
+    if (bv_validate(s, dt, q, k, v, &out, &vo) != 0) {
+        set_status(o, "ERROR", "harness: %s", vo.message);
+        goto done;
+    }
+    json_object_set_new(o, "validated_rows", json_integer(vo.rows));
+    json_object_set_new(o, "max_err_ratio", hr_json_num(vo.max_err_ratio));
+    if (!vo.ok) {
+        set_status(o, "INCORRECT", "%s", vo.message);
+        goto done;
+    }
+
+    int64_t n = 0;
+    double total = 0, last_shown = now_s();
+    while (n < cfg->max_reps && (n < cfg->min_reps || total < cfg->min_time_s)) {
+        flip_sign(q, dt, (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) % (uint64_t)nq));
+        out = before;
+        const double t0 = now_s();
+        rc = be->sdpa(ctx, &a);
+        const double wall = now_s() - t0;
+        if (rc != ATTNCONF_OK) {
+            const char *le = be->last_error(ctx);
+            set_status(o, "ERROR", "repetition %lld: sdpa returned %s%s%s", (long long)n + 1,
+                       hr_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
+            goto done;
+        }
+        const double t = reported ? reported(ctx) : wall;
+        if (!(t >= 0)) {
+            set_status(o, "ERROR", "repetition %lld: the adapter reported no time for its call: "
+                       "an exec: backend is timed by the \"seconds\" of its sdpa reply "
+                       "(PROTOCOL.md), which this reply lacks", (long long)n + 1);
+            goto done;
+        }
+        times[n++] = t;
+        total += wall;
+        if (progress && t0 + wall - last_shown > 0.25) {
+            last_shown = t0 + wall;
+            progress_line(progress, progress_prefix, "repetition %lld, %.3g s each", (long long)n,
+                          t);
+        }
+    }
+    stats(o, times, n, s, dt, cfg->machine);
+    set_status(o, "OK", "%s", "");
+
+done:;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) /* ru_maxrss is in KiB on Linux */
+        json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
+    free(q);
+    free(k);
+    free(v);
+    free(outd);
+    free(mask);
+    free(times);
+}

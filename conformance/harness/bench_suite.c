@@ -1,0 +1,434 @@
+/* bench_suite.c — read a perf suite (perf/suites/NAME.yaml) into a bs_suite (bench.h).
+ *
+ * Format (version 1; perf/README.md shows an example):
+ *
+ *   attnconf_perf_suite: 1
+ *   name: prefill                  # [a-z0-9_-]+
+ *   description: one line
+ *   shapes:                        # at least one; each expands over its dtypes: "<id>.<dtype>"
+ *     - id: prefill.causal.L512    # [A-Za-z0-9_.-]+, unique in the suite
+ *       dtypes: [f32, f16, bf16]   # distinct
+ *       batch: 1                   # B
+ *       q_heads: 32                # Hq
+ *       kv_heads: 8                # Hkv, dividing Hq
+ *       lq: 512                    # queries, >= 1
+ *       lk: 512                    # keys, >= 1
+ *       head_dim: 128              # D
+ *       v_head_dim: 128            # Dv, optional (default head_dim)
+ *       causal: true               # optional, default false
+ *       causal_offset: 0           # optional (needs causal; default bottom-right, Lk - Lq)
+ *       window: 0                  # optional: keep the W keys up to the query's own (needs
+ *                                  #   causal; 0 = none)
+ *       lengths: [64, 300]         # optional: batch entries in 0..lk, keys kept from the start
+ *       left_padding: [0, 12]      # optional: batch entries in 0..lk, first key kept
+ *       bound: compute             # compute | memory: the machine limit "% of limit" uses
+ *
+ * Integers are plain decimal scalars, booleans plain true/false.  The reading is strict (the
+ * case reader's rules): every problem is reported as "FILE:LINE: FIELD: reason", and the size
+ * limits of bench.h are checked before anything is allocated from the numbers.
+ */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+
+#include "bench.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "attnref/tensor.h"
+
+typedef struct reader {
+    const char *path;
+    yaml_document_t *doc;
+    char *err;
+    size_t errlen;
+} reader;
+
+__attribute__((format(printf, 4, 5))) static int fail(const reader *r, const yaml_node_t *at,
+                                                      const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (at)
+        snprintf(r->err, r->errlen, "%s:%lu: %s: %s", r->path,
+                 (unsigned long)at->start_mark.line + 1, field, msg);
+    else
+        snprintf(r->err, r->errlen, "%s: %s: %s", r->path, field, msg);
+    return -1;
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* A plain decimal integer in [lo, hi]. */
+static int get_int(const reader *r, const yaml_node_t *n, const char *field, int64_t lo,
+                   int64_t hi, int64_t *out)
+{
+    const char *s = scalar(n);
+    if (!s || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || !s[0])
+        return fail(r, n, field, "expected an integer");
+    const char *digits = s[0] == '-' ? s + 1 : s;
+    if (!digits[0] || strspn(digits, "0123456789") != strlen(digits))
+        return fail(r, n, field, "expected an integer, got '%s'", s);
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE || v < lo || v > hi)
+        return fail(r, n, field, "%s is out of range (%" PRId64 "..%" PRId64 ")", s, lo, hi);
+    *out = v;
+    return 0;
+}
+
+static int get_bool(const reader *r, const yaml_node_t *n, const char *field, int *out)
+{
+    const char *s = scalar(n);
+    if (s && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+        (strcmp(s, "true") == 0 || strcmp(s, "false") == 0)) {
+        *out = s[0] == 't';
+        return 0;
+    }
+    return fail(r, n, field, "expected true or false");
+}
+
+/* A one-line non-empty string made only of the characters in `set` (NULL = any printable). */
+static int get_text(const reader *r, const yaml_node_t *n, const char *field, const char *set,
+                    size_t max, const char **out)
+{
+    const char *s = scalar(n);
+    if (!s)
+        return fail(r, n, field, "expected a string");
+    size_t len = strlen(s);
+    if (len == 0)
+        return fail(r, n, field, "must not be empty");
+    if (len >= max)
+        return fail(r, n, field, "longer than %zu characters", max - 1);
+    if (!set && strpbrk(s, "\r\n"))
+        return fail(r, n, field, "must be one line");
+    if (set && strspn(s, set) != len)
+        return fail(r, n, field, "'%s' has a character outside %s", s,
+                    strchr(set, '.') ? "[A-Za-z0-9_.-]" : "[a-z0-9_-]");
+    *out = s;
+    return 0;
+}
+
+static size_t seq_len(const yaml_node_t *n)
+{
+    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+static const yaml_node_t *seq_item(const reader *r, const yaml_node_t *n, size_t i)
+{
+    return yaml_document_get_node(r->doc, n->data.sequence.items.start[i]);
+}
+
+static int get_dtypes(const reader *r, const yaml_node_t *n, const char *field, bs_shape *sh)
+{
+    if (n->type != YAML_SEQUENCE_NODE || seq_len(n) == 0 || seq_len(n) > BS_MAX_DTYPES)
+        return fail(r, n, field, "expected a list of 1 to 3 dtypes (f32, f16, bf16)");
+    for (size_t i = 0; i < seq_len(n); i++) {
+        const yaml_node_t *it = seq_item(r, n, i);
+        const char *s = scalar(it);
+        attnref_dtype dt = s ? bs_dtype_from_name(s) : (attnref_dtype)0;
+        if (!dt)
+            return fail(r, it, field, "unknown dtype '%s' (f32, f16, bf16)", s ? s : "?");
+        for (int j = 0; j < sh->ndtypes; j++)
+            if (sh->dtypes[j] == dt)
+                return fail(r, it, field, "'%s' is listed twice", s);
+        sh->dtypes[sh->ndtypes++] = dt;
+    }
+    return 0;
+}
+
+/* lengths / left_padding: exactly `batch` entries in 0..lk. */
+static int get_per_row(const reader *r, const yaml_node_t *n, const char *field, int64_t batch,
+                       int64_t lk, int64_t **out)
+{
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail(r, n, field, "expected a list of %" PRId64 " integers (one per batch row)",
+                    batch);
+    if ((int64_t)seq_len(n) != batch)
+        return fail(r, n, field, "%zu entries, batch is %" PRId64, seq_len(n), batch);
+    if (!(*out = calloc((size_t)batch, sizeof **out)))
+        return fail(r, n, field, "out of memory");
+    for (size_t i = 0; i < seq_len(n); i++)
+        if (get_int(r, seq_item(r, n, i), field, 0, lk, &(*out)[i]))
+            return -1;
+    return 0;
+}
+
+/* Element count of a tensor, or -1 past ATTNREF_MAX_NUMEL. */
+static int64_t numel4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t n;
+    if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) ||
+        __builtin_mul_overflow(n, d, &n) || n > ATTNREF_MAX_NUMEL)
+        return -1;
+    return n;
+}
+
+enum { K_ID, K_DTYPES, K_BATCH, K_HQ, K_HKV, K_LQ, K_LK, K_D, K_DV, K_CAUSAL, K_OFFSET, K_WINDOW,
+       K_LENGTHS, K_LEFTPAD, K_BOUND, K_COUNT };
+static const char *const shape_keys[K_COUNT] = {
+    "id", "dtypes", "batch", "q_heads", "kv_heads", "lq", "lk", "head_dim", "v_head_dim",
+    "causal", "causal_offset", "window", "lengths", "left_padding", "bound"};
+
+static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_t mem_bytes,
+                      bs_shape *sh)
+{
+    char f[96]; /* the field being read, "shapes[3].lk" */
+#define FIELD(k) (snprintf(f, sizeof f, "shapes[%zu].%s", idx, shape_keys[k]), f)
+    snprintf(f, sizeof f, "shapes[%zu]", idx);
+    if (m->type != YAML_MAPPING_NODE)
+        return fail(r, m, f, "expected a mapping (id, dtypes, batch, ...)");
+    sh->line = (int)m->start_mark.line + 1;
+    const yaml_node_t *v[K_COUNT] = {0};
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const yaml_node_t *kn = yaml_document_get_node(r->doc, p->key);
+        const char *key = scalar(kn);
+        int k = 0;
+        while (k < K_COUNT && !(key && strcmp(key, shape_keys[k]) == 0))
+            k++;
+        if (k == K_COUNT)
+            return fail(r, kn, f, "unknown key '%s' (known: id, dtypes, batch, q_heads, "
+                        "kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, window, "
+                        "lengths, left_padding, bound)", key ? key : "?");
+        if (v[k])
+            return fail(r, kn, FIELD(k), "given twice");
+        v[k] = yaml_document_get_node(r->doc, p->value);
+    }
+    static const int required[] = {K_ID, K_DTYPES, K_BATCH, K_HQ, K_HKV, K_LQ, K_LK, K_D, K_BOUND};
+    for (size_t x = 0; x < sizeof required / sizeof required[0]; x++)
+        if (!v[required[x]])
+            return fail(r, m, FIELD(required[x]), "missing");
+
+    const char *s;
+    if (get_text(r, v[K_ID], FIELD(K_ID),
+                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-",
+                 ACASE_ID_MAX - 5 /* room for ".bf16" */, &s))
+        return -1;
+    snprintf(sh->id, sizeof sh->id, "%s", s);
+    if (get_dtypes(r, v[K_DTYPES], FIELD(K_DTYPES), sh) ||
+        get_int(r, v[K_BATCH], FIELD(K_BATCH), 1, BS_MAX_BATCH, &sh->b) ||
+        get_int(r, v[K_HQ], FIELD(K_HQ), 1, BS_MAX_HEADS, &sh->hq) ||
+        get_int(r, v[K_HKV], FIELD(K_HKV), 1, BS_MAX_HEADS, &sh->hkv) ||
+        get_int(r, v[K_LQ], FIELD(K_LQ), 1, BS_MAX_SEQ, &sh->lq) ||
+        get_int(r, v[K_LK], FIELD(K_LK), 1, BS_MAX_SEQ, &sh->lk) ||
+        get_int(r, v[K_D], FIELD(K_D), 1, BS_MAX_HEAD_DIM, &sh->d))
+        return -1;
+    sh->dv = sh->d;
+    if (v[K_DV] && get_int(r, v[K_DV], FIELD(K_DV), 1, BS_MAX_HEAD_DIM, &sh->dv))
+        return -1;
+    if (sh->hq % sh->hkv != 0)
+        return fail(r, v[K_HKV], FIELD(K_HKV), "%" PRId64 " does not divide q_heads %" PRId64,
+                    sh->hkv, sh->hq);
+    if (v[K_CAUSAL] && get_bool(r, v[K_CAUSAL], FIELD(K_CAUSAL), &sh->causal))
+        return -1;
+    if (v[K_OFFSET]) {
+        if (!sh->causal)
+            return fail(r, v[K_OFFSET], FIELD(K_OFFSET), "needs causal: true");
+        if (get_int(r, v[K_OFFSET], FIELD(K_OFFSET), -BS_MAX_OFFSET, BS_MAX_OFFSET,
+                    &sh->causal_offset))
+            return -1;
+        sh->has_causal_offset = 1;
+    }
+    if (v[K_WINDOW]) {
+        if (get_int(r, v[K_WINDOW], FIELD(K_WINDOW), 0, BS_MAX_SEQ, &sh->window))
+            return -1;
+        if (sh->window > 0 && !sh->causal)
+            return fail(r, v[K_WINDOW], FIELD(K_WINDOW), "needs causal: true (SPEC clause 4)");
+    }
+    if (v[K_LENGTHS] &&
+        get_per_row(r, v[K_LENGTHS], FIELD(K_LENGTHS), sh->b, sh->lk, &sh->lengths))
+        return -1;
+    if (v[K_LEFTPAD] &&
+        get_per_row(r, v[K_LEFTPAD], FIELD(K_LEFTPAD), sh->b, sh->lk, &sh->left_padding))
+        return -1;
+    const char *bound = scalar(v[K_BOUND]);
+    if (!bound || (strcmp(bound, "compute") != 0 && strcmp(bound, "memory") != 0))
+        return fail(r, v[K_BOUND], FIELD(K_BOUND), "expected compute or memory");
+    sh->bound = bound[0] == 'm' ? BS_BOUND_MEMORY : BS_BOUND_COMPUTE;
+
+    /* Sizes, before anyone allocates from these numbers. */
+    snprintf(f, sizeof f, "shapes[%zu]", idx);
+    const int64_t nq = numel4(sh->b, sh->hq, sh->lq, sh->d);
+    const int64_t nk = numel4(sh->b, sh->hkv, sh->lk, sh->d);
+    const int64_t nv = numel4(sh->b, sh->hkv, sh->lk, sh->dv);
+    const int64_t no = numel4(sh->b, sh->hq, sh->lq, sh->dv);
+    if (nq < 0 || nk < 0 || nv < 0 || no < 0)
+        return fail(r, m, f, "%s has more than 2^31 elements (the reference's limit)",
+                    nq < 0 ? "q" : nk < 0 ? "k" : nv < 0 ? "v" : "out");
+    const int64_t dmax = sh->d > sh->dv ? sh->d : sh->dv;
+    if (sh->lk * dmax > ACASE_MAX_TENSOR_NUMEL)
+        return fail(r, m, f, "lk x max(head_dim, v_head_dim) = %" PRId64 " is over %" PRId64
+                    " (the one-row slice the validation bounds)", sh->lk * dmax,
+                    (int64_t)ACASE_MAX_TENSOR_NUMEL);
+    size_t es = 0;
+    for (int x = 0; x < sh->ndtypes; x++)
+        if (attnref_dtype_size(sh->dtypes[x]) > es)
+            es = attnref_dtype_size(sh->dtypes[x]);
+    const double bytes = (double)(nq + nk + nv + no) * (double)es;
+    if (mem_bytes && bytes > (double)mem_bytes / 2)
+        return fail(r, m, f, "q, k, v and out need %.2f GiB, over half of this machine's "
+                    "%.2f GiB of physical memory", bytes / 1073741824.0,
+                    (double)mem_bytes / 1073741824.0);
+    return 0;
+#undef FIELD
+}
+
+static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
+{
+    const yaml_node_t *root = yaml_document_get_root_node(r->doc);
+    if (!root)
+        return fail(r, NULL, "attnconf_perf_suite", "empty file");
+    if (root->type != YAML_MAPPING_NODE)
+        return fail(r, root, "attnconf_perf_suite", "the document must be a mapping");
+    const yaml_node_t *ver = NULL, *name = NULL, *desc = NULL, *shapes = NULL;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        const yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
+        const char *key = scalar(k);
+        const yaml_node_t **slot = !key                                     ? NULL
+                                   : strcmp(key, "attnconf_perf_suite") == 0 ? &ver
+                                   : strcmp(key, "name") == 0                ? &name
+                                   : strcmp(key, "description") == 0         ? &desc
+                                   : strcmp(key, "shapes") == 0              ? &shapes
+                                                                             : NULL;
+        if (!slot)
+            return fail(r, k, key ? key : "?", "unknown key (known: attnconf_perf_suite, name, "
+                        "description, shapes)");
+        if (*slot)
+            return fail(r, k, key, "given twice");
+        *slot = yaml_document_get_node(r->doc, p->value);
+    }
+    int64_t version;
+    if (!ver)
+        return fail(r, root, "attnconf_perf_suite", "missing (the format version, 1)");
+    if (get_int(r, ver, "attnconf_perf_suite", BS_FORMAT_VERSION, BS_FORMAT_VERSION, &version))
+        return -1;
+    const char *s;
+    if (!name)
+        return fail(r, root, "name", "missing");
+    if (get_text(r, name, "name", "abcdefghijklmnopqrstuvwxyz0123456789_-", BS_NAME_MAX, &s))
+        return -1;
+    snprintf(out->name, sizeof out->name, "%s", s);
+    if (!desc)
+        return fail(r, root, "description", "missing");
+    if (get_text(r, desc, "description", NULL, 1024, &s))
+        return -1;
+    if (!(out->description = strdup(s)))
+        return fail(r, desc, "description", "out of memory");
+    if (!shapes)
+        return fail(r, root, "shapes", "missing");
+    if (shapes->type != YAML_SEQUENCE_NODE || seq_len(shapes) == 0)
+        return fail(r, shapes, "shapes", "expected a non-empty list of shapes");
+    const size_t n = seq_len(shapes);
+    if (n > BS_MAX_SHAPES)
+        return fail(r, shapes, "shapes", "%zu shapes, over the limit of %d", n, BS_MAX_SHAPES);
+    if (!(out->shapes = calloc(n, sizeof *out->shapes)))
+        return fail(r, shapes, "shapes", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        out->n = i + 1; /* bs_suite_free releases what a failing entry allocated */
+        if (read_shape(r, seq_item(r, shapes, i), i, mem_bytes, &out->shapes[i]))
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(out->shapes[j].id, out->shapes[i].id) == 0) {
+                char f[64];
+                snprintf(f, sizeof f, "shapes[%zu].id", i);
+                return fail(r, seq_item(r, shapes, i), f, "'%s' is also shapes[%zu] (line %d)",
+                            out->shapes[i].id, j, out->shapes[j].line);
+            }
+    }
+    return 0;
+}
+
+int bs_suite_load(const char *path, uint64_t mem_bytes, bs_suite *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    reader r = {path, NULL, err, errlen};
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return fail(&r, NULL, "file", "%s", strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > BS_MAX_FILE_BYTES) {
+        fclose(fp);
+        return fail(&r, NULL, "file", "not a regular file of at most %d bytes",
+                    BS_MAX_FILE_BYTES);
+    }
+    unsigned char *buf = malloc((size_t)sb.st_size + 1);
+    size_t len = buf ? fread(buf, 1, (size_t)sb.st_size + 1, fp) : 0;
+    int bad = !buf || ferror(fp) || len > (size_t)BS_MAX_FILE_BYTES;
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        return fail(&r, NULL, "file", "cannot read it (or it grew while read)");
+    }
+    /* The case files' bounded first pass (depth, node count, scalar size, no aliases, one
+     * document) before libyaml builds a tree. */
+    if (acase_yaml_prescan(path, buf, len, err, errlen) != 0) {
+        free(buf);
+        return -1;
+    }
+    if (!(out->path = strdup(path))) {
+        free(buf);
+        return fail(&r, NULL, "file", "out of memory");
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    int rc = -1;
+    if (!yaml_parser_initialize(&parser)) {
+        free(buf);
+        bs_suite_free(out);
+        return fail(&r, NULL, "file", "out of memory");
+    }
+    yaml_parser_set_input_string(&parser, buf, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        snprintf(err, errlen, "%s:%lu: yaml: %s", path,
+                 (unsigned long)parser.problem_mark.line + 1,
+                 parser.problem ? parser.problem : "syntax error");
+    } else {
+        r.doc = &doc;
+        rc = read_root(&r, mem_bytes, out);
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    free(buf);
+    if (rc != 0)
+        bs_suite_free(out);
+    return rc;
+}
+
+void bs_suite_free(bs_suite *s)
+{
+    for (size_t i = 0; s->shapes && i < s->n; i++) {
+        free(s->shapes[i].lengths);
+        free(s->shapes[i].left_padding);
+    }
+    free(s->shapes);
+    free(s->description);
+    free(s->path);
+    memset(s, 0, sizeof *s);
+}
+
+const char *bs_dtype_name(attnref_dtype dt)
+{
+    return dt == ATTNREF_F32    ? "f32"
+           : dt == ATTNREF_F16  ? "f16"
+           : dt == ATTNREF_BF16 ? "bf16"
+                                : NULL;
+}
+
+attnref_dtype bs_dtype_from_name(const char *name)
+{
+    return strcmp(name, "f32") == 0    ? ATTNREF_F32
+           : strcmp(name, "f16") == 0  ? ATTNREF_F16
+           : strcmp(name, "bf16") == 0 ? ATTNREF_BF16
+                                       : (attnref_dtype)0;
+}

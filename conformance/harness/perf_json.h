@@ -1,0 +1,105 @@
+/* perf_json.h — strict reading of bench result files (`attnconf bench --out FILE.json`, schema
+ * "attnconf_bench": 1, specified in perf/README.md) for `attnconf perf-compare` and
+ * `attnconf perf-report`.  Internal to the harness; not installed.
+ *
+ * Every key those commands read is checked: a missing key, a value of the wrong type, an
+ * unknown status / bound, a negative or non-finite number, "reps" that disagrees with the
+ * length of "times_s", or a (backend, shape id) listed twice is an error printed as
+ * "PROG: FILE: KEY: REASON" (KEY a path such as backends[0].shapes[3].times_s).  Unknown extra
+ * keys are ignored, so bench may add fields.  Timing keys (reps, times_s, median_s, min_s,
+ * iqr_s, gflops, kv_gbs, pct_limit) are required for status OK; for any other status they are
+ * read (and checked) only when times_s holds at least one value, so an untimed shape may leave
+ * them out or null.  A backend's "timing" is optional ("in-process" when absent), else
+ * "in-process" or "adapter". */
+#ifndef ATTNCONF_PERF_JSON_H
+#define ATTNCONF_PERF_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* Files larger than this are refused before parsing: a bench file holds every repetition of
+ * every shape (thousands of numbers), never hundreds of megabytes. */
+#define PJ_MAX_FILE_BYTES (64L << 20)
+
+typedef enum pj_status {
+    PJ_OK,            /* measured, first repetition validated */
+    PJ_NOT_SUPPORTED, /* the backend lacks a capability the shape needs */
+    PJ_ERROR,         /* the backend refused the call or its child process died */
+    PJ_INCORRECT,     /* the validated repetition broke the clause-13 bound */
+    PJ_SKIPPED,       /* not run (over --max-gflop) */
+    PJ_STATUS_COUNT
+} pj_status;
+
+typedef enum pj_bound { PJ_COMPUTE, PJ_MEMORY } pj_bound;
+
+/* The "machine" object: what the limits were measured on, and the limits. */
+typedef struct pj_machine {
+    const char *cpu_model;   /* borrowed from the parsed JSON, as every string below */
+    const char *limits_from; /* "measured" or "file:PATH" */
+    int64_t cores, mem_bytes;
+    double fma_gflops;   /* f32 FMA throughput on all cores, GFLOP/s (> 0) */
+    double mem_read_gbs; /* sustained memory read bandwidth, GB/s (1e9 bytes/s, > 0) */
+} pj_machine;
+
+/* One shape of one backend.  Shapes are B, Hq, Hkv, Lq, Lk, D, Dv as in SPEC.md. */
+typedef struct pj_shape {
+    const char *id, *dtype, *message, *via; /* via: "params", "mask" or "" when absent */
+    int64_t b, hq, hkv, lq, lk, d, dv, window;
+    int causal;
+    pj_bound bound;
+    pj_status status;
+    double flops;         /* 2 (D + Dv) per visible query-key pair */
+    double kv_bytes;      /* K and V bytes in the visible key range */
+    int timed;            /* 1: the timing fields below are present (always for OK) */
+    size_t reps;          /* = number of times */
+    double *times;        /* every timed repetition, seconds, in order (owned) */
+    double median_s, min_s, iqr_s, gflops, kv_gbs, pct_limit; /* as bench computed them */
+} pj_shape;
+
+typedef struct pj_backend {
+    const char *name, *version;
+    char *options;        /* "k=v, k=v" sorted by key, "" when none (owned) */
+    int adapter_timing;   /* 1: "timing": "adapter" (times an exec: adapter measured around
+                             its library call); 0: "in-process", or no "timing" (older files) */
+    pj_shape *shapes;
+    size_t n;
+} pj_backend;
+
+typedef struct pj_file {
+    const char *path;     /* as given to pj_load */
+    json_t *root;
+    const char *suite, *suite_file, *label, *started;
+    pj_machine machine;
+    pj_backend *backends;
+    size_t nb;
+} pj_file;
+
+/* Load and check PATH (see the top comment).  Messages go to stderr prefixed by `prog` (e.g.
+ * "attnconf perf-compare").  Returns 0, or -1 after printing the first problem found; in both
+ * cases pj_free(f) releases what was loaded. */
+int pj_load(const char *prog, const char *path, pj_file *f);
+void pj_free(pj_file *f);
+
+/* "OK", "NOT_SUPPORTED", "ERROR", "INCORRECT", "SKIPPED". */
+const char *pj_status_name(pj_status s);
+
+/* The backend named `name` in f, or NULL. */
+const pj_backend *pj_find_backend(const pj_file *f, const char *name);
+/* The shape with id `id` of backend be, or NULL. */
+const pj_shape *pj_find_shape(const pj_backend *be, const char *id);
+
+/* The limit a shape's % refers to: fma_gflops (compute) or mem_read_gbs (memory). */
+double pj_limit(const pj_machine *m, pj_bound bound);
+
+/* 1 when two runs' machines count as the same for comparing raw times: same cpu_model, and each
+ * limit within 10 % of the other run's (relative to the smaller value).  Otherwise times are
+ * compared as fractions of each run's limit (time x limit). */
+int pj_same_machine(const pj_machine *a, const pj_machine *b);
+
+/* 1 when two shapes with the same id describe the same problem (dtype, bound and every size and
+ * mask parameter equal): a suite edited between two runs must not be compared as if unchanged. */
+int pj_same_geometry(const pj_shape *a, const pj_shape *b);
+
+#endif

@@ -1,0 +1,696 @@
+/* perf_report.c — `attnconf perf-report`: the performance section of REPORT.md.
+ *
+ *   attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...
+ *                        [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]
+ *
+ * FILE.json are bench results (perf_json.h), typically the committed baselines of one machine.
+ * Files of the same suite are merged (each backend in one of them only; all from one machine);
+ * suites appear in the order of their first file.  Per suite, one table: a row per shape (in
+ * the order of the files), and per backend the columns
+ *   time      the median of the timed repetitions
+ *   GFLOP/s   compute-bound shapes: flops / median, flops = 2 (D + Dv) per visible pair
+ *   GB/s      memory-bound shapes: bytes of K and V in the visible key range / median
+ *   % limit   of the machine's fma_gflops (compute) or mem_read_gbs (memory), as bench wrote it
+ *   x ref     the reference backend's median / this one's, when the suite has the reference
+ *   vs base   this median / the --baseline file's median of the same (suite, backend, shape):
+ *             > 1 is slower; on another machine both times are first scaled by their machine's
+ *             limit (as perf-compare does), and the text says so
+ * A shape that was not timed OK shows its status (NOT_SUPPORTED, SKIPPED, ERROR, INCORRECT)
+ * instead of a time, and the messages are listed under the table.  A backend whose file says
+ * "timing": "adapter" (an exec: adapter, timed by the seconds it reports around its library
+ * call, not in process) is marked with a dagger in the header and a footnote under the table.
+ *
+ * --plot PATH links an image: under the table of the suite named like the file (plots/prefill.svg
+ * -> suite prefill), else at the end.  --hyperfine FILE adds a table of whole-process timings
+ * (hyperfine --export-json: results[].command, times, median, min, max, and exit_codes: a
+ * command that failed is named so next to its time).  --note TEXT is printed
+ * after the machine line (e.g. "Recorded on a shared 2-core virtual machine.").
+ *
+ * The output is a pure function of the arguments and the files' contents: no clock, no
+ * locale (the "C" locale's printf), no path rewriting, the files' own order.  Exit 0, or 2 for
+ * a usage error or a bad input file (message on stderr: file, key, reason).
+ */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_cli.h"
+#include "perf_json.h"
+#include "perf_md.h"
+#include "report_internal.h" /* md_text, md_code, md_code_cell, EM_DASH */
+
+#define PROG "attnconf perf-report"
+#define TIMES "\xC3\x97"
+#define DAGGER "\xE2\x80\xA0" /* marks a backend timed inside its exec: adapter */
+#define REFERENCE "reference"
+
+static const char usage_text[] =
+    "usage: attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"
+    "                            [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
+    "Write the Markdown performance section of REPORT.md from `attnconf bench` result files:\n"
+    "per suite, a row per shape and, per backend, the median time, GFLOP/s or GB/s, the % of\n"
+    "the machine's limit, the ratio to the reference backend and to a --baseline file.\n"
+    "--plot links an image (under the suite it is named after), --hyperfine adds a table of\n"
+    "whole-process timings, --note adds a sentence after the machine line.  Same arguments and\n"
+    "files, same bytes.  Exit status: 0 written, 2 usage or bad input.\n";
+
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "%s: %s%s%s\n%s", PROG, what, arg ? ": " : "", arg ? arg : "", usage_text);
+    return 2;
+}
+
+/* One backend column group of a suite's table. */
+typedef struct col {
+    const pj_backend *be;
+    const pj_file *file;
+    int ref_col;  /* 1: an "x ref" column (the suite has the reference, this is not it) */
+    int base_col; /* 1: a "vs base" column (a baseline has this suite and backend) */
+} col;
+
+typedef struct suite {
+    const char *name;
+    const pj_file **files;
+    size_t nfiles;
+    col *cols;
+    size_t ncols;
+    const char **ids; /* every shape id, first appearance first */
+    size_t nids;
+    const col *ref;   /* the reference backend's column, or NULL */
+} suite;
+
+typedef struct ctx {
+    pj_file *files, *bases;
+    size_t nfiles, nbases;
+    suite *suites;
+    size_t nsuites;
+    const char **plots;
+    size_t nplots;
+    const char *note, *hyperfine;
+    json_t *hf; /* the hyperfine file, parsed */
+} ctx;
+
+static const pj_file *file_of_suite_backend(const pj_file *fs, size_t n, const char *suite,
+                                            const char *backend, const pj_backend **be)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(fs[i].suite, suite) && (*be = pj_find_backend(&fs[i], backend)))
+            return &fs[i];
+    return NULL;
+}
+
+/* s->ids has room for every shape of the suite's files (index_suites sizes it). */
+static void add_id(suite *s, const char *id)
+{
+    for (size_t i = 0; i < s->nids; i++)
+        if (!strcmp(s->ids[i], id))
+            return;
+    s->ids[s->nids++] = id;
+}
+
+/* Group the files by suite and lay out each suite's columns.  Returns 0, or 2 (printed). */
+static int index_suites(ctx *c)
+{
+    c->suites = calloc(c->nfiles, sizeof *c->suites);
+    if (!c->suites)
+        return fprintf(stderr, "%s: out of memory\n", PROG), 2;
+    for (size_t i = 0; i < c->nfiles; i++) {
+        const pj_file *f = &c->files[i];
+        suite *s = NULL;
+        for (size_t k = 0; k < c->nsuites && !s; k++)
+            if (!strcmp(c->suites[k].name, f->suite))
+                s = &c->suites[k];
+        if (!s) {
+            s = &c->suites[c->nsuites++];
+            s->name = f->suite;
+            size_t nb = 0, nshapes = 0;
+            for (size_t j = i; j < c->nfiles; j++)
+                if (!strcmp(c->files[j].suite, f->suite)) {
+                    nb += c->files[j].nb;
+                    for (size_t b = 0; b < c->files[j].nb; b++)
+                        nshapes += c->files[j].backends[b].n;
+                }
+            s->files = calloc(c->nfiles, sizeof *s->files);
+            s->cols = calloc(nb ? nb : 1, sizeof *s->cols);
+            s->ids = calloc(nshapes ? nshapes : 1, sizeof *s->ids);
+            if (!s->files || !s->cols || !s->ids)
+                return fprintf(stderr, "%s: out of memory\n", PROG), 2;
+        } else if (!pj_same_machine(&s->files[0]->machine, &f->machine)) {
+            fprintf(stderr, "%s: %s: suite \"%s\" also comes from %s, measured on another "
+                    "machine (CPU model or limits): report one machine's runs together\n", PROG,
+                    f->path, f->suite, s->files[0]->path);
+            return 2;
+        }
+        s->files[s->nfiles++] = f;
+        for (size_t b = 0; b < f->nb; b++) {
+            const pj_backend *be = &f->backends[b];
+            for (size_t k = 0; k < s->ncols; k++)
+                if (!strcmp(s->cols[k].be->name, be->name)) {
+                    fprintf(stderr, "%s: %s: backend \"%s\" of suite \"%s\" is also in %s: give "
+                            "each backend's results once\n", PROG, f->path, be->name, f->suite,
+                            s->cols[k].file->path);
+                    return 2;
+                }
+            col *cl = &s->cols[s->ncols++];
+            cl->be = be;
+            cl->file = f;
+            for (size_t j = 0; j < be->n; j++)
+                add_id(s, be->shapes[j].id);
+        }
+    }
+    for (size_t k = 0; k < c->nsuites; k++) {
+        suite *s = &c->suites[k];
+        for (size_t j = 0; j < s->ncols; j++)
+            if (!strcmp(s->cols[j].be->name, REFERENCE))
+                s->ref = &s->cols[j];
+        for (size_t j = 0; j < s->ncols; j++) {
+            const pj_backend *bb;
+            s->cols[j].ref_col = s->ref && s->ref != &s->cols[j];
+            s->cols[j].base_col =
+                file_of_suite_backend(c->bases, c->nbases, s->name, s->cols[j].be->name, &bb) !=
+                NULL;
+        }
+    }
+    return 0;
+}
+
+/* 1 when every file (baselines aside) comes from the identical machine record. */
+static int one_machine(const ctx *c)
+{
+    for (size_t i = 1; i < c->nfiles; i++) {
+        const pj_machine *a = &c->files[0].machine, *b = &c->files[i].machine;
+        if (strcmp(a->cpu_model, b->cpu_model) || a->cores != b->cores ||
+            a->mem_bytes != b->mem_bytes || a->fma_gflops != b->fma_gflops ||
+            a->mem_read_gbs != b->mem_read_gbs || strcmp(a->limits_from, b->limits_from))
+            return 0;
+    }
+    return 1;
+}
+
+/* The bound every shape of the suite shares, or -1 when they are mixed. */
+static int suite_bound(const suite *s)
+{
+    int bound = -2;
+    for (size_t k = 0; k < s->ncols; k++)
+        for (size_t j = 0; j < s->cols[k].be->n; j++) {
+            int b = (int)s->cols[k].be->shapes[j].bound;
+            if (bound == -2)
+                bound = b;
+            else if (bound != b)
+                return -1;
+        }
+    return bound == -2 ? PJ_COMPUTE : bound;
+}
+
+static void rate_cell(FILE *f, const pj_shape *sh, int bound)
+{
+    pm_sig3(f, sh->bound == PJ_MEMORY ? sh->kv_gbs : sh->gflops);
+    if (bound < 0)
+        fputs(sh->bound == PJ_MEMORY ? " GB/s" : " GFLOP/s", f);
+}
+
+/* Median of a shape scaled for comparing with another machine's (factor 1 on the same one). */
+static double scaled_median(const pj_shape *sh, const pj_machine *m, int scale)
+{
+    return sh->median_s * (scale ? pj_limit(m, sh->bound) : 1);
+}
+
+static void write_row(FILE *f, const ctx *c, const suite *s, const char *id, int bound)
+{
+    fputs("| ", f);
+    md_code_cell(f, id);
+    const pj_shape *ref = s->ref ? pj_find_shape(s->ref->be, id) : NULL;
+    for (size_t k = 0; k < s->ncols; k++) {
+        const col *cl = &s->cols[k];
+        const pj_shape *sh = pj_find_shape(cl->be, id);
+        size_t ncells = 3 + (size_t)cl->ref_col + (size_t)cl->base_col;
+        if (!sh || sh->status != PJ_OK) {
+            fprintf(f, " | %s", sh ? pj_status_name(sh->status) : EM_DASH);
+            for (size_t i = 1; i < ncells; i++)
+                fputs(" | " EM_DASH, f);
+            continue;
+        }
+        fputs(" | ", f);
+        pm_time(f, sh->median_s);
+        fputs(" | ", f);
+        rate_cell(f, sh, bound);
+        fputs(" | ", f);
+        pm_sig3(f, sh->pct_limit);
+        if (cl->ref_col) {
+            fputs(" | ", f);
+            if (ref && ref->status == PJ_OK && sh->median_s > 0 &&
+                pj_same_geometry(ref, sh)) {
+                pm_sig3(f, ref->median_s / sh->median_s);
+                fputs(TIMES, f);
+            } else {
+                fputs(EM_DASH, f);
+            }
+        }
+        if (cl->base_col) {
+            const pj_backend *bb;
+            const pj_file *bf =
+                file_of_suite_backend(c->bases, c->nbases, s->name, cl->be->name, &bb);
+            const pj_shape *b = pj_find_shape(bb, id);
+            fputs(" | ", f);
+            if (b && b->status == PJ_OK && b->timed && b->median_s > 0 &&
+                pj_same_geometry(b, sh)) {
+                int scale = !pj_same_machine(&bf->machine, &cl->file->machine);
+                fprintf(f, "%.2f", scaled_median(sh, &cl->file->machine, scale) /
+                                       scaled_median(b, &bf->machine, scale));
+            } else {
+                fputs(EM_DASH, f);
+            }
+        }
+    }
+    fputs(" |\n", f);
+}
+
+/* Under the table: the non-OK shapes, grouped by backend, status and message. */
+static void write_messages(FILE *f, const suite *s)
+{
+    int any = 0;
+    for (size_t k = 0; k < s->ncols; k++) {
+        const pj_backend *be = s->cols[k].be;
+        for (size_t i = 0; i < be->n; i++) {
+            const pj_shape *a = &be->shapes[i];
+            int first = a->status != PJ_OK;
+            for (size_t j = 0; j < i && first; j++)
+                first = !(be->shapes[j].status == a->status &&
+                          !strcmp(be->shapes[j].message, a->message));
+            if (!first)
+                continue;
+            size_t n = 0;
+            for (size_t j = i; j < be->n; j++)
+                n += be->shapes[j].status == a->status &&
+                     !strcmp(be->shapes[j].message, a->message);
+            fputs(any++ ? "- " : "\n- ", f);
+            md_code(f, be->name);
+            fprintf(f, " %s", pj_status_name(a->status));
+            if (a->message[0]) {
+                fputs(": ", f);
+                md_text(f, a->message);
+            }
+            fprintf(f, " (%zu shape%s: ", n, n == 1 ? "" : "s");
+            size_t shown = 0;
+            for (size_t j = i; j < be->n; j++)
+                if (be->shapes[j].status == a->status &&
+                    !strcmp(be->shapes[j].message, a->message)) {
+                    if (shown == 8) { /* the rest of a long list is in the table anyway */
+                        fputs(", ...", f);
+                        break;
+                    }
+                    fputs(shown++ ? ", " : "", f);
+                    md_code(f, be->shapes[j].id);
+                }
+            fputs(")\n", f);
+        }
+    }
+}
+
+static void write_link(FILE *f, const char *alt, const char *path)
+{
+    fputs("![", f);
+    md_text(f, alt);
+    /* A destination in <...> may hold spaces and parentheses (CommonMark). */
+    fprintf(f, "](<%s>)\n", path);
+}
+
+/* "plots/prefill.svg" names suite "prefill". */
+static int plot_of_suite(const char *path, const char *suite)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(suite);
+    return !strncmp(base, suite, n) && base[n] == '.' && !strchr(base + n + 1, '.');
+}
+
+static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine)
+{
+    fputs("\n### Suite ", f);
+    md_text(f, s->name);
+    fputs("\n\n", f);
+    for (size_t i = 0; i < s->nfiles; i++) {
+        fputs(i ? "; " : "From ", f);
+        md_code(f, s->files[i]->path);
+        fputs(" (suite file ", f);
+        md_code(f, s->files[i]->suite_file);
+        fputs(", label ", f);
+        md_code(f, s->files[i]->label);
+        fputs(", started ", f);
+        md_text(f, s->files[i]->started);
+        fputs(")", f);
+    }
+    fputs(".\n", f);
+    if (print_machine) {
+        fputs("Machine: ", f);
+        pm_machine(f, &s->files[0]->machine);
+        fputs(".\n", f);
+    }
+    /* Each baseline file once, with the backends it is the baseline of. */
+    for (size_t i = 0; i < c->nbases; i++) {
+        const pj_file *bf = &c->bases[i];
+        size_t n = 0;
+        for (size_t k = 0; k < s->ncols; k++) {
+            const pj_backend *bb;
+            if (file_of_suite_backend(c->bases, c->nbases, s->name, s->cols[k].be->name,
+                                      &bb) != bf)
+                continue;
+            if (!n++) {
+                fputs("Baseline ", f);
+                md_code(f, bf->path);
+                fputs(" (label ", f);
+                md_code(f, bf->label);
+                fputs(") of ", f);
+            } else {
+                fputs(", ", f);
+            }
+            md_code(f, s->cols[k].be->name);
+        }
+        if (n && !pj_same_machine(&bf->machine, &s->files[0]->machine)) {
+            fputs(", from another machine (", f);
+            pm_machine(f, &bf->machine);
+            fputs("): vs base compares times scaled by each machine's limit", f);
+        }
+        if (n)
+            fputs(".\n", f);
+    }
+    int bound = suite_bound(s);
+    const char *rate = bound == PJ_COMPUTE ? "GFLOP/s" : bound == PJ_MEMORY ? "GB/s" : "rate";
+    const char *pct = bound == PJ_COMPUTE   ? "% FMA peak"
+                      : bound == PJ_MEMORY ? "% mem. bw"
+                                           : "% limit";
+    fputs("\n| Shape", f);
+    size_t ncells = 1;
+    for (size_t k = 0; k < s->ncols; k++) {
+        const col *cl = &s->cols[k];
+        const char *hdr[5] = {"time", rate, pct, TIMES " ref", "vs base"};
+        for (int h = 0; h < 5; h++) {
+            if ((h == 3 && !cl->ref_col) || (h == 4 && !cl->base_col))
+                continue;
+            fputs(" | ", f);
+            md_text(f, cl->be->name);
+            fprintf(f, "%s %s", cl->be->adapter_timing ? DAGGER : "", hdr[h]);
+            ncells++;
+        }
+    }
+    fputs(" |\n| ---", f);
+    for (size_t i = 1; i < ncells; i++)
+        fputs(" | ---:", f);
+    fputs(" |\n", f);
+    for (size_t i = 0; i < s->nids; i++)
+        write_row(f, c, s, s->ids[i], bound);
+    size_t nadapter = 0;
+    for (size_t k = 0; k < s->ncols; k++)
+        if (s->cols[k].be->adapter_timing) {
+            fputs(nadapter++ ? ", " : "\n" DAGGER " ", f);
+            md_code(f, s->cols[k].be->name);
+        }
+    if (nadapter)
+        fputs(": time measured inside the adapter around the library call (reported by the "
+              "exec: adapter, so the pipe transport is not included).\n", f);
+    write_messages(f, s);
+    for (size_t i = 0; i < c->nplots; i++)
+        if (plot_of_suite(c->plots[i], s->name)) {
+            fputs("\n", f);
+            char alt[160];
+            snprintf(alt, sizeof alt, "%s: throughput by sequence length", s->name);
+            write_link(f, alt, c->plots[i]);
+        }
+}
+
+/* hyperfine --export-json: {"results": [{"command", "times": [...], "median", "min", "max"}]}.
+ * Returns 0, or 2 after naming the file, key and reason. */
+static int check_hyperfine(const ctx *c)
+{
+    const json_t *res = json_object_get(c->hf, "results");
+    const char *p = c->hyperfine;
+    if (!json_is_array(res) || json_array_size(res) == 0)
+        return fprintf(stderr, "%s: %s: results: expected a non-empty array (hyperfine "
+                       "--export-json)\n", PROG, p), 2;
+    for (size_t i = 0; i < json_array_size(res); i++) {
+        const json_t *r = json_array_get(res, i), *t = json_object_get(r, "times");
+        if (!json_is_string(json_object_get(r, "command")))
+            return fprintf(stderr, "%s: %s: results[%zu].command: expected a string\n", PROG, p,
+                           i), 2;
+        if (!json_is_array(t) || json_array_size(t) == 0)
+            return fprintf(stderr, "%s: %s: results[%zu].times: expected a non-empty array of "
+                           "seconds\n", PROG, p, i), 2;
+        const json_t *ec = json_object_get(r, "exit_codes");
+        for (size_t k = 0; ec && k < json_array_size(ec); k++)
+            if (!json_is_integer(json_array_get(ec, k)) && !json_is_null(json_array_get(ec, k)))
+                ec = NULL;
+        if (json_object_get(r, "exit_codes") && !json_is_array(ec))
+            return fprintf(stderr, "%s: %s: results[%zu].exit_codes: expected an array of "
+                           "integers (null: killed by a signal)\n", PROG, p, i), 2;
+        static const char *const keys[] = {"median", "min", "max"};
+        for (int k = 0; k < 3; k++) {
+            const json_t *v = json_object_get(r, keys[k]);
+            if (!json_is_number(v) || !(json_number_value(v) >= 0))
+                return fprintf(stderr, "%s: %s: results[%zu].%s: expected a number of seconds "
+                               ">= 0\n", PROG, p, i, keys[k]), 2;
+        }
+    }
+    return 0;
+}
+
+static void write_hyperfine(FILE *f, const ctx *c)
+{
+    const json_t *res = json_object_get(c->hf, "results");
+    fputs("\n### Whole-process timings\n\nWall time of the commands as run from the repository "
+          "root (hyperfine, from ", f);
+    md_code(f, c->hyperfine);
+    fputs("; case loading, process start and everything else included).\n\n"
+          "| Command | Runs | Median | Min | Max |\n| --- | ---: | ---: | ---: | ---: |\n", f);
+    for (size_t i = 0; i < json_array_size(res); i++) {
+        const json_t *r = json_array_get(res, i);
+        const json_t *ec = json_object_get(r, "exit_codes");
+        size_t failed = 0;
+        long long code = 0;
+        for (size_t k = 0; k < json_array_size(ec); k++) {
+            const json_t *e = json_array_get(ec, k);
+            if (!json_is_integer(e) || json_integer_value(e) != 0) {
+                failed++;
+                code = json_is_integer(e) ? (long long)json_integer_value(e) : -1;
+            }
+        }
+        fputs("| ", f);
+        md_code_cell(f, json_string_value(json_object_get(r, "command")));
+        /* Timed anyway (perf/hyperfine runs hyperfine -i): say so, the time may be short. */
+        if (failed && code >= 0)
+            fprintf(f, " (exit status %lld in %zu of %zu runs)", code, failed,
+                    json_array_size(ec));
+        else if (failed)
+            fprintf(f, " (killed by a signal in %zu of %zu runs)", failed, json_array_size(ec));
+        fprintf(f, " | %zu | ", json_array_size(json_object_get(r, "times")));
+        pm_time(f, json_number_value(json_object_get(r, "median")));
+        fputs(" | ", f);
+        pm_time(f, json_number_value(json_object_get(r, "min")));
+        fputs(" | ", f);
+        pm_time(f, json_number_value(json_object_get(r, "max")));
+        fputs(" |\n", f);
+    }
+}
+
+static void write_report(FILE *f, const ctx *c)
+{
+    int one = one_machine(c);
+    size_t rmin = SIZE_MAX, rmax = 0;
+    for (size_t i = 0; i < c->nfiles; i++)
+        for (size_t b = 0; b < c->files[i].nb; b++)
+            for (size_t j = 0; j < c->files[i].backends[b].n; j++) {
+                const pj_shape *sh = &c->files[i].backends[b].shapes[j];
+                if (sh->status == PJ_OK) {
+                    rmin = sh->reps < rmin ? sh->reps : rmin;
+                    rmax = sh->reps > rmax ? sh->reps : rmax;
+                }
+            }
+    fputs("## Performance (varies between runs)\n\n", f);
+    if (one) {
+        fputs("Machine: ", f);
+        pm_machine(f, &c->files[0].machine);
+        fputs(".", f);
+    } else {
+        fputs("The suites were measured on different machines: each names its own.", f);
+    }
+    if (c->note) {
+        fputc(' ', f);
+        md_text(f, c->note);
+    }
+    int adapter = 0;
+    for (size_t i = 0; i < c->nfiles; i++)
+        for (size_t b = 0; b < c->files[i].nb; b++)
+            adapter |= c->files[i].backends[b].adapter_timing;
+    fputs(adapter ? "\n\nTimes are medians, in-process (inside the adapter for a backend marked "
+                    DAGGER ")"
+                  : "\n\nTimes are in-process medians", f);
+    if (rmax && rmin == rmax)
+        fprintf(f, " of %zu repetitions per shape", rmin);
+    else if (rmax)
+        fprintf(f, " of %zu to %zu repetitions per shape", rmin, rmax);
+    fputs(" (`attnconf bench`: inputs changed between repetitions, the first one validated "
+          "against the reference); they vary from run to run, so compare two runs with "
+          "`attnconf perf-compare`, never by eye.  GFLOP/s counts 2" TIMES "(D + Dv) "
+          "floating-point operations per visible (unmasked) query\xE2\x80\x93key pair; GB/s is "
+          "the bytes of K and V in the visible key range over the median time; % is of the "
+          "machine's limit (FMA peak for compute-bound shapes, memory read bandwidth for "
+          "memory-bound ones), so it compares across machines.  " TIMES " ref = the reference "
+          "backend's time / this backend's (same machine); vs base = this time / the "
+          "baseline's (> 1: slower than the baseline).\n", f);
+    for (size_t k = 0; k < c->nsuites; k++)
+        write_suite(f, c, &c->suites[k], !one);
+    int header = 0;
+    for (size_t i = 0; i < c->nplots; i++) {
+        int placed = 0;
+        for (size_t k = 0; k < c->nsuites && !placed; k++)
+            placed = plot_of_suite(c->plots[i], c->suites[k].name);
+        if (placed)
+            continue;
+        if (!header++)
+            fputs("\n### Plots\n\n", f);
+        write_link(f, "plot", c->plots[i]);
+    }
+    if (c->hf)
+        write_hyperfine(f, c);
+}
+
+static void ctx_free(ctx *c)
+{
+    for (size_t i = 0; i < c->nsuites; i++) {
+        free(c->suites[i].files);
+        free(c->suites[i].cols);
+        free(c->suites[i].ids);
+    }
+    free(c->suites);
+    for (size_t i = 0; i < c->nfiles; i++)
+        pj_free(&c->files[i]);
+    for (size_t i = 0; i < c->nbases; i++)
+        pj_free(&c->bases[i]);
+    free(c->files);
+    free(c->bases);
+    free(c->plots);
+    json_decref(c->hf);
+}
+
+int pr_report_main(int argc, char **argv)
+{
+    ctx c;
+    memset(&c, 0, sizeof c);
+    size_t cap = argc > 0 ? (size_t)argc : 1;
+    const char **files = calloc(cap, sizeof *files), **bases = calloc(cap, sizeof *bases);
+    const char *out = NULL;
+    size_t nf = 0, nb = 0;
+    c.plots = calloc(cap, sizeof *c.plots);
+    int rc = 0;
+    if (!files || !bases || !c.plots) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        rc = 2;
+        goto done;
+    }
+    for (int i = 1; i < argc && rc == 0; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            goto done;
+        }
+        if (a[0] != '-' || !a[1]) {
+            files[nf++] = a;
+            continue;
+        }
+        static const char *const names[] = {"--baseline", "--plot", "--hyperfine", "--note",
+                                            "--out"};
+        int k = 0;
+        size_t l = 0;
+        for (; k < 5; k++) {
+            l = strlen(names[k]);
+            if (!strncmp(a, names[k], l) && (!a[l] || a[l] == '='))
+                break;
+        }
+        if (k == 5) {
+            rc = usage_error("unknown option", a);
+            break;
+        }
+        const char *v = a[l] == '=' ? a + l + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (!v || !v[0]) {
+            rc = usage_error(v ? "empty value for option" : "missing value for option", names[k]);
+            break;
+        }
+        if (k == 0)
+            bases[nb++] = v;
+        else if (k == 1)
+            c.plots[c.nplots++] = v;
+        else if ((k == 2 && c.hyperfine) || (k == 3 && c.note) || (k == 4 && out))
+            rc = usage_error("option given twice", names[k]);
+        else
+            *(k == 2 ? &c.hyperfine : k == 3 ? &c.note : &out) = v;
+    }
+    if (rc)
+        goto done;
+    if (nf == 0) {
+        rc = usage_error("no bench result files given", NULL);
+        goto done;
+    }
+    c.files = calloc(nf, sizeof *c.files);
+    c.bases = calloc(nb ? nb : 1, sizeof *c.bases);
+    if (!c.files || !c.bases) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        rc = 2;
+        goto done;
+    }
+    /* Counted before loading, so ctx_free frees a file that failed half-way. */
+    for (size_t i = 0; i < nf && rc == 0; i++, c.nfiles++)
+        rc = pj_load(PROG, files[i], &c.files[i]) ? 2 : 0;
+    for (size_t i = 0; i < nb && rc == 0; i++, c.nbases++)
+        rc = pj_load(PROG, bases[i], &c.bases[i]) ? 2 : 0;
+    if (rc)
+        goto done;
+    for (size_t i = 0; i < nb; i++)
+        for (size_t j = 0; j < i; j++)
+            for (size_t b = 0; b < c.bases[i].nb; b++)
+                if (!strcmp(c.bases[i].suite, c.bases[j].suite) &&
+                    pj_find_backend(&c.bases[j], c.bases[i].backends[b].name)) {
+                    fprintf(stderr, "%s: %s: backend \"%s\" of suite \"%s\" is also in baseline "
+                            "%s: give one baseline per suite and backend\n", PROG, bases[i],
+                            c.bases[i].backends[b].name, c.bases[i].suite, bases[j]);
+                    rc = 2;
+                    goto done;
+                }
+    if (c.hyperfine) {
+        json_error_t je;
+        c.hf = json_load_file(c.hyperfine, JSON_REJECT_DUPLICATES, &je);
+        if (!c.hf) {
+            fprintf(stderr, "%s: %s:%d:%d: not valid JSON: %s\n", PROG, c.hyperfine, je.line,
+                    je.column, je.text);
+            rc = 2;
+            goto done;
+        }
+        if ((rc = check_hyperfine(&c)) != 0)
+            goto done;
+    }
+    if ((rc = index_suites(&c)) != 0)
+        goto done;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int bad = !m;
+    if (m) {
+        write_report(m, &c);
+        bad |= ferror(m) != 0;
+        bad |= fclose(m) != 0;
+    }
+    if (bad) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        rc = 2;
+    } else {
+        rc = pm_write_out(PROG, out, buf, len);
+    }
+    free(buf);
+done:
+    free(files);
+    free(bases);
+    ctx_free(&c);
+    return rc;
+}

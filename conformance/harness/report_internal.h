@@ -1,0 +1,93 @@
+/* report_internal.h — what the parts of `attnconf report` share (report_load.c reads result
+ * files, report_md.c writes Markdown, report.c writes REPORT.md, report_diff.c compares two runs).
+ * Internal to the harness; not installed. */
+#ifndef ATTNCONF_REPORT_INTERNAL_H
+#define ATTNCONF_REPORT_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "harness.h"
+
+#define MUTANT_PREFIX "mutant_"
+#define EM_DASH "\xE2\x80\x94"
+#define SPEC_CLAUSES 19                /* SPEC.md clauses 1..19 */
+#define CLAUSE_OTHER (SPEC_CLAUSES + 1) /* row of rule ids that cite no clause */
+
+typedef struct rp_case {
+    const char *id, *family, *message, *rerun; /* borrowed from the loaded JSON */
+    const json_t *rules;                       /* borrowed; an array of strings (checked) */
+    unsigned clauses;                          /* bit k: a rule cites clause k (CLAUSE_OTHER) */
+    const char *file;
+    hr_status status;
+    int has_stats;
+    double max_abs_err, max_rel_err;
+    double max_ratio;                          /* 0 when the file has none (older runs) */
+    int64_t first_bad;
+    int ndim;
+    int64_t index[4];
+    double got, expected;
+    const char *description;                   /* "" when the file has none */
+    const char *dtype;                         /* "f32"/"f16"/"bf16"/"bool"; "" when none */
+    /* run --expect only (x_* borrowed; x_case "" when no entry matched) */
+    int has_expect, as_expected;
+    const char *x_status, *x_case, *x_reason, *x_upstream;
+    int64_t x_clause;
+} rp_case;
+
+typedef struct rp_backend {
+    const char *name, *version, *file;
+    const char *expect_file, *expect_version; /* NULL: the run had no --expect */
+    const char *options;                      /* "" when none */
+    int mutant;
+    const char **filters; /* distinct non-empty filters of the merged files */
+    size_t nfilters;
+    rp_case *cases;
+    size_t n, cap;
+} rp_backend;
+
+typedef struct rp_data {
+    json_t **roots;
+    size_t nroots;
+    rp_backend *backends;
+    size_t nb;
+    const char **families;
+    size_t nf;
+    size_t *counts; /* [nb][nf][HR_STATUS_COUNT] */
+    char cwd[4096];  /* "" when unknown or "/": no path rewriting */
+} rp_data;
+
+/* ---- report_load.c: strict reading of result files (see report.c's top comment) ---- */
+
+/* "attnconf report: FILE: field "F": message" on stderr (field may be NULL). */
+__attribute__((format(printf, 3, 4))) void rp_errf(const char *file, const char *field, const char *fmt, ...);
+/* Load one result file into d (merging with a backend of the same name already there).  Prints
+ * its own error and returns -1 on failure; d keeps the parsed JSON either way (rp_free). */
+int rp_load_file(rp_data *d, const char *path);
+/* After all files are loaded: sort, reject duplicate ids, collect families, count.  Prints its
+ * own error and returns -1 on failure. */
+int rp_index_data(rp_data *d);
+void rp_free(rp_data *d);
+/* The status counts [HR_STATUS_COUNT] of backend b in family f (after rp_index_data). */
+size_t *rp_cell_counts(const rp_data *d, size_t b, size_t f);
+size_t rp_family_index(const rp_data *d, const char *family);
+/* qsort comparator of C strings (const char * elements). */
+int rp_cmp_str(const void *a, const void *b);
+/* The clause a rule id cites: N for "clauseN.<name>" (N in 1..SPEC_CLAUSES), else CLAUSE_OTHER. */
+int rp_rule_clause(const char *rule);
+
+/* ---- report_md.c: Markdown that cannot break a table or a code span ---- */
+char *rp_relative(const rp_data *d, const char *s);
+void md_text(FILE *f, const char *s);
+void md_family(FILE *f, const char *s);
+void md_code(FILE *f, const char *s);
+void md_code_cell(FILE *f, const char *s);
+void md_code_rel(FILE *f, const rp_data *d, const char *s);
+void md_text_rel(FILE *f, const rp_data *d, const char *s);
+size_t md_longest_backtick_run(const char *s);
+void md_put_repeat(FILE *f, char ch, size_t n);
+void md_code_span(FILE *f, const char *s, int in_cell);
+
+#endif

@@ -1,0 +1,153 @@
+# bench_tests.cmake — ctests of `attnconf bench` (harness/bench*.c), included from
+# CMakeLists.txt in this directory.  No timing is asserted: these check the arithmetic, the
+# JSON, the validation verdicts, the isolation and the input checks.  The bench runs use the
+# smoke suite with --min-time 0.02 --min-reps 3 and the fixed limits of
+# perf/tests/suites/limits.json, so each takes about a second even with the reference.
+
+set(bench_suites "${PROJECT_SOURCE_DIR}/perf/suites")
+set(bench_fixtures "${PROJECT_SOURCE_DIR}/perf/tests/suites")
+set(bench_quick --limits "${bench_fixtures}/limits.json" --min-time 0.02 --min-reps 3)
+
+# Unit tests: the closed-form counts against the keep rule, the suite reader's errors.
+add_executable(test_bench test_bench.c ../harness/bench_count.c ../harness/bench_suite.c)
+target_include_directories(test_bench PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/../harness")
+target_compile_definitions(test_bench PRIVATE PERF_SUITES_DIR="${bench_suites}")
+target_link_libraries(test_bench PRIVATE attncase attnref PkgConfig::CRITERION m)
+criterion_discover_tests(test_bench LABELS "unit;harness")
+
+# A test-only backend with fewer capabilities (NOT_SUPPORTED, the mask route) that can crash.
+add_library(bench_limited MODULE backends/bench_limited.c
+  ../backends/reference/reference_cache.c ../backends/reference/rb_common.c)
+set_target_properties(bench_limited PROPERTIES PREFIX "" C_VISIBILITY_PRESET hidden
+  LIBRARY_OUTPUT_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/bad_backends")
+target_include_directories(bench_limited PRIVATE "${PROJECT_SOURCE_DIR}/conformance/include")
+target_link_libraries(bench_limited PRIVATE attnref)
+
+# Input errors: exit 2 with FILE:LINE: FIELD: reason, before any backend runs.
+harness_cli_test(bench.bad_window 2
+  "bad_window_no_causal\\.yaml:13: shapes\\[0\\]\\.window: needs causal: true"
+  bench --backend ${ref} --suite "${bench_fixtures}/bad_window_no_causal.yaml" ${bench_quick})
+harness_cli_test(bench.bad_lengths 2
+  "bad_lengths\\.yaml:14: shapes\\[0\\]\\.lengths: 2 entries, batch is 3"
+  bench --backend ${ref} --suite "${bench_fixtures}/bad_lengths.yaml" ${bench_quick})
+harness_cli_test(bench.bad_syntax 2 "bad_syntax\\.yaml:8:[0-9]+: yaml: did not find expected"
+  bench --backend ${ref} --suite "${bench_fixtures}/bad_syntax.yaml" ${bench_quick})
+harness_cli_test(bench.bad_too_big 2
+  "bad_too_big\\.yaml:7: shapes\\[0\\]: k has more than 2\\^31 elements"
+  bench --backend ${ref} --suite "${bench_fixtures}/bad_too_big.yaml" ${bench_quick})
+harness_cli_test(bench.bad_root_key 2 "bad_root_key\\.yaml:5: repetitions: unknown key"
+  bench --backend ${ref} --suite "${bench_fixtures}/bad_root_key.yaml" ${bench_quick})
+harness_cli_test(bench.bad_limits 2
+  "--limits .*bad_limits\\.json: machine\\.fma_gflops: expected a positive number"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml"
+  --limits "${bench_fixtures}/bad_limits.json")
+harness_cli_test(bench.no_suite 2 "--suite is required" bench --backend ${ref})
+# An exec: adapter that does not start fails up front, like a plugin that does not load.
+harness_cli_test(bench.exec_no_hello 1
+  "attnconf bench: exec:true: adapter exited with status 0 \\(nothing on stderr\\)"
+  bench --backend "exec:true" --suite "${bench_suites}/smoke.yaml" ${bench_quick})
+harness_cli_test(bench.filter_none 2 "no benchmark of .*smoke\\.yaml matches the --filter"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --filter "nothing.*" ${bench_quick})
+harness_cli_test(bench.reps_order 2 "--max-reps is below --min-reps"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --min-reps 5 --max-reps 4)
+harness_cli_test(bench.peak_alone 2 "--peak takes only --out" bench --peak --suite x.yaml)
+harness_cli_test(bench.bad_backend 1 "backend 'nosuch' not found"
+  bench --backend nosuch --suite "${bench_suites}/smoke.yaml" ${bench_quick})
+harness_cli_test(bench.usage 0 "usage: attnconf bench" bench --help)
+harness_cli_test(bench.top_usage 0 "attnconf bench --backend" --help)
+
+if(ATTNCONF_PYTHON3)
+  set(check_bench "${ATTNCONF_PYTHON3}" "${CMAKE_CURRENT_SOURCE_DIR}/check_bench.py")
+  set(bench_out "${CMAKE_CURRENT_BINARY_DIR}/bench")
+  file(MAKE_DIRECTORY "${bench_out}")
+  # The reference on every smoke shape: all OK, exit 0, the JSON exactly as specified and its
+  # numbers recomputed independently.
+  add_test(NAME harness.bench.smoke_reference
+    COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/ref.json"
+            --rc 0 -- $<TARGET_FILE:attnconf> bench --backend ${ref} ${bench_quick}
+            --label "ctest")
+  # A wrong backend is INCORRECT (exit 1): top-left causal alignment differs only where
+  # Lq < Lk (the chunk shape); everything else still passes.
+  add_test(NAME harness.bench.mutant_incorrect
+    COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/topleft.json"
+            --rc 1 --status "smoke.chunk.*=INCORRECT"
+            --message "smoke.chunk.*=^row \\[0,0,0\\]: [0-9]+ of 32 elements out of tolerance"
+            -- $<TARGET_FILE:attnconf> bench --backend $<TARGET_FILE:mutant_topleft>
+            ${bench_quick})
+  # Capabilities and isolation: f16/bf16 NOT_SUPPORTED, the parameters the backend lacks
+  # passed as a boolean mask ("via": "mask") and still validated, and a SIGSEGV in the timed
+  # calls of one benchmark an ERROR naming the signal while the others run (exit 1).
+  add_test(NAME harness.bench.limited_backend
+    COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/limited.json"
+            --rc 1 --status "*.f16=NOT_SUPPORTED" --status "*.bf16=NOT_SUPPORTED"
+            --status "smoke.chunk.*.f32=ERROR"
+            --message "smoke.chunk.*.f32=crashed: signal 11"
+            --message "*.f16=^needs f16$" --message "*.bf16=^needs bf16$"
+            --via "smoke.padded.*.f32=mask" --via "smoke.window.*.f32=mask"
+            -- $<TARGET_FILE:attnconf> bench --backend $<TARGET_FILE:bench_limited>
+            --backend-option crash_on_lk=80 ${bench_quick})
+  # --max-gflop 0 skips everything: exit 0, nothing run.
+  add_test(NAME harness.bench.max_gflop_skips
+    COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/skip.json"
+            --rc 0 --status "*=SKIPPED" --message "*=GFLOP per call, over --max-gflop 0$"
+            -- $<TARGET_FILE:attnconf> bench --backend ${ref} --max-gflop 0 ${bench_quick})
+  # --peak measures (about 6 s of both cores): positive numbers, no threshold.
+  add_test(NAME harness.bench.peak
+    COMMAND ${check_bench} --peak --out "${bench_out}/peak.json"
+            -- $<TARGET_FILE:attnconf> bench --peak)
+  # exec: adapters (PROTOCOL.md), timed by the "seconds" of their sdpa replies: the test-only
+  # bad_adapter.py (standard library, f32 only, SDPA in pure Python, so two small shapes with
+  # lengths, left padding and a causal offset): mode timed reports seconds ("timing":
+  # "adapter", positive times, validated like any backend); mode ok reports none, so every
+  # benchmark it runs is an ERROR saying so, and one the up-front capability check refuses is
+  # still NOT_SUPPORTED.
+  set(bad_adapter "${CMAKE_CURRENT_SOURCE_DIR}/adapters/bad_adapter.py")
+  set(bench_exec_small --filter "smoke.offset.*" --filter "smoke.padded.*")
+  add_test(NAME harness.bench.exec_adapter_timed
+    COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/exec.json"
+            --rc 0 --timing adapter ${bench_exec_small}
+            -- $<TARGET_FILE:attnconf> bench
+            --backend "exec:${ATTNCONF_PYTHON3} ${bad_adapter} timed" ${bench_quick})
+  add_test(NAME harness.bench.exec_adapter_no_seconds
+    COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/exec0.json"
+            --rc 1 --timing adapter ${bench_exec_small} --filter "smoke.causal.*"
+            --status "smoke.offset.*=ERROR" --status "smoke.padded.*=ERROR"
+            --status "smoke.causal.*.f32=ERROR" --status "smoke.causal.*=NOT_SUPPORTED"
+            --message "smoke.*.f32=^repetition 1: the adapter reported no time for its call: an exec: backend is timed by the \"seconds\" of its sdpa reply"
+            -- $<TARGET_FILE:attnconf> bench
+            --backend "exec:${ATTNCONF_PYTHON3} ${bad_adapter} ok" ${bench_quick})
+  set_tests_properties(harness.bench.smoke_reference harness.bench.mutant_incorrect
+    harness.bench.limited_backend harness.bench.max_gflop_skips harness.bench.peak
+    harness.bench.exec_adapter_timed harness.bench.exec_adapter_no_seconds
+    PROPERTIES LABELS "harness" TIMEOUT 120)
+  # attnconf_exec.py's "seconds" (conformance/adapters): tests/adapters/timing_adapter.py sleeps
+  # 0.05 s outside its numpy SDPA in every request.  Wrapped in attnconf_exec.timed, the call
+  # alone is reported (a median far below the pause); wrapped in nothing, the framework reports
+  # the whole handler (never below the pause).  Needs numpy: the third-party Python's.
+  if(ATTNCONF_THIRDPARTY_PYTHON)
+    execute_process(COMMAND "${ATTNCONF_THIRDPARTY_PYTHON}" -c "import numpy"
+                    RESULT_VARIABLE numpy_rc OUTPUT_QUIET ERROR_QUIET)
+  endif()
+  if(ATTNCONF_THIRDPARTY_PYTHON AND numpy_rc EQUAL 0)
+    set(timing_adapter "${ATTNCONF_THIRDPARTY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/adapters/timing_adapter.py")
+    set(timing_small --filter "smoke.offset.*" --filter "smoke.chunk.*.f32"
+        --filter "smoke.decode.*.f32")
+    add_test(NAME harness.bench.exec_framework_helper
+      COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/helper.json"
+              --rc 0 --timing adapter ${timing_small} --median "*=0:0.04"
+              -- $<TARGET_FILE:attnconf> bench --backend "exec:${timing_adapter} helper"
+              ${bench_quick})
+    add_test(NAME harness.bench.exec_framework_default
+      COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/default.json"
+              --rc 0 --timing adapter ${timing_small} --median "*=0.05:60"
+              -- $<TARGET_FILE:attnconf> bench --backend "exec:${timing_adapter} default"
+              ${bench_quick})
+    set_tests_properties(harness.bench.exec_framework_helper
+      harness.bench.exec_framework_default PROPERTIES LABELS "harness" TIMEOUT 120)
+  else()
+    message(STATUS "attnconf: harness.bench.exec_framework_* not registered: no third-party "
+                   "Python with numpy (ATTNCONF_THIRDPARTY_PYTHON)")
+  endif()
+else()
+  message(WARNING "python3 not found: the harness.bench.* JSON checks are not registered")
+endif()

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Write the synthetic bench result files of perf/tests/fixtures/ (perf-compare and perf-report
+tests).  Times are drawn from a fixed seed, so the files are reproducible: rerun this after
+changing it and commit the result (the ctest perf.fixtures_current checks they match).
+
+    python3 perf/tests/make_fixtures.py [OUTDIR]     (default: perf/tests/fixtures)
+
+Model: each shape has an ideal time (FLOPs / a backend's throughput, or K/V bytes / bandwidth
+for decode); a repetition takes ideal * exp(N(0, 1.5 %)), and 1 in 12 also picks up an
+outlier of +5..30 % (another tenant on a shared VM).  Runs:
+  base.json         the reference run: cpu, reference (L1024 SKIPPED: over --max-gflop) and
+                    onnxruntime-opset23 (one shape NOT_SUPPORTED)
+  rerun.json        the same code again: fresh draws, nothing changed          -> not flagged
+  slow10.json       cpu 10 % slower on every shape                             -> flagged
+  slow3.json        cpu 3 % slower (below the 5 % threshold)                   -> not flagged
+  status.json       cpu prefill.causal.L1024.f16 INCORRECT, the rest unchanged -> flagged
+  othermachine.json another CPU with twice the limits and half the times       -> not flagged
+  fewreps.json      cpu with 3 repetitions, 20 % slower                        -> too few reps
+  decode.json       a memory-bound suite (GB/s), for perf-report
+  partial.json      an edited suite: a backend and a shape missing, a shape added, one shape's
+                    sizes changed under the same id                            -> listed only
+  bad-*.json        broken files: perf-compare / perf-report must exit 2 naming file and key
+Every file's onnxruntime-opset23 has "timing": "adapter" (an exec: adapter, timed by what it
+reports), cpu "in-process", and the reference no "timing" (a file from before the key).
+  hyperfine.json    whole-process timings as hyperfine --export-json writes them
+"""
+import copy
+import json
+import math
+import os
+import random
+import statistics
+import sys
+
+MACHINE = {"cpu_model": "Intel(R) Xeon(R) CPU @ 2.20GHz", "cores": 2,
+           "mem_bytes": 25769803776, "fma_gflops": 181.3, "mem_read_gbs": 18.1,
+           "limits_from": "measured"}
+CONFIG = {"min_time_s": 0.5, "min_reps": 10, "max_reps": 1000, "warmup": 1,
+          "threads_hint": None}
+ESIZE = {"f32": 4, "f16": 2, "bf16": 2}
+# Throughput of each backend: GFLOP/s for prefill per dtype, GB/s of K/V for decode.
+PREFILL_RATE = {"cpu": {"f32": 70.0, "f16": 76.0}, "reference": {"f32": 1.3, "f16": 1.2},
+                "onnxruntime-opset23": {"f32": 34.0, "f16": 53.0}}
+DECODE_RATE = {"cpu": 10.5, "reference": 0.9}
+REPS = {"cpu": 12, "reference": 10, "onnxruntime-opset23": 10}
+VERSION = {"cpu": "0.1.0", "reference": "0.1.0", "onnxruntime-opset23": "1.22.0"}
+OPTIONS = {"cpu": {"threads": "2"}, "reference": {}, "onnxruntime-opset23": {"opset": "23"}}
+# How bench timed each backend: in process, or inside the exec: adapter.  The reference's
+# record has no "timing", as in files written before the key existed (read as in-process).
+TIMING = {"cpu": "in-process", "reference": None, "onnxruntime-opset23": "adapter"}
+
+
+def sig(x, digits):
+    """x rounded to `digits` significant digits (JSON stays short and libm-independent)."""
+    return float(f"{x:.{digits}g}")
+
+
+def prefill_shape(L, dtype):
+    hq, hkv, d = 32, 8, 128
+    pairs = hq * L * (L + 1) // 2
+    return {"id": f"prefill.causal.L{L}.{dtype}", "dtype": dtype, "b": 1, "hq": hq, "hkv": hkv,
+            "lq": L, "lk": L, "d": d, "dv": d, "causal": True, "window": 0, "bound": "compute",
+            "via": "params", "visible_pairs": pairs, "flops": float(2 * (d + d) * pairs),
+            "kv_bytes": hkv * L * (d + d) * ESIZE[dtype],
+            "io_bytes": (2 * hq + 2 * hkv) * L * d * ESIZE[dtype]}
+
+
+def decode_shape(lk, dtype):
+    hq, hkv, d = 32, 8, 128
+    pairs = hq * lk
+    return {"id": f"decode.B1.Lk{lk}.{dtype}", "dtype": dtype, "b": 1, "hq": hq, "hkv": hkv,
+            "lq": 1, "lk": lk, "d": d, "dv": d, "causal": False, "window": 0, "bound": "memory",
+            "via": "params", "visible_pairs": pairs, "flops": float(2 * (d + d) * pairs),
+            "kv_bytes": hkv * lk * (d + d) * ESIZE[dtype],
+            "io_bytes": (2 * hq + 2 * hkv * lk) * d * ESIZE[dtype]}
+
+
+def timed(shape, ideal, reps, rng, machine):
+    times = []
+    for _ in range(reps):
+        t = ideal * math.exp(rng.gauss(0, 0.015))
+        if rng.random() < 1 / 12:
+            t *= 1 + rng.uniform(0.05, 0.30)
+        times.append(sig(t, 6))
+    med = statistics.median(times)
+    q = statistics.quantiles(times, n=4, method="inclusive")
+    gflops, gbs = shape["flops"] / med / 1e9, shape["kv_bytes"] / med / 1e9
+    limit = machine["fma_gflops"] if shape["bound"] == "compute" else machine["mem_read_gbs"]
+    rate = gflops if shape["bound"] == "compute" else gbs
+    s = dict(shape, status="OK", message="", reps=reps, times_s=times, median_s=med,
+             min_s=min(times), iqr_s=sig(q[2] - q[0], 4), gflops=sig(gflops, 4),
+             kv_gbs=sig(gbs, 4), pct_limit=sig(100 * rate / limit, 4),
+             peak_rss_bytes=3 * shape["io_bytes"] + (40 << 20), validated_rows=64,
+             max_err_ratio=0.21)
+    return s
+
+
+def untimed(shape, status, message):
+    return dict(shape, status=status, message=message, reps=0, times_s=[], median_s=None,
+                min_s=None, iqr_s=None, gflops=None, kv_gbs=None, pct_limit=None,
+                peak_rss_bytes=None, validated_rows=0, max_err_ratio=None)
+
+
+def run(suite, label, seed, machine=MACHINE, slow=None, reps=None, time_scale=1.0, status=None):
+    """One bench file.  slow: {backend: factor}; reps: {backend: n}; status: {(backend, id):
+    (STATUS, message)} replacing a shape's outcome."""
+    rng = random.Random(seed)
+    slow, reps, status = slow or {}, reps or {}, status or {}
+    backends = []
+    names = ["cpu", "reference", "onnxruntime-opset23"] if suite == "prefill" else \
+        ["cpu", "reference"]
+    for name in names:
+        shapes = []
+        if suite == "prefill":
+            geo = [prefill_shape(L, dt) for L in (256, 1024) for dt in ("f32", "f16")]
+        else:
+            geo = [decode_shape(lk, dt) for lk in (1024, 8192) for dt in ("f32", "f16")]
+        for g in geo:
+            n = reps.get(name, REPS[name])
+            if suite == "prefill":
+                ideal = g["flops"] / (PREFILL_RATE[name][g["dtype"]] * 1e9)
+            else:
+                ideal = g["kv_bytes"] / (DECODE_RATE[name] * 1e9) * (1.1 if g["dtype"] ==
+                                                                    "f32" else 1.0)
+            ideal *= slow.get(name, 1.0) * time_scale
+            key = (name, g["id"])
+            if name == "reference" and g["flops"] > 5e9:
+                shapes.append(untimed(g, "SKIPPED",
+                                      f"over --max-gflop 5 ({g['flops'] / 1e9:.1f} GFLOP)"))
+            elif name == "onnxruntime-opset23" and g["id"] == "prefill.causal.L1024.f16":
+                shapes.append(untimed(g, "NOT_SUPPORTED",
+                                      "backend lacks capability sdpa.causal_offset"))
+            elif key in status:
+                st, msg = status[key]
+                s = timed(g, ideal, n, rng, machine)
+                s.update(status=st, message=msg)
+                shapes.append(s)
+            else:
+                shapes.append(timed(g, ideal, n, rng, machine))
+        be = {"name": name, "version": VERSION[name], "options": OPTIONS[name]}
+        if TIMING[name]:
+            be["timing"] = TIMING[name]
+        backends.append(dict(be, shapes=shapes))
+    return {"attnconf_bench": 1, "suite": suite, "suite_file": f"perf/suites/{suite}.yaml",
+            "label": label, "started": "2026-12-01T01:02:03Z", "machine": machine,
+            "config": CONFIG, "backends": backends}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
+                                                             "fixtures")
+    os.makedirs(out, exist_ok=True)
+    other = dict(MACHINE, cpu_model="AMD EPYC 9654 96-Core Processor", cores=4,
+                 fma_gflops=362.6, mem_read_gbs=36.2)
+    incorrect = {("cpu", "prefill.causal.L1024.f16"):
+                 ("INCORRECT", "row 17 of q head 3: error 3.2x the clause-13 bound")}
+    files = {
+        "base.json": run("prefill", "base (commit a1b2c3d)", 1),
+        "rerun.json": run("prefill", "rerun of a1b2c3d", 2),
+        "slow10.json": run("prefill", "cpu slowdown=0.10", 3, slow={"cpu": 1.10}),
+        "slow3.json": run("prefill", "cpu slowdown=0.03", 4, slow={"cpu": 1.03}),
+        "status.json": run("prefill", "broken f16 kernel", 5, status=incorrect),
+        "othermachine.json": run("prefill", "a1b2c3d on a bigger machine", 6, machine=other,
+                                 time_scale=0.5),
+        "fewreps.json": run("prefill", "3 repetitions", 7, slow={"cpu": 1.20},
+                            reps={"cpu": 3}),
+        "decode.json": run("decode", "base (commit a1b2c3d)", 8),
+    }
+    base = files["base.json"]
+    # The suite changed: the reference not run, cpu lost one shape and gained one, and one
+    # shape's geometry was edited under the same id.
+    part = run("prefill", "edited suite", 10)
+    del part["backends"][1]
+    cpu = part["backends"][0]["shapes"]
+    del cpu[3]
+    extra = timed(prefill_shape(2048, "f32"), 0.98, 12, random.Random(11), MACHINE)
+    cpu.append(extra)
+    ort = part["backends"][1]["shapes"]
+    ort[0] = dict(ort[0], hq=16, visible_pairs=ort[0]["visible_pairs"] // 2)
+    files["partial.json"] = part
+    bad = copy.deepcopy(base)
+    del bad["machine"]["fma_gflops"]
+    files["bad-missing-key.json"] = bad
+    bad = copy.deepcopy(base)
+    bad["backends"][0]["shapes"][1]["times_s"] = "0.1 0.2"
+    files["bad-type.json"] = bad
+    bad = copy.deepcopy(base)
+    bad["backends"][0]["shapes"][0]["reps"] = 13
+    files["bad-reps.json"] = bad
+    bad = copy.deepcopy(base)
+    bad["backends"][2]["shapes"][0]["status"] = "FAST"
+    files["bad-status.json"] = bad
+    bad = copy.deepcopy(base)
+    bad["backends"][2]["timing"] = "pipe"
+    files["bad-timing.json"] = bad
+    # hyperfine --export-json of two commands (perf/hyperfine), for perf-report --hyperfine.
+    rng = random.Random(9)
+    results = []
+    # The cpu run fails a case every time (exit 1): still timed (hyperfine -i), and said so.
+    for cmd, ideal, code in (("build/default/conformance/attnconf run --backend reference "
+                              "--cases cases --format json", 41.0, 0),
+                             ("build/default/conformance/attnconf run --backend cpu --cases "
+                              "cases --format json", 12.5, 1)):
+        times = [sig(ideal * math.exp(rng.gauss(0, 0.02)), 6) for _ in range(5)]
+        results.append({"command": cmd, "mean": sig(statistics.mean(times), 6),
+                        "stddev": sig(statistics.stdev(times), 4),
+                        "median": statistics.median(times), "user": sig(ideal * 1.8, 4),
+                        "system": sig(ideal * 0.1, 4), "min": min(times), "max": max(times),
+                        "times": times, "exit_codes": [code] * 5})
+    files["hyperfine.json"] = {"results": results}
+    for name, doc in files.items():
+        with open(os.path.join(out, name), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
