@@ -56,6 +56,30 @@ int hb_option_key_valid(const char *key)
            strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
+const char *hb_option_add(const char *word, attnconf_option *opt,
+                          char (*keys)[HB_OPTION_KEY_MAX + 1], size_t *n, size_t max)
+{
+    const char *eq = strchr(word, '=');
+    if (!eq)
+        return "--backend-option: expected KEY=VALUE";
+    size_t kl = (size_t)(eq - word);
+    if (kl == 0 || kl > HB_OPTION_KEY_MAX)
+        return "--backend-option: KEY must be [a-z0-9_.-]+ (at most 128 characters)";
+    if (*n == max)
+        return "--backend-option: too many (at most 32)";
+    memcpy(keys[*n], word, kl);
+    keys[*n][kl] = '\0';
+    if (!hb_option_key_valid(keys[*n]))
+        return "--backend-option: KEY must be [a-z0-9_.-]+ (at most 128 characters)";
+    for (size_t j = 0; j < *n; j++)
+        if (strcmp(keys[j], keys[*n]) == 0) /* which one would win is anyone's guess */
+            return "--backend-option: key given twice";
+    opt[*n].key = keys[*n];
+    opt[*n].value = eq + 1;
+    (*n)++;
+    return NULL;
+}
+
 /* 1 if path names an existing regular file. */
 static int hb_is_file(const char *path)
 {

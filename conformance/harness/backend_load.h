@@ -43,6 +43,13 @@ int hb_spec_is_exec(const char *spec);
 #define HB_OPTION_KEY_MAX 128
 int hb_option_key_valid(const char *key);
 
+/* Add one `--backend-option KEY=VALUE` word to opt[0..*n) (keys[] holds the keys opt points
+ * to; max entries at most): split at the first '=', check the key and that it is not given
+ * twice.  opt[*n].value points into word.  Returns NULL (and *n grew by one), or why the word
+ * is refused ("expected KEY=VALUE", ...), for the caller's usage message. */
+const char *hb_option_add(const char *word, attnconf_option *opt,
+                          char (*keys)[HB_OPTION_KEY_MAX + 1], size_t *n, size_t max);
+
 /* Resolve `--backend NAME|PATH` to a file.  A path is used as is.  A NAME is looked up as
  * NAME.so in each directory of $ATTNCONF_BACKEND_PATH (colon-separated, empty entries ignored)
  * and then in ATTNCONF_BACKEND_DIR (`builtin_dir`, may be NULL).  Returns 0 with `path` set, or

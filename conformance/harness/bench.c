@@ -183,22 +183,9 @@ static int parse(int argc, char **argv, bench_opts *o)
                 return bad_usage("--backend-option applies to the --backend before it; give "
                                  "--backend first", v);
             bench_backend *b = &o->be[o->nbe - 1];
-            const char *kv = strchr(v, '=');
-            size_t kl = kv ? (size_t)(kv - v) : 0;
-            if (!kv || kl > HB_OPTION_KEY_MAX)
-                return bad_usage("--backend-option: expected KEY=VALUE", v);
-            if (b->nopt == MAX_OPTIONS)
-                return bad_usage("too many --backend-option (at most 32 per backend)", v);
-            memcpy(b->key[b->nopt], v, kl);
-            b->key[b->nopt][kl] = '\0';
-            if (!hb_option_key_valid(b->key[b->nopt]))
-                return bad_usage("--backend-option: KEY must be [a-z0-9_.-]+", v);
-            for (size_t j = 0; j < b->nopt; j++)
-                if (!strcmp(b->key[j], b->key[b->nopt]))
-                    return bad_usage("--backend-option: key given twice", b->key[j]);
-            b->opt[b->nopt].key = b->key[b->nopt];
-            b->opt[b->nopt].value = kv + 1;
-            b->nopt++;
+            const char *why = hb_option_add(v, b->opt, b->key, &b->nopt, MAX_OPTIONS);
+            if (why)
+                return bad_usage(why, v);
             break;
         }
         case 2: o->suite = v; break;

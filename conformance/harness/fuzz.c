@@ -149,19 +149,9 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
         case 4: o->out_dir = v; break;
         case 5: o->json = v; break;
         case 6: {
-            const char *kv = strchr(v, '=');
-            size_t kl = kv ? (size_t)(kv - v) : 0;
-            if (!kv || kl > HB_OPTION_KEY_MAX)
-                return hf_bad("--backend-option: expected KEY=VALUE", v);
-            if (o->nopt == HF_MAX_OPTIONS)
-                return hf_bad("too many --backend-option", v);
-            memcpy(o->key[o->nopt], v, kl);
-            o->key[o->nopt][kl] = '\0';
-            if (!hb_option_key_valid(o->key[o->nopt]))
-                return hf_bad("--backend-option: KEY must be [a-z0-9_.-]+", v);
-            o->opt[o->nopt].key = o->key[o->nopt];
-            o->opt[o->nopt].value = kv + 1;
-            o->nopt++;
+            const char *why = hb_option_add(v, o->opt, o->key, &o->nopt, HF_MAX_OPTIONS);
+            if (why)
+                return hf_bad(why, v);
             break;
         }
         case 7: o->timeout = v; break;

@@ -276,23 +276,9 @@ static int parse_backend_opts(const opts *o, backend_opts *b)
     size_t used = 0;
     for (size_t i = 0; i < o->n_backend_option; i++) {
         const char *kv = o->backend_option[i];
-        const char *eq = strchr(kv, '=');
-        if (!eq)
-            return usage_error("--backend-option: expected KEY=VALUE", kv);
-        size_t kl = (size_t)(eq - kv);
-        if (kl > HB_OPTION_KEY_MAX)
-            kl = 0; /* reported as invalid just below */
-        memcpy(b->key[i], kv, kl);
-        b->key[i][kl] = '\0';
-        if (!hb_option_key_valid(b->key[i]))
-            return usage_error("--backend-option: KEY must be [a-z0-9_.-]+ (at most 128 "
-                               "characters)", kv);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(b->key[j], b->key[i]) == 0) /* which one would win is anyone's guess */
-                return usage_error("--backend-option: key given twice", b->key[i]);
-        b->opt[i].key = b->key[i];
-        b->opt[i].value = eq + 1;
-        b->n = i + 1;
+        const char *why = hb_option_add(kv, b->opt, b->key, &b->n, MAX_BACKEND_OPTIONS);
+        if (why)
+            return usage_error(why, kv);
         /* Recorded whole in the results, or refused: a cut summary would name other options. */
         int w = snprintf(b->summary + used, sizeof b->summary - used, "%s%s", i ? "," : "", kv);
         if (w < 0 || (size_t)w >= sizeof b->summary - used)

@@ -144,21 +144,25 @@ AI __m256 hsum8x8(const __m256 v[8])
     return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
 }
 
-/* Rows r < R (<= 4) against the keys at elements k0 and k1 of src: 8 accumulators, each q chunk
- * loaded once for two keys and each converted K chunk used by every row. */
-AI void sr_pair(const float *q, size_t ldq, const void *src, const int dtype, int64_t k0,
-                int64_t k1, int64_t D, __m256 acc[8], const int R)
+/* Rows r < R (<= 4) against the keys at elements k0 and k1 of src, scaled: lane 2r of the
+ * result is row r's score for key k0, lane 2r + 1 for key k1 (lanes of rows >= R are 0).  Each
+ * q chunk is loaded once for both keys and each converted K chunk is used by every row; the 2R
+ * accumulators stay in registers and one horizontal reduction serves all of them. */
+AI __m256 sr_pair(const float *q, size_t ldq, const void *src, const int dtype, int64_t k0,
+                  int64_t k1, int64_t D, __m256 sv, const int R)
 {
-    for (int t = 0; t < 8; t++)
-        acc[t] = _mm256_setzero_ps();
+    __m256 a[CPU_DR], b[CPU_DR];
+#pragma GCC unroll 4
+    for (int r = 0; r < CPU_DR; r++)
+        a[r] = b[r] = _mm256_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
-        const __m256 a = load8(src, dtype, k0 + d), b = load8(src, dtype, k1 + d);
+        const __m256 ka = load8(src, dtype, k0 + d), kb = load8(src, dtype, k1 + d);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             const __m256 qv = _mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d);
-            acc[2 * r] = _mm256_fmadd_ps(qv, a, acc[2 * r]);
-            acc[2 * r + 1] = _mm256_fmadd_ps(qv, b, acc[2 * r + 1]);
+            a[r] = _mm256_fmadd_ps(qv, ka, a[r]);
+            b[r] = _mm256_fmadd_ps(qv, kb, b[r]);
         }
     }
     if (d < D) {
@@ -167,18 +171,19 @@ AI void sr_pair(const float *q, size_t ldq, const void *src, const int dtype, in
         for (int r = 0; r < R; r++)
             ta[r] = tb[r] = 0.0f;
         for (; d < D; d++) {
-            const float a = load1(src, dtype, k0 + d), b = load1(src, dtype, k1 + d);
+            const float x = load1(src, dtype, k0 + d), y = load1(src, dtype, k1 + d);
             for (int r = 0; r < R; r++) {
-                ta[r] += q[(size_t)r * ldq + (size_t)d] * a;
-                tb[r] += q[(size_t)r * ldq + (size_t)d] * b;
+                ta[r] += q[(size_t)r * ldq + (size_t)d] * x;
+                tb[r] += q[(size_t)r * ldq + (size_t)d] * y;
             }
         }
         for (int r = 0; r < R; r++) {
-            acc[2 * r] = _mm256_add_ps(acc[2 * r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, ta[r]));
-            acc[2 * r + 1] =
-                _mm256_add_ps(acc[2 * r + 1], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, tb[r]));
+            a[r] = _mm256_add_ps(a[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, ta[r]));
+            b[r] = _mm256_add_ps(b[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, tb[r]));
         }
     }
+    const __m256 w[8] = {a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]};
+    return _mm256_mul_ps(hsum8x8(w), sv);
 }
 
 AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, const int dtype,
@@ -186,45 +191,27 @@ AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, c
                        const int R)
 {
     (void)nrows;
+    const __m256 sv = _mm256_set1_ps(sigma);
     int c = 0;
-    __m256 acc[8];
-    /* Keys in fours: two pairs fill the 8 accumulator slots of one horizontal reduction. */
-    for (; c + 4 <= nk; c += 4) {
-        __m256 v[8], w[8];
+    /* Keys in pairs: the result's low half holds rows 0-1, its high half rows 2-3, each row's
+     * two scores adjacent, so each row takes one 8-byte store. */
+    for (; c + 2 <= nk; c += 2) {
         const int64_t k0 = (int64_t)c * rstride;
-        sr_pair(q, ldq, src, dtype, k0, k0 + rstride, D, acc, R);
-        for (int t = 0; t < 8; t++)
-            v[t] = acc[t];
-        sr_pair(q, ldq, src, dtype, k0 + 2 * rstride, k0 + 3 * rstride, D, acc, R);
-        /* v[2r], v[2r+1] = keys c, c+1 of row r; acc: keys c+2, c+3.  Order as (r, key). */
-        for (int r = 0; r < 4; r++) {
-            w[2 * r] = r < R ? v[2 * r] : _mm256_setzero_ps();
-            w[2 * r + 1] = r < R ? v[2 * r + 1] : _mm256_setzero_ps();
-        }
-        const __m256 sa = _mm256_mul_ps(hsum8x8(w), _mm256_set1_ps(sigma));
-        for (int r = 0; r < 4; r++) {
-            w[2 * r] = r < R ? acc[2 * r] : _mm256_setzero_ps();
-            w[2 * r + 1] = r < R ? acc[2 * r + 1] : _mm256_setzero_ps();
-        }
-        const __m256 sb = _mm256_mul_ps(hsum8x8(w), _mm256_set1_ps(sigma));
-        float ta[8], tb[8];
-        _mm256_storeu_ps(ta, sa);
-        _mm256_storeu_ps(tb, sb);
-        for (int r = 0; r < R; r++) {
-            s[(size_t)r * lds + (size_t)c] = ta[2 * r];
-            s[(size_t)r * lds + (size_t)c + 1] = ta[2 * r + 1];
-            s[(size_t)r * lds + (size_t)c + 2] = tb[2 * r];
-            s[(size_t)r * lds + (size_t)c + 3] = tb[2 * r + 1];
-        }
+        const __m256 t = sr_pair(q, ldq, src, dtype, k0, k0 + rstride, D, sv, R);
+        const __m128 lo = _mm256_castps256_ps128(t), hi = _mm256_extractf128_ps(t, 1);
+        _mm_storel_pi((__m64 *)(s + (size_t)c), lo);
+        if (R > 1)
+            _mm_storeh_pi((__m64 *)(s + lds + (size_t)c), lo);
+        if (R > 2)
+            _mm_storel_pi((__m64 *)(s + 2 * lds + (size_t)c), hi);
+        if (R > 3)
+            _mm_storeh_pi((__m64 *)(s + 3 * lds + (size_t)c), hi);
     }
-    for (; c < nk; c++) {
-        /* A last key or three: the pair kernel with the key read twice (never the next). */
-        __m256 w[8];
-        sr_pair(q, ldq, src, dtype, (int64_t)c * rstride, (int64_t)c * rstride, D, acc, R);
-        for (int t = 0; t < 8; t++)
-            w[t] = t < 2 * R ? acc[t] : _mm256_setzero_ps();
+    if (c < nk) {
+        /* A last key: the pair kernel with the key read twice (never the next). */
+        const int64_t k0 = (int64_t)c * rstride;
         float ta[8];
-        _mm256_storeu_ps(ta, _mm256_mul_ps(hsum8x8(w), _mm256_set1_ps(sigma)));
+        _mm256_storeu_ps(ta, sr_pair(q, ldq, src, dtype, k0, k0, D, sv, R));
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
