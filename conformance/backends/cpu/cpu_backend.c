@@ -44,7 +44,7 @@ typedef struct cpu_ctx {
 static int cpu_open_with_options(void **ctx, const attnconf_option *options, size_t n_options,
                                  char *err, size_t errlen)
 {
-    char scratch[8];
+    char scratch[256]; /* room for any message: cpu_open passes no buffer */
     if (!err || errlen == 0) {
         err = scratch;
         errlen = sizeof scratch;
