@@ -253,6 +253,11 @@ static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtyp
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive an interrupted bench */
         struct rlimit no_core = {0, 0};
         setrlimit(RLIMIT_CORE, &no_core);
+        /* A backend's fault ends this child with its own signal, which the parent names; a
+         * sanitizer's handler would print a report and abort (SIGABRT) instead. */
+        static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+        for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++)
+            signal(faults[f], SIG_DFL);
         json_t *o = bb_shape_json(s, dt, via, "ERROR", "");
         hb_backend hb;
         char err[1024];
