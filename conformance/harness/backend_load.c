@@ -49,13 +49,6 @@ int hb_spec_is_path(const char *spec)
     return strchr(spec, '/') != NULL || (n >= 3 && strcmp(spec + n - 3, ".so") == 0);
 }
 
-int hb_option_key_valid(const char *key)
-{
-    size_t n = key ? strlen(key) : 0;
-    return n > 0 && n <= HB_OPTION_KEY_MAX &&
-           strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-}
-
 const char *hb_option_add(const char *word, attnconf_option *opt,
                           char (*keys)[HB_OPTION_KEY_MAX + 1], size_t *n, size_t max)
 {

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "attnconf/backend.h"
 
@@ -41,7 +42,12 @@ int hb_spec_is_exec(const char *spec);
 
 /* 1 if `key` is a valid option key: [a-z0-9_.-]+ (backend.h), at most HB_OPTION_KEY_MAX bytes. */
 #define HB_OPTION_KEY_MAX 128
-int hb_option_key_valid(const char *key);
+static inline int hb_option_key_valid(const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    return n > 0 && n <= HB_OPTION_KEY_MAX &&
+           strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
 
 /* Add one `--backend-option KEY=VALUE` word to opt[0..*n) (keys[] holds the keys opt points
  * to; max entries at most): split at the first '=', check the key and that it is not given

@@ -12,7 +12,8 @@
  * timing its pipe transport, so it is timed by what it reports: the "seconds" of each sdpa
  * reply, the time it spent in its library's own call (exec_backend.h xb_last_seconds; "timing":
  * "adapter"; a repetition whose reply has none is an ERROR).  Every backend is loaded once up
- * front, so a typo, a refused option or an adapter that does not start fails before anything
+ * front (a plugin in a worker process, worker.h: one that crashes or hangs there is an error,
+ * exit 1), so a typo, a refused option or an adapter that does not start fails before anything
  * runs, and then once more in a forked child per benchmark (shape x dtype): the child loads it
  * (starting its own adapter), runs bb_run and sends the result back as one JSON object over a
  * pipe.  A crash costs that benchmark alone (ERROR, naming the signal), the child's getrusage
@@ -46,6 +47,7 @@
 #include "backend_load.h"
 #include "exec_backend.h"
 #include "locate.h"
+#include "worker.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2 };
 
@@ -420,22 +422,32 @@ static int selected(const bench_opts *o, const char *id)
 }
 
 /* Every backend once, before anything runs: a typo, a refused option or a duplicate name
- * fails now; the name, version and capabilities are kept, the context is closed (no backend
- * thread may exist when a child is forked).  Returns 0 or the exit status (message printed). */
+ * fails now; the name, version and capabilities are kept.  A plugin is loaded in a worker
+ * (hw_probe, bounded by the default --case-timeout), so one that crashes or hangs while
+ * loading is this error, not a crash of bench, and no backend thread ever exists here to be
+ * forked with a child; an exec: adapter is a process of its own, loaded here and closed.
+ * Returns 0 or the exit status (message printed). */
 static int load_backends(bench_opts *o, char *err, size_t errlen)
 {
+    static hw_hello h; /* ~14 KiB: not on the stack */
     for (int x = 0; x < o->nbe; x++) {
         bench_backend *b = &o->be[x];
-        hb_backend hb;
         hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S};
-        if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, errlen) != 0) {
-            fprintf(stderr, "attnconf bench: %s\n", err);
+        if (b->adapter) {
+            hb_backend hb;
+            if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, errlen) != 0) {
+                fprintf(stderr, "attnconf bench: %s\n", err);
+                return EXIT_BAD;
+            }
+            hw_describe(&hb, &h);
+            hb_unload(&hb);
+        } else if (hw_probe(b->spec, hl_backend_dir(), &oo, HW_DEFAULT_CASE_TIMEOUT_S, &h) != 0) {
+            fprintf(stderr, "attnconf bench: %s\n", h.err);
             return EXIT_BAD;
         }
-        snprintf(b->name, sizeof b->name, "%s", hb.be->name);
-        snprintf(b->version, sizeof b->version, "%s", hb.be->version ? hb.be->version : "");
-        b->caps = hb.caps;
-        hb_unload(&hb);
+        snprintf(b->name, sizeof b->name, "%s", h.name);
+        snprintf(b->version, sizeof b->version, "%.*s", (int)sizeof b->version - 1, h.version);
+        b->caps = h.caps;
         for (int y = 0; y < x; y++)
             if (!strcmp(o->be[y].name, b->name)) {
                 fprintf(stderr, "attnconf bench: backend '%s' given twice (%s, %s): results are "

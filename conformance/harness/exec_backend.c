@@ -39,6 +39,7 @@
 
 #include "attncase/case.h"
 #include "backend_load.h"
+#include "exec_reply.h"
 #include "harness.h"
 
 extern char **environ;
@@ -48,12 +49,6 @@ extern char **environ;
 #define XB_CLOSE_GRACE_S 5.0                       /* PROTOCOL.md: killed 5 s after close */
 #define XB_EXIT_WAIT_S 2.0   /* how long a closed pipe may precede the exit status we quote */
 #define XB_STDERR_QUOTE 300  /* bytes of the adapter's last stderr line in a message */
-#define XB_MAX_OPTION_INFO 256
-/* An sdpa reply's "seconds" may not exceed the exchange it came in (the harness's own clock,
- * from the first byte sent to the last byte read) by more than this: the same monotonic clock
- * read by two processes, plus room for another clock's granularity or rate. */
-#define XB_SECONDS_SLACK_ABS 1e-3
-#define XB_SECONDS_SLACK_REL 1e-2
 
 typedef struct xb_ctx {
     attnconf_backend table; /* the template with this adapter's name, version and options */
@@ -109,65 +104,6 @@ static void xb_close_fd(int *fd)
     if (*fd >= 0)
         close(*fd);
     *fd = -1;
-}
-
-static const struct {
-    const char *name;
-    int32_t dtype;
-    size_t size;
-} xb_dtypes[] = {
-    {"f32", ATTNCONF_F32, 4}, {"f16", ATTNCONF_F16, 2}, {"bf16", ATTNCONF_BF16, 2},
-    {"bool", ATTNCONF_BOOL, 1}};
-
-static const char *xb_dtype_name(int32_t dt, size_t *size)
-{
-    for (size_t i = 0; i < sizeof xb_dtypes / sizeof xb_dtypes[0]; i++)
-        if (xb_dtypes[i].dtype == dt) {
-            *size = xb_dtypes[i].size;
-            return xb_dtypes[i].name;
-        }
-    return NULL;
-}
-
-static int32_t xb_dtype_from(const char *name, size_t *size)
-{
-    for (size_t i = 0; i < sizeof xb_dtypes / sizeof xb_dtypes[0]; i++)
-        if (strcmp(xb_dtypes[i].name, name) == 0) {
-            *size = xb_dtypes[i].size;
-            return xb_dtypes[i].dtype;
-        }
-    return 0;
-}
-
-/* "(1,1,2,2)" */
-static void xb_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n)
-{
-    size_t j = 0;
-    buf[0] = '\0';
-    j += (size_t)snprintf(buf, n, "(");
-    for (int32_t d = 0; d < ndim && j < n; d++)
-        j += (size_t)snprintf(buf + j, n - j, "%s%lld", d ? "," : "", (long long)shape[d]);
-    if (j < n)
-        snprintf(buf + j, n - j, ")");
-}
-
-/* Element count, or -1 if the rank or an extent is invalid or the count is over the case
- * limit (acase_numel, without its reason: callers say what the tensor is). */
-/* Element count of a shape, or -1 for a negative extent or more than XB_MAX_NUMEL elements.
- * Not the case-file limit: `attnconf bench` sends tensors far larger than any case (a 32K-key
- * KV cache), and a reply larger than the host's buffer is drained, never stored. */
-#define XB_MAX_NUMEL ((int64_t)1 << 34)
-static int64_t xb_numel(int32_t ndim, const int64_t *shape)
-{
-    int64_t n = 1;
-    for (int32_t i = 0; i < ndim; i++) {
-        if (shape[i] < 0)
-            return -1;
-        if (shape[i] > 0 && n > XB_MAX_NUMEL / shape[i])
-            return -1;
-        n *= shape[i];
-    }
-    return n <= XB_MAX_NUMEL ? n : -1;
 }
 
 /* The adapter's last non-empty stderr line, trimmed to XB_STDERR_QUOTE bytes (at a UTF-8
@@ -607,7 +543,7 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
 {
     memset(p, 0, sizeof *p);
     size_t es = 0;
-    const char *dt = xb_dtype_name(t->dtype, &es);
+    const char *dt = xr_dtype_name(t->dtype, &es);
     if (!dt) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: tensor %s has dtype #%d, which the "
                "protocol cannot name", name, (int)t->dtype);
@@ -618,11 +554,11 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
                (int)t->ndim);
         return ATTNCONF_EINVAL;
     }
-    int64_t numel = xb_numel(t->ndim, t->shape);
+    int64_t numel = xr_numel(t->ndim, t->shape);
     if (numel < 0) {
         xb_fmt(c->last_error, sizeof c->last_error,
                "exec: tensor %s has a negative extent or more than %lld elements", name,
-               (long long)XB_MAX_NUMEL);
+               (long long)XR_MAX_NUMEL);
         return ATTNCONF_EINVAL;
     }
     int64_t strides[ATTNCONF_MAX_RANK];
@@ -680,103 +616,6 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
     return 0;
 }
 
-/* A reply tensor descriptor, validated. */
-typedef struct xb_desc {
-    int32_t dtype, ndim;
-    int64_t shape[ATTNCONF_MAX_RANK], strides[ATTNCONF_MAX_RANK];
-    size_t nbytes;
-} xb_desc;
-
-/* Validate a reply tensor descriptor.  Returns 0, or -1 with why set. */
-static int xb_parse_desc(json_t *t, const char *want, xb_desc *d, char *why, size_t n)
-{
-    memset(d, 0, sizeof *d);
-    json_t *jn = json_object_get(t, "name"), *jd = json_object_get(t, "dtype"),
-           *js = json_object_get(t, "shape"), *jst = json_object_get(t, "strides"),
-           *jb = json_object_get(t, "nbytes");
-    if (!json_is_object(t) || !json_is_string(jn)) {
-        xb_fmt(why, n, "a tensor without a \"name\" string");
-        return -1;
-    }
-    const char *name = json_string_value(jn);
-    if (strcmp(name, want) != 0) {
-        xb_fmt(why, n, "tensor '%.64s', expected '%s'", name, want);
-        return -1;
-    }
-    size_t es = 0;
-    if (!json_is_string(jd) || !(d->dtype = xb_dtype_from(json_string_value(jd), &es))) {
-        xb_fmt(why, n, "tensor '%s': dtype %.32s%s%s is not f32, f16, bf16 or bool", want,
-               json_is_string(jd) ? "'" : "", json_is_string(jd) ? json_string_value(jd)
-                                                                   : "(missing)",
-               json_is_string(jd) ? "'" : "");
-        return -1;
-    }
-    if (!json_is_array(js) || json_array_size(js) > ATTNCONF_MAX_RANK) {
-        xb_fmt(why, n, "tensor '%s': \"shape\" is not an array of at most 4 integers", want);
-        return -1;
-    }
-    d->ndim = (int32_t)json_array_size(js);
-    for (int32_t i = 0; i < d->ndim; i++) {
-        json_t *e = json_array_get(js, (size_t)i);
-        if (!json_is_integer(e) || json_integer_value(e) < 0) {
-            xb_fmt(why, n, "tensor '%s': shape[%d] is not a non-negative integer", want, (int)i);
-            return -1;
-        }
-        d->shape[i] = json_integer_value(e);
-    }
-    char st[96];
-    xb_shape_text(d->ndim, d->shape, st, sizeof st);
-    int64_t numel = xb_numel(d->ndim, d->shape);
-    if (numel < 0) {
-        xb_fmt(why, n, "tensor '%s': shape %s has more than %lld elements", want, st,
-               (long long)XB_MAX_NUMEL);
-        return -1;
-    }
-    size_t expect = (size_t)numel * es;
-    if (!json_is_integer(jb) || json_integer_value(jb) < 0 ||
-        (uint64_t)json_integer_value(jb) != (uint64_t)expect) {
-        if (json_is_integer(jb))
-            xb_fmt(why, n, "tensor '%s': nbytes %lld does not match %s %s (%zu bytes)", want,
-                   (long long)json_integer_value(jb), json_string_value(jd), st, expect);
-        else
-            xb_fmt(why, n, "tensor '%s': \"nbytes\" is missing or not an integer", want);
-        return -1;
-    }
-    d->nbytes = expect;
-    if (!jst || json_is_null(jst)) {
-        int64_t s = 1;
-        for (int32_t i = d->ndim - 1; i >= 0; i--) {
-            d->strides[i] = s;
-            s *= d->shape[i] > 0 ? d->shape[i] : 1;
-        }
-        return 0;
-    }
-    if (!json_is_array(jst) || json_array_size(jst) != (size_t)d->ndim) {
-        xb_fmt(why, n, "tensor '%s': \"strides\" is not an array of %d integers", want,
-               (int)d->ndim);
-        return -1;
-    }
-    int64_t last = 0;
-    for (int32_t i = 0; i < d->ndim; i++) {
-        json_t *e = json_array_get(jst, (size_t)i);
-        if (!json_is_integer(e) || json_integer_value(e) < 0 ||
-            json_integer_value(e) > XB_MAX_NUMEL) {
-            xb_fmt(why, n, "tensor '%s': strides[%d] is not an integer in 0..%lld", want, (int)i,
-                   (long long)XB_MAX_NUMEL);
-            return -1;
-        }
-        d->strides[i] = json_integer_value(e);
-        if (d->shape[i] > 0)
-            last += (d->shape[i] - 1) * d->strides[i]; /* <= 4 * 2^34 * 2^34: no overflow */
-    }
-    if (numel > 0 && last >= numel) {
-        xb_fmt(why, n, "tensor '%s': strides address element %lld of a %s buffer of %lld", want,
-               (long long)last, st, (long long)numel);
-        return -1;
-    }
-    return 0;
-}
-
 /* Encode a header, adding "protocol": 1 first. */
 static char *xb_dump(json_t *h)
 {
@@ -822,54 +661,19 @@ static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const
         return xb_garbage(c, "header longer than 1 MiB (or no newline)");
     if (io != XB_IO_OK)
         return xb_io_fail(c, io, what);
-    json_error_t je;
-    json_t *r = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-    if (!r || !json_is_object(r)) {
-        json_decref(r);
-        char head[81];
-        size_t hl = len < 80 ? len : 80;
-        memcpy(head, line, hl);
-        head[hl] = '\0';
-        for (char *p = head; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7F)
-                *p = ' ';
-        return xb_garbage(c, "header to %s is not a JSON object (%s): '%s%s' (stdout must "
-                             "carry only the protocol; log to stderr)",
-                          op, r ? "not an object" : je.text, head, len > 80 ? "..." : "");
-    }
-    *reply = r;
-    json_t *jp = json_object_get(r, "protocol"), *js = json_object_get(r, "status");
-    if (!json_is_integer(jp) || json_integer_value(jp) != 1)
-        return xb_garbage(c, "header to %s lacks \"protocol\": 1", op);
-    if (!json_is_integer(js) || json_integer_value(js) > 0 || json_integer_value(js) < -5)
-        return xb_garbage(c, "header to %s: \"status\" is not an integer in 0..-5", op);
-    int status = (int)json_integer_value(js);
-    json_t *jt = json_object_get(r, "tensors");
-    size_t nt = json_is_array(jt) ? json_array_size(jt) : 0;
-    if (jt && !json_is_null(jt) && !json_is_array(jt))
-        return xb_garbage(c, "header to %s: \"tensors\" is not an array", op);
-    if (status != 0) {
-        json_t *je2 = json_object_get(r, "error");
-        if (!json_is_string(je2))
-            return xb_garbage(c, "status %d to %s without an \"error\" string", status, op);
-        if (nt)
-            return xb_garbage(c, "status %d to %s with tensors (an error reply has none)",
-                              status, op);
-        xb_fmt(c->last_error, sizeof c->last_error, "%s", json_string_value(je2));
-        return status;
-    }
-    if (!want_tensor) {
-        if (nt)
-            return xb_garbage(c, "reply to %s lists tensors; it has none", op);
-        return 0;
-    }
-    if (nt != 1)
-        return xb_garbage(c, "success reply to %s lists %zu tensors, expected one ('%s')", op,
-                          nt, want_tensor);
-    xb_desc d;
-    char why[256];
-    if (xb_parse_desc(json_array_get(jt, 0), want_tensor, &d, why, sizeof why) != 0)
+    xr_reply rp;
+    char why[768];
+    int bad = xr_parse(line, len, op, want_tensor, &rp, why, sizeof why);
+    *reply = rp.root;
+    if (bad)
         return xb_garbage(c, "%s", why);
+    if (rp.status != 0) {
+        xb_fmt(c->last_error, sizeof c->last_error, "%s", rp.error);
+        return rp.status;
+    }
+    if (!rp.has_tensor)
+        return 0;
+    const xr_desc d = rp.desc;
     /* A reply that does not fit (another shape, a wider dtype) is drained, not stored: run.c
      * then judges the descriptor (shape / dtype) as it would a plugin's. */
     int fits = d.nbytes <= capacity;
@@ -915,47 +719,12 @@ static char *xb_strdup_or_null(json_t *s)
  * HB_ETRANSPORT (the adapter is stopped) with last_error set. */
 static int xb_take_hello(xb_ctx *c, json_t *r)
 {
-    json_t *jn = json_object_get(r, "name"), *jv = json_object_get(r, "version"),
-           *jc = json_object_get(r, "capabilities"), *jo = json_object_get(r, "options");
-    const char *name = json_is_string(jn) ? json_string_value(jn) : NULL;
-    size_t nl = name ? strlen(name) : 0;
-    if (!name || nl == 0 || nl > 64 ||
-        strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != nl)
-        return xb_garbage(c, "hello: \"name\" %s%.64s%s is not [a-z0-9_-]{1,64}",
-                          name ? "'" : "", name ? name : "(missing)", name ? "'" : "");
-    if (!json_is_string(jv))
-        return xb_garbage(c, "hello: \"version\" is missing or not a string");
-    if (!json_is_array(jc))
-        return xb_garbage(c, "hello: \"capabilities\" is missing or not an array");
-    uint64_t caps = 0;
-    for (size_t i = 0; i < json_array_size(jc); i++) {
-        json_t *e = json_array_get(jc, i);
-        uint64_t bit = json_is_string(e) ? acase_cap_from_name(json_string_value(e)) : 0;
-        if (!bit) {
-            char known[600]; /* every name the table knows, so the list never goes stale */
-            uint64_t all = 0;
-            for (int b = 0; b < 64; b++)
-                all |= acase_cap_name(1ull << b) ? 1ull << b : 0;
-            acase_caps_text(all, ", ", known, sizeof known);
-            return xb_garbage(c, "hello: unknown capability %s%.64s%s (known: %s)",
-                              json_is_string(e) ? "'" : "",
-                              json_is_string(e) ? json_string_value(e) : "(not a string)",
-                              json_is_string(e) ? "'" : "", known);
-        }
-        caps |= bit;
-    }
-    size_t no = json_is_array(jo) ? json_array_size(jo) : 0;
-    if (jo && !json_is_null(jo) && !json_is_array(jo))
-        return xb_garbage(c, "hello: \"options\" is not an array");
-    if (no > XB_MAX_OPTION_INFO)
-        return xb_garbage(c, "hello: more than %d options", XB_MAX_OPTION_INFO);
-    for (size_t i = 0; i < no; i++) {
-        json_t *e = json_array_get(jo, i), *k = json_object_get(e, "key");
-        if (!json_is_object(e) || !json_is_string(k) ||
-            !hb_option_key_valid(json_string_value(k)))
-            return xb_garbage(c, "hello: options[%zu] has no \"key\" of the form [a-z0-9_.-]+",
-                              i);
-    }
+    xr_hello hl;
+    char why[768];
+    if (xr_hello_take(r, &hl, why, sizeof why))
+        return xb_garbage(c, "%s", why);
+    const size_t no = hl.noptions;
+    json_t *jo = hl.options;
     xb_free_info(c);
     if (no) {
         c->oinfo = calloc(no + 1, sizeof *c->oinfo);
@@ -977,7 +746,7 @@ static int xb_take_hello(xb_ctx *c, json_t *r)
             }
         }
     }
-    char *version = strdup(json_string_value(jv));
+    char *version = strdup(hl.version);
     if (!version) {
         xb_stop(c);
         xb_fmt(c->last_error, sizeof c->last_error, "out of memory");
@@ -985,8 +754,8 @@ static int xb_take_hello(xb_ctx *c, json_t *r)
     }
     free(c->version);
     c->version = version;
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->caps = caps;
+    snprintf(c->name, sizeof c->name, "%s", hl.name);
+    c->caps = hl.caps;
     return 0;
 }
 
@@ -1127,21 +896,9 @@ oom:
  * breaks the protocol. */
 static int xb_take_seconds(xb_ctx *c, json_t *r, double exchange_s)
 {
-    json_t *js = json_object_get(r, "seconds");
-    if (!js)
-        return 0;
-    if (!json_is_number(js))
-        return xb_garbage(c, "reply to sdpa: \"seconds\" is %s, not a number of seconds",
-                          json_is_string(js) ? "a string" : json_is_null(js) ? "null"
-                          : json_is_boolean(js) ? "a boolean" : "an object or array");
-    const double s = json_number_value(js);
-    if (!isfinite(s) || s < 0)
-        return xb_garbage(c, "reply to sdpa: \"seconds\" %.6g is not a finite number >= 0", s);
-    if (s > exchange_s * (1 + XB_SECONDS_SLACK_REL) + XB_SECONDS_SLACK_ABS)
-        return xb_garbage(c, "reply to sdpa: \"seconds\" %.6g is longer than the whole "
-                          "exchange took (%.6g s): it must be the time of the call alone, in "
-                          "seconds", s, exchange_s);
-    c->last_seconds = s;
+    char why[768];
+    if (xr_seconds(r, exchange_s, &c->last_seconds, why, sizeof why))
+        return xb_garbage(c, "%s", why);
     return 0;
 }
 
@@ -1252,7 +1009,7 @@ static int xb_build_mask(void *ctx, const attnconf_mask_args *a)
     } else {
         /* The host allocated keep as a contiguous BOOL buffer of its shape (a must-reject
          * case's shape may be negative: then nothing fits). */
-        int64_t numel = xb_numel(a->keep->ndim, a->keep->shape);
+        int64_t numel = xr_numel(a->keep->ndim, a->keep->shape);
         size_t cap = numel > 0 ? (size_t)numel : 0;
         rc = xb_call(c, h, NULL, 0, "build_mask", "keep", a->keep, cap, &r);
     }
@@ -1314,11 +1071,8 @@ static int xb_cache_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl,
 /* The integer member `key` of a success reply, or a protocol failure. */
 static int xb_reply_int(xb_ctx *c, json_t *r, const char *op, const char *key, json_int_t *v)
 {
-    json_t *j = json_object_get(r, key);
-    if (!json_is_integer(j))
-        return xb_garbage(c, "reply to %s lacks the integer \"%s\"", op, key);
-    *v = json_integer_value(j);
-    return 0;
+    char why[768];
+    return xr_int(r, op, key, v, why, sizeof why) ? xb_garbage(c, "%s", why) : 0;
 }
 
 static int xb_cache_made(xb_ctx *c, json_t *h, const char *op, void **cache)
@@ -1326,9 +1080,10 @@ static int xb_cache_made(xb_ctx *c, json_t *h, const char *op, void **cache)
     json_t *r = NULL;
     json_int_t id = 0;
     int rc = xb_cache_call(c, h, NULL, 0, op, NULL, NULL, 0, &r);
-    if (!rc && !(rc = xb_reply_int(c, r, op, "cache", &id))) {
-        if (id < 0 || id > ((json_int_t)1 << 40))
-            rc = xb_garbage(c, "reply to %s: cache id %lld out of range", op, (long long)id);
+    char why[768];
+    if (!rc) {
+        if (xr_cache_id(r, op, &id, why, sizeof why))
+            rc = xb_garbage(c, "%s", why);
         else
             *cache = xb_handle(id);
     }
@@ -1347,7 +1102,7 @@ static int xb_cache_create(void *ctx, const attnconf_cache_config *cfg, void **c
     static const char *const kinds[] = {"", "standard", "rotating", "chunked", "quantized",
                                         "batch", "batch_rotating"};
     size_t es;
-    const char *dt = xb_dtype_name(cfg->dtype, &es);
+    const char *dt = xr_dtype_name(cfg->dtype, &es);
     json_t *h = xb_cache_header("cache_create", NULL), *p = json_object();
     if (!h || !p || !dt || cfg->kind < 1 || cfg->kind > 6 ||
         json_object_set_new(p, "kind", json_string(kinds[cfg->kind])) ||
@@ -1422,7 +1177,7 @@ static int xb_cache_make_mask(void *ctx, void *cache, const attnconf_cache_mask_
         json_decref(h);
         h = NULL;
     }
-    int64_t numel = xb_numel(a->keep->ndim, a->keep->shape);
+    int64_t numel = xr_numel(a->keep->ndim, a->keep->shape);
     attnconf_tensor got = *a->keep;
     int rc = xb_cache_call(c, h, NULL, 0, "cache_make_mask", "keep", &got,
                            numel > 0 ? (size_t)numel : 0, NULL);
@@ -1451,10 +1206,10 @@ static int xb_state_part(xb_ctx *c, void *cache, const char *tensor, attnconf_te
         json_decref(h);
         h = NULL;
     }
-    int64_t numel = out ? xb_numel(out->ndim, out->shape) : 0;
+    int64_t numel = out ? xr_numel(out->ndim, out->shape) : 0;
     size_t es = 0;
     if (out)
-        xb_dtype_name(out->dtype, &es);
+        xr_dtype_name(out->dtype, &es);
     attnconf_tensor got;
     if (out)
         got = *out;
@@ -1479,14 +1234,12 @@ static int xb_cache_state(void *ctx, void *cache, attnconf_cache_state *st)
     xb_ctx *c = ctx;
     c->last_error[0] = '\0';
     json_t *r = NULL;
-    json_int_t b = 0, l = 0;
+    int64_t b = 0, l = 0;
+    char why[768];
     int rc = xb_state_part(c, cache, st->keys ? "keys" : NULL, st->keys, &r);
-    if (!rc && !(rc = xb_reply_int(c, r, "cache_state", "batch", &b)) &&
-        !(rc = xb_reply_int(c, r, "cache_state", "length", &l))) {
-        if (b < 1 || b > ACASE_MAX_BATCH || l < 0 || l > ACASE_MAX_TENSOR_NUMEL)
-            rc = xb_garbage(c, "reply to cache_state: batch %lld / length %lld out of range",
-                            (long long)b, (long long)l);
-    }
+    if (!rc && xr_state_sizes(r, ACASE_MAX_BATCH, ACASE_MAX_TENSOR_NUMEL, &b, &l, why,
+                              sizeof why))
+        rc = xb_garbage(c, "%s", why);
     if (rc || !st->keys) {
         if (!rc) {
             st->batch = b;
@@ -1501,26 +1254,10 @@ static int xb_cache_state(void *ctx, void *cache, attnconf_cache_state *st)
                "cache_state requests");
         return ATTNCONF_EINVAL;
     }
-    json_t *off = json_object_get(r, "offsets"), *pos = json_object_get(r, "positions");
-    int ok = json_is_array(off) && json_array_size(off) == (size_t)b && json_is_array(pos) &&
-             json_array_size(pos) == (size_t)b;
-    for (json_int_t i = 0; ok && i < b; i++) {
-        json_t *o = json_array_get(off, (size_t)i), *row = json_array_get(pos, (size_t)i);
-        ok = json_is_integer(o) && json_is_array(row) && json_array_size(row) == (size_t)l;
-        if (ok)
-            st->offsets[i] = json_integer_value(o);
-        for (json_int_t j = 0; ok && j < l; j++) {
-            json_t *p = json_array_get(row, (size_t)j);
-            ok = json_is_integer(p);
-            if (ok)
-                st->positions[i * l + j] = json_integer_value(p);
-        }
-    }
+    int bad = xr_state_rows(r, b, l, st->offsets, st->positions, why, sizeof why);
     json_decref(r);
-    if (!ok)
-        return xb_garbage(c, "reply to cache_state: \"offsets\" / \"positions\" are not %lld "
-                          "integers / %lld rows of %lld integers", (long long)b, (long long)b,
-                          (long long)l);
+    if (bad)
+        return xb_garbage(c, "%s", why);
     return xb_state_part(c, cache, "values", st->values, NULL);
 }
 

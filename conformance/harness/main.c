@@ -60,6 +60,7 @@ static void usage(FILE *f)
             "                    [--in-process] [--resume]\n"
             "       attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"
             "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
+            "                    [--case-timeout SECONDS]\n"
             "       attnconf list [--cases DIR] [--filter GLOB]... [--exclude GLOB]...\n"
             "       attnconf report [--out FILE] RESULTS.json...\n"
             "       attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"
@@ -85,7 +86,8 @@ static void usage(FILE *f)
             "  --case-timeout  seconds a plugin may take per case (default %g): each case runs\n"
             "             in a worker process, and a worker that crashes (CRASH) or misses the\n"
             "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
-            "             separate processes already and keep --timeout\n"
+            "             separate processes already and keep --timeout; loading a plugin\n"
+            "             (run, backend-info) is bounded by it too\n"
             "  --memory-limit  MiB of address space for the worker (RLIMIT_AS; default none)\n"
             "  --in-process  run a plugin inside the harness, without a worker (for a\n"
             "             debugger): a crash in the backend then ends the run\n"
@@ -968,10 +970,14 @@ fail:
     return status;
 }
 
-/* `attnconf backend-info`: load the backend (with the options given) and say what it is. */
+/* `attnconf backend-info`: load the backend (with the options given) and say what it is.  A
+ * plugin is loaded in a worker (hw_probe), within --case-timeout as `run` loads it, so one that
+ * crashes or hangs while loading is an error message; an exec: adapter is a process of its own
+ * already, so its bridge loads here (as in `run`) within --timeout. */
 static int cmd_backend_info(int argc, char **argv)
 {
-    static const char *const allowed[] = {"--backend", "--backend-option", "--timeout", NULL};
+    static const char *const allowed[] = {"--backend", "--backend-option", "--timeout",
+                                          "--case-timeout", NULL};
     opts o;
     int rc = parse_opts(argc, argv, allowed, &o);
     if (rc)
@@ -981,34 +987,30 @@ static int cmd_backend_info(int argc, char **argv)
     backend_opts bo;
     if ((rc = parse_backend_opts(&o, &bo)) != 0)
         return rc;
-    hb_backend hb;
-    char err[1024];
+    run_opts ro;
+    if ((rc = parse_run_opts(&o, &ro)) != 0)
+        return rc;
     hb_open_opts oo = {bo.opt, bo.n, bo.timeout_s};
-    if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
-        fprintf(stderr, "attnconf: %s\n", err);
+    static hw_hello h; /* ~14 KiB: not on the stack */
+    if (hb_spec_is_exec(o.backend)) {
+        hb_backend hb;
+        if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, h.err, sizeof h.err) != 0) {
+            fprintf(stderr, "attnconf: %s\n", h.err);
+            return EXIT_BAD;
+        }
+        hw_describe(&hb, &h);
+        hb_unload(&hb);
+    } else if (hw_probe(o.backend, ATTNCONF_BACKEND_DIR, &oo, ro.case_timeout_s, &h) != 0) {
+        fprintf(stderr, "attnconf: %s\n", h.err);
         return EXIT_BAD;
     }
-    const attnconf_backend *be = hb.be;
-    printf("name: %s\nversion: %s\npath: %s\n", be->name, be->version ? be->version : "",
-           hb.path);
+    printf("name: %s\nversion: %s\npath: %s\n", h.name, h.version, h.path);
     char caps[1024];
-    acase_caps_text(hb.caps, ", ", caps, sizeof caps);
+    acase_caps_text(h.caps, ", ", caps, sizeof caps);
     printf("capabilities: %s\n", caps[0] ? caps : "none");
-    /* A first-revision table has no options member (hb_load's rule). */
-    const attnconf_option_info *list =
-        be->struct_size >= offsetof(attnconf_backend, options) + sizeof be->options ? be->options
-                                                                                   : NULL;
-    size_t n = 0;
-    while (list && list[n].key && n < 256)
-        n++;
-    printf("options:%s\n", n ? "" : " none");
-    for (size_t i = 0; i < n; i++)
-        printf("  %s (default: %s): %s\n", list[i].key,
-               list[i].default_value ? list[i].default_value : "none",
-               list[i].help ? list[i].help : "");
+    printf("options:%s\n%s", h.noptions ? "" : " none", h.options);
     if (bo.summary[0])
         printf("given: %s\n", bo.summary);
-    hb_unload(&hb);
     return fflush(stdout) == 0 ? 0 : EXIT_BAD;
 }
 

@@ -13,15 +13,18 @@
  * into them faults.  The output and keep buffers stay writable; their canaries are checked after
  * each call, so a write just outside is a FAIL naming the side and the byte offsets, and a far
  * one hits a guard page and faults.  A fault kills the worker process (worker.c), which reports
- * the case as CRASH; hr_fault_note_install makes the fault handler say which buffer was hit.
+ * the case as CRASH; hr_fault_note_install makes the fault handler say which buffer was hit
+ * (or that the backend overflowed the worker's stack).
  * (With --in-process a fault takes the harness down: that mode is for debuggers.)
  */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS (not in POSIX 2008), with POSIX 2008 */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, sigaltstack, pthread_getattr_np */
 
 #include "run.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,10 +158,37 @@ static size_t hr_note_num(size_t j, char sign, size_t v)
     return hr_note_put(j, s);
 }
 
+/* The main thread's stack as it was at install time: [lo, hi), lo the lowest address it may
+ * grow down to (its limit).  0, 0 = unknown. */
+static uintptr_t hr_stack_lo, hr_stack_hi;
+
+/* A fault from 1 MiB below the stack's limit to 2 MiB above it is the stack running out:
+ * below when RLIMIT_STACK stopped it, above when a mapping next to it did (the kernel keeps a
+ * gap below a stack, stack_guard_gap, 1 MiB by default; twice that for a larger setting).
+ * (A stray pointer into that range would be named a stack overflow too: it is the stack's own
+ * reserve, where little else points.) */
+#define HR_STACK_SLACK ((uintptr_t)1 << 20)
+
+/* If a fault at a is the main thread's stack overflowing, say so in the note. */
+static void hr_note_stack_overflow(uintptr_t a)
+{
+    if (!hr_stack_hi || a >= hr_stack_hi || a + HR_STACK_SLACK < hr_stack_lo ||
+        a >= hr_stack_lo + 2 * HR_STACK_SLACK)
+        return;
+    /* Measured from the top, which is fixed: how far the limit is from a depends on which of
+     * the kernel's checks stopped the stack. */
+    size_t j = hr_note_put(0, "backend overflowed the stack of the worker's main thread (fault ");
+    j = hr_note_num(j, 0, (size_t)(hr_stack_hi - a));
+    j = hr_note_put(j, " bytes below its top; its limit is ");
+    j = hr_note_num(j, 0, (size_t)(hr_stack_hi - hr_stack_lo));
+    hr_note_put(j, " bytes)");
+}
+
 static void hr_fault_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     const unsigned char *a = si ? (const unsigned char *)si->si_addr : NULL;
+    int found = 0;
     for (int i = 0; i < HR_MAX_GUARDED && a && hr_note; i++) {
         const hr_guarded *g = hr_live[i];
         if (!g || a < g->map || a >= g->map + g->map_len)
@@ -182,11 +212,70 @@ static void hr_fault_handler(int sig, siginfo_t *si, void *uc)
                             : hr_note_num(j, '+', (size_t)(a - g->data));
         }
         hr_note_put(j, ")");
+        found = 1;
         break;
     }
+    if (!found && a && hr_note && sig == SIGSEGV)
+        hr_note_stack_overflow((uintptr_t)a);
     /* Die of the signal as if unhandled: the worker's parent reports the signal and the note. */
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* Give the calling thread an alternate signal stack, so the handler can run when the fault is
+ * that thread's own stack running out (without one the kernel has nowhere to put the handler's
+ * frame and kills the process with SIGSEGV, the handler never run).  Under ASan this replaces
+ * ASan's alternate stack, as the sigaction below replaces its handler.  Returns 0 or -1 (no
+ * alternate stack: the handler still runs for any other fault). */
+static int hr_altstack_install(void)
+{
+    static void *mem; /* once per process: the worker installs once, but be safe */
+    if (mem)
+        return 0;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = (size_t)64 * 1024;
+    if ((size_t)SIGSTKSZ * 4 > size)
+        size = ((size_t)SIGSTKSZ * 4 + page - 1) / page * page;
+    /* A guard page below it: a handler that overran it would fault, not corrupt memory. */
+    unsigned char *m = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    if (mprotect(m, page, PROT_NONE) != 0) {
+        munmap(m, size + page);
+        return -1;
+    }
+    stack_t ss;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_sp = m + page;
+    ss.ss_size = size;
+    if (sigaltstack(&ss, NULL) != 0) {
+        munmap(m, size + page);
+        return -1;
+    }
+    mem = m;
+    return 0;
+}
+
+/* Record the calling (main) thread's stack bounds in hr_stack_lo/hi, where the C library can
+ * tell them; else leave them unknown (no stack-overflow note). */
+static void hr_stack_bounds(void)
+{
+    hr_stack_lo = hr_stack_hi = 0;
+#if defined(__linux__) && defined(__GLIBC__)
+    /* For the main thread glibc reads /proc/self/maps and RLIMIT_STACK: stackaddr is the lowest
+     * address the stack may grow to, stackaddr + size its top (it grows down). */
+    pthread_attr_t at;
+    if (pthread_getattr_np(pthread_self(), &at) != 0)
+        return;
+    void *addr;
+    size_t size;
+    if (pthread_attr_getstack(&at, &addr, &size) == 0 && addr && size) {
+        hr_stack_lo = (uintptr_t)addr;
+        hr_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&at);
+#endif
 }
 
 void hr_fault_note_install(char *note, size_t n)
@@ -195,10 +284,18 @@ void hr_fault_note_install(char *note, size_t n)
     hr_note_len = n;
     if (note && n)
         note[0] = '\0';
+    /* The alternate stack and the bounds are the main thread's (the worker calls this before
+     * loading the backend).  A thread the backend creates has neither: its stack overflow
+     * kills the worker before any handler can run, and is reported as a plain signal 11. */
+    int alt = hr_altstack_install();
+    if (alt == 0)
+        hr_stack_bounds();
+    else
+        hr_stack_lo = hr_stack_hi = 0; /* the handler could not run on an overflow anyway */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = hr_fault_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | (alt == 0 ? SA_ONSTACK : 0);
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, NULL);
     sigaction(SIGBUS, &sa, NULL);

@@ -44,10 +44,11 @@ void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r);
  * does it, and the parent of a worker that died on the case does it for the CRASH result. */
 void hr_result_case_info(const acase *c, hr_result *r);
 
-/* In a worker process: install SIGSEGV/SIGBUS handlers that, when the fault is in one of the
- * guarded buffers run.c hands a backend (a guard page, or a read-only input), write a one-line
- * explanation into note (n bytes, e.g. shared memory the parent reads after the worker died)
- * before dying of the signal.  note is cleared. */
+/* In a worker process, on its main thread: install SIGSEGV/SIGBUS handlers that, when the
+ * fault is in one of the guarded buffers run.c hands a backend (a guard page, or a read-only
+ * input) or is the main thread's stack overflowing (the handler runs on an alternate stack),
+ * write a one-line explanation into note (n bytes, e.g. shared memory the parent reads after
+ * the worker died) before dying of the signal.  note is cleared. */
 void hr_fault_note_install(char *note, size_t n);
 
 /* For `attnconf fuzz`'s metamorphic checks: from now on (in this process and in workers

@@ -72,6 +72,41 @@ static int hw_recv(int fd, void *p, size_t n, double deadline)
     return 0;
 }
 
+void hw_describe(const hb_backend *hb, hw_hello *hello)
+{
+    const attnconf_backend *be = hb->be;
+    memset(hello, 0, sizeof *hello);
+    hello->ok = 1;
+    snprintf(hello->name, sizeof hello->name, "%s", be->name);
+    snprintf(hello->version, sizeof hello->version, "%s", be->version ? be->version : "");
+    snprintf(hello->path, sizeof hello->path, "%s", hb->path);
+    hello->caps = hb->caps;
+    /* A first-revision table has no options member (hb_load's rule). */
+    const attnconf_option_info *list =
+        be->struct_size >= offsetof(attnconf_backend, options) + sizeof be->options ? be->options
+                                                                                   : NULL;
+    size_t n = 0;
+    while (list && list[n].key && n < 256)
+        n++;
+    hello->noptions = (uint32_t)n;
+    /* Room is kept for the closing line, so a cut list says it was cut. */
+    const size_t keep = 96;
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t room = sizeof hello->options - keep - used;
+        int w = snprintf(hello->options + used, room, "  %s (default: %s): %s\n", list[i].key,
+                         list[i].default_value ? list[i].default_value : "none",
+                         list[i].help ? list[i].help : "");
+        if (w < 0 || (size_t)w >= room) {
+            snprintf(hello->options + used, sizeof hello->options - used,
+                     "  ... and %zu more, not shown (the list is over %d bytes)\n", n - i,
+                     HW_OPTIONS_TEXT);
+            break;
+        }
+        used += (size_t)w;
+    }
+}
+
 /* The worker process: never returns. */
 static void hw_child(int fd, const hw_config *cfg, char *note, size_t note_len)
 {
@@ -93,15 +128,14 @@ static void hw_child(int fd, const hw_config *cfg, char *note, size_t note_len)
     static hw_hello hello;
     static hb_backend hb;
     memset(&hello, 0, sizeof hello);
-    if (hb_load(cfg->spec, cfg->builtin_dir, cfg->oo, &hb, hello.err, sizeof hello.err) == 0) {
-        hello.ok = 1;
-        snprintf(hello.name, sizeof hello.name, "%s", hb.be->name);
-        snprintf(hello.version, sizeof hello.version, "%s", hb.be->version ? hb.be->version : "");
-        snprintf(hello.path, sizeof hello.path, "%s", hb.path);
-        hello.caps = hb.caps;
-    }
+    if (hb_load(cfg->spec, cfg->builtin_dir, cfg->oo, &hb, hello.err, sizeof hello.err) == 0)
+        hw_describe(&hb, &hello);
     if (hw_send(fd, &hello, sizeof hello) != 0 || !hello.ok)
         _exit(0);
+    if (!cfg->rn) { /* hw_probe: the hello was all it asked for */
+        hb_unload(&hb);
+        _exit(0);
+    }
     hr_runner rn = *cfg->rn;
     rn.backend = &hb;
     static hr_result r;
@@ -191,8 +225,9 @@ int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello)
                      cfg->case_timeout_s);
         else if (st != -1 && WIFSIGNALED(st))
             snprintf(hello->err, sizeof hello->err,
-                     "%s: loading the backend killed the worker with signal %d (%s)", cfg->spec,
-                     WTERMSIG(st), strsignal(WTERMSIG(st)));
+                     "%s: loading the backend killed the worker with signal %d (%s)%s%.300s",
+                     cfg->spec, WTERMSIG(st), strsignal(WTERMSIG(st)), w->note[0] ? ": " : "",
+                     w->note); /* the fault handler's note, e.g. a stack overflow in open */
         else
             snprintf(hello->err, sizeof hello->err,
                      "%s: loading the backend made the worker exit with status %d", cfg->spec,
@@ -203,6 +238,9 @@ int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello)
     hello->name[sizeof hello->name - 1] = '\0';
     hello->version[sizeof hello->version - 1] = '\0';
     hello->path[sizeof hello->path - 1] = '\0';
+    hello->options[sizeof hello->options - 1] = '\0';
+    if (hello->noptions > 256)
+        hello->noptions = 256;
     if (!hello->ok)
         hw_reap(w, 0); /* it exits after a failed hello */
     return 0;
@@ -291,4 +329,16 @@ void hw_stop(hw_worker *w)
         nanosleep(&ts, NULL);
     }
     hw_reap(w, 1);
+}
+
+int hw_probe(const char *spec, const char *builtin_dir, const hb_open_opts *oo, double timeout_s,
+             hw_hello *hello)
+{
+    hw_config cfg = {spec, builtin_dir, oo, NULL, timeout_s, 0, NULL, NULL};
+    hw_worker w = {0, -1, NULL, 0};
+    int rc = hw_start(&w, &cfg, hello);
+    hw_stop(&w); /* it exits after its hello; a close that hangs is killed */
+    if (w.note)
+        munmap(w.note, w.note_len);
+    return rc == 0 && hello->ok ? 0 : -1;
 }

@@ -53,6 +53,11 @@ harness_cli_test(bench.reps_order 2 "--max-reps is below --min-reps"
 harness_cli_test(bench.peak_alone 2 "--peak takes only --out" bench --peak --suite x.yaml)
 harness_cli_test(bench.bad_backend 1 "backend 'nosuch' not found"
   bench --backend nosuch --suite "${bench_suites}/smoke.yaml" ${bench_quick})
+# A plugin that crashes while loading is a load error too (it is loaded in a worker).
+harness_cli_test_forbid(bench.open_segv 1
+  "attnconf bench: .*bad_abi_open_segv\\.so: loading the backend killed the worker with signal 11 \\(Segmentation fault\\)"
+  "${no_sanitizer}"
+  bench --backend $<TARGET_FILE:bad_abi_open_segv> --suite "${bench_suites}/smoke.yaml" ${bench_quick})
 harness_cli_test(bench.usage 0 "usage: attnconf bench" bench --help)
 harness_cli_test(bench.top_usage 0 "attnconf bench --backend" --help)
 

@@ -5,9 +5,16 @@
  *   3  a required member (sdpa) is NULL
  *   4  the entry point returns NULL (refuses this host's ABI version)
  *   5  lists options but has no open_with_options to receive them
+ *   9  struct_size 16: a table shorter than the first revision's members (a truncated or
+ *      foreign struct), which the host must not read past
+ * and some that take down the process loading them (the harness loads plugins in a worker):
+ *   6  open() writes through a NULL pointer (SIGSEGV)
+ *   7  the entry point never returns
+ *   8  open() recurses until the stack runs out
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "attnconf/backend.h"
 
@@ -15,8 +22,35 @@
 #define BAD_ABI_MODE 1
 #endif
 
+#if BAD_ABI_MODE == 6
+/* UBSan would report the null store itself and exit: the fault must reach the worker as a
+ * signal in every build (as misbehave.c's mb_write). */
+__attribute__((no_sanitize("undefined"))) static void bad_null_store(void)
+{
+    *(volatile int *)(uintptr_t)0 = 1;
+}
+#elif BAD_ABI_MODE == 8
+/* A 4 KiB volatile frame live across the call: no compiler can make it a loop.  Bounded
+ * (1 GiB of frames) so an unlimited stack fails the test rather than eat the memory. */
+__attribute__((noinline)) static size_t bad_recurse(size_t depth)
+{
+    volatile unsigned char frame[4096];
+    frame[0] = (unsigned char)depth;
+    frame[sizeof frame - 1] = (unsigned char)depth;
+    if (depth >= ((size_t)1 << 18))
+        return frame[0];
+    return bad_recurse(depth + 1) + frame[sizeof frame - 1];
+}
+#endif
+
 static int bad_open(void **ctx)
 {
+#if BAD_ABI_MODE == 6
+    bad_null_store();
+#elif BAD_ABI_MODE == 8
+    if (bad_recurse(0) == 1)
+        return ATTNCONF_EBACKEND; /* uses the result; not reached with a stack limit */
+#endif
     *ctx = NULL;
     return ATTNCONF_OK;
 }
@@ -52,7 +86,7 @@ static const attnconf_option_info bad_options[] = {{"device", "cpu", "where to r
 
 static const attnconf_backend bad_table = {
     .abi_version = BAD_ABI_MODE == 1 ? 2u : ATTNCONF_ABI_VERSION,
-    .struct_size = sizeof(attnconf_backend),
+    .struct_size = BAD_ABI_MODE == 9 ? 16u : sizeof(attnconf_backend),
     .name = "bad_abi",
     .version = "0",
     .open = bad_open,
@@ -74,5 +108,9 @@ __attribute__((visibility("default"))) const attnconf_backend *attnconf_backend_
 #endif
 {
     (void)v;
+#if BAD_ABI_MODE == 7
+    for (;;)
+        pause();
+#endif
     return BAD_ABI_MODE == 4 ? NULL : &bad_table;
 }

@@ -14,6 +14,8 @@
  *                 the harness's --memory-limit in the test), then free and return ENOMEM
  *                                                          -> ERROR, the run goes on
  *  10 exit3       exit(3)                                  -> CRASH, "exited with status 3"
+ *  11 stack_overflow recurse until the stack runs out      -> CRASH, signal 11 and the note
+ *                 "overflowed the stack" (the fault handler's alternate stack)
  * The reference's entry point is renamed so this file's is the one exported.
  */
 #include <stdint.h>
@@ -38,6 +40,18 @@ __attribute__((no_sanitize("undefined"))) static void mb_write(volatile unsigned
 {
     for (size_t i = 0; i < n; i++)
         p[i] = 0x42;
+}
+
+/* A 4 KiB volatile frame live across the call: no compiler can make it a loop.  Bounded
+ * (1 GiB of frames) so an unlimited stack fails the test rather than eat the memory. */
+__attribute__((noinline)) static size_t mb_recurse(size_t depth)
+{
+    volatile unsigned char frame[4096];
+    frame[0] = (unsigned char)depth;
+    frame[sizeof frame - 1] = (unsigned char)depth;
+    if (depth >= ((size_t)1 << 18))
+        return frame[0];
+    return mb_recurse(depth + 1) + frame[sizeof frame - 1];
 }
 
 static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
@@ -80,6 +94,10 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         return ATTNCONF_ENOMEM;
     }
     case 10: exit(3);
+    case 11:
+        if (mb_recurse(0) == 1)
+            return ATTNCONF_EBACKEND; /* uses the result; not reached with a stack limit */
+        break;
     default: break;
     }
     return rb_sdpa(ctx, a);

@@ -1,0 +1,109 @@
+/* exec_reply.h — validating an exec: adapter's reply headers (PROTOCOL.md, version 1), apart
+ * from the adapter process and its pipes.
+ *
+ * An adapter is untrusted: its header is checked here field by field before the bridge
+ * (exec_backend.c) reads a payload byte, allocates, or believes a number.  Every function takes
+ * bytes or an already parsed header, touches nothing else, and answers 0 or -1 with the reason
+ * in `why` (text for "adapter reply: <why>").  Being free of I/O, this is what the libFuzzer
+ * target conformance/fuzz/fuzz_exec_reply.c drives.
+ */
+#ifndef ATTNCONF_EXEC_REPLY_H
+#define ATTNCONF_EXEC_REPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "attnconf/backend.h"
+
+/* The largest tensor the protocol carries, in elements.  Not the case-file limit: `attnconf
+ * bench` sends tensors far larger than any case (a 32K-key KV cache); a reply larger than the
+ * host's buffer is drained, never stored. */
+#define XR_MAX_NUMEL ((int64_t)1 << 34)
+
+/* The most entries a hello's "options" may list. */
+#define XR_MAX_OPTIONS 256
+
+/* A cache id above this is refused (the handle is id + 1 in a pointer). */
+#define XR_MAX_CACHE_ID ((json_int_t)1 << 40)
+
+/* The protocol's dtype name of an ATTNCONF_* dtype ("f32", "f16", "bf16", "bool") and its
+ * element size in bytes; NULL for a dtype the protocol cannot name. */
+const char *xr_dtype_name(int32_t dtype, size_t *elem_size);
+
+/* The ATTNCONF_* dtype of a protocol name and its element size; 0 for an unknown name. */
+int32_t xr_dtype_from(const char *name, size_t *elem_size);
+
+/* Element count of a shape of rank ndim (0..4), or -1 for a negative extent or more than
+ * XR_MAX_NUMEL elements (checked before each multiplication: no overflow). */
+int64_t xr_numel(int32_t ndim, const int64_t *shape);
+
+/* "(1,1,2,2)" into buf (truncated to n bytes). */
+void xr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n);
+
+/* A reply tensor descriptor, validated: dtype known, rank <= 4, extents >= 0, at most
+ * XR_MAX_NUMEL elements, nbytes == elements * element size, strides (in elements, >= 0;
+ * row-major when the reply gave none) address no element outside the nbytes buffer. */
+typedef struct xr_desc {
+    int32_t dtype, ndim;
+    int64_t shape[ATTNCONF_MAX_RANK], strides[ATTNCONF_MAX_RANK];
+    size_t nbytes;
+} xr_desc;
+
+/* A reply header that keeps the protocol. */
+typedef struct xr_reply {
+    json_t *root;      /* the parsed header: the caller json_decref()s it (also after -1, when
+                          set: NULL if the line was not a JSON object) */
+    int status;        /* 0 (success) .. -5 (ATTNCONF_EBACKEND) */
+    const char *error; /* status < 0: the adapter's "error" text (inside root) */
+    int has_tensor;    /* 1: status 0 and one tensor `want_tensor`, described by desc; its
+                          desc.nbytes payload bytes follow the header line */
+    xr_desc desc;
+} xr_reply;
+
+/* Parse and check one header line (len bytes, without the newline; need not be NUL-terminated)
+ * answering request `op` ("hello", "sdpa", ...; for messages).  want_tensor: the one tensor a
+ * success reply must carry ("out", "keep", "keys", "values") or NULL when it carries none.
+ * Checks: a JSON object without duplicate keys, "protocol": 1, "status" an integer in 0..-5,
+ * an error reply with an "error" string and no tensors, a success reply with exactly the
+ * tensors asked for (xr_desc's rules).  Returns 0 with *r filled, or -1 with why set. */
+int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor,
+             xr_reply *r, char *why, size_t n);
+
+/* A hello reply's contents, pointing into the reply's root (valid while it lives). */
+typedef struct xr_hello {
+    const char *name;    /* [a-z0-9_-]{1,64} */
+    const char *version; /* any string */
+    uint64_t caps;       /* ATTNCONF_CAP_* bits, every listed name known */
+    size_t noptions;     /* entries of options, <= XR_MAX_OPTIONS */
+    json_t *options;     /* array (or NULL when none): objects whose "key" is a valid option
+                            key; "default" and "help" are taken when strings */
+} xr_hello;
+
+/* Check a success reply to hello (root from xr_parse).  Returns 0 with *h filled, or -1. */
+int xr_hello_take(json_t *root, xr_hello *h, char *why, size_t n);
+
+/* The optional "seconds" of an sdpa success reply: absent gives *seconds = -1; anything but a
+ * finite number >= 0 that does not exceed the exchange's own duration (exchange_s, by the
+ * harness's clock, plus 1 % and 1 ms of slack for two processes reading one clock) is -1. */
+int xr_seconds(json_t *root, double exchange_s, double *seconds, char *why, size_t n);
+
+/* The integer member `key` of a success reply to `op`. */
+int xr_int(json_t *root, const char *op, const char *key, json_int_t *v, char *why, size_t n);
+
+/* The "cache" id of a reply to `op` (cache_create, cache_merge): an integer in
+ * 0..XR_MAX_CACHE_ID. */
+int xr_cache_id(json_t *root, const char *op, json_int_t *id, char *why, size_t n);
+
+/* The sizes of a cache_state reply: "batch" in 1..max_batch, "length" in 0..max_length. */
+int xr_state_sizes(json_t *root, int64_t max_batch, int64_t max_length, int64_t *batch,
+                   int64_t *length, char *why, size_t n);
+
+/* The rows of a cache_state reply whose sizes xr_state_sizes returned: "offsets", batch
+ * integers, into offsets[batch]; "positions", batch rows of length integers, into
+ * positions[batch * length].  Nothing is written past those sizes. */
+int xr_state_rows(json_t *root, int64_t batch, int64_t length, int64_t *offsets,
+                  int64_t *positions, char *why, size_t n);
+
+#endif
