@@ -17,38 +17,18 @@
 #include <unistd.h>
 
 #include "attnconf/backend.h"
+#include "faults.h"
 
 #ifndef BAD_ABI_MODE
 #define BAD_ABI_MODE 1
 #endif
 
-#if BAD_ABI_MODE == 6
-/* UBSan would report the null store itself and exit: the fault must reach the worker as a
- * signal in every build (as misbehave.c's mb_write). */
-__attribute__((no_sanitize("undefined"))) static void bad_null_store(void)
-{
-    *(volatile int *)(uintptr_t)0 = 1;
-}
-#elif BAD_ABI_MODE == 8
-/* A 4 KiB volatile frame live across the call: no compiler can make it a loop.  Bounded
- * (1 GiB of frames) so an unlimited stack fails the test rather than eat the memory. */
-__attribute__((noinline)) static size_t bad_recurse(size_t depth)
-{
-    volatile unsigned char frame[4096];
-    frame[0] = (unsigned char)depth;
-    frame[sizeof frame - 1] = (unsigned char)depth;
-    if (depth >= ((size_t)1 << 18))
-        return frame[0];
-    return bad_recurse(depth + 1) + frame[sizeof frame - 1];
-}
-#endif
-
 static int bad_open(void **ctx)
 {
 #if BAD_ABI_MODE == 6
-    bad_null_store();
+    tf_write((volatile unsigned char *)(uintptr_t)0, 1);
 #elif BAD_ABI_MODE == 8
-    if (bad_recurse(0) == 1)
+    if (tf_recurse(0) == 1)
         return ATTNCONF_EBACKEND; /* uses the result; not reached with a stack limit */
 #endif
     *ctx = NULL;

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "faults.h"
+
 #define attnconf_backend_entry mb_reference_entry
 #include "../../backends/reference/reference_backend.c"
 #undef attnconf_backend_entry
@@ -33,27 +35,6 @@
 
 static unsigned long mb_calls; /* per process: a fresh worker starts again at 0 */
 
-/* UBSan would report the deliberate null store itself and exit before the SIGSEGV that the
- * isolation test is about: the fault must reach the worker as a signal in every build. */
-__attribute__((no_sanitize("undefined"))) static void mb_write(volatile unsigned char *p,
-                                                               size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = 0x42;
-}
-
-/* A 4 KiB volatile frame live across the call: no compiler can make it a loop.  Bounded
- * (1 GiB of frames) so an unlimited stack fails the test rather than eat the memory. */
-__attribute__((noinline)) static size_t mb_recurse(size_t depth)
-{
-    volatile unsigned char frame[4096];
-    frame[0] = (unsigned char)depth;
-    frame[sizeof frame - 1] = (unsigned char)depth;
-    if (depth >= ((size_t)1 << 18))
-        return frame[0];
-    return mb_recurse(depth + 1) + frame[sizeof frame - 1];
-}
-
 static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 {
     if (++mb_calls != 2)
@@ -61,24 +42,24 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
     unsigned char *out = a->out->data;
     long page = sysconf(_SC_PAGESIZE);
     switch (MISBEHAVE_MODE) {
-    case 1: mb_write((volatile unsigned char *)(uintptr_t)0, 1); break;
+    case 1: tf_write((volatile unsigned char *)(uintptr_t)0, 1); break;
     case 2: abort();
     case 3:
         for (;;)
             pause();
     case 4: {
         int rc = rb_sdpa(ctx, a);
-        mb_write(out + a->out_capacity, 4);
+        tf_write(out + a->out_capacity, 4);
         return rc;
     }
     case 5: {
         int rc = rb_sdpa(ctx, a);
-        mb_write(out - 4, 4);
+        tf_write(out - 4, 4);
         return rc;
     }
-    case 6: mb_write(out + a->out_capacity + (size_t)page + 200, 4); break;
-    case 7: mb_write(out - page, 4); break;
-    case 8: mb_write((unsigned char *)a->q->data, 4); break;
+    case 6: tf_write(out + a->out_capacity + (size_t)page + 200, 4); break;
+    case 7: tf_write(out - page, 4); break;
+    case 8: tf_write((unsigned char *)a->q->data, 4); break;
     case 9: {
         void *blocks[1024];
         size_t n = 0;
@@ -95,7 +76,7 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
     }
     case 10: exit(3);
     case 11:
-        if (mb_recurse(0) == 1)
+        if (tf_recurse(0) == 1)
             return ATTNCONF_EBACKEND; /* uses the result; not reached with a stack limit */
         break;
     default: break;
