@@ -486,6 +486,8 @@ static int rd_double_list(rd *r, yaml_node_t *n, const char *field, int64_t want
     if ((int64_t)len != want)
         return acase__rd_fail(r, n, field, "has %zu values, the state needs %lld", len,
                               (long long)want);
+    if (acase__rd_charge(r, n, field, want))
+        return -1;
     double *a = calloc(len ? len : 1, sizeof *a);
     if (!a)
         return acase__rd_fail(r, n, field, "out of memory");
@@ -574,6 +576,8 @@ static int rd_sees(rd *r, yaml_node_t *n, const char *field, acase_cache_step *s
     char why[128];
     if (acase_numel(4, sh, &numel, why, sizeof why))
         return acase__rd_fail(r, n, field, "%s", why);
+    if (acase__rd_charge(r, n, field, numel))
+        return -1;
     if (!(st->keep = calloc((size_t)(numel ? numel : 1), 1)))
         return acase__rd_fail(r, n, field, "out of memory");
     for (int64_t b = 0; b < st->batch; b++) {
@@ -715,6 +719,8 @@ static int rd_expect(rd *r, yaml_node_t *n, const char *path, acase_cache_step *
             int64_t sh[2] = {st->batch, (int64_t)len}, numel;
             if (acase_numel(2, sh, &numel, why, sizeof why))
                 return acase__rd_fail(r, row, fb, "%s", why);
+            if (acase__rd_charge(r, s[3].val, f, numel))
+                return -1;
             len0 = len;
             st->length = (int64_t)len;
             if (!(st->positions = calloc((size_t)(numel ? numel : 1), sizeof(int64_t))))

@@ -43,6 +43,9 @@ int acase__rd_str(struct rd *r, yaml_node_t *n, const char *field, const char **
 int acase__rd_dtype(struct rd *r, yaml_node_t *n, const char *field, attnref_dtype *dt);
 /* A tensor mapping {dtype, shape, data | generate} at field path `path`, materialised. */
 int acase__rd_tensor(struct rd *r, yaml_node_t *n, const char *path, acase_tensor *t);
+/* Charge numel elements about to be allocated to the file's ACASE_MAX_CASE_NUMEL budget
+ * (acase__rd_tensor charges its own); -1 with the error at n/field when over it. */
+int acase__rd_charge(struct rd *r, const yaml_node_t *n, const char *field, int64_t numel);
 
 /* cache_case.c: read `params` and `steps` of an op: cache case into c->cache (allocated). */
 int acase__cache_read(struct rd *r, yaml_node_t *params, yaml_node_t *steps, yaml_node_t *root,

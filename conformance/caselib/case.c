@@ -804,9 +804,15 @@ static int list_rec(const char *dir, int depth, pathvec *pv, char *err, size_t e
             rc = -1;
             break;
         }
-        struct stat st;
-        if (stat(p, &st) != 0) {
+        struct stat st, lst;
+        if (stat(p, &st) != 0 || lstat(p, &lst) != 0) {
             free(p); /* a dangling link: not a case file */
+            continue;
+        }
+        /* A link to a directory is not followed: it may lead out of the tree (to /) or back
+         * into it (a loop).  A link to a case file is read like the file. */
+        if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
+            free(p);
             continue;
         }
         if (S_ISDIR(st.st_mode)) {

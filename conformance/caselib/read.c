@@ -34,6 +34,9 @@ typedef struct rd {
         yaml_mark_t mark;
     } marks[MAX_MARKS];
     int nmarks;
+    /* Elements materialised so far for this file (ACASE_MAX_CASE_NUMEL), charged by charge()
+     * before each allocation so the budget holds whatever the order of the fields. */
+    int64_t numel_total;
 } rd;
 
 static int failm(rd *r, yaml_mark_t m, const char *field, const char *fmt, ...)
@@ -54,6 +57,21 @@ static int failm(rd *r, yaml_mark_t m, const char *field, const char *fmt, ...)
 }
 
 #define fail(r, node, field, ...) failm((r), (node)->start_mark, (field), __VA_ARGS__)
+
+/* Charge n (>= 0, at most ACASE_MAX_TENSOR_NUMEL) elements that are about to be allocated to
+ * the file's budget; -1 with the error at node/field once the running total would exceed
+ * ACASE_MAX_CASE_NUMEL (checked before anything is allocated, so a file whose every tensor is
+ * within the per-tensor limit still cannot make the reader allocate without bound). */
+static int charge(rd *r, const yaml_node_t *node, const char *field, int64_t n)
+{
+    /* Both operands are within [0, ACASE_MAX_CASE_NUMEL], so the comparison cannot overflow. */
+    if (n < 0 || n > ACASE_MAX_CASE_NUMEL - r->numel_total)
+        return fail(r, node, field, "the case's tensors exceed %lld elements in total "
+                    "(ACASE_MAX_CASE_NUMEL; %lld already read, this one has %lld)",
+                    (long long)ACASE_MAX_CASE_NUMEL, (long long)r->numel_total, (long long)n);
+    r->numel_total += n;
+    return 0;
+}
 
 static void remember(rd *r, const char *field, yaml_mark_t m)
 {
@@ -654,6 +672,13 @@ static int read_tensor(rd *r, yaml_node_t *n, const char *name, acase_tensor *t)
         if (acase_numel(t->ndim, t->shape, &t->numel, why, sizeof why))
             return fail(r, s[1].val, f, "%s", why);
     }
+    /* The logical tensor (for stride0 the broadcast copy, which is at least the slice). */
+    int64_t logical_numel;
+    join(f, path, "shape");
+    if (acase_numel(t->ndim, logical, &logical_numel, why, sizeof why))
+        return fail(r, s[1].val, f, "%s", why);
+    if (charge(r, s[1].val, f, logical_numel))
+        return -1;
     if (s[4].val) {
         join(f, path, "generate");
         if (read_generate(r, s[4].val, f, t))
@@ -781,6 +806,8 @@ static int read_expected_values(rd *r, yaml_node_t *n, const char *field, acase_
 {
     char why[128];
     if (check_data_len(r, n, field, e->numel))
+        return -1;
+    if (charge(r, n, field, e->numel))
         return -1;
     if (acase_expected_alloc(e, why, sizeof why))
         return fail(r, n, field, "%s", why);
@@ -1411,4 +1438,9 @@ int acase__rd_dtype(rd *r, yaml_node_t *n, const char *field, attnref_dtype *dt)
 int acase__rd_tensor(rd *r, yaml_node_t *n, const char *path, acase_tensor *t)
 {
     return read_tensor(r, n, path, t);
+}
+
+int acase__rd_charge(rd *r, const yaml_node_t *n, const char *field, int64_t numel)
+{
+    return charge(r, n, field, numel);
 }

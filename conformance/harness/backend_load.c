@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "attncase/case.h"
 #include "exec_backend.h"
 
 /* The size of the ABI v1 table: the end of its last v1 member.  A table may be larger (a newer
@@ -232,6 +233,47 @@ static int hb_table_options(const attnconf_backend *be, const char *path,
     return 0;
 }
 
+/* The capabilities a plugin reports against what its table can serve: every bit names a
+ * capability this host knows (an unknown one is a newer ABI's, or garbage), and a cache kind
+ * comes with the cache members it needs (backend.h, fourth revision).  Returns 0, or -1 with
+ * err naming the bits or the missing member. */
+static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *path, char *err,
+                         size_t errlen)
+{
+    uint64_t unknown = 0;
+    for (int b = 0; b < 64; b++)
+        if ((caps >> b & 1) && !acase_cap_name(1ull << b))
+            unknown |= 1ull << b;
+    if (unknown)
+        return hb_err(err, errlen, "%s: backend '%s' reports capability bits 0x%llx, which name "
+                      "no capability of ABI version %u (an uninitialised value, or a backend "
+                      "built for a newer attnconf)", path, be->name,
+                      (unsigned long long)unknown, (unsigned)ATTNCONF_ABI_VERSION);
+    const uint64_t any_cache = ATTNCONF_CAP_CACHE_STD | ATTNCONF_CAP_CACHE_ROTATING |
+                               ATTNCONF_CAP_CACHE_CHUNKED | ATTNCONF_CAP_CACHE_QUANTIZED |
+                               ATTNCONF_CAP_CACHE_BATCH | ATTNCONF_CAP_CACHE_BATCH_ROTATING;
+    const uint64_t batch = ATTNCONF_CAP_CACHE_BATCH; /* the members backend.h ties to it */
+#define HB_MEMBER(m) {#m, HB_HAS_MEMBER(be, m) && be->m != NULL}
+    const struct {
+        const char *name;
+        int present;
+    } core[] = {HB_MEMBER(cache_create),    HB_MEMBER(cache_update), HB_MEMBER(cache_trim),
+                HB_MEMBER(cache_make_mask), HB_MEMBER(cache_state),  HB_MEMBER(cache_destroy)},
+      batched[] = {HB_MEMBER(cache_filter), HB_MEMBER(cache_extend), HB_MEMBER(cache_merge),
+                   HB_MEMBER(cache_prepare), HB_MEMBER(cache_finalize)};
+#undef HB_MEMBER
+    for (size_t i = 0; (caps & any_cache) && i < sizeof core / sizeof core[0]; i++)
+        if (!core[i].present)
+            return hb_err(err, errlen, "%s: backend '%s' reports a cache capability but its "
+                          "table has no %s (NULL, or past struct_size)", path, be->name,
+                          core[i].name);
+    for (size_t i = 0; (caps & batch) && i < sizeof batched / sizeof batched[0]; i++)
+        if (!batched[i].present)
+            return hb_err(err, errlen, "%s: backend '%s' reports cache.batch but its table has "
+                          "no %s (NULL, or past struct_size)", path, be->name, batched[i].name);
+    return 0;
+}
+
 /* Every user key known to the table; else err names the key and what the backend takes. */
 static int hb_match_options(const attnconf_backend *be, const char *path,
                             const attnconf_option_info *list, size_t nlist,
@@ -375,6 +417,11 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
     }
 
     uint64_t caps = be->capabilities(ctx);
+    if (hb_check_caps(be, caps, out->path, err, errlen) != 0) {
+        be->close(ctx);
+        hb_dlclose(h);
+        return -1;
+    }
     /* Without build_mask the mask-builder capabilities are meaningless: never route a mask case
      * to a NULL member, whatever the backend claims. */
     if (!be->build_mask)

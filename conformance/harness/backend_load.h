@@ -33,6 +33,13 @@ typedef struct hb_backend {
     char path[4096];             /* the file that was loaded; for exec: the command line */
 } hb_backend;
 
+/* 1 if rc from backend hb is an exec: transport failure: HB_ETRANSPORT from an adapter's
+ * bridge.  A plugin returning -1000 gets no such reading: that is an unknown code of its own. */
+static inline int hb_transport_failure(const hb_backend *hb, int rc)
+{
+    return rc == HB_ETRANSPORT && hb->handle == NULL;
+}
+
 /* 1 if `spec` names a file rather than a backend: it contains '/' or ends in ".so", and is not
  * an "exec:" command line. */
 int hb_spec_is_path(const char *spec);

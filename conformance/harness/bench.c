@@ -36,12 +36,14 @@
 #include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend_load.h"
@@ -50,6 +52,11 @@
 #include "worker.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2 };
+
+/* --timeout when none is given: far above any committed suite's slowest benchmark (a 34-GFLOP
+ * call on a slow third-party path, 10 repetitions and the reference check), so it only ends
+ * a hang. */
+#define BENCH_DEFAULT_TIMEOUT_S 1800.0
 
 #define MAX_BACKENDS 16
 #define MAX_OPTIONS 32
@@ -63,6 +70,7 @@ static int usage(FILE *f)
             "                      [--backend ...] --suite FILE [--filter GLOB]...\n"
             "                      [--out FILE.json] [--label TEXT] [--min-time S] [--min-reps N]\n"
             "                      [--max-reps N] [--max-gflop X] [--limits FILE.json]\n"
+            "                      [--timeout SECONDS]\n"
             "       attnconf bench --peak [--out FILE.json]\n"
             "\n"
             "  Times every shape of a perf suite (perf/suites/NAME.yaml) in each of its dtypes\n"
@@ -84,6 +92,9 @@ static int usage(FILE *f)
             "  --min-reps        timed repetitions, at least (10)\n"
             "  --max-reps        timed repetitions, at most (1000)\n"
             "  --max-gflop       skip (SKIPPED) a benchmark of more GFLOP than this per call\n"
+            "  --timeout         seconds one benchmark may take, its checks and repetitions\n"
+            "                    together (default 1800); past it its process is killed and\n"
+            "                    the benchmark is an ERROR\n"
             "  --limits          reuse the \"machine\" limits of an earlier bench or --peak JSON\n"
             "                    instead of measuring them (about 6 s)\n"
             "  --peak            only measure and print this machine's limits: f32 FMA GFLOP/s\n"
@@ -119,7 +130,7 @@ typedef struct bench_opts {
     const char *suite, *out, *label, *limits;
     const char *filter[MAX_FILTERS];
     int nfilter;
-    double min_time_s, max_gflop;
+    double min_time_s, max_gflop, timeout_s;
     int64_t min_reps, max_reps;
     int peak;
 } bench_opts;
@@ -142,6 +153,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->min_reps = 10;
     o->max_reps = -1;
     o->max_gflop = -1;
+    o->timeout_s = BENCH_DEFAULT_TIMEOUT_S;
     unsigned seen = 0; /* the options that may be given once */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -154,7 +166,7 @@ static int parse(int argc, char **argv, bench_opts *o)
         static const char *const names[] = {"--backend", "--backend-option", "--suite",
                                             "--filter", "--out", "--label", "--min-time",
                                             "--min-reps", "--max-reps", "--max-gflop",
-                                            "--limits"};
+                                            "--limits", "--timeout"};
         const char *eq = strchr(a, '=');
         size_t nl = eq ? (size_t)(eq - a) : strlen(a);
         int which = -1;
@@ -214,6 +226,10 @@ static int parse(int argc, char **argv, bench_opts *o)
                 return bad_usage("--max-gflop: expected a non-negative number", v);
             break;
         case 10: o->limits = v; break;
+        case 11:
+            if (parse_number(v, 1e-3, 1e7, &o->timeout_s))
+                return bad_usage("--timeout: expected seconds, 0.001 to 10000000", v);
+            break;
         }
     }
     if (o->peak) {
@@ -233,6 +249,13 @@ static int parse(int argc, char **argv, bench_opts *o)
 }
 
 /* ---- one benchmark in a child ------------------------------------------------------------ */
+
+static double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Run benchmark (s, dt) of backend b in a forked child; returns its result object (never
  * NULL): the child's, or one the parent made for a child that died or sent nothing usable. */
@@ -260,6 +283,8 @@ static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtyp
         static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
         for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++)
             signal(faults[f], SIG_DFL);
+        /* A backend's prints must not land in bench's table on stdout (as run's worker). */
+        dup2(STDERR_FILENO, STDOUT_FILENO);
         json_t *o = bb_shape_json(s, dt, via, "ERROR", "");
         hb_backend hb;
         char err[1024];
@@ -293,7 +318,21 @@ static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtyp
     close(fd[1]);
     char *buf = NULL;
     size_t len = 0, cap = 0;
+    const double deadline = bench_now() + cfg->timeout_s;
+    int timed_out = 0;
     for (;;) {
+        double left = deadline - bench_now();
+        struct pollfd pfd = {fd[0], POLLIN, 0};
+        int pr = left <= 0 ? 0 : poll(&pfd, 1, left > 1.0 ? 1000 : (int)(left * 1000.0) + 1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0 && left > 0)
+            continue;
+        if (pr == 0) { /* past the deadline: a hang, or a process that closed the pipe */
+            timed_out = 1;
+            kill(pid, SIGKILL);
+            break;
+        }
         if (len + 65536 > cap) {
             char *nb = realloc(buf, cap = 2 * cap + 65536);
             if (!nb)
@@ -308,9 +347,20 @@ static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtyp
         len += (size_t)r;
     }
     close(fd[0]);
+    /* EOF: the child exits now, unless the backend closed the pipe and went on (or hangs in
+     * its close): it gets until the deadline. */
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    for (;;) {
+        pid_t p = waitpid(pid, &st, WNOHANG);
+        if (p == pid || (p < 0 && errno != EINTR))
+            break;
+        if (!timed_out && bench_now() >= deadline) {
+            timed_out = 1;
+            kill(pid, SIGKILL);
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     json_t *o = NULL;
     if (buf && WIFEXITED(st) && WEXITSTATUS(st) == 0)
         o = json_loadb(buf, len, 0, NULL);
@@ -319,7 +369,10 @@ static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtyp
         return o;
     json_decref(o);
     char msg[256];
-    if (WIFSIGNALED(st))
+    if (timed_out)
+        snprintf(msg, sizeof msg, "no result after %g s (--timeout): the benchmark process was "
+                 "killed", cfg->timeout_s);
+    else if (WIFSIGNALED(st))
         snprintf(msg, sizeof msg, "the backend crashed: signal %d (%s)%s", WTERMSIG(st),
                  strsignal(WTERMSIG(st)),
                  WTERMSIG(st) == SIGKILL ? " (not sent by the harness: out of memory?)" : "");
@@ -578,7 +631,7 @@ int bench_main(int argc, char **argv)
     json_t *backends = json_array();
     json_object_set_new(doc, "backends", backends);
 
-    const bb_config cfg = {o.min_time_s, o.min_reps, o.max_reps, &m};
+    const bb_config cfg = {o.min_time_s, o.min_reps, o.max_reps, &m, o.timeout_s};
     FILE *progress = isatty(STDERR_FILENO) ? stderr : NULL;
     size_t counts[5] = {0}; /* OK, NOT_SUPPORTED, SKIPPED, INCORRECT, ERROR */
     static const char *const names[5] = {"OK", "NOT_SUPPORTED", "SKIPPED", "INCORRECT", "ERROR"};

@@ -167,6 +167,7 @@ typedef struct bb_config {
     int64_t min_reps;       /* ...and number at least this... */
     int64_t max_reps;       /* ...but never more than this */
     const bp_machine *machine;
+    double timeout_s;       /* one benchmark's process is killed after this (--timeout) */
 } bb_config;
 
 /* How the structural parameters reach the backend. */

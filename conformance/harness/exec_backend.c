@@ -364,20 +364,37 @@ static int xb_io_fail(xb_ctx *c, int io, const char *what)
 
 /* ---- I/O with a deadline ------------------------------------------------------------------ */
 
+static int xb_poll_alive(int fd, short events, double deadline, pid_t pid);
+
 /* 1 ready (or hung up: the read/write that follows says how), 0 deadline passed, -1 error. */
 static int xb_poll(int fd, short events, double deadline)
+{
+    return xb_poll_alive(fd, events, deadline, 0);
+}
+
+/* xb_poll, and with pid > 0 also 2 when the adapter has exited with nothing left to read: a
+ * process it forked may hold the pipe open, so its exit shows no EOF (checked every 100 ms;
+ * the exit status stays to be quoted, the process unreaped). */
+static int xb_poll_alive(int fd, short events, double deadline, pid_t pid)
 {
     for (;;) {
         double left = deadline - xb_now();
         if (left <= 0)
             return 0;
         double ms = ceil(left * 1000.0);
+        if (pid > 0 && ms > 100)
+            ms = 100;
         struct pollfd p = {fd, events, 0};
         int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
         if (r > 0)
             return 1;
         if (r < 0 && errno != EINTR)
             return -1;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (r == 0 && pid > 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            si.si_pid == pid)
+            return poll(&p, 1, 0) > 0 ? 1 : 2; /* what it wrote before it exited comes first */
     }
 }
 
@@ -429,9 +446,11 @@ static int xb_read_some(xb_ctx *c, void *dst, size_t n, double deadline, size_t 
             c->io_errno = errno;
             return XB_IO_ERROR;
         }
-        int p = xb_poll(c->from_fd, POLLIN, deadline);
+        int p = xb_poll_alive(c->from_fd, POLLIN, deadline, c->pid);
         if (p == 0)
             return XB_IO_TIMEOUT;
+        if (p == 2)
+            return XB_IO_CLOSED; /* it exited; xb_io_fail quotes its status */
         if (p < 0) {
             c->io_errno = errno;
             return XB_IO_ERROR;

@@ -333,10 +333,33 @@ typedef struct out_tmp {
     char path[PATH_MAX]; /* the temporary file, "" once renamed or removed */
 } out_tmp;
 
-/* Create DIR/.BASE.XXXXXX next to `out`.  Returns 0, or -1 with errno set. */
+/* 0 if `out` does not exist or is a regular file; else -1 with why set.  The results replace
+ * FILE by a rename, which would put a regular file in place of a device (--out /dev/null as
+ * root), a FIFO, a symbolic link or (failing only at the end of the run) a directory. */
+static int out_target_ok(const char *out, char *why, size_t n)
+{
+    struct stat st;
+    if (lstat(out, &st) != 0 || S_ISREG(st.st_mode))
+        return 0;
+    snprintf(why, n, "exists and is %s, not a regular file: the results are written to a new "
+             "file renamed over FILE, which would replace it (give a new path, or the link's "
+             "target)",
+             S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
+             : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
+                                                  ? "a device" : "a special file");
+    return -1;
+}
+
+/* Create DIR/.BASE.XXXXXX next to `out`.  Returns 0, or -1 with errno set (EEXIST: `out` is
+ * not a regular file, out_target_ok). */
 static int out_tmp_open(out_tmp *t, const char *out)
 {
     memset(t, 0, sizeof t[0]);
+    char why[512]; /* unused here: the caller that prints it checks first */
+    if (out_target_ok(out, why, sizeof why) != 0) {
+        errno = EEXIST;
+        return -1;
+    }
     const char *slash = strrchr(out, '/');
     int w = slash ? snprintf(t->path, sizeof t->path, "%.*s/.%s.XXXXXX", (int)(slash - out), out,
                              slash + 1)
@@ -691,6 +714,13 @@ static int cmd_run(const char *argv0, int argc, char **argv)
      * a run that fails or is killed never leaves FILE empty or half-written.  Creating it now
      * keeps the up-front check: an unwritable path cannot cost a whole run. */
     out_tmp ot;
+    char why[512];
+    if (o.out && out_target_ok(o.out, why, sizeof why) != 0) {
+        fprintf(stderr, "attnconf: --out %s: %s\n", o.out, why);
+        hx_free(&xf);
+        free(prev.results);
+        return EXIT_USAGE;
+    }
     if (o.out && out_tmp_open(&ot, o.out) != 0) {
         fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
         hx_free(&xf);

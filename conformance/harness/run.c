@@ -8,7 +8,7 @@
  * (ACASE_MAX_TENSOR_NUMEL) before anything is allocated.
  *
  * A backend is untrusted code, so every buffer it sees lives in its own mapping (hr_guarded):
- *   [guard page, PROT_NONE][front canary][data][back canary to the page end][guard page]
+ *   [1 MiB guard, PROT_NONE][front canary][data][back canary to the page end][1 MiB guard]
  * Inputs (q, k, v, mask, lengths, left_padding) are copied in and made PROT_READ, so a write
  * into them faults.  The output and keep buffers stay writable; their canaries are checked after
  * each call, so a write just outside is a FAIL naming the side and the byte offsets, and a far
@@ -42,6 +42,11 @@
 /* Bytes of canary before the data (after it: at least this many, up to the end of the page).
  * 64 keeps the data 64-byte aligned, as SIMD kernels like. */
 #define HR_CANARY 64
+
+/* PROT_NONE bytes on each side of a buffer: address space only.  A write up to this far
+ * outside a buffer faults and is named (the fault note); one page would let a write 100 KB
+ * past the end land, unseen, in the next mapping. */
+#define HR_GUARD_BYTES ((size_t)1 << 20)
 
 typedef struct hr_guarded {
     unsigned char *map;  /* the whole mapping, guard pages included; NULL = none */
@@ -92,18 +97,20 @@ static int hr_guarded_alloc(hr_guarded *g, size_t len, const char *name)
             slot = i;
     if (slot < 0)
         return -1;
-    unsigned char *m = mmap(NULL, body + 2 * page, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const size_t guard = (HR_GUARD_BYTES + page - 1) / page * page;
+    /* Reserved PROT_NONE whole, then the body opened: the guards never take memory. */
+    unsigned char *m = mmap(NULL, body + 2 * guard, PROT_NONE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
-    if (mprotect(m, page, PROT_NONE) != 0 || mprotect(m + page + body, page, PROT_NONE) != 0) {
-        munmap(m, body + 2 * page);
+    if (mprotect(m + guard, body, PROT_READ | PROT_WRITE) != 0) {
+        munmap(m, body + 2 * guard);
         return -1;
     }
     g->map = m;
-    g->map_len = body + 2 * page;
-    g->lo = m + page;
-    g->hi = m + page + body;
+    g->map_len = body + 2 * guard;
+    g->lo = m + guard;
+    g->hi = m + guard + body;
     g->data = g->lo + HR_CANARY;
     g->len = len;
     g->name = name;
@@ -654,7 +661,7 @@ static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result
         why = "";
     /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
      * is never a correct rejection, whatever the case expects. */
-    if (rc == HB_ETRANSPORT) {
+    if (hb_transport_failure(rn->backend, rc)) {
         hr_set(r, HR_ERROR, "adapter failure: %s", why);
         return 1;
     }
@@ -772,19 +779,39 @@ static void hr_check_output(const acase *c, const attnconf_tensor *before,
     int64_t last = 0, numel = 1;
     for (int32_t d = 0; d < after->ndim; d++) {
         numel *= after->shape[d];
+        /* The stride of an axis of extent 1 never multiplies anything (backend.h): any value
+         * is a correct layout. */
+        if (after->shape[d] <= 1)
+            continue;
         if (after->strides[d] < 0 || after->strides[d] > ACASE_MAX_TENSOR_NUMEL * 8) {
             if (!wrong_dtype)
                 hr_set(r, HR_FAIL, "backend set output stride %d to %lld", (int)d,
                        (long long)after->strides[d]);
             return;
         }
-        if (after->shape[d] > 0)
-            last += (after->shape[d] - 1) * after->strides[d];
+        last += (after->shape[d] - 1) * after->strides[d];
     }
     if (numel > 0 && (uint64_t)(last + 1) * es > capacity) {
         if (!wrong_dtype)
             hr_set(r, HR_FAIL, "backend output strides address past the %zu-byte buffer",
                    capacity);
+        return;
+    }
+    /* The buffer is larger than the result (room for a wrong, wider dtype), so the canaries
+     * sit past the capacity, not past the result: the bytes between must still hold the 0xFF
+     * fill, or an off-by-one write past the result would pass unseen. */
+    const size_t used = numel > 0 ? (size_t)(last + 1) * es : 0;
+    const unsigned char *buf = after->data;
+    size_t lo = capacity, hi = 0;
+    for (size_t i = used; i < capacity; i++)
+        if (buf[i] != 0xFF) {
+            lo = i < lo ? i : lo;
+            hi = i;
+        }
+    if (lo < capacity) {
+        hr_set(r, HR_FAIL, "backend wrote %zu bytes past the end of its output (offset +%zu..+%zu "
+               "from the end of the %zu bytes its dtype and shape take)", hi - lo + 1, lo - used,
+               hi - used, used);
         return;
     }
     hr_capture_output(after);

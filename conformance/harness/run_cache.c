@@ -69,7 +69,7 @@ static int status_of(int attnref_code)
  * decided (a failure, or an expected rejection whose state still needs checking returns 0). */
 static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
 {
-    if (rc == HB_ETRANSPORT) {
+    if (hb_transport_failure(x->hb, rc)) {
         rch_set(x, HR_ERROR, "%s: adapter failure: %s", call, rch_err(x));
         return 1;
     }
@@ -181,8 +181,8 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     a.struct_size = sizeof a;
     int rc = be->cache_state(x->hb->ctx, cache, &a);
     if (rc != ATTNCONF_OK) {
-        rch_set(x, rc == HB_ETRANSPORT ? HR_ERROR : HR_FAIL, "cache_state returned %s: %s",
-                hr_code_name(rc), rch_err(x));
+        rch_set(x, hb_transport_failure(x->hb, rc) ? HR_ERROR : HR_FAIL,
+                "cache_state returned %s: %s", hr_code_name(rc), rch_err(x));
         return -1;
     }
     int64_t shk[4] = {a.batch, p->kv_heads, a.length, p->head_dim}, nk;

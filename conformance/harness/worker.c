@@ -42,9 +42,21 @@ static int hw_send(int fd, const void *p, size_t n)
     return 0;
 }
 
+/* 1 if process pid has exited (it stays a zombie, its pid and process group reserved, until
+ * reaped). */
+static int hw_exited(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return pid > 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si.si_pid == pid;
+}
+
 /* Receive exactly n bytes before the deadline (monotonic seconds; <= 0 = none).  Returns 0,
- * 1 on EOF or error (the peer died), or 2 on timeout. */
-static int hw_recv(int fd, void *p, size_t n, double deadline)
+ * 1 on EOF or error (the peer died), or 2 on timeout.  With a deadline and a pid: the worker's
+ * death also counts as EOF, checked every 100 ms, since a process the backend forked may hold
+ * the socket open after the worker itself died. */
+static int hw_recv(int fd, void *p, size_t n, double deadline, pid_t pid)
 {
     char *c = p;
     while (n) {
@@ -53,13 +65,16 @@ static int hw_recv(int fd, void *p, size_t n, double deadline)
             if (left <= 0)
                 return 2;
             struct pollfd pfd = {fd, POLLIN, 0};
-            int pr = poll(&pfd, 1, left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1);
+            int pr = poll(&pfd, 1, left > 0.1 ? 100 : (int)(left * 1000.0) + 1);
             if (pr < 0 && errno == EINTR)
                 continue;
             if (pr < 0)
                 return 1;
-            if (pr == 0)
-                continue; /* re-check the deadline */
+            if (pr == 0 && !hw_exited(pid))
+                continue; /* re-check the deadline and the worker */
+            /* Dead: one last look, for what it wrote before it died. */
+            if (pr == 0 && poll(&pfd, 1, 0) <= 0)
+                return 1;
         }
         ssize_t r = recv(fd, c, n, 0);
         if (r < 0 && errno == EINTR)
@@ -113,6 +128,13 @@ static void hw_child(int fd, const hw_config *cfg, char *note, size_t note_len)
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a killed harness */
 #endif
+    /* A process group of its own (the parent sets it too, so neither order races): whatever
+     * the backend forks dies with the worker (hw_reap kills the group).  The terminal's Ctrl-C
+     * no longer reaches it directly; it dies with the harness instead (above).  A background
+     * group writing to a terminal with `stty tostop` would be stopped by SIGTTOU: ignored, the
+     * write goes through. */
+    setpgid(0, 0);
+    signal(SIGTTOU, SIG_IGN);
     /* The backend must not print to stdout (backend.h), but one that does must not corrupt
      * the results the harness may be writing there: its stdout is the harness's stderr. */
     dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -141,7 +163,7 @@ static void hw_child(int fd, const hw_config *cfg, char *note, size_t note_len)
     static hr_result r;
     for (;;) {
         uint64_t i;
-        if (hw_recv(fd, &i, sizeof i, 0) != 0)
+        if (hw_recv(fd, &i, sizeof i, 0, 0) != 0)
             break; /* the parent is done (or gone) */
         const acase *c = cfg->get_case(cfg->ud, (size_t)i);
         note[0] = '\0';
@@ -166,6 +188,9 @@ static int hw_reap(hw_worker *w, int kill_it)
     if (w->pid > 0) {
         if (kill_it)
             kill(w->pid, SIGKILL);
+        /* Then what the backend forked (the worker's process group): done before the worker is
+         * reaped, while its pid, the group's id, cannot have been given to anyone else. */
+        kill(-w->pid, SIGKILL);
         while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
             ;
     }
@@ -212,11 +237,12 @@ int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello)
         hw_child(sv[1], cfg, w->note, w->note_len);
     }
     close(sv[1]);
+    setpgid(pid, pid); /* as the child does: whichever runs first */
     w->pid = pid;
     w->fd = sv[0];
     /* Loading (dlopen, open) is bounded like a case: a backend that hangs in open must not
      * hang the run. */
-    int rc = hw_recv(w->fd, hello, sizeof *hello, hw_now() + cfg->case_timeout_s);
+    int rc = hw_recv(w->fd, hello, sizeof *hello, hw_now() + cfg->case_timeout_s, pid);
     if (rc != 0) {
         int st = hw_reap(w, 1);
         if (rc == 2)
@@ -277,13 +303,37 @@ void hw_run(hw_worker *w, const hw_config *cfg, size_t i, hr_result *r)
     double t0 = hw_now();
     int rc = hw_send(w->fd, &idx, sizeof idx) == 0 ? 0 : 1;
     static hr_result got; /* ~12 KiB: not on the stack */
+    const double deadline = t0 + cfg->case_timeout_s;
     if (rc == 0)
-        rc = hw_recv(w->fd, &got, sizeof got, t0 + cfg->case_timeout_s);
+        rc = hw_recv(w->fd, &got, sizeof got, deadline, w->pid);
     if (rc == 0) {
         hw_sanitize(&got);
-        *r = got;
+        if (strcmp(got.id, r->id) == 0) {
+            *r = got;
+            return;
+        }
+        /* Not this case's result: a copy of the worker the backend forked answered too, or
+         * something wrote into the socket.  Nothing more from this worker can be trusted. */
+        char other[sizeof got.id];
+        snprintf(other, sizeof other, "%s", got.id);
+        hw_reap(w, 1);
+        r->seconds = hw_now() - t0;
+        r->has_stats = 0;
+        r->status = HR_CRASH;
+        snprintf(r->message, sizeof r->message,
+                 "the worker answered with the result of case '%.200s' (a process the backend "
+                 "forked, or a stray write to the harness's socket, broke the exchange): the "
+                 "worker and its process group were killed", other);
         return;
     }
+    /* EOF while the worker lives: it (or the backend) closed the socket; it gets until the
+     * deadline to exit, else it is a hang like any other. */
+    while (rc == 1 && !hw_exited(w->pid) && hw_now() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc == 1 && !hw_exited(w->pid))
+        rc = 2;
     int st = hw_reap(w, rc == 2);
     r->seconds = hw_now() - t0;
     r->has_stats = 0;
@@ -300,7 +350,8 @@ void hw_run(hw_worker *w, const hw_config *cfg, size_t i, hr_result *r)
         int sig = WTERMSIG(st);
         snprintf(how, sizeof how, "killed by signal %d (%s)%s", sig, strsignal(sig),
                  sig == SIGKILL ? ", not by the harness: it may have run out of memory (the "
-                                  "kernel's OOM killer)"
+                                  "kernel's OOM killer) or hit a hard resource limit it set "
+                                  "(RLIMIT_CPU)"
                                 : "");
     } else if (st != -1 && WIFEXITED(st)) {
         snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(st));
@@ -318,17 +369,24 @@ void hw_stop(hw_worker *w)
         return;
     shutdown(w->fd, SHUT_RDWR); /* EOF: the worker closes the backend and exits */
     /* A backend whose close hangs is killed after a grace period. */
-    for (int k = 0; k < 100; k++) {
-        int st;
-        pid_t p = waitpid(w->pid, &st, WNOHANG);
-        if (p == w->pid || (p < 0 && errno != EINTR)) {
-            w->pid = 0;
-            break;
-        }
+    int k = 0;
+    for (; k < 100 && !hw_exited(w->pid); k++) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    hw_reap(w, 1);
+    int hung = k == 100;
+    int st = hw_reap(w, 1); /* the worker, if still alive, and whatever the backend left behind */
+    /* Every result is in by now, so this changes none: but a backend that dies in close()
+     * would leak or corrupt in real use, so it is said. */
+    if (hung)
+        fprintf(stderr, "attnconf: warning: the backend's close() did not return within 5 s: "
+                "its worker was killed\n");
+    else if (st != -1 && WIFSIGNALED(st))
+        fprintf(stderr, "attnconf: warning: the backend's close() killed its worker with "
+                "signal %d (%s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0)
+        fprintf(stderr, "attnconf: warning: the backend's close() made its worker exit with "
+                "status %d\n", WEXITSTATUS(st));
 }
 
 int hw_probe(const char *spec, const char *builtin_dir, const hb_open_opts *oo, double timeout_s,

@@ -16,12 +16,7 @@ target_link_libraries(test_bench PRIVATE attncase attnref PkgConfig::CRITERION m
 criterion_discover_tests(test_bench LABELS "unit;harness")
 
 # A test-only backend with fewer capabilities (NOT_SUPPORTED, the mask route) that can crash.
-add_library(bench_limited MODULE backends/bench_limited.c
-  ../backends/reference/reference_cache.c ../backends/reference/rb_common.c)
-set_target_properties(bench_limited PROPERTIES PREFIX "" C_VISIBILITY_PRESET hidden
-  LIBRARY_OUTPUT_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/bad_backends")
-target_include_directories(bench_limited PRIVATE "${PROJECT_SOURCE_DIR}/conformance/include")
-target_link_libraries(bench_limited PRIVATE attnref)
+reference_test_plugin(bench_limited backends/bench_limited.c)
 
 # Input errors: exit 2 with FILE:LINE: FIELD: reason, before any backend runs.
 harness_cli_test(bench.bad_window 2
@@ -156,3 +151,15 @@ if(ATTNCONF_PYTHON3)
 else()
   message(WARNING "python3 not found: the harness.bench.* JSON checks are not registered")
 endif()
+
+# A benchmark that hangs (misbehave_hang: on its 2nd call) or closes its pipe and then hangs
+# (misbehave_closefds_hang) is killed at --timeout and is an ERROR; bench goes on and exits 1.
+foreach(m IN ITEMS hang closefds_hang)
+  if(NOT TARGET misbehave_${m}) # built with python3 (CMakeLists.txt, the isolation tests)
+    continue()
+  endif()
+  harness_cli_test(bench.timeout_${m} 1
+    "smoke\\.causal\\.L64\\.f32 +ERROR.*no result after 2 s \\(--timeout\\): the benchmark process was killed"
+    bench --backend $<TARGET_FILE:misbehave_${m}> --suite "${bench_suites}/smoke.yaml"
+    --filter smoke.causal.L64.f32 ${bench_quick} --timeout 2)
+endforeach()

@@ -104,6 +104,14 @@ def statuses(res, ids, status, msg_re=None):
                   "%s message matches %r (got %r)" % (i, msg_re, r["message"]))
 
 
+def pid_env(args, name):
+    """An empty pid file in the scenario's workdir and the environment that makes every adapter
+    start append its pid to it."""
+    pidfile = os.path.join(args.workdir, name + ".pids")
+    open(pidfile, "w").close()
+    return pidfile, dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+
+
 def pids_gone(pidfile):
     """Every adapter the harness started is gone (killed or exited, and not left running)."""
     with open(pidfile) as f:
@@ -126,9 +134,7 @@ def pids_gone(pidfile):
 
 def s_ok(args):
     """A correct adapter passes real cases end to end; options reach hello; JSON records them."""
-    pidfile = os.path.join(args.workdir, "ok.pids")
-    open(pidfile, "w").close()
-    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    pidfile, env = pid_env(args, "ok")
     rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "sdpa.nomask.*",
                                        "--backend-option", "device=cpu", env=env)
     check(rc == 0, "exit 0 (got %d)" % rc)
@@ -234,6 +240,20 @@ def s_die(args):
     statuses(res, ["sdpa.nomask.lk1025.f16"], "NOT_SUPPORTED")
 
 
+def s_fork_die(args):
+    """Forks a child that keeps stdout open, then dies: the exit status is quoted at once (not
+    a timeout), and the child goes with the adapter's process group."""
+    pidfile, env = pid_env(args, "fork_die")
+    rc, out, secs, _, _, res = json_run(args, backend(args, "fork_die"), "sdpa.nomask.basic.f32",
+                                        "--timeout", "30", env=env)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.nomask.basic.f32"], "ERROR", r"^adapter failure: adapter exited with "
+             r"status 3: bad_adapter\(fork_die\): dying in the middle of sdpa, a child holding "
+             r"stdout$")
+    check(secs < 20, "reported in seconds, not at the 30 s timeout (%.1f s)" % secs)
+    pids_gone(pidfile)
+
+
 def s_die_must_reject(args):
     """A crash in a case that must be rejected is an ERROR, never a correct rejection."""
     rc, out, _, _, _, res = json_run(args, backend(args, "die"),
@@ -262,9 +282,7 @@ def s_die_once(args):
 def s_hang(args):
     """Never replies: --timeout 1 turns each call into an ERROR within about a second, the
     adapters are killed (none left running, no zombie children while the run goes on)."""
-    pidfile = os.path.join(args.workdir, "hang.pids")
-    open(pidfile, "w").close()
-    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    pidfile, env = pid_env(args, "hang")
     rc, out, secs, zombies, _, res = json_run(args, backend(args, "hang"), "sdpa.nomask.*",
                                               "--timeout", "1", env=env, watch_zombies=True)
     check(rc == 1, "exit 1 (got %d)" % rc)
@@ -281,9 +299,7 @@ def s_interrupted(args):
     """The harness is interrupted (SIGINT, as Ctrl-C sends to the terminal's foreground group,
     which the adapter is not in) while a hung adapter is in flight: the harness takes the
     adapter's process group down before dying of the signal, so nothing is left running."""
-    pidfile = os.path.join(args.workdir, "interrupted.pids")
-    open(pidfile, "w").close()
-    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    pidfile, env = pid_env(args, "interrupted")
     cmd = [args.harness, "run", "--backend", backend(args, "hang"), "--cases", args.cases,
            "--filter", "sdpa.nomask.basic.f32"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -322,9 +338,7 @@ def s_stdout_noise(args):
 def s_sigpipe(args):
     """The adapter closes its stdin and exits right after hello; the harness then writes a 4 MB
     request into a pipe nobody reads: EPIPE, not death by SIGPIPE."""
-    pidfile = os.path.join(args.workdir, "sigpipe.pids")
-    open(pidfile, "w").close()
-    env = dict(os.environ, BAD_ADAPTER_PIDS=pidfile)
+    pidfile, env = pid_env(args, "sigpipe")
     rc, out, secs, _, _, res = json_run(args, backend(args, "close_stdin"),
                                         "sdpa.sizes.lk1025_d256_dv256.f32", env=env)
     check(rc == 1, "exit 1, not killed by SIGPIPE (got %d)" % rc)

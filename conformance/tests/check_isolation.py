@@ -18,22 +18,27 @@ import sys
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rc", type=int, required=True)
+    ap.add_argument("--rc", required=True, help="the exit status, or several: 0,1")
     ap.add_argument("--bad", type=int, required=True)
     ap.add_argument("--status", required=True)
     ap.add_argument("--message", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-results", type=int, default=3)
+    # --bad -1: any case may be the misbehaving one (or none), but every case appears exactly
+    # once under its own id, each PASS or the expected status and message.
+    ap.add_argument("--pidfile", help="processes the backend forked (one pid a line): "
+                    "none may be alive once the run is over")
     ap.add_argument("cmd", nargs="+")
     a = ap.parse_args()
-    if os.path.exists(a.out):
-        os.remove(a.out)
+    for f in (a.out, a.pidfile):
+        if f and os.path.exists(f):
+            os.remove(f)
     p = subprocess.run(a.cmd + ["--format", "json", "--out", a.out], capture_output=True,
                        text=True, timeout=600)
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr)
     fails = []
-    if p.returncode != a.rc:
+    if str(p.returncode) not in a.rc.split(","):
         fails.append(f"exit {p.returncode}, expected {a.rc}")
     if re.search(r"Sanitizer|runtime error", p.stdout + p.stderr):
         fails.append("sanitizer report in the output")
@@ -46,8 +51,15 @@ def main():
     res = doc["results"]
     if len(res) < a.min_results:
         fails.append(f"{len(res)} results, expected at least {a.min_results}")
+    ids = [r["id"] for r in res]
+    if len(set(ids)) != len(ids):
+        fails.append(f"a case id appears twice: {ids}")
     for i, r in enumerate(res):
-        if i == a.bad:
+        if a.bad == -1 and r["status"] != "PASS":
+            if r["status"] != a.status or not re.search(a.message, r["message"]):
+                fails.append(f"{r['id']}: {r['status']} {r['message']!r}, expected PASS or "
+                             f"{a.status} matching {a.message!r}")
+        elif i == a.bad:
             if r["status"] != a.status:
                 fails.append(f"{r['id']}: status {r['status']}, expected {a.status}")
             if not re.search(a.message, r["message"]):
@@ -57,6 +69,18 @@ def main():
                          "a misbehaving case must cost only itself")
     if doc["summary"]["total"] != len(res):
         fails.append("summary.total does not count the results")
+    if a.pidfile:
+        pids = open(a.pidfile).read().split() if os.path.exists(a.pidfile) else []
+        if not pids:
+            fails.append(f"{a.pidfile}: the backend recorded no forked process")
+        for pid in pids:
+            try:  # dead, or a zombie nobody has reaped yet
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                fails.append(f"process {pid}, forked by the backend, outlived the run")
     for f in fails:
         print("check_isolation: " + f)
     return 1 if fails else 0

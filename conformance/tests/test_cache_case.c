@@ -140,6 +140,46 @@ Test(cachecase, strict_errors)
     }
 }
 
+/* A cache case adds up every step's tensors against the per-file budget (ACASE_MAX_CASE_NUMEL):
+ * steps whose k and v are each within the per-tensor limit are refused, before anything is
+ * generated, at the step where the running total runs out (the fuzz regression
+ * cache-steps-huge-tensors.yaml is the same shape at full size). */
+Test(cachecase, steps_share_the_case_budget)
+{
+    const int64_t L = ACASE_MAX_CASE_NUMEL / 4; /* k and v of two steps fill the budget */
+    cr_assert_leq(L, ACASE_MAX_TENSOR_NUMEL);
+    size_t cap = 4096;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    int len = snprintf(text, cap, "attnconf_case: 2\n"
+                       "id: cache.test.budget\n"
+                       "description: \"Over the per-file budget.\"\n"
+                       "rules: [clause14.append]\n"
+                       "op: cache\n"
+                       "requires: [f32, cache.standard]\n"
+                       "params: {kind: standard, dtype: f32, batch: 1, kv_heads: 1, head_dim: 1}\n"
+                       "steps:\n");
+    for (int i = 0; i < 3; i++) /* step i: lines 9 + 4i (op), 10 + 4i (k), 11 + 4i (v), ... */
+        len += snprintf(text + len, cap - (size_t)len,
+                        "- op: update\n"
+                        "  k: {dtype: f32, shape: [1, 1, %lld, 1], generate: {kind: uniform, "
+                        "seed: %d, lo: -1.0, hi: 1.0}}\n"
+                        "  v: {dtype: f32, shape: [1, 1, %lld, 1], generate: {kind: uniform, "
+                        "seed: %d, lo: -1.0, hi: 1.0}}\n"
+                        "  expect: {offset: [0], positions: [[]], keys: [], values: []}\n",
+                        (long long)L, 2 * i + 1, (long long)L, 2 * i + 2);
+    cr_assert_lt((size_t)len, cap);
+    char err[512] = "", want[200];
+    acase *c = load(text, err, sizeof err);
+    cr_expect_null(c);
+    snprintf(want, sizeof want, "t.yaml:18:26: steps[2].k.shape: the case's tensors exceed %lld "
+             "elements in total (ACASE_MAX_CASE_NUMEL; %lld already read, this one has %lld)",
+             (long long)ACASE_MAX_CASE_NUMEL, (long long)ACASE_MAX_CASE_NUMEL, (long long)L);
+    cr_expect(strstr(err, want) != NULL, "got '%s', want '%s'", err, want);
+    acase_free(c);
+    free(text);
+}
+
 /* Every committed cache case reads, writes back to its own bytes (the files are casegen's
  * canonical output). */
 Test(cachecase, committed_cases_round_trip)

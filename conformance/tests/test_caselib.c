@@ -403,6 +403,38 @@ Test(caselib, list_dir_recursive_sorted)
     cr_assert_not_null(strstr(err, "No such file"), "%s", err);
 }
 
+Test(caselib, list_dir_does_not_follow_directory_links)
+{
+    /* A link to the tree itself (a loop) and one to / (out of the tree) are skipped; a link to
+     * a case file is listed like the file. */
+    char dir[] = "/tmp/attncase_links.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[256], q[256];
+    snprintf(p, sizeof p, "%s/case.yaml", dir);
+    write_file(p, "x: 1\n");
+    snprintf(q, sizeof q, "%s/self", dir);
+    cr_assert_eq(symlink(".", q), 0);
+    snprintf(q, sizeof q, "%s/root", dir);
+    cr_assert_eq(symlink("/", q), 0);
+    snprintf(q, sizeof q, "%s/alias.yaml", dir);
+    cr_assert_eq(symlink("case.yaml", q), 0);
+    char **paths = NULL, err[256];
+    int n = acase_list_dir(dir, &paths, err, sizeof err);
+    cr_assert_eq(n, 2, "%d: %s", n, n < 0 ? err : "");
+    snprintf(q, sizeof q, "%s/alias.yaml", dir);
+    cr_assert_str_eq(paths[0], q);
+    cr_assert_str_eq(paths[1], p);
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    static const char *const names[] = {"self", "root", "alias.yaml", "case.yaml"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(q, sizeof q, "%s/%s", dir, names[i]);
+        unlink(q);
+    }
+    rmdir(dir);
+}
+
 /* ---- generator ------------------------------------------------------------------------ */
 
 Test(generator, splitmix64_reference_outputs)
@@ -1074,6 +1106,49 @@ Test(caseread, shapes)
                       "13:28: expected.out.shape: must be (B, Hq, Lq, Dv) = [1, 1, 1, 2]");
     expect_line_error(9, "  q: {dtype: f32, shape: [2, 1], layout: blhd, data: [1.0, 2.0]}",
                       "9:42: inputs.q.layout: blhd needs a rank-4 tensor");
+}
+
+/* The per-file budget (ACASE_MAX_CASE_NUMEL): tensors that are each well within the per-tensor
+ * limit but together exceed the budget are refused, before allocation, at the field where the
+ * running total ran out; a case exactly at the budget loads. */
+Test(caseread, case_numel_budget)
+{
+    /* q (2) + k (2L) + v (2L) + expected.out (2) = 4L + 4 elements. */
+    const int64_t at = ACASE_MAX_CASE_NUMEL / 4 - 1;
+    cr_assert_eq(4 * at + 4, ACASE_MAX_CASE_NUMEL);
+    cr_assert_lt(2 * (at + 1), ACASE_MAX_TENSOR_NUMEL, "each tensor within the per-tensor limit");
+    for (int over = 0; over < 2; over++) {
+        int64_t L = at + over;
+        char k[160], v[160];
+        snprintf(k, sizeof k, "  k: {dtype: f32, shape: [1, 1, %lld, 2], generate: {kind: "
+                 "uniform, seed: 1, lo: -1.0, hi: 1.0}}", (long long)L);
+        snprintf(v, sizeof v, "  v: {dtype: f32, shape: [1, 1, %lld, 2], generate: {kind: "
+                 "uniform, seed: 2, lo: -1.0, hi: 1.0}}", (long long)L);
+        char *t1 = base_with(10, k);
+        size_t cap = strlen(t1) + strlen(v) + 2;
+        char *text = malloc(cap);
+        cr_assert_not_null(text);
+        /* base_with works on base_case only: splice line 11 by hand. */
+        const char *l11 = t1;
+        for (int n = 1; n < 11; n++)
+            l11 = strchr(l11, '\n') + 1;
+        snprintf(text, cap, "%.*s%s\n%s", (int)(l11 - t1), t1, v, strchr(l11, '\n') + 1);
+        free(t1);
+        if (!over) {
+            acase *c = NULL;
+            char err[512] = "";
+            cr_assert_eq(load_text(text, &c, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(c->k.numel + c->v.numel + c->q.numel + c->expected.numel,
+                         ACASE_MAX_CASE_NUMEL);
+            acase_free(c);
+        } else {
+            char want[200];
+            snprintf(want, sizeof want, "11:26: inputs.v.shape: the case's tensors exceed %lld "
+                     "elements in total (ACASE_MAX_CASE_NUMEL", (long long)ACASE_MAX_CASE_NUMEL);
+            expect_error(text, want);
+        }
+        free(text);
+    }
 }
 
 Test(caseread, dtypes_and_values)

@@ -12,6 +12,8 @@ Standard library only.  MODE (argv[1]):
                 padding).  Option `device` (default cpu; only cpu
                 is accepted, anything else is refused in hello).
   die           exits (status 3) in the middle of every sdpa, after reading only the header
+  fork_die      like die, after forking a child that sleeps 60 s holding stdout open (so the
+                harness sees no EOF: it must notice the exit itself)
   hang          reads the sdpa request, then never replies
   garbage       answers sdpa with a line that is not JSON
   badnbytes     answers sdpa with an `out` whose nbytes is 4 bytes short of its shape
@@ -205,6 +207,12 @@ def build_mask(h):
 
 
 def serve_sdpa(header, tensor_list):
+    if MODE == "fork_die":
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        log("dying in the middle of sdpa, a child holding stdout")
+        os._exit(3)
     if MODE == "die" or (MODE == "die_once" and STATE and not os.path.exists(STATE)):
         if MODE == "die_once":
             open(STATE, "w").close()

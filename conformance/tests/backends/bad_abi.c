@@ -7,6 +7,8 @@
  *   5  lists options but has no open_with_options to receive them
  *   9  struct_size 16: a table shorter than the first revision's members (a truncated or
  *      foreign struct), which the host must not read past
+ *  10  capabilities() sets bit 21, which names no capability
+ *  11  capabilities() reports cache.standard, but the table has no cache members
  * and some that take down the process loading them (the harness loads plugins in a worker):
  *   6  open() writes through a NULL pointer (SIGSEGV)
  *   7  the entry point never returns
@@ -43,7 +45,8 @@ static void bad_close(void *ctx)
 static uint64_t bad_caps(void *ctx)
 {
     (void)ctx;
-    return ATTNCONF_CAP_F32;
+    return ATTNCONF_CAP_F32 | (BAD_ABI_MODE == 10 ? 1ull << 21 : 0) |
+           (BAD_ABI_MODE == 11 ? ATTNCONF_CAP_CACHE_STD : 0);
 }
 
 static int bad_sdpa(void *ctx, const attnconf_sdpa_args *args)

@@ -16,11 +16,26 @@
  *  10 exit3       exit(3)                                  -> CRASH, "exited with status 3"
  *  11 stack_overflow recurse until the stack runs out      -> CRASH, signal 11 and the note
  *                 "overflowed the stack" (the fault handler's alternate stack)
+ *  12 closefds_hang close every descriptor above 2 (the worker's socket included), then hang
+ *                                                          -> TIMEOUT, not a harness hang
+ *  13 fork_segv   fork a child that sleeps 60 s (its pid written to $MISBEHAVE_PIDFILE), then
+ *                 segfault: the child holds the socket open -> CRASH, signal 11, at once, and
+ *                 the child is killed with the worker's process group
+ *  14 fork_return fork, and both copies return the reference's result (two replies to one
+ *                 request)                                 -> results stay with their cases
+ *  15 past_result write one element just past the result, inside the buffer's slack (the
+ *                 buffer has room for a wider dtype)       -> FAIL, "+0..+3" from the result
+ *  16 past_100k   write 100 KB past the output buffer      -> CRASH naming the guard region
+ *  17 close_segv  every call correct; close() segfaults   -> all PASS, a warning on stderr
  * The reference's entry point is renamed so this file's is the one exported.
  */
+#define _POSIX_C_SOURCE 200809L /* fork, pause, sleep */
+
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "faults.h"
@@ -79,9 +94,46 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         if (tf_recurse(0) == 1)
             return ATTNCONF_EBACKEND; /* uses the result; not reached with a stack limit */
         break;
+    case 12:
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+        for (;;)
+            pause();
+    case 13: {
+        pid_t child = fork();
+        if (child == 0) {
+            sleep(60);
+            _exit(0);
+        }
+        const char *pf = getenv("MISBEHAVE_PIDFILE");
+        FILE *f = pf && child > 0 ? fopen(pf, "a") : NULL;
+        if (f) {
+            fprintf(f, "%ld\n", (long)child);
+            fclose(f);
+        }
+        tf_write((volatile unsigned char *)(uintptr_t)0, 1);
+        break;
+    }
+    case 14: fork(); return rb_sdpa(ctx, a);
+    case 15: {
+        int rc = rb_sdpa(ctx, a);
+        size_t numel = 1;
+        for (int d = 0; d < a->out->ndim; d++)
+            numel *= (size_t)a->out->shape[d];
+        tf_write(out + numel * (a->out->dtype == ATTNCONF_F32 ? 4 : 2), 4);
+        return rc;
+    }
+    case 16: tf_write(out + a->out_capacity + 100000, 4); break;
     default: break;
     }
     return rb_sdpa(ctx, a);
+}
+
+static void mb_close(void *ctx)
+{
+    if (MISBEHAVE_MODE == 17)
+        tf_write((volatile unsigned char *)(uintptr_t)0, 1);
+    rb_close(ctx);
 }
 
 static const attnconf_backend mb_table = {
@@ -90,11 +142,12 @@ static const attnconf_backend mb_table = {
     .name = "misbehave",
     .version = "0",
     .open = rb_open,
-    .close = rb_close,
+    .close = mb_close,
     .capabilities = rb_capabilities,
     .sdpa = mb_sdpa,
     .build_mask = rb_build_mask,
     .last_error = rb_last_error,
+    RC_TABLE_MEMBERS, /* the reference's capabilities include its caches */
 };
 
 __attribute__((visibility("default"))) const attnconf_backend *

@@ -21,6 +21,11 @@ extern "C" {
 
 /* Limits that keep a malformed or hostile case file from causing a huge allocation. */
 #define ACASE_MAX_TENSOR_NUMEL ((int64_t)1 << 24) /* per tensor */
+/* Per case file: all the elements the reader materialises (every tensor, expected value, cache
+ * step state and keep mask), checked as a running total before each allocation, so a file of
+ * many tensors each within ACASE_MAX_TENSOR_NUMEL cannot add up to a huge allocation
+ * (committed: 1051648, sdpa.sizes.lk1025_d256_dv256.f32; at most 16 MiB of f32). */
+#define ACASE_MAX_CASE_NUMEL ((int64_t)1 << 22)
 #define ACASE_MAX_FILE_BYTES ((int64_t)16 << 20)  /* per case file: bounds libyaml's memory */
 #define ACASE_MAX_BATCH 4096                      /* lengths / left_padding entries */
 #define ACASE_MAX_RULES 16
