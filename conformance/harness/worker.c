@@ -3,6 +3,7 @@
 
 #include "worker.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -180,6 +181,69 @@ static void hw_child(int fd, const hw_config *cfg, char *note, size_t note_len)
     _exit(0);
 }
 
+/* After hw_recv's EOF (rc 1) from a worker that may still live (it, or the backend, closed the
+ * socket): it gets until the deadline to exit, else it is a hang like any other (rc 2). */
+static int hw_after_eof(const hw_worker *w, int rc, double deadline)
+{
+    while (rc == 1 && !hw_exited(w->pid) && hw_now() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return rc == 1 && !hw_exited(w->pid) ? 2 : rc;
+}
+
+/* 1 once this process is a subreaper for its workers (hw_start). */
+static int hw_subreaper;
+
+#ifdef __linux__
+/* Kill and reap every child of this process but `keep`: with the harness a subreaper
+ * (hw_start), these are what a backend forked and moved out of the worker's process group
+ * (setsid, setpgid), orphaned to us when the worker died.  Bounded: a backend forking as fast
+ * as it is killed is not chased for ever. */
+static void hw_reap_strays(pid_t keep)
+{
+    const pid_t self = getpid();
+    for (int round = 0; round < 50; round++) {
+        DIR *d = opendir("/proc");
+        if (!d)
+            return;
+        int found = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            char *end;
+            long pid = strtol(de->d_name, &end, 10);
+            if (*end || pid <= 0 || pid == keep)
+                continue;
+            char path[64], buf[512];
+            snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+            FILE *f = fopen(path, "r");
+            size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+            if (f)
+                fclose(f);
+            buf[n] = '\0';
+            /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
+            const char *rp = strrchr(buf, ')');
+            long ppid = 0;
+            char state = 0;
+            if (!rp || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2 || ppid != self)
+                continue;
+            found = 1;
+            kill((pid_t)pid, SIGKILL);
+            while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+        closedir(d);
+        if (!found)
+            return;
+    }
+}
+#else
+static void hw_reap_strays(pid_t keep)
+{
+    (void)keep;
+}
+#endif
+
 /* Reap the worker (already dead, or killed here first when `kill_it`); returns the wait
  * status, or -1. */
 static int hw_reap(hw_worker *w, int kill_it)
@@ -193,6 +257,8 @@ static int hw_reap(hw_worker *w, int kill_it)
         kill(-w->pid, SIGKILL);
         while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
             ;
+        if (hw_subreaper)
+            hw_reap_strays(0); /* and what escaped the group */
     }
     if (w->fd >= 0)
         close(w->fd);
@@ -222,6 +288,13 @@ int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello)
                  strerror(errno));
         return -1;
     }
+#ifdef __linux__
+    /* What a backend forks and moves out of the worker's process group (setsid) is orphaned
+     * to the harness instead of init when the worker dies, so hw_reap can end it too.  Only
+     * for a worker that runs cases (run, fuzz): the harness then has no other children. */
+    if (cfg->rn)
+        hw_subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+#endif
     fflush(stdout); /* else the child's copy of the buffer could be written twice */
     fflush(stderr);
     pid_t pid = fork();
@@ -242,8 +315,10 @@ int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello)
     w->fd = sv[0];
     /* Loading (dlopen, open) is bounded like a case: a backend that hangs in open must not
      * hang the run. */
-    int rc = hw_recv(w->fd, hello, sizeof *hello, hw_now() + cfg->case_timeout_s, pid);
+    const double deadline = hw_now() + cfg->case_timeout_s;
+    int rc = hw_recv(w->fd, hello, sizeof *hello, deadline, pid);
     if (rc != 0) {
+        rc = hw_after_eof(w, rc, deadline);
         int st = hw_reap(w, 1);
         if (rc == 2)
             snprintf(hello->err, sizeof hello->err,
@@ -326,14 +401,7 @@ void hw_run(hw_worker *w, const hw_config *cfg, size_t i, hr_result *r)
                  "worker and its process group were killed", other);
         return;
     }
-    /* EOF while the worker lives: it (or the backend) closed the socket; it gets until the
-     * deadline to exit, else it is a hang like any other. */
-    while (rc == 1 && !hw_exited(w->pid) && hw_now() < deadline) {
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    if (rc == 1 && !hw_exited(w->pid))
-        rc = 2;
+    rc = hw_after_eof(w, rc, deadline);
     int st = hw_reap(w, rc == 2);
     r->seconds = hw_now() - t0;
     r->has_stats = 0;

@@ -27,6 +27,8 @@
  *                 buffer has room for a wider dtype)       -> FAIL, "+0..+3" from the result
  *  16 past_100k   write 100 KB past the output buffer      -> CRASH naming the guard region
  *  17 close_segv  every call correct; close() segfaults   -> all PASS, a warning on stderr
+ *  18 setsid_segv like fork_segv, but the child leaves the worker's process group (setsid)
+ *                 first                                    -> CRASH, and the child is killed
  * The reference's entry point is renamed so this file's is the one exported.
  */
 #define _POSIX_C_SOURCE 200809L /* fork, pause, sleep */
@@ -99,12 +101,26 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
             close(fd);
         for (;;)
             pause();
-    case 13: {
+    case 13:
+    case 18: {
+        /* The parent crashes only once the child is on its own (out of the worker's process
+         * group, for 18), so the harness meets the situation the mode is about. */
+        int ready[2];
+        if (pipe(ready) != 0)
+            abort();
         pid_t child = fork();
         if (child == 0) {
+            if (MISBEHAVE_MODE == 18)
+                setsid();
+            char one = 1;
+            if (write(ready[1], &one, 1) != 1)
+                _exit(1);
             sleep(60);
             _exit(0);
         }
+        char got;
+        if (child > 0 && read(ready[0], &got, 1) != 1)
+            abort();
         const char *pf = getenv("MISBEHAVE_PIDFILE");
         FILE *f = pf && child > 0 ? fopen(pf, "a") : NULL;
         if (f) {
