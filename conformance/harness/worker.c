@@ -181,26 +181,32 @@ static void hw_child(int fd, const hw_config *cfg, char *note, size_t note_len)
     _exit(0);
 }
 
+/* Wait (polling, unreaped) until pid has exited or `until` passed; 1 if it exited. */
+static int hw_wait_exit(pid_t pid, double until)
+{
+    while (!hw_exited(pid) && hw_now() < until) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return hw_exited(pid);
+}
+
 /* After hw_recv's EOF (rc 1) from a worker that may still live (it, or the backend, closed the
  * socket): it gets until the deadline to exit, else it is a hang like any other (rc 2). */
 static int hw_after_eof(const hw_worker *w, int rc, double deadline)
 {
-    while (rc == 1 && !hw_exited(w->pid) && hw_now() < deadline) {
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return rc == 1 && !hw_exited(w->pid) ? 2 : rc;
+    return rc == 1 && !hw_wait_exit(w->pid, deadline) ? 2 : rc;
 }
 
 /* 1 once this process is a subreaper for its workers (hw_start). */
 static int hw_subreaper;
 
 #ifdef __linux__
-/* Kill and reap every child of this process but `keep`: with the harness a subreaper
+/* Kill and reap every child of this process: with the harness a subreaper
  * (hw_start), these are what a backend forked and moved out of the worker's process group
  * (setsid, setpgid), orphaned to us when the worker died.  Bounded: a backend forking as fast
  * as it is killed is not chased for ever. */
-static void hw_reap_strays(pid_t keep)
+static void hw_reap_strays(void)
 {
     const pid_t self = getpid();
     for (int round = 0; round < 50; round++) {
@@ -212,7 +218,7 @@ static void hw_reap_strays(pid_t keep)
         while ((de = readdir(d)) != NULL) {
             char *end;
             long pid = strtol(de->d_name, &end, 10);
-            if (*end || pid <= 0 || pid == keep)
+            if (*end || pid <= 0)
                 continue;
             char path[64], buf[512];
             snprintf(path, sizeof path, "/proc/%ld/stat", pid);
@@ -238,9 +244,8 @@ static void hw_reap_strays(pid_t keep)
     }
 }
 #else
-static void hw_reap_strays(pid_t keep)
+static void hw_reap_strays(void)
 {
-    (void)keep;
 }
 #endif
 
@@ -258,7 +263,7 @@ static int hw_reap(hw_worker *w, int kill_it)
         while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
             ;
         if (hw_subreaper)
-            hw_reap_strays(0); /* and what escaped the group */
+            hw_reap_strays(); /* and what escaped the group */
     }
     if (w->fd >= 0)
         close(w->fd);
@@ -437,12 +442,7 @@ void hw_stop(hw_worker *w)
         return;
     shutdown(w->fd, SHUT_RDWR); /* EOF: the worker closes the backend and exits */
     /* A backend whose close hangs is killed after a grace period. */
-    int k = 0;
-    for (; k < 100 && !hw_exited(w->pid); k++) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    int hung = k == 100;
+    int hung = !hw_wait_exit(w->pid, hw_now() + 5.0);
     int st = hw_reap(w, 1); /* the worker, if still alive, and whatever the backend left behind */
     /* Every result is in by now, so this changes none: but a backend that dies in close()
      * would leak or corrupt in real use, so it is said. */
