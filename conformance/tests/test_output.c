@@ -16,7 +16,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include "harness.h"
+#include "result.h"
 
 /* ---- fixtures ------------------------------------------------------------------------------ */
 

@@ -40,7 +40,7 @@
 #include "attncase/case.h"
 #include "backend_load.h"
 #include "exec_reply.h"
-#include "harness.h"
+#include "result.h"
 
 extern char **environ;
 

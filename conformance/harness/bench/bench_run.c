@@ -33,7 +33,7 @@
 #include <time.h>
 
 #include "attnref/sdpa.h"
-#include "harness.h"
+#include "result.h"
 #include "run.h"
 
 static double now_s(void)

@@ -42,7 +42,7 @@
 #include "backend_load.h"
 #include "fuzz.h"
 #include "fuzz_run.h"
-#include "harness.h"
+#include "result.h"
 #include "locate.h"
 #include "run.h"
 #include "worker.h"

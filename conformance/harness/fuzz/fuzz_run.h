@@ -7,7 +7,7 @@
 
 #include "backend_load.h"
 #include "fuzz.h"
-#include "harness.h"
+#include "result.h"
 #include "run.h"
 #include "worker.h"
 

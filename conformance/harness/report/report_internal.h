@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "harness.h"
+#include "result.h"
 
 #define MUTANT_PREFIX "mutant_"
 #define EM_DASH "\xE2\x80\x94"

@@ -80,7 +80,7 @@
 #include <jansson.h>
 
 #include "expect.h"
-#include "harness.h"
+#include "result.h"
 
 /* Length of a fixed-size char array field, bounded even if it lacks its terminator. */
 #define FIELD(x) (x), strnlen((x), sizeof(x))

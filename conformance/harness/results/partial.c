@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "harness.h"
+#include "result.h"
 
 typedef struct prd {
     const char *file;

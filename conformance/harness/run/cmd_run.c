@@ -30,7 +30,7 @@
 #include "bench.h"
 #include "expect.h"
 #include "fuzz.h"
-#include "harness.h"
+#include "result.h"
 #include "locate.h"
 #include "perf_cli.h"
 #include "run.h"

@@ -6,7 +6,7 @@
 
 #include "attncase/case.h"
 #include "backend_load.h"
-#include "harness.h"
+#include "result.h"
 
 /* What a run needs besides the case: the backend and the words that re-run a case alone. */
 typedef struct hr_runner {

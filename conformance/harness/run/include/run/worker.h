@@ -18,7 +18,7 @@
 
 #include "attncase/case.h"
 #include "backend_load.h"
-#include "harness.h"
+#include "result.h"
 #include "run.h"
 
 /* --case-timeout when none is given. */
