@@ -11,7 +11,7 @@
 #   share/attnconf/cases/                   the golden cases (<family>/<id>.yaml, FORMAT.md)
 #   share/doc/attnconf/                     SPEC.md, FORMAT.md, examples/backend-template/
 # The installed attnconf finds its backends and cases relative to its own location
-# (conformance/harness/locate.h), so the tree works at any prefix and can be moved whole.
+# (conformance/harness/common/include/common/locate.h), so the tree works at any prefix and can be moved whole.
 # Never installed: the test-only mutants, the test plugins, and the third-party plugins (they
 # are built against the build tree's Python environment).
 include(GNUInstallDirs)
@@ -40,10 +40,10 @@ function(_attnconf_rel out from to)
   endif()
 endfunction()
 
-# ---- the harness's default directories once installed (harness/locate.c) ----------------------
+# ---- the harness's default directories once installed (harness/common/locate.c) ---------------
 _attnconf_rel(rel_backends "${CMAKE_INSTALL_BINDIR}" "${ATTNCONF_INSTALL_BACKENDDIR}")
 _attnconf_rel(rel_cases "${CMAKE_INSTALL_BINDIR}" "${ATTNCONF_INSTALL_CASESDIR}")
-target_compile_definitions(attnconf PRIVATE
+target_compile_definitions(harness_common PRIVATE
   ATTNCONF_INSTALL_BACKEND_REL="${rel_backends}"
   ATTNCONF_INSTALL_CASES_REL="${rel_cases}")
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_load.h"
+#include "backend/backend_load.h"
 #include "exec_reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

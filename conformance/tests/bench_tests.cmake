@@ -9,8 +9,9 @@ set(bench_fixtures "${PROJECT_SOURCE_DIR}/perf/tests/suites")
 set(bench_quick --limits "${bench_fixtures}/limits.json" --min-time 0.02 --min-reps 3)
 
 # Unit tests: the closed-form counts against the keep rule, the suite reader's errors.
+# bench.h is private to the bench room: the test compiles the two modules with the room's folder.
 add_executable(test_bench test_bench.c ../harness/bench/bench_count.c ../harness/bench/bench_suite.c)
-target_include_directories(test_bench PRIVATE ${ATTNCONF_HARNESS_DIRS})
+target_include_directories(test_bench PRIVATE ../harness/bench)
 target_compile_definitions(test_bench PRIVATE PERF_SUITES_DIR="${bench_suites}")
 target_link_libraries(test_bench PRIVATE attncase attnref PkgConfig::CRITERION m)
 criterion_discover_tests(test_bench LABELS "unit;harness")

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "attnref/dtype.h"
-#include "compare.h"
+#include "run/compare.h"
 
 /* ---- helpers ---- */
 

@@ -16,7 +16,10 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include "result.h"
+#include "report/cmd.h"
+#include "results/output.h"
+#include "results/partial.h"
+#include "results/result.h"
 
 /* ---- fixtures ------------------------------------------------------------------------------ */
 
@@ -450,7 +453,7 @@ static char *slurp(const char *path)
 
 static int report(int argc, const char **argv)
 {
-    return hr_report_main(argc, (char **)argv);
+    return cmd_report("attnconf", argc, (char **)argv);
 }
 
 /* Three result files: reference (every status), cpu_fast (passes sdpa, no mask support) and

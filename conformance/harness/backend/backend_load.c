@@ -5,8 +5,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "backend_load.h"
-#include "locate.h"
+#include "backend/backend_load.h"
+#include "common/locate.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "attncase/case.h"
-#include "exec_backend.h"
+#include "backend/exec_backend.h"
 
 /* The size of the ABI v1 table: the end of its last v1 member.  A table may be larger (a newer
  * minor revision appends members) but never smaller. */

@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE /* pipe2, mkostemp, strsignal */
 
-#include "exec_backend.h"
+#include "backend/exec_backend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,9 +38,9 @@
 #include <jansson.h>
 
 #include "attncase/case.h"
-#include "backend_load.h"
+#include "backend/plugin.h"
+#include "common/jsonv.h"
 #include "exec_reply.h"
-#include "result.h"
 
 extern char **environ;
 
@@ -949,7 +949,7 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         json_object_set_new(h, "causal_offset",
                             a->has_causal_offset ? json_integer(a->causal_offset)
                                                  : json_null()) ||
-        json_object_set_new(h, "scale", !a->has_scale ? json_null() : hr_json_num(a->scale)) ||
+        json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
         json_object_set(h, "tensors", list)) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
         goto done;

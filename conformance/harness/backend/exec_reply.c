@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "attncase/case.h"
-#include "backend_load.h"
+#include "backend/plugin.h"
 
 /* An sdpa reply's "seconds" may not exceed the exchange it came in (the harness's own clock,
  * from the first byte sent to the last byte read) by more than this: the same monotonic clock

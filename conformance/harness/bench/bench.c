@@ -46,10 +46,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend_load.h"
-#include "exec_backend.h"
-#include "locate.h"
-#include "worker.h"
+#include "backend/backend_load.h"
+#include "backend/exec_backend.h"
+#include "common/locate.h"
+#include "run/worker.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2 };
 
@@ -543,8 +543,9 @@ static json_t *bench_one(const bench_opts *o, const bench_backend *b, const bs_s
     return r;
 }
 
-int bench_main(int argc, char **argv)
+int cmd_bench(const char *argv0, int argc, char **argv)
 {
+    (void)argv0;
     bench_opts o;
     int rc = parse(argc, argv, &o);
     if (rc)

@@ -244,11 +244,4 @@ void bo_discard(bo_out *o);
 /* The current UTC time as "2026-12-01T01:02:03Z". */
 void bo_utc_now(char out[32]);
 
-/* ---- the command (bench.c) ---------------------------------------------------------------- */
-
-/* `attnconf bench ...`; argv[0] is "bench".  Returns the exit status: 0 every benchmark OK,
- * NOT_SUPPORTED or SKIPPED, 1 one INCORRECT or ERROR (or a backend that cannot be loaded, an
- * output that cannot be written), 2 usage or input errors. */
-int bench_main(int argc, char **argv);
-
 #endif

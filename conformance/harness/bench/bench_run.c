@@ -33,8 +33,10 @@
 #include <time.h>
 
 #include "attnref/sdpa.h"
-#include "result.h"
-#include "run.h"
+#include "results/result.h"
+#include "run/run.h"
+#include "common/jsonv.h"
+#include "backend/plugin.h"
 
 static double now_s(void)
 {
@@ -297,7 +299,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     if (rc != ATTNCONF_OK) {
         const char *le = be->last_error(ctx);
         set_status(o, rc == ATTNCONF_ENOTSUP ? "NOT_SUPPORTED" : "ERROR", "sdpa returned %s%s%s",
-                   hr_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
+                   hb_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
         goto done;
     }
     char buf[256];
@@ -313,7 +315,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         goto done;
     }
     json_object_set_new(o, "validated_rows", json_integer(vo.rows));
-    json_object_set_new(o, "max_err_ratio", hr_json_num(vo.max_err_ratio));
+    json_object_set_new(o, "max_err_ratio", jsonv_num(vo.max_err_ratio));
     if (!vo.ok) {
         set_status(o, "INCORRECT", "%s", vo.message);
         goto done;
@@ -330,7 +332,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         if (rc != ATTNCONF_OK) {
             const char *le = be->last_error(ctx);
             set_status(o, "ERROR", "repetition %lld: sdpa returned %s%s%s", (long long)n + 1,
-                       hr_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
+                       hb_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
             goto done;
         }
         const double t = reported ? reported(ctx) : wall;

@@ -22,7 +22,7 @@
 #include "attncase/sdpa_rows.h"
 #include "attnref/sdpa.h"
 #include "attnref/tensor.h"
-#include "compare.h"
+#include "run/compare.h"
 
 #define BV_MAX_ROWS 64
 /* Rows past the first four are checked while their kept keys x (D + Dv) stay within this:

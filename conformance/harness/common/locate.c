@@ -1,7 +1,7 @@
 /* locate.c — default backend and cases directories: build tree or installation (locate.h). */
 #define _XOPEN_SOURCE 700 /* realpath, readlink */
 
-#include "locate.h"
+#include "common/locate.h"
 
 #include <limits.h>
 #include <stdio.h>

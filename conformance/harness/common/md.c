@@ -1,41 +1,8 @@
-/* report_md.c — Markdown output helpers of `attnconf report`: text, code spans and family names
- * that stay inside one table cell, and paths shown relative to the current directory. */
-#define _POSIX_C_SOURCE 200809L
-
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdlib.h>
+/* md.c — Markdown text and code spans that stay inside one table cell (REPORT.md and the perf
+ * reports both write GFM tables from untrusted strings: case ids, messages, paths). */
 #include <string.h>
-#include <sys/stat.h>
 
-#include "report_internal.h"
-
-/* ---- Markdown helpers --------------------------------------------------------------------- */
-
-/* Text of the report with absolute paths under the current directory made relative (see the
- * top comment).  A match must start a token and end at '/' or the token's end, so "/a/bc" is
- * not rewritten for a cwd of "/a/b".  Returns a malloc'd string, or NULL (then print s as is). */
-char *rp_relative(const rp_data *d, const char *s)
-{
-    size_t n = strlen(s), cl = strlen(d->cwd), o = 0;
-    char *out = malloc(n + 1);
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n;) {
-        int at_token = i == 0 || strchr(" \t='\"(:,", s[i - 1]) != NULL;
-        if (cl && at_token && !strncmp(s + i, d->cwd, cl) &&
-            (s[i + cl] == '\0' || strchr("/ \t'\"),:;", s[i + cl]) != NULL)) {
-            out[o++] = '.'; /* "." shorter than cwd (>= 2 bytes): out never outgrows n */
-            i += cl;
-        } else {
-            out[o++] = s[i++];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
+#include "common/md.h"
 
 /* Inline text: backslash-escape Markdown punctuation (CommonMark allows it before any ASCII
  * punctuation, and GFM tables need "\|"); control characters become spaces. */
@@ -57,15 +24,6 @@ void md_text(FILE *f, const char *s)
         else
             fputc(ch, f);
     }
-}
-
-/* A family name; the harness derives it from the case id, which could leave it empty. */
-void md_family(FILE *f, const char *s)
-{
-    if (*s)
-        md_text(f, s);
-    else
-        fputs("(no family)", f);
 }
 
 size_t md_longest_backtick_run(const char *s)
@@ -119,18 +77,4 @@ void md_code(FILE *f, const char *s)
 void md_code_cell(FILE *f, const char *s)
 {
     md_code_span(f, s, 1);
-}
-
-void md_code_rel(FILE *f, const rp_data *d, const char *s)
-{
-    char *r = rp_relative(d, s);
-    md_code(f, r ? r : s);
-    free(r);
-}
-
-void md_text_rel(FILE *f, const rp_data *d, const char *s)
-{
-    char *r = rp_relative(d, s);
-    md_text(f, r ? r : s);
-    free(r);
 }

@@ -39,13 +39,14 @@
 #include <jansson.h>
 
 #include "attncase/case.h"
-#include "backend_load.h"
+#include "backend/backend_load.h"
 #include "fuzz.h"
 #include "fuzz_run.h"
-#include "result.h"
-#include "locate.h"
-#include "run.h"
-#include "worker.h"
+#include "results/result.h"
+#include "common/locate.h"
+#include "run/run.h"
+#include "run/worker.h"
+#include "common/shell.h"
 
 enum { HF_EXIT_FAIL = 1, HF_EXIT_USAGE = 2 };
 
@@ -260,7 +261,7 @@ static int hf_write_case(const hf_call *call, const char *dir, const char *id, c
     return rc;
 }
 
-int hf_fuzz_main(const char *argv0, int argc, char **argv)
+int cmd_fuzz(const char *argv0, int argc, char **argv)
 {
     hf_opts o;
     int rc = hf_parse(argc, argv, &o);
@@ -443,14 +444,14 @@ int hf_fuzz_main(const char *argv0, int argc, char **argv)
         for (int k = 0; k < nfiles; k++)
             printf("  wrote %s\n", files[k]);
         char qa0[PATH_MAX + 64], qbe[PATH_MAX + 64], qdir[PATH_MAX + 64];
-        hr_shell_quote(a0, qa0, sizeof qa0);
-        hr_shell_quote(be, qbe, sizeof qbe);
-        hr_shell_quote(dir_abs, qdir, sizeof qdir);
+        shell_quote(a0, qa0, sizeof qa0);
+        shell_quote(be, qbe, sizeof qbe);
+        shell_quote(dir_abs, qdir, sizeof qdir);
         char opts[1024] = "";
         for (size_t k = 0; k < o.nopt; k++) {
             char kv[600], q[700];
             snprintf(kv, sizeof kv, "%s=%s", o.opt[k].key, o.opt[k].value);
-            hr_shell_quote(kv, q, sizeof q);
+            shell_quote(kv, q, sizeof q);
             size_t l = strlen(opts);
             snprintf(opts + l, sizeof opts - l, " --backend-option %s", q);
         }

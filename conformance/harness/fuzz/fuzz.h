@@ -110,7 +110,4 @@ enum { HF_AX_B = 0, HF_AX_HQ, HF_AX_HKV, HF_AX_LQ, HF_AX_LK, HF_AX_D, HF_AX_DV }
  * kept keys below their old bound.  Returns 0, or -1 out of memory. */
 int hf_restrict(const hf_call *c, int ax, int64_t lo, int64_t hi, hf_call *out);
 
-/* `attnconf fuzz ...` (fuzz.c); argv[0] is "fuzz".  Returns the exit status. */
-int hf_fuzz_main(const char *argv0, int argc, char **argv);
-
 #endif

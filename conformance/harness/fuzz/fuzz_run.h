@@ -5,11 +5,11 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "backend_load.h"
+#include "backend/backend_load.h"
 #include "fuzz.h"
-#include "result.h"
-#include "run.h"
-#include "worker.h"
+#include "results/result.h"
+#include "run/run.h"
+#include "run/worker.h"
 
 #define HF_BUF_MAX ((size_t)8 << 20)
 #define HF_OUT_MAX ((int64_t)1 << 17)

@@ -37,11 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_cli.h"
+#include "perf/cmd.h"
 #include "perf_json.h"
 #include "perf_md.h"
 #include "perf_stats.h"
-#include "report_internal.h" /* md_text, md_code, md_code_cell, EM_DASH */
+#include "common/md.h"
 
 #define PROG "attnconf perf-compare"
 #define ARROW " \xE2\x86\x92 "
@@ -378,8 +378,9 @@ static int parse_num(const char *name, const char *s, double lo, double hi, doub
     return 0;
 }
 
-int pc_compare_main(int argc, char **argv)
+int cmd_perf_compare(const char *argv0, int argc, char **argv)
 {
+    (void)argv0;
     const char *files[2] = {NULL, NULL}, *out = NULL, *th = NULL, *al = NULL;
     size_t nfiles = 0;
     for (int i = 1; i < argc; i++) {

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "report_internal.h" /* md_text: Markdown escaping shared with `attnconf report` */
+#include "common/md.h"
 
 void pm_sig3(FILE *f, double x)
 {

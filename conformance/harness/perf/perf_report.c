@@ -38,10 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_cli.h"
+#include "perf/cmd.h"
 #include "perf_json.h"
 #include "perf_md.h"
-#include "report_internal.h" /* md_text, md_code, md_code_cell, EM_DASH */
+#include "common/md.h"
 
 #define PROG "attnconf perf-report"
 #define TIMES "\xC3\x97"
@@ -575,8 +575,9 @@ static void ctx_free(ctx *c)
     json_decref(c->hf);
 }
 
-int pr_report_main(int argc, char **argv)
+int cmd_perf_report(const char *argv0, int argc, char **argv)
 {
+    (void)argv0;
     ctx c;
     memset(&c, 0, sizeof c);
     size_t cap = argc > 0 ? (size_t)argc : 1;

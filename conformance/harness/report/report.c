@@ -165,7 +165,7 @@ static void put_matrix(FILE *f, const rp_data *d)
     for (size_t k = 0; k <= d->nf; k++) {
         if (k < d->nf) {
             fputs("| ", f);
-            md_family(f, d->families[k]);
+            rp_family(f, d->families[k]);
             fputs(" |", f);
         } else {
             fputs("| **all** |", f);
@@ -230,7 +230,7 @@ static void put_mutants(FILE *f, const rp_data *d)
             if (!c.bad)
                 continue;
             fputs(first ? "" : ", ", f);
-            md_family(f, d->families[k]);
+            rp_family(f, d->families[k]);
             fprintf(f, " %zu", c.bad);
             first = 0;
         }
@@ -327,7 +327,7 @@ static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
     fprintf(f, " " EM_DASH " **%s**", hr_status_name(c->status));
     if (c->message[0]) {
         fputs(": ", f);
-        md_text_rel(f, d, c->message);
+        rp_text_rel(f, d, c->message);
     }
     fputc('\n', f);
     if (c->has_stats) {
@@ -343,7 +343,7 @@ static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
     }
     if (c->rerun[0]) {
         fputs("  - rerun: ", f);
-        md_code_rel(f, d, c->rerun);
+        rp_code_rel(f, d, c->rerun);
         fputc('\n', f);
     }
 }
@@ -416,7 +416,7 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
         }
         if (c->message[0] && c->status != HR_NOT_SUPPORTED) {
             fputs(" Harness: ", f);
-            md_text_rel(f, d, c->message);
+            rp_text_rel(f, d, c->message);
             fputc('.', f);
         }
         /* A row-check failure ("row 0 must be finite ...") says all there is; the statistics
@@ -472,7 +472,7 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
     fputs("Rerun: ", f);
     md_code(f, cmd);
     fputs(". Expected results: ", f);
-    md_code_rel(f, d, be->expect_file);
+    rp_code_rel(f, d, be->expect_file);
     fputs(" (recorded with ", f);
     md_text(f, be->expect_version);
     fputs("). ", f);
@@ -843,7 +843,7 @@ static int put_not_supported(FILE *f, const rp_data *d)
             md_text(f, be->name);
             fputs(" | ", f);
             if (ns[k]->message[0])
-                md_text_rel(f, d, ns[k]->message);
+                rp_text_rel(f, d, ns[k]->message);
             else
                 fputs("(no reason given)", f);
             fprintf(f, " | %zu |\n", j - k);
@@ -1006,14 +1006,15 @@ static int write_out(const char *out, const char *buf, size_t len)
     return 0;
 }
 
-int hr_report_main(int argc, char **argv)
+int cmd_report(const char *argv0, int argc, char **argv)
 {
+    (void)argv0;
     const char *out = NULL, *title = DEFAULT_TITLE, *command = NULL, *chart = NULL;
     if (argc < 1 || !argv)
         return usage_error("%s", "no arguments");
     for (int i = 1; i < argc && argv[i]; i++)
         if (!strcmp(argv[i], "--diff"))
-            return hr_report_diff_main(argc, argv);
+            return report_diff_main(argc, argv);
     const char **files = malloc((size_t)argc * sizeof *files);
     if (!files) {
         fputs("attnconf report: out of memory\n", stderr);

@@ -131,7 +131,7 @@ static void put_section(FILE *f, const rp_data *d, const dpair *v, size_t n, int
                 v[k].n ? hr_status_name(v[k].n->status) : "(absent)");
         if (v[k].n && v[k].n->message[0] && v[k].n->status != HR_PASS) {
             fputs(": ", f);
-            md_text_rel(f, d, v[k].n->message);
+            rp_text_rel(f, d, v[k].n->message);
         }
         fputc('\n', f);
         if (cls == D_NEW_FAIL && c->description[0]) {
@@ -141,7 +141,7 @@ static void put_section(FILE *f, const rp_data *d, const dpair *v, size_t n, int
         }
         if (cls == D_NEW_FAIL && c->rerun[0]) {
             fputs("  - rerun: ", f);
-            md_code_rel(f, d, c->rerun);
+            rp_code_rel(f, d, c->rerun);
             fputc('\n', f);
         }
     }
@@ -160,9 +160,9 @@ static void write_diff(FILE *f, const rp_data *od, const rp_data *nd, const char
     fputs(" " "\xE2\x86\x92" " ", f);
     put_backend(f, nb);
     fputs("\n\nOld: ", f);
-    md_code_rel(f, nd, old_path);
+    rp_code_rel(f, nd, old_path);
     fputs(", new: ", f);
-    md_code_rel(f, nd, new_path);
+    rp_code_rel(f, nd, new_path);
     fputs(". Cases are matched by id.\n\n", f);
     fprintf(f, "**%zu newly failing**, %zu newly passing, %zu other status changes, %zu with "
                "error growth, %zu only in the old run, %zu only in the new run, %zu unchanged.\n\n",
@@ -193,7 +193,7 @@ static const char diff_usage[] =
     "two backends): newly failing, newly passing, other status changes and error growth per\n"
     "case, as Markdown.  Exit 1 when a case is newly failing, 0 otherwise, 2 on bad input.\n";
 
-int hr_report_diff_main(int argc, char **argv)
+int report_diff_main(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *out = NULL;
     int nfiles = 0;

@@ -9,10 +9,11 @@
 
 #include <jansson.h>
 
-#include "result.h"
+#include "common/md.h"
+#include "results/output.h"
+#include "results/result.h"
 
 #define MUTANT_PREFIX "mutant_"
-#define EM_DASH "\xE2\x80\x94"
 #define SPEC_CLAUSES 19                /* SPEC.md clauses 1..19 */
 #define CLAUSE_OTHER (SPEC_CLAUSES + 1) /* row of rule ids that cite no clause */
 
@@ -78,16 +79,18 @@ int rp_cmp_str(const void *a, const void *b);
 /* The clause a rule id cites: N for "clauseN.<name>" (N in 1..SPEC_CLAUSES), else CLAUSE_OTHER. */
 int rp_rule_clause(const char *rule);
 
-/* ---- report_md.c: Markdown that cannot break a table or a code span ---- */
+/* ---- report_text.c: report text over rp_data (Markdown itself: common/md.h) ---- */
+/* s with absolute paths under d->cwd made relative; malloc'd, or NULL (then print s as is). */
 char *rp_relative(const rp_data *d, const char *s);
-void md_text(FILE *f, const char *s);
-void md_family(FILE *f, const char *s);
-void md_code(FILE *f, const char *s);
-void md_code_cell(FILE *f, const char *s);
-void md_code_rel(FILE *f, const rp_data *d, const char *s);
-void md_text_rel(FILE *f, const rp_data *d, const char *s);
-size_t md_longest_backtick_run(const char *s);
-void md_put_repeat(FILE *f, char ch, size_t n);
-void md_code_span(FILE *f, const char *s, int in_cell);
+/* A family name, "(no family)" when empty. */
+void rp_family(FILE *f, const char *s);
+void rp_code_rel(FILE *f, const rp_data *d, const char *s);
+void rp_text_rel(FILE *f, const rp_data *d, const char *s);
+
+/* ---- report_diff.c ---- */
+/* `attnconf report --diff OLD.json NEW.json [--out FILE]` (report_diff.c): newly failing, newly
+ * passing, changed statuses and error growth per case.  Returns 1 when a case is newly failing,
+ * 0 otherwise, 2 on usage errors or unreadable files. */
+int report_diff_main(int argc, char **argv);
 
 #endif

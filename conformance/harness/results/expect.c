@@ -1,7 +1,7 @@
 /* expect.c — read expected-results files and judge a run against them (format: expect.h). */
 #define _POSIX_C_SOURCE 200809L /* strdup, fnmatch */
 
-#include "expect.h"
+#include "results/expect.h"
 
 #include "attncase/case.h"
 

@@ -79,8 +79,9 @@
 
 #include <jansson.h>
 
-#include "expect.h"
-#include "result.h"
+#include "common/jsonv.h"
+#include "results/expect.h"
+#include "results/output.h"
 
 /* Length of a fixed-size char array field, bounded even if it lacks its terminator. */
 #define FIELD(x) (x), strnlen((x), sizeof(x))
@@ -693,15 +694,6 @@ static json_t *jstr(const char *s, size_t n)
     return j;
 }
 
-json_t *hr_json_num(double x)
-{
-    if (isnan(x))
-        return json_string("nan");
-    if (isinf(x))
-        return json_string(x > 0 ? "inf" : "-inf");
-    return json_real(x);
-}
-
 /* json_object_set_new steals `value` even on failure, so a NULL from an allocation failure is
  * the only thing to check. */
 static int jset(json_t *obj, const char *key, json_t *value)
@@ -727,20 +719,20 @@ static json_t *json_result(const hr_result *r)
     err |= jset(o, "status", json_string(status_name(r->status)));
     err |= jset(o, "message", jstr(FIELD(r->message)));
     if (r->has_stats) {
-        err |= jset(o, "max_abs_err", hr_json_num(r->max_abs_err));
-        err |= jset(o, "max_rel_err", hr_json_num(r->max_rel_err));
-        err |= jset(o, "max_ratio", hr_json_num(r->max_ratio));
+        err |= jset(o, "max_abs_err", jsonv_num(r->max_abs_err));
+        err |= jset(o, "max_rel_err", jsonv_num(r->max_rel_err));
+        err |= jset(o, "max_ratio", jsonv_num(r->max_ratio));
         err |= jset(o, "first_bad", json_integer(r->first_bad >= 0 ? r->first_bad : -1));
         if (r->first_bad >= 0) {
             json_t *idx = json_array();
             for (int d = 0; idx && d < bad_ndim(r); d++)
                 err |= json_array_append_new(idx, json_integer(r->bad_index[d]));
             err |= jset(o, "bad_index", idx);
-            err |= jset(o, "bad_got", hr_json_num(r->bad_got));
-            err |= jset(o, "bad_expected", hr_json_num(r->bad_expected));
+            err |= jset(o, "bad_got", jsonv_num(r->bad_got));
+            err |= jset(o, "bad_expected", jsonv_num(r->bad_expected));
         }
     }
-    err |= jset(o, "seconds", hr_json_num(sane_seconds(r->seconds)));
+    err |= jset(o, "seconds", jsonv_num(sane_seconds(r->seconds)));
     err |= jset(o, "rerun", jstr(FIELD(r->rerun)));
     err |= jset(o, "description", jstr(FIELD(r->description)));
     err |= jset(o, "dtype", jstr(FIELD(r->dtype)));

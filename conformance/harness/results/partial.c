@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "result.h"
+#include "results/partial.h"
 
 typedef struct prd {
     const char *file;

@@ -26,58 +26,32 @@
 #include <string.h>
 
 #include "attncase/case.h"
-#include "backend_load.h"
-#include "bench.h"
-#include "expect.h"
-#include "fuzz.h"
-#include "result.h"
-#include "locate.h"
-#include "perf_cli.h"
-#include "run.h"
-#include "worker.h"
+#include "backend/backend_load.h"
+#include "common/locate.h"
+#include "results/expect.h"
+#include "results/output.h"
+#include "results/partial.h"
+#include "results/result.h"
+#include "run/cmd.h"
+#include "run/run.h"
+#include "run/worker.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef ATTNCONF_VERSION
-#define ATTNCONF_VERSION "0.0.0"
-#endif
 /* The build tree's directories for the binary in it, else those of its installation. */
-#undef ATTNCONF_BACKEND_DIR /* the build tree's alone (conformance/CMakeLists.txt) */
 #define ATTNCONF_BACKEND_DIR hl_backend_dir()
 #define ATTNCONF_DEFAULT_CASES hl_cases_dir()
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CASE_ERROR = 3, EXIT_SKIP = 77 };
 
-static void usage(FILE *f)
+/* The options of run, backend-info and list, and their exit status (also the second half of
+ * `attnconf --help`). */
+void run_usage_options(FILE *f)
 {
     fprintf(f,
-            "usage: attnconf run --backend NAME|PATH.so|exec:CMD [--cases DIR]\n"
-            "                    [--filter GLOB]... [--exclude GLOB]...\n"
-            "                    [--format text|tap|junit|json] [--out FILE]\n"
-            "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
-            "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"
-            "                    [--in-process] [--resume]\n"
-            "       attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"
-            "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
-            "                    [--case-timeout SECONDS]\n"
-            "       attnconf list [--cases DIR] [--filter GLOB]... [--exclude GLOB]...\n"
-            "       attnconf report [--out FILE] RESULTS.json...\n"
-            "       attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"
-            "                    [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"
-            "                    (random calls against the reference; `attnconf fuzz --help`)\n"
-            "       attnconf bench --backend NAME|PATH.so [--backend ...] --suite FILE\n"
-            "                    [--filter GLOB]... [--out FILE.json] [--limits FILE.json]\n"
-            "                    (time a perf suite; `attnconf bench --help`)\n"
-            "       attnconf bench --peak [--out FILE.json]   (this machine's limits)\n"
-            "       attnconf perf-compare BASE.json NEW.json [--threshold 0.05] [--alpha 0.01]\n"
-            "                    [--out FILE.md]   (bench results: did NEW get slower?)\n"
-            "       attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"
-            "                    [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
-            "       attnconf --help | --version\n"
-            "\n"
             "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
-            "             or a path to a plugin (contains '/' or ends in .so)\n"
+"             or a path to a plugin (contains '/' or ends in .so)\n"
             "             or exec:CMD, an adapter process run by /bin/sh -c CMD that speaks\n"
             "             the exec protocol (conformance/include/attnconf/PROTOCOL.md)\n"
             "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
@@ -114,6 +88,13 @@ static void usage(FILE *f)
             ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
             HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
 }
+
+static void usage(FILE *f)
+{
+    fputs("usage: " RUN_USAGE_RUN "       " RUN_USAGE_BACKEND_INFO "       " RUN_USAGE_LIST "\n", f);
+    run_usage_options(f);
+}
+
 
 /* Report a usage error, print the usage on stderr, and give the exit status. */
 static int usage_error(const char *what, const char *arg)
@@ -572,8 +553,9 @@ static const char *op_name(acase_op op)
                                   : "?";
 }
 
-static int cmd_list(int argc, char **argv)
+int cmd_list(const char *argv0, int argc, char **argv)
 {
+    (void)argv0;
     static const char *const allowed[] = {"--cases", "--filter", "--exclude", NULL};
     opts o;
     int rc = parse_opts(argc, argv, allowed, &o);
@@ -630,7 +612,7 @@ static void absolute_path(const char *p, char *out, size_t n)
     snprintf(out, n, "%s", realpath(p, buf) ? buf : p);
 }
 
-static int cmd_run(const char *argv0, int argc, char **argv)
+int cmd_run(const char *argv0, int argc, char **argv)
 {
     static const char *const allowed[] = {
         "--backend",        "--cases",  "--filter",       "--exclude",      "--format", "--out",
@@ -1004,8 +986,9 @@ fail:
  * plugin is loaded in a worker (hw_probe), within --case-timeout as `run` loads it, so one that
  * crashes or hangs while loading is an error message; an exec: adapter is a process of its own
  * already, so its bridge loads here (as in `run`) within --timeout. */
-static int cmd_backend_info(int argc, char **argv)
+int cmd_backend_info(const char *argv0, int argc, char **argv)
 {
+    (void)argv0;
     static const char *const allowed[] = {"--backend", "--backend-option", "--timeout",
                                           "--case-timeout", NULL};
     opts o;
@@ -1042,38 +1025,4 @@ static int cmd_backend_info(int argc, char **argv)
     if (bo.summary[0])
         printf("given: %s\n", bo.summary);
     return fflush(stdout) == 0 ? 0 : EXIT_BAD;
-}
-
-int main(int argc, char **argv)
-{
-    const char *argv0 = argc > 0 && argv[0] ? argv[0] : "attnconf";
-    if (argc < 2)
-        return usage_error("missing command", NULL);
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        usage(stdout);
-        return 0;
-    }
-    if (strcmp(cmd, "--version") == 0) {
-        printf("attnconf %s (backend ABI %u, case format %d)\n", ATTNCONF_VERSION,
-               ATTNCONF_ABI_VERSION, ACASE_FORMAT_VERSION);
-        return 0;
-    }
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(argv0, argc - 1, argv + 1);
-    if (strcmp(cmd, "list") == 0)
-        return cmd_list(argc - 1, argv + 1);
-    if (strcmp(cmd, "backend-info") == 0)
-        return cmd_backend_info(argc - 1, argv + 1);
-    if (strcmp(cmd, "report") == 0)
-        return hr_report_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "fuzz") == 0)
-        return hf_fuzz_main(argv0, argc - 1, argv + 1);
-    if (strcmp(cmd, "bench") == 0)
-        return bench_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "perf-compare") == 0)
-        return pc_compare_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "perf-report") == 0)
-        return pr_report_main(argc - 1, argv + 1);
-    return usage_error(cmd[0] == '-' ? "unknown option" : "unknown command", cmd);
 }

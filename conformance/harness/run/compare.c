@@ -5,7 +5,7 @@
  * non-finite values must match exactly in kind: a NaN where a number is expected is the classic
  * symptom of an unhandled fully-masked row, and an infinity of the wrong sign is never "close".
  */
-#include "compare.h"
+#include "run/compare.h"
 
 #include <math.h>
 #include <stdio.h>

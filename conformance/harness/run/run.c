@@ -19,7 +19,7 @@
  */
 #define _GNU_SOURCE /* MAP_ANONYMOUS, sigaltstack, pthread_getattr_np */
 
-#include "run.h"
+#include "run/run.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -34,8 +34,10 @@
 #include <unistd.h>
 
 #include "attncase/cache_case.h"
-#include "compare.h"
+#include "run/compare.h"
 #include "run_cache.h"
+#include "common/shell.h"
+#include "backend/plugin.h"
 
 /* ---- guarded buffers ------------------------------------------------------------------ */
 
@@ -348,55 +350,6 @@ static void hr_capture_output(const attnconf_tensor *t)
 
 /* ---- names ---------------------------------------------------------------------------- */
 
-const char *hr_status_name(hr_status s)
-{
-    switch (s) {
-    case HR_PASS: return "PASS";
-    case HR_EXPECTED_ERROR: return "EXPECTED_ERROR";
-    case HR_NOT_SUPPORTED: return "NOT_SUPPORTED";
-    case HR_FAIL: return "FAIL";
-    case HR_INCORRECT_DTYPE: return "INCORRECT_DTYPE";
-    case HR_ERROR: return "ERROR";
-    case HR_CRASH: return "CRASH";
-    case HR_TIMEOUT: return "TIMEOUT";
-    case HR_CASE_ERROR: return "CASE_ERROR";
-    default: return "UNKNOWN";
-    }
-}
-
-int hr_status_is_bad(hr_status s)
-{
-    return s == HR_FAIL || s == HR_INCORRECT_DTYPE || s == HR_ERROR || s == HR_CRASH ||
-           s == HR_TIMEOUT;
-}
-
-int hr_format_parse(const char *name, hr_format *out)
-{
-    static const struct { const char *name; hr_format fmt; } tab[] = {
-        {"text", HR_FMT_TEXT}, {"tap", HR_FMT_TAP}, {"junit", HR_FMT_JUNIT}, {"json", HR_FMT_JSON}};
-    if (!name)
-        return -1;
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (strcmp(name, tab[i].name) == 0) {
-            *out = tab[i].fmt;
-            return 0;
-        }
-    return -1;
-}
-
-const char *hr_code_name(int code)
-{
-    switch (code) {
-    case ATTNCONF_OK: return "ok";
-    case ATTNCONF_EINVAL: return "einval";
-    case ATTNCONF_EDTYPE: return "edtype";
-    case ATTNCONF_ENOMEM: return "enomem";
-    case ATTNCONF_ENOTSUP: return "enotsup";
-    case ATTNCONF_EBACKEND: return "ebackend";
-    default: return "unknown";
-    }
-}
-
 /* A dtype name for messages; an out-of-range value (a confused backend) is shown as a number. */
 static const char *hr_dtype_text(int32_t dt, char *buf, size_t n)
 {
@@ -404,36 +357,6 @@ static const char *hr_dtype_text(int32_t dt, char *buf, size_t n)
         return attnref_dtype_name((attnref_dtype)dt);
     snprintf(buf, n, "#%d (not an attnconf_dtype)", (int)dt);
     return buf;
-}
-
-int hr_shell_quote(const char *s, char *out, size_t n)
-{
-    if (n == 0)
-        return -1;
-    int safe = s[0] != '\0';
-    for (const char *c = s; *c && safe; c++)
-        safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-               strchr("_./:=+,@%-", *c) != NULL;
-    if (safe) {
-        int w = snprintf(out, n, "%s", s);
-        return w >= 0 && (size_t)w < n ? 0 : -1;
-    }
-    size_t j = 0;
-    out[j++] = '\'';
-    const char *c = s;
-    for (; *c && j + 5 < n; c++) {
-        if (*c == '\'') {
-            memcpy(out + j, "'\\''", 4);
-            j += 4;
-        } else {
-            out[j++] = *c;
-        }
-    }
-    int whole = !*c && j + 1 < n;
-    if (j + 1 < n)
-        out[j++] = '\'';
-    out[j < n ? j : n - 1] = '\0';
-    return whole ? 0 : -1;
 }
 
 /* Append the words to the command in buf (cap bytes, *len used), each shell-quoted when
@@ -449,7 +372,7 @@ static int hr_cmd_add(char *buf, size_t cap, size_t *len, const char *word, int 
         *len += (size_t)w;
         return 0;
     }
-    if (hr_shell_quote(word, buf + *len, cap - *len) != 0)
+    if (shell_quote(word, buf + *len, cap - *len) != 0)
         return -1;
     *len += strlen(buf + *len);
     return 0;
@@ -668,14 +591,14 @@ static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result
     int want = c->expected.error;
     if (want != 0) {
         if (rc == want)
-            hr_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hr_code_name(rc),
+            hr_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hb_code_name(rc),
                    why);
         else if (rc == ATTNCONF_OK)
             hr_set(r, HR_FAIL, "accepted a case that must be rejected (expected %s)",
-                   hr_code_name(want));
+                   hb_code_name(want));
         else
-            hr_set(r, HR_FAIL, "rejected with %s (%d), expected %s (%d): %s", hr_code_name(rc), rc,
-                   hr_code_name(want), want, why);
+            hr_set(r, HR_FAIL, "rejected with %s (%d), expected %s (%d): %s", hb_code_name(rc), rc,
+                   hb_code_name(want), want, why);
         return 1;
     }
     if (rc == ATTNCONF_OK)
@@ -683,7 +606,7 @@ static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result
     if (rc == ATTNCONF_ENOTSUP)
         hr_set(r, HR_NOT_SUPPORTED, "backend returned enotsup: %s", why);
     else
-        hr_set(r, HR_ERROR, "backend returned %s (%d): %s", hr_code_name(rc), rc, why);
+        hr_set(r, HR_ERROR, "backend returned %s (%d): %s", hb_code_name(rc), rc, why);
     return 1;
 }
 

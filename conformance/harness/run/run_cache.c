@@ -21,7 +21,8 @@
 
 #include "attncase/cache_case.h"
 #include "attnref/status.h"
-#include "compare.h"
+#include "run/compare.h"
+#include "backend/plugin.h"
 
 #define RCH_HAS(be, m) \
     ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
@@ -79,16 +80,16 @@ static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
             return 0;
         if (rc == ATTNCONF_OK)
             rch_set(x, HR_FAIL, "%s accepted a step that must be rejected with %s", call,
-                    hr_code_name(want));
+                    hb_code_name(want));
         else
-            rch_set(x, HR_FAIL, "%s rejected with %s, expected %s: %s", call, hr_code_name(rc),
-                    hr_code_name(want), rch_err(x));
+            rch_set(x, HR_FAIL, "%s rejected with %s, expected %s: %s", call, hb_code_name(rc),
+                    hb_code_name(want), rch_err(x));
         return 1;
     }
     if (rc == ATTNCONF_OK)
         return 0;
     rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR, "%s returned %s: %s", call,
-            hr_code_name(rc), rch_err(x));
+            hb_code_name(rc), rch_err(x));
     return 1;
 }
 
@@ -182,7 +183,7 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     int rc = be->cache_state(x->hb->ctx, cache, &a);
     if (rc != ATTNCONF_OK) {
         rch_set(x, hb_transport_failure(x->hb, rc) ? HR_ERROR : HR_FAIL,
-                "cache_state returned %s: %s", hr_code_name(rc), rch_err(x));
+                "cache_state returned %s: %s", hb_code_name(rc), rch_err(x));
         return -1;
     }
     int64_t shk[4] = {a.batch, p->kv_heads, a.length, p->head_dim}, nk;
@@ -215,7 +216,7 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     a.values = &st->vt;
     rc = be->cache_state(x->hb->ctx, cache, &a);
     if (rc != ATTNCONF_OK || a.batch != st->batch || a.length != st->length) {
-        rch_set(x, HR_FAIL, "cache_state (filling) returned %s: %s", hr_code_name(rc),
+        rch_set(x, HR_FAIL, "cache_state (filling) returned %s: %s", hb_code_name(rc),
                 rch_err(x));
         return -1;
     }
@@ -342,7 +343,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
     int ret = -1;
     if (rc != ATTNCONF_OK) {
         rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
-                "sdpa through the cache returned %s: %s", hr_code_name(rc), rch_err(x));
+                "sdpa through the cache returned %s: %s", hb_code_name(rc), rch_err(x));
     } else if (out.dtype != (int32_t)p->dtype || out.data != buf) {
         rch_set(x, HR_INCORRECT_DTYPE, "sdpa through the cache produced dtype %d, expected %s",
                 (int)out.dtype, attnref_dtype_name(p->dtype));
@@ -514,7 +515,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         if (mask_rc != ATTNCONF_OK) {
             rch_set(x, mask_rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_FAIL,
                     "cache_make_mask(%lld) returned %s: %s", (long long)s->q.shape[2],
-                    hr_code_name(mask_rc), mask_err);
+                    hb_code_name(mask_rc), mask_err);
             goto done;
         }
         if (rch_check_mask(x, s, keep) || rch_attend_sdpa(x, s, p, &st, keep))
@@ -553,7 +554,7 @@ void hr_run_cache(const hr_runner *rn, const acase *c, hr_result *r)
     int rc = be->cache_create(rn->backend->ctx, &cfg, &x.caches[0]);
     if (rc != ATTNCONF_OK || !x.caches[0]) {
         rch_set(&x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
-                "cache_create returned %s: %s", hr_code_name(rc), rch_err(&x));
+                "cache_create returned %s: %s", hb_code_name(rc), rch_err(&x));
         return;
     }
     r->status = HR_PASS;

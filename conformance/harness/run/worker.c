@@ -1,7 +1,7 @@
 /* worker.c — run a backend plugin's cases in a forked worker process (see worker.h). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, strsignal, with POSIX 2008 */
 
-#include "worker.h"
+#include "run/worker.h"
 
 #include <dirent.h>
 #include <errno.h>

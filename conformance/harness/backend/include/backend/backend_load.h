@@ -4,9 +4,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "attnconf/backend.h"
+#include "backend/plugin.h"
 
 /* How to open a backend: the user's --backend-option pairs and --timeout. */
 typedef struct hb_open_opts {
@@ -14,14 +14,6 @@ typedef struct hb_open_opts {
     size_t n_options;
     double timeout_s;               /* per-call limit for exec: adapters (> 0) */
 } hb_open_opts;
-
-/* A harness-internal status (never returned by a plugin, outside the ABI's range): an exec:
- * adapter died, hung or broke the protocol.  run.c reports it as ERROR in every case, a
- * must-reject case included, with last_error as the reason. */
-#define HB_ETRANSPORT (-1000)
-
-/* --timeout when none is given (PROTOCOL.md). */
-#define HB_DEFAULT_TIMEOUT_S 300.0
 
 /* A loaded, validated backend with one open context. */
 typedef struct hb_backend {
@@ -46,15 +38,6 @@ int hb_spec_is_path(const char *spec);
 
 /* 1 if `spec` is "exec:CMDLINE" (an out-of-process adapter, PROTOCOL.md). */
 int hb_spec_is_exec(const char *spec);
-
-/* 1 if `key` is a valid option key: [a-z0-9_.-]+ (backend.h), at most HB_OPTION_KEY_MAX bytes. */
-#define HB_OPTION_KEY_MAX 128
-static inline int hb_option_key_valid(const char *key)
-{
-    size_t n = key ? strlen(key) : 0;
-    return n > 0 && n <= HB_OPTION_KEY_MAX &&
-           strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-}
 
 /* Add one `--backend-option KEY=VALUE` word to opt[0..*n) (keys[] holds the keys opt points
  * to; max entries at most): split at the first '=', check the key and that it is not given

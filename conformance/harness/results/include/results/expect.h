@@ -33,7 +33,7 @@
 
 #include <stddef.h>
 
-#include "result.h"
+#include "results/result.h"
 
 #define HX_FORMAT_VERSION 1
 #define HX_MAX_ENTRIES 4096

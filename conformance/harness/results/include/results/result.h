@@ -1,6 +1,7 @@
-/* harness.h — internal interfaces of the attnconf harness CLI (not installed). */
-#ifndef ATTNCONF_HARNESS_H
-#define ATTNCONF_HARNESS_H
+/* result.h — the result model of the harness: one case's status and statistics, one run's
+ * results, the status and format vocabulary (result.c).  Every room above results/ speaks it. */
+#ifndef ATTNCONF_RESULTS_RESULT_H
+#define ATTNCONF_RESULTS_RESULT_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -94,38 +95,5 @@ typedef enum hr_format { HR_FMT_TEXT = 0, HR_FMT_TAP, HR_FMT_JUNIT, HR_FMT_JSON 
 
 /* "text", "tap", "junit", "json" -> *out; returns 0, or -1 for anything else. */
 int hr_format_parse(const char *name, hr_format *out);
-
-/* Write a finished run in the given format (output.c).  Text ends with a summary line
- * "N passed, N failed, N not supported" (passed = PASS + EXPECTED_ERROR, failed =
- * FAIL/INCORRECT_DTYPE/ERROR/CRASH/TIMEOUT), followed by "; N case file(s) unreadable" when
- * there are CASE_ERRORs (counted in none of the three).  Every failure, in text, TAP and JUnit,
- * names what the case checks and the SPEC.md clauses it cites.  JSON is the input of
- * `attnconf report`.
- * Returns 0, or -1 on a write error. */
-int hr_write(const hr_run *run, hr_format fmt, FILE *f);
-
-/* The comparison statistics of r on one line, no newline (output.c; the report uses it too):
- * "first bad index [b,h,i,d] (flat N): got X, expected Y; max abs err A, max rel err R", or only
- * the error part when no element failed (e.g. INCORRECT_DTYPE with right values). */
-void hr_write_stats(FILE *f, const hr_result *r);
-
-/* A JSON number for x, or the string "nan", "inf" or "-inf": JSON has no non-finite numbers
- * (json_real refuses them), and both the results files and the exec protocol carry them so. */
-struct json_t;
-struct json_t *hr_json_num(double x);
-
-/* Read the sidecar of an interrupted run (partial.c): a JSON results document with
- * "complete": false.  Fills run's backend name and version, cases_dir, filter,
- * backend_options and results/count (malloc'd; the caller frees run->results).  Returns 0, or
- * -1 with a one-line message naming the file (and the field) in err. */
-int hr_partial_load(const char *path, hr_run *run, char *err, size_t cap);
-
-/* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c).
- * Returns the process exit status (0 ok, 1 bad input, 2 usage). */
-int hr_report_main(int argc, char **argv);
-/* `attnconf report --diff OLD.json NEW.json [--out FILE]` (report_diff.c): newly failing, newly
- * passing, changed statuses and error growth per case.  Returns 1 when a case is newly failing,
- * 0 otherwise, 2 on usage errors or unreadable files. */
-int hr_report_diff_main(int argc, char **argv);
 
 #endif

@@ -5,8 +5,8 @@
 #include <stddef.h>
 
 #include "attncase/case.h"
-#include "backend_load.h"
-#include "result.h"
+#include "backend/backend_load.h"
+#include "results/result.h"
 
 /* What a run needs besides the case: the backend and the words that re-run a case alone. */
 typedef struct hr_runner {
@@ -21,15 +21,6 @@ typedef struct hr_runner {
     const char *timeout_arg;
     const char *case_timeout_arg; /* --case-timeout as given, NULL = not given */
 } hr_runner;
-
-/* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
- * "ebackend"; "unknown" for anything else. */
-const char *hr_code_name(int code);
-
-/* Quote `s` for a POSIX shell into out (n bytes): unchanged if it holds only [A-Za-z0-9_./:=+,@%-]
- * and is non-empty, else single-quoted with embedded quotes escaped.  Returns 0, or -1 when it
- * did not fit (out then holds a terminated prefix, which must not be used as a command). */
-int hr_shell_quote(const char *s, char *out, size_t n);
 
 /* Start a result for case `id`: zeroes *r, sets id, family, first_bad = -1 and the rerun
  * command `ARGV0 run --backend B [--backend-option K=V]... [--timeout T] [--case-timeout T]

@@ -17,9 +17,9 @@
 #include <sys/types.h>
 
 #include "attncase/case.h"
-#include "backend_load.h"
-#include "result.h"
-#include "run.h"
+#include "backend/backend_load.h"
+#include "results/result.h"
+#include "run/run.h"
 
 /* --case-timeout when none is given. */
 #define HW_DEFAULT_CASE_TIMEOUT_S 120.0

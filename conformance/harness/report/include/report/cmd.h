@@ -1,0 +1,13 @@
+/* cmd.h — the commands of the report room, for the dispatcher (attnconf.c). */
+#ifndef ATTNCONF_REPORT_CMD_H
+#define ATTNCONF_REPORT_CMD_H
+
+#define REPORT_USAGE "attnconf report [--out FILE] RESULTS.json...\n"                                  \
+    "       attnconf report --diff OLD.json NEW.json [--out FILE]\n"
+
+/* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c); with --diff,
+ * report_diff.c's comparison of two runs.
+ * Returns the process exit status (0 ok, 1 bad input, 2 usage). */
+int cmd_report(const char *argv0, int argc, char **argv);
+
+#endif

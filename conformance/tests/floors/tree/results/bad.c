@@ -1,0 +1,2 @@
+/* bad.c — a results-room file of the fixture tree that includes a room above it. */
+#include "run/run.h"

@@ -1,0 +1,1 @@
+/* run.h — a public header of the fixture run room. */
