@@ -14,7 +14,6 @@
 #include "results/result.h"
 
 #define MUTANT_PREFIX "mutant_"
-#define SPEC_CLAUSES 19                /* SPEC.md clauses 1..19 */
 #define CLAUSE_OTHER (SPEC_CLAUSES + 1) /* row of rule ids that cite no clause */
 
 typedef struct rp_case {

@@ -178,8 +178,8 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
     errno = 0;
     long c = cl ? strtol(cl, &end, 10) : 0;
     if (!cl || clause_node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || cl[0] < '1' ||
-        cl[0] > '9' || *end || errno || c < 1 || c > 20)
-        return hx_fail(r, clause_node, "clause: expected a SPEC.md clause number 1..20");
+        cl[0] > '9' || *end || errno || c < 1 || c > SPEC_CLAUSES)
+        return hx_fail(r, clause_node, "clause: expected a SPEC.md clause number 1..%d", SPEC_CLAUSES);
     e->clause = (int)c;
     e->line = (int)m->start_mark.line + 1;
     e->reason = hx_dup(reason);

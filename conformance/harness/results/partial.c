@@ -1,208 +1,106 @@
 /* partial.c — read back the sidecar FILE.partial.json of an interrupted `attnconf run --out
- * FILE` (the JSON of output.c with "complete": false) for `run --resume`.
+ * FILE` (the JSON of output.c with "complete": false) for `run --resume`, through the one
+ * results reader (results_json.h) into hr_result copies.
  *
- * Reading is strict, like report.c: a file that does not parse, is not schema version 1, is not
- * marked "complete": false, or has a missing, mistyped or over-long field is refused with a
+ * Strict like every reader of the format: besides what results_json.c refuses, a file not
+ * marked "complete": false, or a string too long for its hr_result field, is refused with a
  * message naming the file and the field; nothing is silently truncated or guessed.  The
- * "expected" objects of a run with --expect are not read: run --expect recomputes them over
- * all results at the end.
+ * "expected" objects of a run with --expect are not kept: run --expect recomputes them over all
+ * results at the end.
  */
-#define _POSIX_C_SOURCE 200809L
-
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "results/partial.h"
+#include "results/results_json.h"
 
-typedef struct prd {
-    const char *file;
-    char *err;
-    size_t cap;
-    char ctx[64];
-} prd;
-
-__attribute__((format(printf, 3, 4))) static int perr(const prd *r, const char *key,
-                                                     const char *fmt, ...)
+/* src copied into dst[cap]; too long (or holding a NUL) is an error naming the field. */
+static int copy(const rj_reader *r, const char *key, const char *src, char *dst, size_t cap)
 {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (key)
-        snprintf(r->err, r->cap, "%s: field \"%s%s%s\": %s", r->file, r->ctx,
-                 r->ctx[0] ? "." : "", key, msg);
-    else
-        snprintf(r->err, r->cap, "%s: %s", r->file, msg);
-    return -1;
-}
-
-/* A string field copied into dst[cap]; too long is an error (never truncated). */
-static int pstr(const prd *r, const json_t *o, const char *key, char *dst, size_t cap)
-{
-    json_t *v = json_object_get(o, key);
-    if (!json_is_string(v))
-        return perr(r, key, v ? "expected a string" : "missing");
-    size_t n = json_string_length(v);
-    if (n >= cap || strlen(json_string_value(v)) != n)
-        return perr(r, key, "longer than %zu bytes or holds a NUL", cap - 1);
-    memcpy(dst, json_string_value(v), n + 1);
+    size_t n = strlen(src);
+    if (n >= cap) {
+        snprintf(r->err, r->cap, "%s: field \"%s%s%s\": longer than %zu bytes", r->file, r->ctx,
+                 r->ctx[0] ? "." : "", key, cap - 1);
+        return -1;
+    }
+    memcpy(dst, src, n + 1);
     return 0;
 }
 
-static int pnum(const prd *r, const json_t *o, const char *key, double *out)
-{
-    json_t *v = json_object_get(o, key);
-    if (json_is_number(v)) {
-        *out = json_number_value(v);
-        return 0;
-    }
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        if (!strcmp(s, "nan") || !strcmp(s, "inf") || !strcmp(s, "-inf")) {
-            *out = s[0] == 'n' ? NAN : s[0] == '-' ? -INFINITY : INFINITY;
-            return 0;
-        }
-    }
-    return perr(r, key, v ? "expected a number or \"nan\"/\"inf\"/\"-inf\"" : "missing");
-}
-
-static int pint(const prd *r, const json_t *o, const char *key, int64_t *out)
-{
-    json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v))
-        return perr(r, key, v ? "expected an integer" : "missing");
-    *out = (int64_t)json_integer_value(v);
-    return 0;
-}
-
-static int read_result(const prd *r, const json_t *o, hr_result *res)
+static int take_result(const rj_reader *r, const rj_result *x, hr_result *res)
 {
     memset(res, 0, sizeof *res);
-    res->first_bad = -1;
-    char status[32];
-    if (!json_is_object(o))
-        return perr(r, NULL, "%s: expected an object", r->ctx);
-    if (pstr(r, o, "id", res->id, sizeof res->id) ||
-        pstr(r, o, "family", res->family, sizeof res->family) ||
-        pstr(r, o, "status", status, sizeof status) ||
-        pstr(r, o, "message", res->message, sizeof res->message) ||
-        pstr(r, o, "rerun", res->rerun, sizeof res->rerun) ||
-        pstr(r, o, "description", res->description, sizeof res->description) ||
-        pnum(r, o, "seconds", &res->seconds))
+    if (copy(r, "id", x->id, res->id, sizeof res->id) ||
+        copy(r, "family", x->family, res->family, sizeof res->family) ||
+        copy(r, "message", x->message, res->message, sizeof res->message) ||
+        copy(r, "rerun", x->rerun, res->rerun, sizeof res->rerun) ||
+        copy(r, "description", x->description, res->description, sizeof res->description) ||
+        copy(r, "dtype", x->dtype, res->dtype, sizeof res->dtype))
         return -1;
-    /* optional: files from before it existed have none */
-    if (json_object_get(o, "dtype") && pstr(r, o, "dtype", res->dtype, sizeof res->dtype))
+    size_t nr = json_array_size(x->rules);
+    if (nr > ACASE_MAX_RULES) {
+        snprintf(r->err, r->cap, "%s: field \"%s.rules\": more than %d entries", r->file, r->ctx,
+                 ACASE_MAX_RULES);
         return -1;
-    int s;
-    for (s = 0; s < HR_STATUS_COUNT; s++)
-        if (!strcmp(status, hr_status_name((hr_status)s)))
-            break;
-    if (s == HR_STATUS_COUNT)
-        return perr(r, "status", "unknown status \"%s\"", status);
-    res->status = (hr_status)s;
-    json_t *rules = json_object_get(o, "rules");
-    if (!json_is_array(rules) || json_array_size(rules) > ACASE_MAX_RULES)
-        return perr(r, "rules", "expected an array of at most %d strings", ACASE_MAX_RULES);
-    for (size_t k = 0; k < json_array_size(rules); k++) {
-        json_t *e = json_array_get(rules, k);
-        if (!json_is_string(e) || json_string_length(e) >= HR_RULE_MAX)
-            return perr(r, "rules", "entry %zu is not a string of under %d bytes", k,
-                        HR_RULE_MAX);
-        memcpy(res->rules[k], json_string_value(e), json_string_length(e) + 1);
     }
-    res->nrules = (int)json_array_size(rules);
-    if (!json_object_get(o, "max_abs_err"))
-        return 0;
-    res->has_stats = 1;
-    if (pnum(r, o, "max_abs_err", &res->max_abs_err) ||
-        pnum(r, o, "max_rel_err", &res->max_rel_err) || pint(r, o, "first_bad", &res->first_bad))
-        return -1;
-    /* optional (files from before it existed): the error in units of the allowed error */
-    if (json_object_get(o, "max_ratio") && pnum(r, o, "max_ratio", &res->max_ratio))
-        return -1;
-    if (res->first_bad < 0) {
-        res->first_bad = -1;
-        return 0;
-    }
-    json_t *idx = json_object_get(o, "bad_index");
-    if (!json_is_array(idx) || json_array_size(idx) > 4)
-        return perr(r, "bad_index", "expected an array of at most 4 integers");
-    res->bad_ndim = (int32_t)json_array_size(idx);
-    for (int d = 0; d < res->bad_ndim; d++) {
-        json_t *e = json_array_get(idx, (size_t)d);
-        if (!json_is_integer(e))
-            return perr(r, "bad_index", "entry %d is not an integer", d);
-        res->bad_index[d] = (int64_t)json_integer_value(e);
-    }
-    return pnum(r, o, "bad_got", &res->bad_got) || pnum(r, o, "bad_expected", &res->bad_expected)
-               ? -1
-               : 0;
+    for (size_t k = 0; k < nr; k++)
+        if (copy(r, "rules", json_string_value(json_array_get(x->rules, k)), res->rules[k],
+                 sizeof res->rules[k]))
+            return -1;
+    res->nrules = (int)nr;
+    res->status = x->status;
+    res->seconds = x->seconds;
+    res->has_stats = x->has_stats;
+    res->max_abs_err = x->max_abs_err;
+    res->max_rel_err = x->max_rel_err;
+    res->max_ratio = x->max_ratio;
+    res->first_bad = x->first_bad;
+    res->bad_ndim = x->ndim;
+    memcpy(res->bad_index, x->index, sizeof res->bad_index);
+    res->bad_got = x->got;
+    res->bad_expected = x->expected;
+    return 0;
 }
 
 int hr_partial_load(const char *path, hr_run *run, char *err, size_t cap)
 {
     memset(run, 0, sizeof *run);
-    prd r = {path, err, cap, ""};
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        if (jerr.line > 0)
-            return perr(&r, NULL, "not valid JSON: line %d column %d: %s", jerr.line,
-                        jerr.column, jerr.text);
-        return perr(&r, NULL, "%s", jerr.text);
+    rj_reader r = {path, "", err, cap};
+    json_t *root;
+    rj_doc doc;
+    if (rj_load(&r, path, &root, &doc) != 0)
+        return -1;
+    int bad = 0;
+    if (doc.complete) {
+        snprintf(err, cap, "%s: field \"complete\": not false: this is not the partial results "
+                 "of an interrupted run", path);
+        bad = 1;
     }
-    int rc = -1;
-    json_t *v = json_object_get(root, "attnconf_results");
-    json_t *backend = json_object_get(root, "backend");
-    json_t *results = json_object_get(root, "results");
-    if (!json_is_object(root)) {
-        perr(&r, NULL, "not an attnconf results document (expected a JSON object)");
-    } else if (!json_is_integer(v)) {
-        perr(&r, "attnconf_results", v ? "expected an integer" : "missing");
-    } else if (json_integer_value(v) != 1) {
-        perr(&r, "attnconf_results", "unsupported results version %" PRId64 " (expected 1)",
-             (int64_t)json_integer_value(v));
-    } else if (!json_is_false(json_object_get(root, "complete"))) {
-        perr(&r, "complete", "not false: this is not the partial results of an interrupted run");
-    } else if (!json_is_object(backend)) {
-        perr(&r, "backend", "missing or not an object");
-    } else if (!json_is_array(results)) {
-        perr(&r, "results", "missing or not an array");
-    } else {
-        snprintf(r.ctx, sizeof r.ctx, "backend");
-        int bad = pstr(&r, backend, "name", run->backend_name, sizeof run->backend_name) ||
-                  pstr(&r, backend, "version", run->backend_version,
-                       sizeof run->backend_version);
-        r.ctx[0] = '\0';
-        bad = bad || pstr(&r, root, "cases_dir", run->cases_dir, sizeof run->cases_dir) ||
-              pstr(&r, root, "filter", run->filter, sizeof run->filter) ||
-              pstr(&r, root, "backend_options", run->backend_options,
-                   sizeof run->backend_options);
-        size_t n = json_array_size(results);
-        if (!bad && n && !(run->results = calloc(n, sizeof *run->results))) {
-            perr(&r, NULL, "out of memory");
-            bad = 1;
-        }
-        for (size_t i = 0; i < n && !bad; i++) {
-            snprintf(r.ctx, sizeof r.ctx, "results[%zu]", i);
-            bad = read_result(&r, json_array_get(results, i), &run->results[i]) != 0;
-            run->count = i + 1;
-        }
-        if (bad) {
-            free(run->results);
-            run->results = NULL;
-            run->count = 0;
-        } else {
-            run->partial = 1;
-            rc = 0;
-        }
+    bad = bad || copy(&r, "backend.name", doc.backend_name, run->backend_name,
+                      sizeof run->backend_name) ||
+          copy(&r, "backend.version", doc.backend_version, run->backend_version,
+               sizeof run->backend_version) ||
+          copy(&r, "cases_dir", doc.cases_dir, run->cases_dir, sizeof run->cases_dir) ||
+          copy(&r, "filter", doc.filter, run->filter, sizeof run->filter) ||
+          copy(&r, "backend_options", doc.backend_options, run->backend_options,
+               sizeof run->backend_options);
+    size_t n = json_array_size(doc.results);
+    if (!bad && n && !(run->results = calloc(n, sizeof *run->results))) {
+        snprintf(err, cap, "%s: out of memory", path);
+        bad = 1;
+    }
+    for (size_t i = 0; i < n && !bad; i++) {
+        rj_result x;
+        bad = rj_result_read(&r, &doc, i, &x) != 0 || take_result(&r, &x, &run->results[i]) != 0;
+        run->count = i + 1;
     }
     json_decref(root);
-    return rc;
+    if (bad) {
+        free(run->results);
+        run->results = NULL;
+        run->count = 0;
+        return -1;
+    }
+    run->partial = 1;
+    return 0;
 }

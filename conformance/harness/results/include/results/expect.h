@@ -20,7 +20,7 @@
  *                                     INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT (not
  *                                     CASE_ERROR: an unreadable case file is the suite's
  *                                     problem, to be fixed, never recorded)
- *       clause: 9                     the SPEC.md clause (1..20) the divergence is about
+ *       clause: 9                     the SPEC.md clause (1..SPEC_CLAUSES) the divergence is about
  *       reason: "rows that keep no key come out as the mean of V"
  *       upstream: "MLX's own test only asserts no NaN"     optional
  *
@@ -43,7 +43,7 @@ typedef struct hx_entry {
     size_t npatterns;
     char *pattern;   /* the patterns joined by ", ": how reports name the entry */
     hr_status status;
-    int clause;      /* 1..20 */
+    int clause;      /* 1..SPEC_CLAUSES (results/result.h) */
     char *reason;    /* one line */
     char *upstream;  /* one line, or NULL */
     int line;        /* 1-based line of the entry in the file, for messages */
@@ -60,7 +60,7 @@ typedef struct hx_file {
 
 /* Load and check an expected-results file.  Returns 0 with *out filled, or -1 with err =
  * "PATH:LINE:COL: field: reason" (a missing file, bad YAML, an unknown key or status, a
- * duplicate pattern, a clause outside 1..20, an empty reason ...).  *out is freed on error. */
+ * duplicate pattern, a clause outside 1..SPEC_CLAUSES, an empty reason ...).  *out is freed on error. */
 int hx_load(const char *path, hx_file *out, char *err, size_t errlen);
 
 /* The first entry whose pattern matches `id` (its hit count incremented), or NULL. */

@@ -34,6 +34,10 @@ const char *hr_status_name(hr_status s);
  * `attnconf run` exit 1).  CASE_ERROR is not: it is the suite's problem (exit 3). */
 int hr_status_is_bad(hr_status s);
 
+/* The clauses of SPEC.md, 1..SPEC_CLAUSES: rule ids ("clauseN.name") and expected-results
+ * entries cite them. */
+#define SPEC_CLAUSES 19
+
 /* Room for one spec rule id in a result ("clause3.bottom_right"); longer ids are truncated. */
 #define HR_RULE_MAX ACASE_ID_MAX
 
