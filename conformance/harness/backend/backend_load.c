@@ -198,7 +198,8 @@ static int hb_validate(const attnconf_backend *be, const char *path, char *err, 
     return 0;
 }
 
-/* 1 if the table is large enough to hold member m (a later revision's member). */
+/* 1 if the table is large enough to hold member m (a later revision's member), set or not;
+ * HB_HAS (call.h) also wants it set. */
 #define HB_HAS_MEMBER(be, m) \
     ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
 

@@ -36,6 +36,7 @@
 #include "results/result.h"
 #include "run/run.h"
 #include "common/jsonv.h"
+#include "backend/call.h"
 #include "backend/plugin.h"
 
 static double now_s(void)
@@ -246,6 +247,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
             bb_via via, const bb_config *cfg, bb_reported_fn reported, json_t *o,
             FILE *progress, const char *progress_prefix)
 {
+    const hb_backend hb = {.be = be, .ctx = ctx}; /* a view for the call layer (call.h) */
     const size_t es = attnref_dtype_size(dt);
     const int64_t nq = s->b * s->hq * s->lq * s->d, nk = s->b * s->hkv * s->lk * s->d;
     const int64_t nv = s->b * s->hkv * s->lk * s->dv, no = s->b * s->hq * s->lq * s->dv;
@@ -295,11 +297,11 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     }
 
     progress_line(progress, progress_prefix, "first call");
-    int rc = be->sdpa(ctx, &a);
+    int rc = hb_sdpa(&hb, &a, NULL);
     if (rc != ATTNCONF_OK) {
-        const char *le = be->last_error(ctx);
+        const char *le = hb_last_error(&hb);
         set_status(o, rc == ATTNCONF_ENOTSUP ? "NOT_SUPPORTED" : "ERROR", "sdpa returned %s%s%s",
-                   hb_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
+                   hb_code_name(rc), le[0] ? ": " : "", le);
         goto done;
     }
     char buf[256];
@@ -326,13 +328,12 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     while (n < cfg->max_reps && (n < cfg->min_reps || total < cfg->min_time_s)) {
         flip_sign(q, dt, (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) % (uint64_t)nq));
         out = before;
-        const double t0 = now_s();
-        rc = be->sdpa(ctx, &a);
-        const double wall = now_s() - t0;
+        double wall;
+        rc = hb_sdpa(&hb, &a, &wall);
         if (rc != ATTNCONF_OK) {
-            const char *le = be->last_error(ctx);
+            const char *le = hb_last_error(&hb);
             set_status(o, "ERROR", "repetition %lld: sdpa returned %s%s%s", (long long)n + 1,
-                       hb_code_name(rc), le && le[0] ? ": " : "", le ? le : "");
+                       hb_code_name(rc), le[0] ? ": " : "", le);
             goto done;
         }
         const double t = reported ? reported(ctx) : wall;
@@ -344,8 +345,8 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         }
         times[n++] = t;
         total += wall;
-        if (progress && t0 + wall - last_shown > 0.25) {
-            last_shown = t0 + wall;
+        if (progress && now_s() - last_shown > 0.25) {
+            last_shown = now_s();
             progress_line(progress, progress_prefix, "repetition %lld, %.3g s each", (long long)n,
                           t);
         }

@@ -37,6 +37,7 @@
 #include "run/compare.h"
 #include "run_cache.h"
 #include "common/shell.h"
+#include "backend/call.h"
 #include "backend/plugin.h"
 
 /* ---- guarded buffers ------------------------------------------------------------------ */
@@ -467,13 +468,6 @@ static int hr_guarded_check(const hr_guarded *g, hr_result *r)
     return 0;
 }
 
-static double hr_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Element count of a shape, or -1 if it is invalid or exceeds the case limit (so the harness
  * never makes a huge allocation for a malformed or hostile case). */
 static int64_t hr_numel_capped(int32_t ndim, const int64_t *shape)
@@ -578,10 +572,7 @@ static void hr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t 
  * case, or a backend failure), 0 if the output must now be checked. */
 static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result *r)
 {
-    const attnconf_backend *be = rn->backend->be;
-    const char *why = rc != ATTNCONF_OK ? be->last_error(rn->backend->ctx) : "";
-    if (!why)
-        why = "";
+    const char *why = rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "";
     /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
      * is never a correct rejection, whatever the case expects. */
     if (hb_transport_failure(rn->backend, rc)) {
@@ -828,9 +819,7 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
     if (c->requires & ATTNCONF_CAP_SDPA_LEFT_PAD)
         a.left_padding = left_padding;
 
-    double t0 = hr_now();
-    int rc = hb->be->sdpa(hb->ctx, &a);
-    r->seconds = hr_now() - t0;
+    int rc = hb_sdpa(hb, &a, &r->seconds);
 
     /* A write outside the buffer is a FAIL whatever the return code said: it would corrupt
      * the caller's memory in real use. */
@@ -915,9 +904,7 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     if (hb->caps & ATTNCONF_CAP_KV_LEN)
         a.kv_len = c->kv_len;
 
-    double t0 = hr_now();
-    int rc = hb->be->build_mask(hb->ctx, &a);
-    r->seconds = hr_now() - t0;
+    int rc = hb_build_mask(hb, &a, &r->seconds);
 
     if (!hr_guarded_check(&kg, r) && !hr_classify_rc(rn, c, rc, r))
         hr_check_output(c, &before, &keep, bytes, 1, r);
@@ -947,7 +934,7 @@ void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
     const hb_backend *hb = rn->backend;
     hr_result_case_info(c, r);
     uint64_t missing = c->requires & ~hb->caps;
-    if (c->op == ACASE_OP_MASK && !hb->be->build_mask)
+    if (c->op == ACASE_OP_MASK && !HB_HAS(hb->be, build_mask))
         missing |= ATTNCONF_CAP_BUILD_MASK;
     if (missing) {
         char names[400];

@@ -22,10 +22,8 @@
 #include "attncase/cache_case.h"
 #include "attnref/status.h"
 #include "run/compare.h"
+#include "backend/call.h"
 #include "backend/plugin.h"
-
-#define RCH_HAS(be, m) \
-    ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
 
 typedef struct rch {
     const hb_backend *hb;
@@ -57,8 +55,7 @@ __attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, c
 
 static const char *rch_err(const rch *x)
 {
-    const char *e = x->hb->be->last_error(x->hb->ctx);
-    return e ? e : "";
+    return hb_last_error(x->hb);
 }
 
 static int status_of(int attnref_code)
@@ -176,11 +173,10 @@ static void state_free(rch_state *st)
 
 static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_state *st)
 {
-    const attnconf_backend *be = x->hb->be;
     attnconf_cache_state a;
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
-    int rc = be->cache_state(x->hb->ctx, cache, &a);
+    int rc = hb_cache_state(x->hb, cache, &a);
     if (rc != ATTNCONF_OK) {
         rch_set(x, hb_transport_failure(x->hb, rc) ? HR_ERROR : HR_FAIL,
                 "cache_state returned %s: %s", hb_code_name(rc), rch_err(x));
@@ -214,7 +210,7 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     a.positions = st->positions;
     a.keys = &st->kt;
     a.values = &st->vt;
-    rc = be->cache_state(x->hb->ctx, cache, &a);
+    rc = hb_cache_state(x->hb, cache, &a);
     if (rc != ATTNCONF_OK || a.batch != st->batch || a.length != st->length) {
         rch_set(x, HR_FAIL, "cache_state (filling) returned %s: %s", hb_code_name(rc),
                 rch_err(x));
@@ -339,7 +335,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
     a.mask = &mask;
     a.out = &out;
     a.out_capacity = cap;
-    int rc = x->hb->be->sdpa(x->hb->ctx, &a);
+    int rc = hb_sdpa(x->hb, &a, NULL);
     int ret = -1;
     if (rc != ATTNCONF_OK) {
         rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
@@ -398,8 +394,6 @@ static int rch_config(const acase_cache_params *p, attnconf_cache_config *cfg)
 /* One step: the call(s), then the state.  0 = the step passed. */
 static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params *p)
 {
-    const attnconf_backend *be = x->hb->be;
-    void *ctx = x->hb->ctx;
     void *cache = x->caches[s->cache];
     uint8_t *keep = NULL;
     int rc = ATTNCONF_OK, mask_rc = ATTNCONF_OK, ret = -1;
@@ -410,7 +404,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     case ACASE_CSTEP_CREATE: {
         attnconf_cache_config cfg;
         rch_config(&s->params, &cfg);
-        rc = be->cache_create(ctx, &cfg, &x->caches[s->cache]);
+        rc = hb_cache_create(x->hb, &cfg, &x->caches[s->cache]);
         if (rch_rc(x, s, "cache_create", rc))
             goto done;
         cache = x->caches[s->cache];
@@ -433,7 +427,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         ma.n = S;
         ma.window = s->window;
         ma.keep = &kt;
-        mask_rc = be->cache_make_mask(ctx, cache, &ma);
+        mask_rc = hb_cache_make_mask(x->hb, cache, &ma);
         if (mask_rc != ATTNCONF_OK)
             snprintf(mask_err, sizeof mask_err, "%s", rch_err(x));
     }
@@ -445,7 +439,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         size_t kl, vl;
         rch_input(&k, &s->k, &km, &kl);
         rch_input(&v, &s->v, &vm, &vl);
-        rc = be->cache_update(ctx, cache, &k, &v);
+        rc = hb_cache_update(x->hb, cache, &k, &v);
         rch_unmap(km, kl);
         rch_unmap(vm, vl);
         if (rch_rc(x, s, "cache_update", rc))
@@ -454,7 +448,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     }
     case ACASE_CSTEP_TRIM: {
         int64_t got = -12345;
-        rc = be->cache_trim(ctx, cache, s->n, &got);
+        rc = hb_cache_trim(x->hb, cache, s->n, &got);
         if (rch_rc(x, s, "cache_trim", rc))
             goto done;
         if (!s->error && got != s->returns) {
@@ -465,12 +459,12 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         break;
     }
     case ACASE_CSTEP_FILTER:
-        rc = be->cache_filter(ctx, cache, s->rows, s->nrows);
+        rc = hb_cache_filter(x->hb, cache, s->rows, s->nrows);
         if (rch_rc(x, s, "cache_filter", rc))
             goto done;
         break;
     case ACASE_CSTEP_EXTEND:
-        rc = be->cache_extend(ctx, cache, x->caches[s->other]);
+        rc = hb_cache_extend(x->hb, cache, x->caches[s->other]);
         if (rch_rc(x, s, "cache_extend", rc))
             goto done;
         break;
@@ -478,7 +472,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         void *from[ACASE_MAX_CACHES];
         for (int64_t j = 0; j < s->nrows; j++)
             from[j] = x->caches[s->rows[j]];
-        rc = be->cache_merge(ctx, from, s->nrows, &x->caches[s->cache]);
+        rc = hb_cache_merge(x->hb, from, s->nrows, &x->caches[s->cache]);
         if (rch_rc(x, s, "cache_merge", rc))
             goto done;
         cache = x->caches[s->cache];
@@ -490,13 +484,13 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         pa.struct_size = sizeof pa;
         pa.left_padding = s->left_padding;
         pa.lengths = s->lengths;
-        rc = be->cache_prepare(ctx, cache, &pa);
+        rc = hb_cache_prepare(x->hb, cache, &pa);
         if (rch_rc(x, s, "cache_prepare", rc))
             goto done;
         break;
     }
     case ACASE_CSTEP_FINALIZE:
-        rc = be->cache_finalize(ctx, cache);
+        rc = hb_cache_finalize(x->hb, cache);
         if (rch_rc(x, s, "cache_finalize", rc))
             goto done;
         break;
@@ -537,21 +531,23 @@ void hr_run_cache(const hr_runner *rn, const acase *c, hr_result *r)
     x.c = c;
     x.r = r;
     snprintf(x.where, sizeof x.where, "create");
-    if (!RCH_HAS(be, cache_finalize) || !be->cache_create || !be->cache_update ||
-        !be->cache_trim || !be->cache_make_mask || !be->cache_state || !be->cache_destroy) {
+    if (!HB_HAS(be, cache_create) || !HB_HAS(be, cache_update) || !HB_HAS(be, cache_trim) ||
+        !HB_HAS(be, cache_make_mask) || !HB_HAS(be, cache_state) ||
+        !HB_HAS(be, cache_destroy)) {
         rch_set(&x, HR_NOT_SUPPORTED, "backend has no KV cache members");
         return;
     }
     const acase_cache *cc = c->cache;
     int batch_ops = (c->requires & ATTNCONF_CAP_CACHE_BATCH) != 0;
-    if (batch_ops && (!be->cache_filter || !be->cache_extend || !be->cache_merge ||
-                      !be->cache_prepare || !be->cache_finalize)) {
+    if (batch_ops && (!HB_HAS(be, cache_filter) || !HB_HAS(be, cache_extend) ||
+                      !HB_HAS(be, cache_merge) || !HB_HAS(be, cache_prepare) ||
+                      !HB_HAS(be, cache_finalize))) {
         rch_set(&x, HR_ERROR, "backend reports cache.batch without the batch members");
         return;
     }
     attnconf_cache_config cfg;
     rch_config(&cc->params, &cfg);
-    int rc = be->cache_create(rn->backend->ctx, &cfg, &x.caches[0]);
+    int rc = hb_cache_create(rn->backend, &cfg, &x.caches[0]);
     if (rc != ATTNCONF_OK || !x.caches[0]) {
         rch_set(&x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
                 "cache_create returned %s: %s", hb_code_name(rc), rch_err(&x));
@@ -577,6 +573,5 @@ void hr_run_cache(const hr_runner *rn, const acase *c, hr_result *r)
             break;
     }
     for (int j = 0; j < ACASE_MAX_CACHES; j++)
-        if (x.caches[j])
-            be->cache_destroy(rn->backend->ctx, x.caches[j]);
+        hb_cache_destroy(rn->backend, x.caches[j]);
 }
