@@ -1,4 +1,4 @@
-/* fuzz_exec_reply.c — libFuzzer target for the exec: reply parser (harness/exec_reply.c): the
+/* fuzz_exec_reply.c — libFuzzer target for the exec: reply parser (harness/backend/exec_reply.c): the
  * checks every adapter reply header passes before the bridge reads a payload byte, allocates,
  * or believes a number.  The input is one header line, tried as the reply to each kind of
  * request; whatever a function accepts must keep the promises exec_reply.h makes (a

@@ -1,4 +1,4 @@
-/* test_bench.c — `attnconf bench`'s arithmetic and input checks (harness/bench_count.c:
+/* test_bench.c — `attnconf bench`'s arithmetic and input checks (harness/bench/bench_count.c:
  * counts and needed capabilities; bench_suite.c).  Every perf number is divided by the work
  * counted here, so the closed form is checked key by key against the reference's own keep rule
  * (attnref_sdpa_key_kept) on thousands of random structures; the suite reader must refuse bad

@@ -1,4 +1,4 @@
-/* test_compare.c — the harness comparator (harness/compare.c): a conformance suite is only as
+/* test_compare.c — the harness comparator (harness/run/compare.c): a conformance suite is only as
  * good as the check that says PASS, so its edge cases are pinned here.  The tolerance is the one
  * of SPEC.md clause 13 (case format v2): a CLOSE element e of row r passes iff
  * |got - e| <= ulps * ulp(e, dtype) + row_atol[r]. */

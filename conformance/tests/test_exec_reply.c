@@ -1,4 +1,4 @@
-/* test_exec_reply.c — the exec: reply parser (harness/exec_reply.c).  An adapter is untrusted:
+/* test_exec_reply.c — the exec: reply parser (harness/backend/exec_reply.c).  An adapter is untrusted:
  * every way a header can break PROTOCOL.md must be refused with a message naming what is wrong,
  * before the bridge reads a payload byte or believes a size; and an honest header must yield
  * exactly what it says. */

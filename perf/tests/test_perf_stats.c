@@ -1,5 +1,5 @@
 /* test_perf_stats.c — the Mann–Whitney U test and the median of perf-compare
- * (conformance/harness/perf_stats.c), against values computed independently: U and the
+ * (conformance/harness/perf/perf_stats.c), against values computed independently: U and the
  * variance by hand below, the p-values with scipy 1.17.1,
  *   scipy.stats.mannwhitneyu(y, x, alternative="greater" / "less", method="asymptotic",
  *                            use_continuity=True)

@@ -1,4 +1,5 @@
-/* main.c — the attnconf command line: run cases on a backend, list cases, write a report.
+/* cmd_run.c — the run, list and backend-info commands: run cases on a backend, list cases,
+ * describe a backend (the command table in ../attnconf.c dispatches to them).
  *
  * Exit status (the automake/CTest convention): 0 all selected cases passed or were correctly
  * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT, an
