@@ -30,10 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "attncase/cache_case.h"
+#include "common/clock.h"
 #include "run/compare.h"
 #include "run_cache.h"
 #include "common/shell.h"
@@ -467,13 +467,6 @@ static int hr_guarded_check(const hr_guarded *g, hr_result *r)
     return 0;
 }
 
-static double hr_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Element count of a shape, or -1 if it is invalid or exceeds the case limit (so the harness
  * never makes a huge allocation for a malformed or hostile case). */
 static int64_t hr_numel_capped(int32_t ndim, const int64_t *shape)
@@ -828,9 +821,9 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
     if (c->requires & ATTNCONF_CAP_SDPA_LEFT_PAD)
         a.left_padding = left_padding;
 
-    double t0 = hr_now();
+    double t0 = mono_now();
     int rc = hb->be->sdpa(hb->ctx, &a);
-    r->seconds = hr_now() - t0;
+    r->seconds = mono_now() - t0;
 
     /* A write outside the buffer is a FAIL whatever the return code said: it would corrupt
      * the caller's memory in real use. */
@@ -915,9 +908,9 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     if (hb->caps & ATTNCONF_CAP_KV_LEN)
         a.kv_len = c->kv_len;
 
-    double t0 = hr_now();
+    double t0 = mono_now();
     int rc = hb->be->build_mask(hb->ctx, &a);
-    r->seconds = hr_now() - t0;
+    r->seconds = mono_now() - t0;
 
     if (!hr_guarded_check(&kg, r) && !hr_classify_rc(rn, c, rc, r))
         hr_check_output(c, &before, &keep, bytes, 1, r);
