@@ -106,7 +106,7 @@ static void hw_child(int fd, void *arg)
     _exit(0);
 }
 
-/* After hw_recv's EOF (rc 1) from a worker that may still live (it, or the backend, closed the
+/* After proc_recv's EOF (rc 1) from a worker that may still live (it, or the backend, closed the
  * socket): it gets until the deadline to exit, else it is a hang like any other (rc 2). */
 static int hw_after_eof(const hw_worker *w, int rc, double deadline)
 {
