@@ -3,7 +3,8 @@
 
   check_bench.py --suite FILE --out FILE.json --rc N [--status GLOB=STATUS]... [--via GLOB=VIA]...
                  [--message GLOB=REGEX]... [--filter GLOB]... [--timing TIMING]
-                 [--median GLOB=LO:HI]... -- ATTNCONF bench ARGS...
+                 [--median GLOB=LO:HI]... [--pidfile FILE] [--max-seconds S]
+                 -- ATTNCONF bench ARGS...
   check_bench.py --peak --out FILE.json -- ATTNCONF bench --peak
 
 The command gets `--suite FILE --out FILE.json` appended (not with --peak), and each
@@ -22,7 +23,10 @@ The command gets `--suite FILE --out FILE.json` appended (not with --peak), and 
     median and the machine's limits, validated_rows = min(64, B*Hq*Lq), 0 <= max_err_ratio
     <= 1, a positive peak RSS, every time > 0, and LO <= median <= HI (seconds) for the ids a
     --median GLOB matches;
-  - a table line on stdout for every benchmark with its status.
+  - a table line on stdout for every benchmark with its status;
+  - with --max-seconds, that bench finished within S seconds of wall time;
+  - with --pidfile, that no process a misbehave backend forked (it writes their pids there,
+    one a line) outlived bench (check_isolation.py's check).
 With --peak: exit 0, positive numbers printed and in the JSON's "machine" object.
 """
 import argparse
@@ -30,10 +34,14 @@ import fnmatch
 import json
 import math
 import re
+import os
 import subprocess
 import sys
+import time
 
 import yaml
+
+from check_isolation import leftovers
 
 TOP = ["attnconf_bench", "suite", "suite_file", "label", "started", "machine", "config",
        "backends"]
@@ -226,17 +234,27 @@ def main():
     ap.add_argument("--filter", action="append")
     ap.add_argument("--timing", default="in-process", choices=["in-process", "adapter"])
     ap.add_argument("--median", action="append")
+    ap.add_argument("--pidfile")
+    ap.add_argument("--max-seconds", type=float)
     ap.add_argument("cmd", nargs="+")
     a = ap.parse_args()
     cmd = a.cmd + ["--out", a.out] + ([] if a.peak else ["--suite", a.suite])
     for g in a.filter or []:
         cmd += ["--filter", g]
+    if a.pidfile and os.path.exists(a.pidfile):
+        os.remove(a.pidfile)
+    t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - t0
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr)
     fails = []
     if re.search(r"Sanitizer|runtime error", p.stdout + p.stderr):
         fails.append("sanitizer report in the output")
+    if a.max_seconds is not None and took > a.max_seconds:
+        fails.append(f"bench took {took:.1f} s, expected at most {a.max_seconds} s")
+    if a.pidfile:
+        fails += leftovers(a.pidfile)
     try:
         (check_peak if a.peak else check_bench)(a, p, fails)
     except (OSError, ValueError, KeyError, TypeError) as e:

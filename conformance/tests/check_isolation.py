@@ -16,6 +16,24 @@ import subprocess
 import sys
 
 
+def leftovers(pidfile):
+    """The failures for the processes a misbehave backend recorded in pidfile (one pid a
+    line) that are still alive: none may outlive the harness (check_bench.py uses it too)."""
+    fails = []
+    pids = open(pidfile).read().split() if os.path.exists(pidfile) else []
+    if not pids:
+        fails.append(f"{pidfile}: the backend recorded no forked process")
+    for pid in pids:
+        try:  # dead, or a zombie nobody has reaped yet
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            fails.append(f"process {pid}, forked by the backend, outlived the run")
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rc", required=True, help="the exit status, or several: 0,1")
@@ -70,17 +88,7 @@ def main():
     if doc["summary"]["total"] != len(res):
         fails.append("summary.total does not count the results")
     if a.pidfile:
-        pids = open(a.pidfile).read().split() if os.path.exists(a.pidfile) else []
-        if not pids:
-            fails.append(f"{a.pidfile}: the backend recorded no forked process")
-        for pid in pids:
-            try:  # dead, or a zombie nobody has reaped yet
-                with open(f"/proc/{pid}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if state != "Z":
-                fails.append(f"process {pid}, forked by the backend, outlived the run")
+        fails += leftovers(a.pidfile)
     for f in fails:
         print("check_isolation: " + f)
     return 1 if fails else 0

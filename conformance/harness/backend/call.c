@@ -1,16 +1,7 @@
 /* call.c — the one way into a loaded backend's members (call.h). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
-
 #include "backend/call.h"
 
-#include <time.h>
-
-static double call_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "common/clock.h"
 
 const char *hb_last_error(const hb_backend *b)
 {
@@ -22,10 +13,10 @@ int hb_sdpa(const hb_backend *b, const attnconf_sdpa_args *a, double *seconds)
 {
     if (!HB_HAS(b->be, sdpa))
         return ATTNCONF_ENOTSUP;
-    double t0 = call_now();
+    double t0 = mono_now();
     int rc = b->be->sdpa(b->ctx, a);
     if (seconds)
-        *seconds = call_now() - t0;
+        *seconds = mono_now() - t0;
     return rc;
 }
 
@@ -33,10 +24,10 @@ int hb_build_mask(const hb_backend *b, const attnconf_mask_args *a, double *seco
 {
     if (!HB_HAS(b->be, build_mask))
         return ATTNCONF_ENOTSUP;
-    double t0 = call_now();
+    double t0 = mono_now();
     int rc = b->be->build_mask(b->ctx, a);
     if (seconds)
-        *seconds = call_now() - t0;
+        *seconds = mono_now() - t0;
     return rc;
 }
 

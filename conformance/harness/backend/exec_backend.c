@@ -12,7 +12,7 @@
  * non-blocking pipes, so a stuck adapter costs at most the timeout.  Sizes announced by the
  * adapter are checked against the case limits before any byte is read into harness memory.
  */
-#define _GNU_SOURCE /* pipe2, mkostemp, strsignal */
+#define _GNU_SOURCE /* mkostemp */
 
 #include "backend/exec_backend.h"
 
@@ -22,7 +22,6 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,15 +30,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "attncase/case.h"
 #include "backend/plugin.h"
+#include "common/clock.h"
 #include "common/jsonv.h"
+#include "common/proc.h"
 #include "exec_reply.h"
 
 extern char **environ;
@@ -56,9 +55,7 @@ typedef struct xb_ctx {
     attnconf_option *opts; /* the user's options, deep copies: every restart resends them */
     size_t nopts;
     double timeout_s;
-    pid_t pid;   /* the running adapter, also its process group; 0 = none */
-    int to_fd;   /* the adapter's stdin (non-blocking); -1 = none */
-    int from_fd; /* the adapter's stdout (non-blocking); -1 = none */
+    proc_child proc; /* the running adapter: in_fd its stdin, fd its stdout; pid 0 = none */
     int err_fd;  /* unlinked temp file that receives the adapter's stderr; -1 = none */
     int io_errno;
     unsigned char *rbuf; /* bytes read from stdout: [rpos, rlen) not consumed yet */
@@ -83,20 +80,6 @@ __attribute__((format(printf, 3, 4))) static void xb_fmt(char *buf, size_t n, co
     va_start(ap, fmt);
     vsnprintf(buf, n, fmt, ap);
     va_end(ap);
-}
-
-static double xb_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void xb_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
 }
 
 static void xb_close_fd(int *fd)
@@ -142,67 +125,11 @@ static void xb_stderr_line(const xb_ctx *c, char *out, size_t n)
 
 /* ---- the process -------------------------------------------------------------------------- */
 
-/* Wait (up to `until`) for the adapter to exit, without reaping it, so its process group id
- * stays reserved for the kill that follows.  Returns 1 and *si if it exited, else 0. */
-static int xb_wait_exit(const xb_ctx *c, double until, siginfo_t *si)
-{
-    for (;;) {
-        memset(si, 0, sizeof *si);
-        if (waitid(P_PID, c->pid, si, WEXITED | WNOHANG | WNOWAIT) == 0) {
-            if (si->si_pid == c->pid)
-                return 1;
-        } else if (errno != EINTR) {
-            return 0;
-        }
-        if (xb_now() >= until)
-            return 0;
-        xb_sleep_ms(5);
-    }
-}
-
-/* The adapter runs in a process group of its own, so a Ctrl-C at the terminal does not reach
- * it: when the harness is interrupted or terminated, it takes the live adapter's group down
- * first (a hung adapter would otherwise outlive it), then dies of the same signal.  One adapter
- * is live at a time. */
-static volatile sig_atomic_t xb_live_pgid;
-
-static void xb_on_fatal_signal(int sig)
-{
-    if (xb_live_pgid > 0)
-        kill(-(pid_t)xb_live_pgid, SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void xb_guard_signals(void)
-{
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-        struct sigaction old;
-        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
-            continue; /* ignored, or someone else's handler (a debugger, a test): leave it */
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = xb_on_fatal_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, NULL);
-    }
-}
-
 /* Kill the adapter's process group (leftover children of the shell included), reap the adapter
  * and close the pipes.  Keeps err_fd: the caller may still quote it. */
 static void xb_stop(xb_ctx *c)
 {
-    xb_live_pgid = 0;
-    if (c->pid > 0) {
-        kill(-c->pid, SIGKILL);
-        kill(c->pid, SIGKILL); /* in case it left its group */
-        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
-        }
-    }
-    c->pid = 0;
-    xb_close_fd(&c->to_fd);
-    xb_close_fd(&c->from_fd);
+    proc_reap(&c->proc, 1);
     c->rpos = c->rlen = 0;
 }
 
@@ -210,11 +137,7 @@ static void xb_stop(xb_ctx *c)
 static int xb_start(xb_ctx *c)
 {
     xb_stop(c);
-    xb_guard_signals();
     xb_close_fd(&c->err_fd);
-    int in[2] = {-1, -1}, out[2] = {-1, -1};
-    char **envp = NULL;
-    int rc = -1;
     const char *tmpdir = getenv("TMPDIR");
     char tmpl[PATH_MAX];
     xb_fmt(tmpl, sizeof tmpl, "%s/attnconf-adapter-stderr-XXXXXX",
@@ -229,18 +152,14 @@ static int xb_start(xb_ctx *c)
         return -1;
     }
     unlink(tmpl);
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-        xb_fmt(c->last_error, sizeof c->last_error, "cannot create pipes: %s", strerror(errno));
-        goto done;
-    }
 
     size_t nenv = 0;
     while (environ && environ[nenv])
         nenv++;
-    envp = calloc(nenv + 2, sizeof *envp);
+    char **envp = calloc(nenv + 2, sizeof *envp);
     if (!envp) {
         xb_fmt(c->last_error, sizeof c->last_error, "out of memory");
-        goto done;
+        return -1;
     }
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++)
@@ -248,56 +167,9 @@ static int xb_start(xb_ctx *c)
             envp[k++] = environ[i];
     envp[k++] = (char *)"ATTNCONF_PROTOCOL=1";
     envp[k] = NULL;
-
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    if (posix_spawn_file_actions_init(&fa) != 0) {
-        xb_fmt(c->last_error, sizeof c->last_error, "posix_spawn_file_actions_init failed");
-        goto done;
-    }
-    if (posix_spawnattr_init(&attr) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        xb_fmt(c->last_error, sizeof c->last_error, "posix_spawnattr_init failed");
-        goto done;
-    }
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, c->err_fd, 2);
-    /* The harness ignores SIGPIPE; the adapter gets the default back.  Its own process group
-     * lets one kill reach whatever the shell started. */
-    sigset_t def, none;
-    sigemptyset(&def);
-    sigaddset(&def, SIGPIPE);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&attr, &def);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETPGROUP);
-    char *argv[] = {(char *)"/bin/sh", (char *)"-c", c->cmd, NULL};
-    pid_t pid = 0;
-    int e = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (e != 0) {
-        xb_fmt(c->last_error, sizeof c->last_error, "cannot start /bin/sh: %s", strerror(e));
-        goto done;
-    }
-    c->pid = pid;
-    xb_live_pgid = pid;
-    c->to_fd = in[1];
-    c->from_fd = out[0];
-    in[1] = out[0] = -1;
-    fcntl(c->to_fd, F_SETFL, fcntl(c->to_fd, F_GETFL) | O_NONBLOCK);
-    fcntl(c->from_fd, F_SETFL, fcntl(c->from_fd, F_GETFL) | O_NONBLOCK);
-    c->rpos = c->rlen = 0;
-    rc = 0;
-done:
+    int rc = proc_spawn(&c->proc, c->cmd, envp, c->err_fd, c->last_error, sizeof c->last_error);
     free(envp);
-    for (int i = 0; i < 2; i++) {
-        xb_close_fd(&in[i]);
-        xb_close_fd(&out[i]);
-    }
+    c->rpos = c->rlen = 0;
     return rc;
 }
 
@@ -347,14 +219,12 @@ static int xb_io_fail(xb_ctx *c, int io, const char *what)
         return xb_finish(c, reason, 0);
     }
     /* The adapter closed its end: most likely it is exiting; its status is the useful part. */
-    siginfo_t si;
+    int st;
     double wait = c->timeout_s < XB_EXIT_WAIT_S ? c->timeout_s : XB_EXIT_WAIT_S;
-    if (c->pid > 0 && xb_wait_exit(c, xb_now() + wait, &si)) {
-        if (si.si_code == CLD_EXITED)
-            xb_fmt(reason, sizeof reason, "adapter exited with status %d", si.si_status);
-        else
-            xb_fmt(reason, sizeof reason, "adapter killed by signal %d (%s)", si.si_status,
-                   strsignal(si.si_status));
+    if (c->proc.pid > 0 && proc_wait_exit(c->proc.pid, mono_now() + wait, &st)) {
+        char how[160];
+        proc_describe(st, how, sizeof how);
+        xb_fmt(reason, sizeof reason, "adapter %s", how);
         return xb_finish(c, reason, 1);
     }
     xb_fmt(reason, sizeof reason, "adapter closed its %s %s",
@@ -364,45 +234,11 @@ static int xb_io_fail(xb_ctx *c, int io, const char *what)
 
 /* ---- I/O with a deadline ------------------------------------------------------------------ */
 
-static int xb_poll_alive(int fd, short events, double deadline, pid_t pid);
-
-/* 1 ready (or hung up: the read/write that follows says how), 0 deadline passed, -1 error. */
-static int xb_poll(int fd, short events, double deadline)
-{
-    return xb_poll_alive(fd, events, deadline, 0);
-}
-
-/* xb_poll, and with pid > 0 also 2 when the adapter has exited with nothing left to read: a
- * process it forked may hold the pipe open, so its exit shows no EOF (checked every 100 ms;
- * the exit status stays to be quoted, the process unreaped). */
-static int xb_poll_alive(int fd, short events, double deadline, pid_t pid)
-{
-    for (;;) {
-        double left = deadline - xb_now();
-        if (left <= 0)
-            return 0;
-        double ms = ceil(left * 1000.0);
-        if (pid > 0 && ms > 100)
-            ms = 100;
-        struct pollfd p = {fd, events, 0};
-        int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
-        if (r > 0)
-            return 1;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (r == 0 && pid > 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-            si.si_pid == pid)
-            return poll(&p, 1, 0) > 0 ? 1 : 2; /* what it wrote before it exited comes first */
-    }
-}
-
 static int xb_write_all(xb_ctx *c, const void *buf, size_t n, double deadline)
 {
     const unsigned char *p = buf;
     while (n > 0) {
-        ssize_t w = write(c->to_fd, p, n);
+        ssize_t w = write(c->proc.in_fd, p, n);
         if (w > 0) {
             p += w;
             n -= (size_t)w;
@@ -413,10 +249,10 @@ static int xb_write_all(xb_ctx *c, const void *buf, size_t n, double deadline)
         if (w < 0 && errno == EPIPE)
             return XB_IO_CLOSED;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = xb_poll(c->to_fd, POLLOUT, deadline);
-            if (r == 0)
+            int r = proc_poll(c->proc.in_fd, POLLOUT, deadline, 0);
+            if (r == PROC_IO_TIMEOUT)
                 return XB_IO_TIMEOUT;
-            if (r < 0) {
+            if (r == PROC_IO_ERROR) {
                 c->io_errno = errno;
                 return XB_IO_ERROR;
             }
@@ -433,7 +269,7 @@ static int xb_write_all(xb_ctx *c, const void *buf, size_t n, double deadline)
 static int xb_read_some(xb_ctx *c, void *dst, size_t n, double deadline, size_t *got)
 {
     for (;;) {
-        ssize_t r = read(c->from_fd, dst, n);
+        ssize_t r = read(c->proc.fd, dst, n);
         if (r > 0) {
             *got = (size_t)r;
             return XB_IO_OK;
@@ -446,12 +282,13 @@ static int xb_read_some(xb_ctx *c, void *dst, size_t n, double deadline, size_t 
             c->io_errno = errno;
             return XB_IO_ERROR;
         }
-        int p = xb_poll_alive(c->from_fd, POLLIN, deadline, c->pid);
-        if (p == 0)
+        /* Its exit counts as EOF: a process it forked may hold the pipe open. */
+        int p = proc_poll(c->proc.fd, POLLIN, deadline, c->proc.pid);
+        if (p == PROC_IO_TIMEOUT)
             return XB_IO_TIMEOUT;
-        if (p == 2)
+        if (p == PROC_IO_EXITED)
             return XB_IO_CLOSED; /* it exited; xb_io_fail quotes its status */
-        if (p < 0) {
+        if (p == PROC_IO_ERROR) {
             c->io_errno = errno;
             return XB_IO_ERROR;
         }
@@ -652,7 +489,7 @@ static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const
 {
     *reply = NULL;
     char what[64];
-    double deadline = xb_now() + c->timeout_s;
+    double deadline = mono_now() + c->timeout_s;
     if (c->rlen > c->rpos)
         return xb_garbage(c, "%zu unexpected bytes on stdout after the previous reply "
                              "(stdout must carry only the protocol; log to stderr)",
@@ -833,7 +670,7 @@ static int xb_hello(xb_ctx *c, int initial)
 /* Make sure an adapter is running (restarting one that failed).  Returns 0 or HB_ETRANSPORT. */
 static int xb_ensure(xb_ctx *c)
 {
-    if (c->pid > 0)
+    if (c->proc.pid > 0)
         return 0;
     int rc = xb_hello(c, 0);
     if (rc == 0)
@@ -967,10 +804,10 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
             goto done;
         npl++;
     }
-    const double t0 = xb_now();
+    const double t0 = mono_now();
     rc = xb_call(c, h, pl, npl, "sdpa", "out", a->out, a->out_capacity, &r);
     if (rc == 0)
-        rc = xb_take_seconds(c, r, xb_now() - t0);
+        rc = xb_take_seconds(c, r, mono_now() - t0);
 done:
     for (size_t i = 0; i < npl; i++)
         free(pl[i].owned);
@@ -1283,7 +1120,7 @@ static int xb_cache_state(void *ctx, void *cache, attnconf_cache_state *st)
 static void xb_cache_destroy(void *ctx, void *cache)
 {
     xb_ctx *c = ctx;
-    if (!cache || c->pid <= 0) /* an adapter that is not running holds no cache */
+    if (!cache || c->proc.pid <= 0) /* an adapter that is not running holds no cache */
         return;
     xb_cache_call(c, xb_cache_header("cache_destroy", cache), NULL, 0, "cache_destroy", NULL,
                   NULL, 0, NULL);
@@ -1376,14 +1213,13 @@ static void xb_close(void *ctx)
     xb_ctx *c = ctx;
     if (!c)
         return;
-    if (c->pid > 0) {
+    if (c->proc.pid > 0) {
         /* Polite first (PROTOCOL.md "close"), then SIGKILL after the grace period. */
         double grace = c->timeout_s < XB_CLOSE_GRACE_S ? c->timeout_s : XB_CLOSE_GRACE_S;
         static const char msg[] = "{\"protocol\":1,\"op\":\"close\"}\n";
-        xb_write_all(c, msg, sizeof msg - 1, xb_now() + grace);
-        xb_close_fd(&c->to_fd);
-        siginfo_t si;
-        xb_wait_exit(c, xb_now() + XB_CLOSE_GRACE_S, &si);
+        xb_write_all(c, msg, sizeof msg - 1, mono_now() + grace);
+        xb_close_fd(&c->proc.in_fd);
+        proc_wait_exit(c->proc.pid, mono_now() + XB_CLOSE_GRACE_S, NULL);
     }
     xb_free(c);
 }
@@ -1440,7 +1276,8 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
         xb_fmt(err, errlen, "out of memory");
         return -1;
     }
-    c->to_fd = c->from_fd = c->err_fd = -1;
+    c->proc = (proc_child)PROC_CHILD_NONE;
+    c->err_fd = -1;
     c->timeout_s = timeout_s;
     c->last_seconds = -1;
     c->cmd = strdup(cmdline);

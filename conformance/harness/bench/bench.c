@@ -28,7 +28,7 @@
  * ERROR, a backend that cannot be loaded, or an output that cannot be written; 2 usage errors
  * and bad input (a suite file, a --limits file, a filter that selects nothing).
  */
-#define _GNU_SOURCE /* strsignal, prctl, fnmatch */
+#define _GNU_SOURCE /* fnmatch */
 
 #include "bench.h"
 
@@ -36,19 +36,18 @@
 #include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend_load.h"
 #include "backend/exec_backend.h"
+#include "common/clock.h"
 #include "common/locate.h"
+#include "common/proc.h"
 #include "run/worker.h"
 
 enum { EXIT_BAD = 1, EXIT_USAGE = 2 };
@@ -250,135 +249,96 @@ static int parse(int argc, char **argv, bench_opts *o)
 
 /* ---- one benchmark in a child ------------------------------------------------------------ */
 
-static double bench_now(void)
+/* What the benchmark child needs, through proc_fork's one argument. */
+typedef struct child_arg {
+    const bench_backend *b;
+    const bs_shape *s;
+    attnref_dtype dt;
+    bb_via via;
+    const bb_config *cfg;
+    FILE *progress;
+    const char *prefix;
+} child_arg;
+
+/* The benchmark child (proc_fork: its own process group, PDEATHSIG, stdout on bench's stderr
+ * so a backend's prints miss the table, no core files): loads the backend, runs the benchmark
+ * and sends its result object on fd.  Never returns. */
+static void bench_child(int fd, void *arg)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    const child_arg *a = arg;
+    const bench_backend *b = a->b;
+    /* A backend's fault ends this child with its own signal, which the parent names; a
+     * sanitizer's handler would print a report and abort (SIGABRT) instead. */
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++)
+        signal(faults[f], SIG_DFL);
+    json_t *o = bb_shape_json(a->s, a->dt, a->via, "ERROR", "");
+    hb_backend hb;
+    char err[1024];
+    hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S};
+    if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, sizeof err) != 0) {
+        json_object_set_new(o, "message", json_string(err));
+    } else {
+        bb_run(hb.be, hb.ctx, a->s, a->dt, a->via, a->cfg, b->adapter ? xb_last_seconds : NULL,
+               o, a->progress, a->prefix);
+        hb_unload(&hb); /* an adapter: closed, exited and reaped */
+        struct rusage ru;
+        if (b->adapter && getrusage(RUSAGE_CHILDREN, &ru) == 0) /* KiB on Linux */
+            json_object_set_new(o, "peak_rss_bytes",
+                                json_integer((json_int_t)ru.ru_maxrss * 1024));
+    }
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    const int ok = text && proc_send(fd, text, strlen(text)) == 0;
+    free(text);
+    _exit(ok ? 0 : 3);
 }
 
-/* Run benchmark (s, dt) of backend b in a forked child; returns its result object (never
- * NULL): the child's, or one the parent made for a child that died or sent nothing usable. */
+/* Run benchmark (s, dt) of backend b in a supervised child (common/proc.h); returns its result
+ * object (never NULL): the child's, or one the parent made for a child that died or sent
+ * nothing usable. */
 static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtype dt, bb_via via,
                          const bb_config *cfg, FILE *progress, const char *prefix)
 {
-    int fd[2];
-    fflush(stdout);
-    fflush(stderr);
-    if (pipe(fd) != 0)
-        return bb_shape_json(s, dt, via, "ERROR", "harness: cannot make a pipe");
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return bb_shape_json(s, dt, via, "ERROR", "harness: cannot fork");
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive an interrupted bench */
-        struct rlimit no_core = {0, 0};
-        setrlimit(RLIMIT_CORE, &no_core);
-        /* A backend's fault ends this child with its own signal, which the parent names; a
-         * sanitizer's handler would print a report and abort (SIGABRT) instead. */
-        static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-        for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++)
-            signal(faults[f], SIG_DFL);
-        /* A backend's prints must not land in bench's table on stdout (as run's worker). */
-        dup2(STDERR_FILENO, STDOUT_FILENO);
-        json_t *o = bb_shape_json(s, dt, via, "ERROR", "");
-        hb_backend hb;
-        char err[1024];
-        hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S};
-        if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, sizeof err) != 0) {
-            json_object_set_new(o, "message", json_string(err));
-        } else {
-            bb_run(hb.be, hb.ctx, s, dt, via, cfg, b->adapter ? xb_last_seconds : NULL, o,
-                   progress, prefix);
-            hb_unload(&hb); /* an adapter: closed, exited and reaped */
-            struct rusage ru;
-            if (b->adapter && getrusage(RUSAGE_CHILDREN, &ru) == 0) /* KiB on Linux */
-                json_object_set_new(o, "peak_rss_bytes",
-                                    json_integer((json_int_t)ru.ru_maxrss * 1024));
-        }
-        char *text = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
-        size_t len = text ? strlen(text) : 0, at = 0;
-        while (at < len) {
-            ssize_t w = write(fd[1], text + at, len - at);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            at += (size_t)w;
-        }
-        const int ok = text && at == len;
-        free(text);
-        _exit(ok ? 0 : 3); /* not exit(): the parent's atexit handlers and buffers are its own */
-    }
-    close(fd[1]);
+    /* What the backend forks and moves out of the child's process group (setsid) is orphaned
+     * to bench, which then ends it with the child: bench's only children are these. */
+    proc_subreaper();
+    child_arg arg = {b, s, dt, via, cfg, progress, prefix};
+    proc_child c;
+    char why[256];
+    if (proc_fork(&c, bench_child, &arg, why, sizeof why) != 0)
+        return bb_shape_json(s, dt, via, "ERROR",
+                             strncmp(why, "fork", 4) == 0 ? "harness: cannot fork"
+                                                          : "harness: cannot make a pipe");
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    const double deadline = bench_now() + cfg->timeout_s;
-    int timed_out = 0;
-    for (;;) {
-        double left = deadline - bench_now();
-        struct pollfd pfd = {fd[0], POLLIN, 0};
-        int pr = left <= 0 ? 0 : poll(&pfd, 1, left > 1.0 ? 1000 : (int)(left * 1000.0) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr == 0 && left > 0)
-            continue;
-        if (pr == 0) { /* past the deadline: a hang, or a process that closed the pipe */
-            timed_out = 1;
-            kill(pid, SIGKILL);
-            break;
-        }
-        if (len + 65536 > cap) {
-            char *nb = realloc(buf, cap = 2 * cap + 65536);
-            if (!nb)
-                break;
-            buf = nb;
-        }
-        ssize_t r = read(fd[0], buf + len, cap - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd[0]);
-    /* EOF: the child exits now, unless the backend closed the pipe and went on (or hangs in
+    size_t len = 0;
+    const double deadline = mono_now() + cfg->timeout_s;
+    /* Ends at the child's exit too, though a process it forked may hold the socket open. */
+    int timed_out = proc_read_all(c.fd, deadline, c.pid, &buf, &len) == 2;
+    /* EOF: the child exits now, unless the backend closed the socket and went on (or hangs in
      * its close): it gets until the deadline. */
-    int st = 0;
-    for (;;) {
-        pid_t p = waitpid(pid, &st, WNOHANG);
-        if (p == pid || (p < 0 && errno != EINTR))
-            break;
-        if (!timed_out && bench_now() >= deadline) {
-            timed_out = 1;
-            kill(pid, SIGKILL);
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    if (!timed_out && !proc_wait_exit(c.pid, deadline, NULL))
+        timed_out = 1;
+    const int st = proc_reap(&c, 1); /* and its process group, and what escaped it */
     json_t *o = NULL;
-    if (buf && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    if (buf && !timed_out && st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
         o = json_loadb(buf, len, 0, NULL);
     free(buf);
     if (json_is_object(o))
         return o;
     json_decref(o);
-    char msg[256];
-    if (timed_out)
+    char msg[256], how[128];
+    if (timed_out) {
         snprintf(msg, sizeof msg, "no result after %g s (--timeout): the benchmark process was "
                  "killed", cfg->timeout_s);
-    else if (WIFSIGNALED(st))
-        snprintf(msg, sizeof msg, "the backend crashed: signal %d (%s)%s", WTERMSIG(st),
-                 strsignal(WTERMSIG(st)),
+    } else if (st != -1 && WIFSIGNALED(st)) {
+        proc_describe_signal(WTERMSIG(st), how, sizeof how);
+        snprintf(msg, sizeof msg, "the backend crashed: %s%s", how,
                  WTERMSIG(st) == SIGKILL ? " (not sent by the harness: out of memory?)" : "");
-    else
+    } else {
         snprintf(msg, sizeof msg, "the benchmark process exited with status %d and no result",
-                 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+                 st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
     return bb_shape_json(s, dt, via, "ERROR", msg);
 }
 

@@ -28,17 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 #define BP_RUNS 3
 #define BP_FMA_CHUNK 200000u            /* iterations between looks at the clock (~0.3 ms) */
 #define BP_READ_PIECE ((size_t)16 << 20) /* bytes between looks at the clock */
 #define BP_MAX_THREADS 1024
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 uint64_t bp_mem_bytes(void)
 {
@@ -197,7 +192,7 @@ static void *worker(void *arg)
                 break;
         }
     }
-    j->end = now_s();
+    j->end = mono_now();
     j->sink = acc + (uint64_t)seed;
     return NULL;
 }
@@ -230,7 +225,7 @@ static double measure(int threads, int fma, const uint64_t *buf, size_t words, d
     }
     if (started < threads) /* the ones started stop at once: no measurement */
         atomic_store(&stop, 1);
-    const double t0 = now_s(), c0 = cpu_s();
+    const double t0 = mono_now(), c0 = cpu_s();
     atomic_store(&go, 1);
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
     while (started == threads && nanosleep(&ts, &ts) != 0 && errno == EINTR)

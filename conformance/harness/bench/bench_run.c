@@ -30,21 +30,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "attnref/sdpa.h"
+#include "common/clock.h"
 #include "results/result.h"
 #include "run/run.h"
 #include "common/jsonv.h"
 #include "backend/call.h"
 #include "backend/plugin.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, const char *status,
                       const char *message)
@@ -324,7 +317,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     }
 
     int64_t n = 0;
-    double total = 0, last_shown = now_s();
+    double total = 0, last_shown = mono_now();
     while (n < cfg->max_reps && (n < cfg->min_reps || total < cfg->min_time_s)) {
         flip_sign(q, dt, (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) % (uint64_t)nq));
         out = before;
@@ -345,8 +338,8 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         }
         times[n++] = t;
         total += wall;
-        if (progress && now_s() - last_shown > 0.25) {
-            last_shown = now_s();
+        if (progress && mono_now() - last_shown > 0.25) {
+            last_shown = mono_now();
             progress_line(progress, progress_prefix, "repetition %lld, %.3g s each", (long long)n,
                           t);
         }

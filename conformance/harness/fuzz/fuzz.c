@@ -39,6 +39,7 @@
 #include <jansson.h>
 
 #include "attncase/case.h"
+#include "common/clock.h"
 #include "backend/backend_load.h"
 #include "fuzz.h"
 #include "fuzz_run.h"
@@ -321,7 +322,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     }
 
     const int tty = isatty(STDERR_FILENO);
-    const double t0 = hf_now();
+    const double t0 = mono_now();
     double last_progress = 0;
     long long n = 0, skipped = 0, metas = 0, fail_n = -1;
     double fail_s = 0;
@@ -331,7 +332,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     memset(&failing, 0, sizeof failing);
     int internal = 0;
     for (;; n++) {
-        const double now = hf_now();
+        const double now = mono_now();
         if ((o.count && n >= o.count) || (o.seconds && now - t0 >= o.seconds))
             break;
         if (tty && now - last_progress > 0.25) {
@@ -387,7 +388,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         }
         if (rc == 1) {
             fail_n = n;
-            fail_s = hf_now() - t0;
+            fail_s = mono_now() - t0;
             failing = call;
             break;
         }
@@ -395,7 +396,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     }
     if (tty)
         fprintf(stderr, "\r%*s\r", 70, "");
-    const double elapsed = hf_now() - t0;
+    const double elapsed = mono_now() - t0;
     const long long calls = fail_n >= 0 ? fail_n + 1 : n;
 
     char orig_text[512] = "", min_text[512] = "";

@@ -13,14 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-double hf_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "common/clock.h"
 
 /* hw_config.get_case, in the worker: the call the parent put in the shared mapping, built
  * into its case here exactly as the parent built it (hf_build is deterministic). */
@@ -281,10 +275,10 @@ static int hf_still_fails(hf_ctx *x, const hf_call *call, const char *id, const 
 void hf_shrink(hf_ctx *x, hf_call *best, const char *id, const hf_fail *f, int *steps,
                int *attempts)
 {
-    const double t0 = hf_now();
+    const double t0 = mono_now();
     *steps = *attempts = 0;
     for (int k = 0;; k++) {
-        if (*attempts >= HF_SHRINK_ATTEMPTS || hf_now() - t0 > HF_SHRINK_SECONDS)
+        if (*attempts >= HF_SHRINK_ATTEMPTS || mono_now() - t0 > HF_SHRINK_SECONDS)
             return;
         hf_call cand;
         int rc = hf_shrink_candidate(best, k, &cand);

@@ -46,8 +46,6 @@ typedef struct hf_fail {
     char message[600];
 } hf_fail;
 
-double hf_now(void);
-
 /* hw_config.get_case of the fuzz worker: ud is the hf_shared mapping. */
 const acase *hf_worker_case(void *ud, size_t i);
 
