@@ -49,6 +49,7 @@
 #include "backend/backend_load.h"
 #include "backend/exec_backend.h"
 #include "common/cli.h"
+#include "common/outfile.h"
 #include "common/locate.h"
 #include "run/worker.h"
 

@@ -22,7 +22,6 @@
 #include "attncase/case.h"
 #include "attnconf/backend.h"
 #include "attnref/dtype.h"
-#include "common/outfile.h"
 
 /* ---- suites (bench_suite.c) ------------------------------------------------------------- */
 
@@ -234,8 +233,9 @@ int bv_validate(const bs_shape *s, attnref_dtype dt, const void *q, const void *
  * "attnconf bench: --out PATH: why" on failure; returns 0 or -1.  bo_commit: writes doc
  * (indented JSON, keys in insertion order) and commits (of_commit); returns 0 or -1 with errno,
  * the temporary file removed either way. */
-int bo_open(of_file *o, const char *path);
-int bo_commit(of_file *o, const struct json_t *doc);
+struct of_file; /* common/outfile.h: not included, so the unit tests need no harness_common */
+int bo_open(struct of_file *o, const char *path);
+int bo_commit(struct of_file *o, const struct json_t *doc);
 /* The current UTC time as "2026-12-01T01:02:03Z". */
 void bo_utc_now(char out[32]);
 

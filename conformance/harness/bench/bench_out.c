@@ -8,6 +8,8 @@
 
 #include "bench.h"
 
+#include "common/outfile.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <string.h>

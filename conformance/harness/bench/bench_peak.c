@@ -17,6 +17,8 @@
 
 #include "bench.h"
 
+#include "common/outfile.h"
+
 #include "common/cli.h"
 
 #include <errno.h>
