@@ -4,7 +4,8 @@
 Every --out (and fuzz --json) is written to a temporary file renamed over FILE, which would
 replace a symbolic link, a FIFO or a device (/dev/null as root) with a regular file; so each
 command must refuse such a FILE before it writes anything, exit non-zero with the writer's one
-message, and leave it as it was (a link still a link to the same, unchanged target; a FIFO
+message, and leave it as it was (the device: /dev/null, or as root a null device of its own
+in DIR, so that a regression cannot replace the system's) (a link still a link to the same, unchanged target; a FIFO
 still a FIFO, never opened: the run is bounded by a timeout).
 
 Usage: check_out_refuses.py --attnconf BIN --reference PLUGIN --dir DIR --kind KIND -- ARG...
@@ -57,9 +58,17 @@ def main():
         out = os.path.join(a.dir, "out")
         os.mkfifo(out)
     else:
+        # As root a regression would rename a regular file over the device: the test's own
+        # null device then, never the system's /dev/null, which only root could replace.
         out = "/dev/null"
-        if not stat.S_ISCHR(os.stat(out).st_mode):
-            fail("/dev/null is not a character device here")
+        if os.geteuid() == 0:
+            try:
+                os.mknod(os.path.join(a.dir, "out"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+                out = os.path.join(a.dir, "out")
+            except OSError as e:
+                fail(f"running as root and cannot make a null device to test with: {e}")
+        if not stat.S_ISCHR(os.lstat(out).st_mode):
+            fail(f"{out} is not a character device here")
 
     cmd = [x.replace("@OUT@", out).replace("@RESULTS@", results) for x in a.args]
     try:

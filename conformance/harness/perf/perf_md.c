@@ -88,9 +88,7 @@ int pm_open_out(const char *prog, const char *out, of_file *o)
 
 int pm_write_out(const char *prog, of_file *o, const char *buf, size_t len)
 {
-    int bad = o ? of_write_commit(o, buf, len) != 0
-                : fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0;
-    if (bad) {
+    if (of_write_commit(o, buf, len) != 0) {
         fprintf(stderr, "%s: %s: write error: %s\n", prog, o ? o->path : "<stdout>",
                 strerror(errno));
         return CLI_EXIT_USAGE;

@@ -989,9 +989,7 @@ static void put_shell_word(FILE *f, const char *s)
 
 int rp_write_out(of_file *o, const char *buf, size_t len, int fail_status)
 {
-    int bad = o ? of_write_commit(o, buf, len) != 0
-                : fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0;
-    if (bad) {
+    if (of_write_commit(o, buf, len) != 0) {
         rp_errf(o ? o->path : "<stdout>", NULL, "write error");
         return fail_status;
     }

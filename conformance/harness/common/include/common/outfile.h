@@ -42,8 +42,8 @@ int of_commit(of_file *o);
  * or discarded, or zeroed. */
 void of_discard(of_file *o);
 
-/* Write len bytes of buf to o and commit (of_commit).  Returns 0, or -1 with errno set (the
- * temporary file removed). */
+/* Write len bytes of buf to o and commit (of_commit), or to stdout and flush it when o is NULL
+ * (a command without --out).  Returns 0, or -1 with errno set (the temporary file removed). */
 int of_write_commit(of_file *o, const char *buf, size_t len);
 
 #endif
