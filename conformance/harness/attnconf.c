@@ -1,8 +1,8 @@
 /* attnconf.c — the attnconf command line: a table of commands, each a room's cmd_* function
  * (git's git.c).  Adding a command: see the recipe in README.md beside this file.
  *
- * Exit statuses are the commands' own (each cmd.h says which); this file adds only 2 for an
- * unknown or missing command.
+ * Exit statuses are the commands' own (each cmd.h says which, from common/cli.h's set); this
+ * file adds only CLI_EXIT_USAGE for an unknown or missing command.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include "attncase/case.h"
 #include "attnconf/backend.h"
 #include "bench/cmd.h"
+#include "common/cli.h"
 #include "fuzz/cmd.h"
 #include "perf/cmd.h"
 #include "report/cmd.h"
@@ -40,15 +41,17 @@ static void usage(FILE *f)
 {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "%s%s", i == 0 ? "usage: " : "       ", commands[i].usage);
-    fputs("       attnconf --help | --version\n\n", f);
+    fputs("       attnconf --help | --version\n\n"
+          "The options of run, backend-info and list (each other command's: attnconf CMD --help):\n",
+          f);
     run_usage_options(f);
 }
 
+/* The dispatcher's usage errors: "attnconf: WHAT: ARG" and the usage (cli.h, no command). */
 static int usage_error(const char *what, const char *arg)
 {
-    fprintf(stderr, "attnconf: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
-    usage(stderr);
-    return 2;
+    const cli_cmd c = {.name = NULL, .usage = usage};
+    return cli_usage_error(&c, what, arg);
 }
 
 int main(int argc, char **argv)
@@ -59,12 +62,12 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
-        return 0;
+        return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
         printf("attnconf %s (backend ABI %u, case format %d)\n", ATTNCONF_VERSION,
                ATTNCONF_ABI_VERSION, ACASE_FORMAT_VERSION);
-        return 0;
+        return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -22,7 +22,7 @@ ALLOWED = {
     "fuzz": {"run", "backend", "results", "common"},
     "bench": {"run", "backend", "results", "common"},
     "perf": {"common"},
-    "": {"run", "report", "fuzz", "bench", "perf"},
+    "": {"run", "report", "fuzz", "bench", "perf", "common"},
 }
 # Includes outside the harness: the case library, the reference and the ABI header.
 EXTERNAL = ("attncase/", "attnref/", "attnconf/")

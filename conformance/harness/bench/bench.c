@@ -45,12 +45,12 @@
 
 #include "backend/backend_load.h"
 #include "backend/exec_backend.h"
+#include "common/cli.h"
 #include "common/clock.h"
+#include "common/outfile.h"
 #include "common/locate.h"
 #include "common/proc.h"
 #include "run/worker.h"
-
-enum { EXIT_BAD = 1, EXIT_USAGE = 2 };
 
 /* --timeout when none is given: far above any committed suite's slowest benchmark (a 34-GFLOP
  * call on a slow third-party path, 10 repetitions and the reference check), so it only ends
@@ -62,7 +62,7 @@ enum { EXIT_BAD = 1, EXIT_USAGE = 2 };
 #define MAX_FILTERS 64
 #define MAX_REPS_LIMIT 1000000
 
-static int usage(FILE *f)
+static void usage(FILE *f)
 {
     fprintf(f,
             "usage: attnconf bench --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]...\n"
@@ -84,7 +84,8 @@ static int usage(FILE *f)
             "  --backend-option  KEY=VALUE for the --backend just before it (repeatable)\n"
             "  --suite           the suite file (one per run)\n"
             "  --filter          shell glob on \"<shape id>.<dtype>\" (repeatable: any matches)\n"
-            "  --out             the results as JSON (written atomically)\n"
+            "  --out             the results as JSON (written atomically; a FILE that exists\n"
+            "                    and is not a regular file is refused)\n"
             "  --label           free text recorded in the JSON (e.g. a commit)\n"
             "  --min-time        seconds of timed repetitions per benchmark, at least (0.5;\n"
             "                    wall time: an adapter's transport counts here)\n"
@@ -103,13 +104,6 @@ static int usage(FILE *f)
             "  the read bandwidth (bound: memory).\n"
             "  exit status: 0 all OK, NOT_SUPPORTED or SKIPPED, 1 an INCORRECT or ERROR (or a\n"
             "  backend that cannot load), 2 usage or input errors\n");
-    return f == stdout ? 0 : EXIT_USAGE;
-}
-
-static int bad_usage(const char *what, const char *arg)
-{
-    fprintf(stderr, "attnconf bench: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
-    return usage(stderr);
 }
 
 typedef struct bench_backend {
@@ -128,23 +122,46 @@ typedef struct bench_opts {
     int nbe;
     const char *suite, *out, *label, *limits;
     const char *filter[MAX_FILTERS];
-    int nfilter;
+    size_t nfilter;
     double min_time_s, max_gflop, timeout_s;
     int64_t min_reps, max_reps;
     int peak;
 } bench_opts;
 
-static int parse_number(const char *v, double lo, double hi, double *out)
+/* --backend: a new entry, which the --backend-option after it fill. */
+static int opt_backend(const cli_cmd *c, void *ud, const char *v)
 {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno == ERANGE || !isfinite(x) || x < lo || x > hi)
-        return -1;
-    *out = x;
+    bench_opts *o = ud;
+    if (o->nbe == MAX_BACKENDS)
+        return cli_usage_error(c, "too many --backend (at most 16)", v);
+    o->be[o->nbe].adapter = hb_spec_is_exec(v);
+    o->be[o->nbe++].spec = v;
     return 0;
 }
 
+static int opt_backend_option(const cli_cmd *c, void *ud, const char *v)
+{
+    bench_opts *o = ud;
+    if (o->nbe == 0)
+        return cli_usage_error(c, "--backend-option applies to the --backend before it; give "
+                               "--backend first", v);
+    bench_backend *b = &o->be[o->nbe - 1];
+    const char *why = hb_option_add(v, b->opt, b->key, &b->nopt, MAX_OPTIONS);
+    return why ? cli_usage_error(c, why, v) : 0;
+}
+
+/* --suite once, and saying why: the JSON of one --out holds one suite. */
+static int opt_suite(const cli_cmd *c, void *ud, const char *v)
+{
+    bench_opts *o = ud;
+    if (o->suite)
+        return cli_usage_error(c, "--suite given twice (one suite per run, so one per --out "
+                               "file)", v);
+    o->suite = v;
+    return 0;
+}
+
+/* Returns 0, CLI_HELP or the exit status of a usage error (message printed). */
 static int parse(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -153,97 +170,47 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->max_reps = -1;
     o->max_gflop = -1;
     o->timeout_s = BENCH_DEFAULT_TIMEOUT_S;
-    unsigned seen = 0; /* the options that may be given once */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return usage(stdout) - 1; /* -1: done */
-        if (!strcmp(a, "--peak")) {
-            o->peak = 1;
-            continue;
-        }
-        static const char *const names[] = {"--backend", "--backend-option", "--suite",
-                                            "--filter", "--out", "--label", "--min-time",
-                                            "--min-reps", "--max-reps", "--max-gflop",
-                                            "--limits", "--timeout"};
-        const char *eq = strchr(a, '=');
-        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-        int which = -1;
-        for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
-            if (strlen(names[k]) == nl && !strncmp(a, names[k], nl))
-                which = k;
-        if (which < 0)
-            return bad_usage(a[0] == '-' ? "unknown option" : "unexpected argument", a);
-        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!v || !v[0])
-            return bad_usage("missing value for option", a);
-        if (which != 0 && which != 1 && which != 3) {
-            if (seen & (1u << which))
-                return bad_usage(which == 2 ? "--suite given twice (one suite per run, so one "
-                                              "per --out file)" : "option given twice", a);
-            seen |= 1u << which;
-        }
-        double x;
-        switch (which) {
-        case 0:
-            if (o->nbe == MAX_BACKENDS)
-                return bad_usage("too many --backend (at most 16)", v);
-            o->be[o->nbe].adapter = hb_spec_is_exec(v);
-            o->be[o->nbe++].spec = v;
-            break;
-        case 1: {
-            if (o->nbe == 0)
-                return bad_usage("--backend-option applies to the --backend before it; give "
-                                 "--backend first", v);
-            bench_backend *b = &o->be[o->nbe - 1];
-            const char *why = hb_option_add(v, b->opt, b->key, &b->nopt, MAX_OPTIONS);
-            if (why)
-                return bad_usage(why, v);
-            break;
-        }
-        case 2: o->suite = v; break;
-        case 3:
-            if (o->nfilter == MAX_FILTERS)
-                return bad_usage("too many --filter (at most 64)", v);
-            o->filter[o->nfilter++] = v;
-            break;
-        case 4: o->out = v; break;
-        case 5: o->label = v; break;
-        case 6:
-            if (parse_number(v, 0, 3600, &o->min_time_s))
-                return bad_usage("--min-time: expected seconds, 0 to 3600", v);
-            break;
-        case 7:
-        case 8:
-            if (parse_number(v, 1, MAX_REPS_LIMIT, &x) || x != floor(x))
-                return bad_usage(which == 7 ? "--min-reps: expected an integer, 1 to 1000000"
-                                            : "--max-reps: expected an integer, 1 to 1000000", v);
-            *(which == 7 ? &o->min_reps : &o->max_reps) = (int64_t)x;
-            break;
-        case 9:
-            if (parse_number(v, 0, 1e12, &o->max_gflop))
-                return bad_usage("--max-gflop: expected a non-negative number", v);
-            break;
-        case 10: o->limits = v; break;
-        case 11:
-            if (parse_number(v, 1e-3, 1e7, &o->timeout_s))
-                return bad_usage("--timeout: expected seconds, 0.001 to 10000000", v);
-            break;
-        }
-    }
+    /* the numbers as given: --peak refuses them */
+    const char *given[5] = {NULL, NULL, NULL, NULL, NULL};
+    const cli_opt opts[] = {
+        {.name = "--backend", .kind = CLI_CALL, .fn = opt_backend},
+        {.name = "--backend-option", .kind = CLI_CALL, .fn = opt_backend_option},
+        {.name = "--suite", .kind = CLI_CALL, .fn = opt_suite},
+        {.name = "--filter", .kind = CLI_STRINGS, .dest = o->filter, .max = MAX_FILTERS,
+         .count = &o->nfilter},
+        {.name = "--out", .kind = CLI_STRING, .dest = &o->out},
+        {.name = "--label", .kind = CLI_STRING, .dest = &o->label},
+        {.name = "--min-time", .kind = CLI_NUMBER, .dest = &o->min_time_s, .lo = 0, .hi = 3600,
+         .raw = &given[0]},
+        {.name = "--min-reps", .kind = CLI_COUNT, .dest = &o->min_reps, .hi = MAX_REPS_LIMIT,
+         .raw = &given[1]},
+        {.name = "--max-reps", .kind = CLI_COUNT, .dest = &o->max_reps, .hi = MAX_REPS_LIMIT,
+         .raw = &given[2]},
+        {.name = "--max-gflop", .kind = CLI_NUMBER, .dest = &o->max_gflop, .lo = 0, .hi = 1e12,
+         .raw = &given[3]},
+        {.name = "--limits", .kind = CLI_STRING, .dest = &o->limits},
+        {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &given[4]},
+        {.name = "--peak", .kind = CLI_FLAG, .dest = &o->peak},
+    };
+    const cli_cmd c = {.name = "bench", .usage = usage, .opts = opts,
+                       .nopts = CLI_COUNT_OF(opts), .ud = o};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc)
+        return rc;
     if (o->peak) {
-        if (o->nbe || o->nfilter || (seen & ~(1u << 4)))
-            return bad_usage("--peak takes only --out", NULL);
-        return 0;
+        int other = o->nbe || o->nfilter || o->suite || o->label || o->limits;
+        for (size_t k = 0; k < 5; k++)
+            other |= given[k] != NULL;
+        return other ? cli_usage_error(&c, "--peak takes only --out", NULL) : 0;
     }
     if (!o->nbe)
-        return bad_usage("--backend is required", NULL);
+        return cli_usage_error(&c, "--backend is required", NULL);
     if (!o->suite)
-        return bad_usage("--suite is required", NULL);
+        return cli_usage_error(&c, "--suite is required", NULL);
     if (o->max_reps < 0)
         o->max_reps = o->min_reps > 1000 ? o->min_reps : 1000;
     if (o->max_reps < o->min_reps)
-        return bad_usage("--max-reps is below --min-reps", NULL);
+        return cli_usage_error(&c, "--max-reps is below --min-reps", NULL);
     return 0;
 }
 
@@ -428,7 +395,7 @@ static int selected(const bench_opts *o, const char *id)
 {
     if (!o->nfilter)
         return 1;
-    for (int f = 0; f < o->nfilter; f++)
+    for (size_t f = 0; f < o->nfilter; f++)
         if (fnmatch(o->filter[f], id, 0) == 0)
             return 1;
     return 0;
@@ -450,13 +417,13 @@ static int load_backends(bench_opts *o, char *err, size_t errlen)
             hb_backend hb;
             if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, errlen) != 0) {
                 fprintf(stderr, "attnconf bench: %s\n", err);
-                return EXIT_BAD;
+                return CLI_EXIT_FAIL;
             }
             hw_describe(&hb, &h);
             hb_unload(&hb);
         } else if (hw_probe(b->spec, hl_backend_dir(), &oo, HW_DEFAULT_CASE_TIMEOUT_S, &h) != 0) {
             fprintf(stderr, "attnconf bench: %s\n", h.err);
-            return EXIT_BAD;
+            return CLI_EXIT_FAIL;
         }
         snprintf(b->name, sizeof b->name, "%s", h.name);
         snprintf(b->version, sizeof b->version, "%.*s", (int)sizeof b->version - 1, h.version);
@@ -466,7 +433,7 @@ static int load_backends(bench_opts *o, char *err, size_t errlen)
                 fprintf(stderr, "attnconf bench: backend '%s' given twice (%s, %s): results are "
                         "keyed by name; compare options in separate --out files\n", b->name,
                         o->be[y].spec, b->spec);
-                return EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
     }
     return 0;
@@ -509,7 +476,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     bench_opts o;
     int rc = parse(argc, argv, &o);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     if (o.peak)
         return bp_peak_main(o.out);
 
@@ -517,7 +484,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     bs_suite suite;
     if (bs_suite_load(o.suite, bp_mem_bytes(), &suite, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf bench: %s\n", err);
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     /* The selected benchmarks, in suite order. */
     size_t nsel = 0;
@@ -531,13 +498,12 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     if (nsel == 0) {
         fprintf(stderr, "attnconf bench: no benchmark of %s matches the --filter\n", o.suite);
         bs_suite_free(&suite);
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
-    bo_out out;
+    static of_file out; /* two paths: not on the stack */
     if (o.out && bo_open(&out, o.out) != 0) {
-        fprintf(stderr, "attnconf bench: --out %s: %s\n", o.out, strerror(errno));
         bs_suite_free(&suite);
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     int status = 0;
     json_t *doc = NULL;
@@ -550,7 +516,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     if (o.limits) {
         if (bp_limits_load(o.limits, &m, err, sizeof err) != 0) {
             fprintf(stderr, "attnconf bench: --limits %s\n", err);
-            status = EXIT_USAGE;
+            status = CLI_EXIT_USAGE;
             goto finish;
         }
     } else {
@@ -558,7 +524,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
                 "FILE reuses earlier ones)\n");
         if (bp_measure(&m, 1.0, stderr, err, sizeof err) != 0) {
             fprintf(stderr, "attnconf bench: cannot measure the machine's limits: %s\n", err);
-            status = EXIT_BAD;
+            status = CLI_EXIT_FAIL;
             goto finish;
         }
     }
@@ -623,11 +589,11 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     }
     printf("%zu OK, %zu INCORRECT, %zu ERROR, %zu NOT_SUPPORTED, %zu SKIPPED\n", counts[0],
            counts[3], counts[4], counts[1], counts[2]);
-    status = counts[3] + counts[4] ? EXIT_BAD : 0;
+    status = counts[3] + counts[4] ? CLI_EXIT_FAIL : 0;
     if (o.out) {
         if (bo_commit(&out, doc) != 0) {
             fprintf(stderr, "attnconf bench: cannot write %s: %s\n", o.out, strerror(errno));
-            status = EXIT_BAD;
+            status = CLI_EXIT_FAIL;
         } else {
             printf("results in %s\n", o.out);
         }
@@ -636,10 +602,10 @@ int cmd_bench(const char *argv0, int argc, char **argv)
 
 finish:
     if (o.out)
-        bo_discard(&out);
+        of_discard(&out);
     json_decref(doc);
     bs_suite_free(&suite);
     if (fflush(stdout) != 0 && status == 0)
-        status = EXIT_BAD;
+        status = CLI_EXIT_FAIL;
     return status;
 }

@@ -229,18 +229,13 @@ int bv_validate(const bs_shape *s, attnref_dtype dt, const void *q, const void *
 
 /* ---- output (bench_out.c) ----------------------------------------------------------------- */
 
-/* An output file written atomically: bo_open creates a temporary file next to path (0 or -1
- * with errno), bo_commit writes doc to it (indented JSON, keys in insertion order), fsyncs
- * and renames it over path (0 or -1 with errno; the temporary file is removed either way),
- * bo_discard removes it.  path must outlive the bo_out. */
-typedef struct bo_out {
-    FILE *f;
-    const char *path;
-    char tmp[4096];  /* "" once renamed or removed */
-} bo_out;
-int bo_open(bo_out *o, const char *path);
-int bo_commit(bo_out *o, const struct json_t *doc);
-void bo_discard(bo_out *o);
+/* The JSON output file, written atomically (common/outfile.h).  bo_open: of_open, printing
+ * "attnconf bench: --out PATH: why" on failure; returns 0 or -1.  bo_commit: writes doc
+ * (indented JSON, keys in insertion order) and commits (of_commit); returns 0 or -1 with errno,
+ * the temporary file removed either way. */
+struct of_file; /* common/outfile.h: not included, so the unit tests need no harness_common */
+int bo_open(struct of_file *o, const char *path);
+int bo_commit(struct of_file *o, const struct json_t *doc);
 /* The current UTC time as "2026-12-01T01:02:03Z". */
 void bo_utc_now(char out[32]);
 

@@ -1,81 +1,40 @@
-/* bench_out.c — write a bench JSON document atomically (bench.h).
+/* bench_out.c — the bench JSON document through the atomic output writer (bench.h,
+ * common/outfile.h), and the UTC time stamp it records.
  *
- * As `attnconf run --out`: the document goes to a temporary file next to FILE, is flushed and
- * fsynced, and is renamed over FILE only when complete, so a failed or killed run never leaves
- * FILE empty or half-written.  The temporary file is created before the run, so an unwritable
- * path costs nothing.
+ * The temporary file is created before the run, so an unwritable path or a FILE that is not a
+ * regular file costs nothing.
  */
-#define _XOPEN_SOURCE 700 /* mkstemp, fchmod */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
 
 #include "bench.h"
+
+#include "common/outfile.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
-int bo_open(bo_out *o, const char *path)
+int bo_open(of_file *o, const char *path)
 {
-    memset(o, 0, sizeof *o);
-    o->path = path;
-    const char *slash = strrchr(path, '/');
-    int w = slash ? snprintf(o->tmp, sizeof o->tmp, "%.*s/.%s.XXXXXX", (int)(slash - path), path,
-                             slash + 1)
-                  : snprintf(o->tmp, sizeof o->tmp, ".%s.XXXXXX", path);
-    if (w < 0 || (size_t)w >= sizeof o->tmp) {
-        o->tmp[0] = '\0';
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        o->tmp[0] = '\0';
-        return -1;
-    }
-    /* mkstemp makes 0600; the result gets what fopen(..., "w") would have given. */
-    mode_t um = umask(0);
-    umask(um);
-    if (fchmod(fd, 0666 & ~um) != 0 || !(o->f = fdopen(fd, "w"))) {
-        int e = errno;
-        close(fd);
-        unlink(o->tmp);
-        o->tmp[0] = '\0';
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
-int bo_commit(bo_out *o, const struct json_t *doc)
-{
-    int bad = json_dumpf(doc, o->f, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0;
-    bad |= fputc('\n', o->f) == EOF;
-    bad |= fflush(o->f) != 0;
-    bad |= fsync(fileno(o->f)) != 0;
-    int e = errno;
-    bad |= fclose(o->f) != 0;
-    o->f = NULL;
-    if (!bad && rename(o->tmp, o->path) == 0) {
-        o->tmp[0] = '\0';
+    char why[512];
+    if (of_open(o, path, why, sizeof why) == 0)
         return 0;
-    }
-    e = bad ? (e ? e : EIO) : errno;
-    unlink(o->tmp);
-    o->tmp[0] = '\0';
-    errno = e;
+    fprintf(stderr, "attnconf bench: --out %s: %s\n", path, why);
     return -1;
 }
 
-void bo_discard(bo_out *o)
+int bo_commit(of_file *o, const struct json_t *doc)
 {
-    if (o->f)
-        fclose(o->f);
-    o->f = NULL;
-    if (o->tmp[0])
-        unlink(o->tmp);
-    o->tmp[0] = '\0';
+    int bad = json_dumpf(doc, o->f, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0;
+    bad |= fputc('\n', o->f) == EOF;
+    if (bad) {
+        int e = errno ? errno : EIO;
+        of_discard(o);
+        errno = e;
+        return -1;
+    }
+    return of_commit(o);
 }
 
 void bo_utc_now(char out[32])

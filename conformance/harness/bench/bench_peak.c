@@ -17,6 +17,10 @@
 
 #include "bench.h"
 
+#include "common/outfile.h"
+
+#include "common/cli.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -380,11 +384,9 @@ int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen)
 
 int bp_peak_main(const char *out_path)
 {
-    bo_out out;
-    if (out_path && bo_open(&out, out_path) != 0) {
-        fprintf(stderr, "attnconf bench: --out %s: %s\n", out_path, strerror(errno));
-        return 2;
-    }
+    static of_file out; /* two paths: not on the stack */
+    if (out_path && bo_open(&out, out_path) != 0)
+        return CLI_EXIT_USAGE;
     bp_machine m;
     bp_machine_describe(&m);
     printf("cpu: %s, %d cores in the affinity mask, %.1f GiB of memory\n", m.cpu_model, m.cores,
@@ -394,11 +396,11 @@ int bp_peak_main(const char *out_path)
     if (bp_measure(&m, 1.0, stdout, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf bench --peak: %s\n", err);
         if (out_path)
-            bo_discard(&out);
-        return 1;
+            of_discard(&out);
+        return CLI_EXIT_FAIL;
     }
     if (!out_path)
-        return fflush(stdout) == 0 ? 0 : 1;
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     char started[32];
     bo_utc_now(started);
     json_t *doc = json_object();
@@ -409,7 +411,7 @@ int bp_peak_main(const char *out_path)
     json_decref(doc);
     if (rc != 0) {
         fprintf(stderr, "attnconf bench: cannot write %s: %s\n", out_path, strerror(errno));
-        return 1;
+        return CLI_EXIT_FAIL;
     }
     printf("machine limits written to %s\n", out_path);
     return 0;

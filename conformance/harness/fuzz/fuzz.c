@@ -44,12 +44,12 @@
 #include "fuzz.h"
 #include "fuzz_run.h"
 #include "results/result.h"
+#include "common/cli.h"
 #include "common/locate.h"
+#include "common/outfile.h"
 #include "run/run.h"
 #include "run/worker.h"
 #include "common/shell.h"
-
-enum { HF_EXIT_FAIL = 1, HF_EXIT_USAGE = 2 };
 
 #define HF_DEFAULT_SECONDS 60.0
 #define HF_MAX_OPTIONS 32
@@ -58,10 +58,11 @@ enum { HF_EXIT_FAIL = 1, HF_EXIT_USAGE = 2 };
 /* ---- options --------------------------------------------------------------------------- */
 
 typedef struct hf_opts {
-    const char *backend, *out_dir, *json, *timeout, *case_timeout;
+    const char *backend, *out_dir, *json, *timeout, *case_timeout; /* the two as given */
+    double timeout_s, case_timeout_s;
     uint64_t seed;
-    int has_seed;
-    long long count;      /* 0 = until --seconds */
+    const char *seed_given;
+    int64_t count;        /* 0 = until --seconds */
     double seconds;       /* 0 = until --count */
     int in_process, no_meta, meta_only;
     attnconf_option opt[HF_MAX_OPTIONS];
@@ -69,7 +70,7 @@ typedef struct hf_opts {
     size_t nopt;
 } hf_opts;
 
-static int hf_usage(FILE *f)
+static void hf_usage(FILE *f)
 {
     fprintf(f,
             "usage: attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"
@@ -85,87 +86,59 @@ static int hf_usage(FILE *f)
             "  (for a backend whose semantics differ from the reference on purpose).\n"
             "  Exit 0 no failure, 1 a failure, 2 usage.\n",
             HF_DEFAULT_SECONDS);
-    return f == stdout ? 0 : HF_EXIT_USAGE;
 }
 
-static int hf_bad(const char *what, const char *arg)
+static int hf_backend_option(const cli_cmd *c, void *ud, const char *v)
 {
-    fprintf(stderr, "attnconf fuzz: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
-    return hf_usage(stderr);
+    hf_opts *o = ud;
+    const char *why = hb_option_add(v, o->opt, o->key, &o->nopt, HF_MAX_OPTIONS);
+    return why ? cli_usage_error(c, why, v) : 0;
 }
 
+/* Returns 0, CLI_HELP or CLI_EXIT_USAGE (message printed). */
 static int hf_parse(int argc, char **argv, hf_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->out_dir = "attnconf-fuzz";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return hf_usage(stdout) - 1; /* -1: done */
-        if (!strcmp(a, "--in-process")) {
-            o->in_process = 1;
-            continue;
-        }
-        if (!strcmp(a, "--no-meta")) {
-            o->no_meta = 1;
-            continue;
-        }
-        if (!strcmp(a, "--meta-only")) {
-            o->meta_only = 1;
-            continue;
-        }
-        static const char *const names[] = {"--backend", "--seed", "--count", "--seconds",
-                                            "--out-dir", "--json", "--backend-option",
-                                            "--timeout", "--case-timeout"};
-        const char *eq = strchr(a, '=');
-        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-        int which = -1;
-        for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
-            if (strlen(names[k]) == nl && !strncmp(a, names[k], nl))
-                which = k;
-        if (which < 0)
-            return hf_bad("unknown option", a);
-        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!v || !v[0])
-            return hf_bad("missing value for option", a);
-        char *end;
-        errno = 0;
-        switch (which) {
-        case 0: o->backend = v; break;
-        case 1:
-            o->seed = strtoull(v, &end, 10);
-            if (*end || errno || v[0] == '-')
-                return hf_bad("--seed: expected an unsigned integer", v);
-            o->has_seed = 1;
-            break;
-        case 2:
-            o->count = strtoll(v, &end, 10);
-            if (*end || errno || o->count < 1)
-                return hf_bad("--count: expected a positive integer", v);
-            break;
-        case 3:
-            o->seconds = strtod(v, &end);
-            if (*end || errno || !isfinite(o->seconds) || !(o->seconds > 0))
-                return hf_bad("--seconds: expected a positive number", v);
-            break;
-        case 4: o->out_dir = v; break;
-        case 5: o->json = v; break;
-        case 6: {
-            const char *why = hb_option_add(v, o->opt, o->key, &o->nopt, HF_MAX_OPTIONS);
-            if (why)
-                return hf_bad(why, v);
-            break;
-        }
-        case 7: o->timeout = v; break;
-        case 8: o->case_timeout = v; break;
-        }
-    }
+    o->timeout_s = HB_DEFAULT_TIMEOUT_S;
+    o->case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
+    const cli_opt opts[] = {
+        {.name = "--backend", .kind = CLI_STRING, .dest = &o->backend,
+         .help = "the backend: a plugin name or path, or exec:CMD (an adapter)"},
+        {.name = "--seed", .kind = CLI_UINT64, .dest = &o->seed, .raw = &o->seed_given,
+         .help = "the run's seed (an unsigned integer; default a fresh one)"},
+        {.name = "--count", .kind = CLI_COUNT, .dest = &o->count,
+         .help = "stop after N calls"},
+        {.name = "--seconds", .kind = CLI_SECONDS, .dest = &o->seconds,
+         .help = "stop after T seconds"},
+        {.name = "--out-dir", .kind = CLI_STRING, .dest = &o->out_dir,
+         .help = "where the failing case files go (default attnconf-fuzz)"},
+        {.name = "--json", .kind = CLI_STRING, .dest = &o->json,
+         .help = "the run as JSON (attnconf-fuzz/1), written atomically"},
+        {.name = "--backend-option", .kind = CLI_CALL, .fn = hf_backend_option,
+         .help = "KEY=VALUE passed to the backend (repeatable, each KEY once)"},
+        {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &o->timeout,
+         .help = "seconds an exec: adapter may take per call"},
+        {.name = "--case-timeout", .kind = CLI_SECONDS, .dest = &o->case_timeout_s,
+         .raw = &o->case_timeout, .help = "seconds a plugin may take per call (in its worker)"},
+        {.name = "--in-process", .kind = CLI_FLAG, .dest = &o->in_process,
+         .help = "run a plugin inside the harness, without a worker"},
+        {.name = "--no-meta", .kind = CLI_FLAG, .dest = &o->no_meta,
+         .help = "no metamorphic checks"},
+        {.name = "--meta-only", .kind = CLI_FLAG, .dest = &o->meta_only,
+         .help = "only the metamorphic checks judge values"},
+    };
+    const cli_cmd c = {.name = "fuzz", .usage = hf_usage, .opts = opts,
+                       .nopts = CLI_COUNT_OF(opts), .ud = o};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc)
+        return rc;
     if (!o->backend)
-        return hf_bad("--backend is required", NULL);
+        return cli_usage_error(&c, "--backend is required", NULL);
     if (o->count && o->seconds)
-        return hf_bad("give --count or --seconds, not both", NULL);
+        return cli_usage_error(&c, "give --count or --seconds, not both", NULL);
     if (o->no_meta && o->meta_only)
-        return hf_bad("give --no-meta or --meta-only, not both", NULL);
+        return cli_usage_error(&c, "give --no-meta or --meta-only, not both", NULL);
     if (!o->count && !o->seconds)
         o->seconds = HF_DEFAULT_SECONDS;
     return 0;
@@ -197,7 +170,7 @@ static int hf_mkdir(const char *dir)
 }
 
 /* The one JSON document of --json (schema "attnconf-fuzz/1"). */
-static int hf_write_json(const char *path, const hf_ctx *x, const hf_opts *o, long long calls,
+static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long long calls,
                          long long skipped, long long metas, double seconds, int failed,
                          long long fail_n, double fail_s, const hf_fail *f, const char *orig,
                          const char *shrunk, int steps, char files[][PATH_MAX], int nfiles,
@@ -237,9 +210,13 @@ static int hf_write_json(const char *path, const hf_ctx *x, const hf_opts *o, lo
         json_object_set_new(fj, "replay", ra);
         json_object_set_new(j, "failure", fj);
     }
-    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    int rc = json_dumpf(j, out->f, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(j);
-    return rc;
+    if (rc != 0) {
+        of_discard(out);
+        return -1;
+    }
+    return of_commit(out);
 }
 
 /* Write one differential case file; returns 0 and the path in out. */
@@ -267,16 +244,18 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     hf_opts o;
     int rc = hf_parse(argc, argv, &o);
     if (rc)
-        return rc < 0 ? 0 : rc;
-    if (!o.has_seed) {
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    if (!o.seed_given) {
         uint64_t st = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         o.seed = acase_splitmix64_next(&st) % 1000000000ull;
     }
-    double timeout_s = HB_DEFAULT_TIMEOUT_S, case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
-    if (o.timeout && !((timeout_s = strtod(o.timeout, NULL)) > 0))
-        return hf_bad("--timeout: expected a positive number of seconds", o.timeout);
-    if (o.case_timeout && !((case_timeout_s = strtod(o.case_timeout, NULL)) > 0))
-        return hf_bad("--case-timeout: expected a positive number of seconds", o.case_timeout);
+    /* --json is written at the end, atomically; a path it would refuse must not cost a run. */
+    static of_file jf; /* two paths: not on the stack */
+    char why[512];
+    if (o.json && of_open(&jf, o.json, why, sizeof why) != 0) {
+        fprintf(stderr, "attnconf fuzz: --json %s: %s\n", o.json, why);
+        return CLI_EXIT_USAGE;
+    }
 
     static hf_ctx x;
     memset(&x, 0, sizeof x);
@@ -284,12 +263,13 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     x.sh = mmap(NULL, sizeof *x.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (x.sh == MAP_FAILED) {
         fprintf(stderr, "attnconf fuzz: mmap: %s\n", strerror(errno));
-        return HF_EXIT_FAIL;
+        of_discard(&jf);
+        return CLI_EXIT_FAIL;
     }
     hr_capture_outputs(x.sh->out, HF_OUT_MAX, &x.sh->out_n);
     x.isolated = !o.in_process && !hb_spec_is_exec(o.backend);
     x.meta_only = o.meta_only;
-    x.oo = (hb_open_opts){o.opt, o.nopt, timeout_s};
+    x.oo = (hb_open_opts){o.opt, o.nopt, o.timeout_s};
     char a0[PATH_MAX], be[PATH_MAX], dir_abs[PATH_MAX], err[1024];
     if (!strchr(argv0, '/') || !realpath(argv0, a0))
         snprintf(a0, sizeof a0, "%s", argv0);
@@ -297,16 +277,18 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         snprintf(be, sizeof be, "%s", o.backend);
     if (hf_mkdir(o.out_dir) != 0 || !realpath(o.out_dir, dir_abs)) {
         fprintf(stderr, "attnconf fuzz: --out-dir %s: %s\n", o.out_dir, strerror(errno));
-        return HF_EXIT_USAGE;
+        of_discard(&jf);
+        return CLI_EXIT_USAGE;
     }
     x.rn = (hr_runner){&x.hb, a0, be, dir_abs, o.opt, o.nopt, o.timeout, o.case_timeout};
-    x.wc = (hw_config){o.backend, hl_backend_dir(), &x.oo, &x.rn, case_timeout_s, 0,
+    x.wc = (hw_config){o.backend, hl_backend_dir(), &x.oo, &x.rn, o.case_timeout_s, 0,
                        hf_worker_case, x.sh};
     if (x.isolated) {
         hw_hello hello;
         if (hw_start(&x.w, &x.wc, &hello) != 0 || !hello.ok) {
             fprintf(stderr, "attnconf fuzz: %s\n", hello.err);
-            return HF_EXIT_FAIL;
+            of_discard(&jf);
+            return CLI_EXIT_FAIL;
         }
         x.caps = hello.caps;
         snprintf(x.name, sizeof x.name, "%s", hello.name);
@@ -314,7 +296,8 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     } else {
         if (hb_load(o.backend, hl_backend_dir(), &x.oo, &x.hb, err, sizeof err) != 0) {
             fprintf(stderr, "attnconf fuzz: %s\n", err);
-            return HF_EXIT_FAIL;
+            of_discard(&jf);
+            return CLI_EXIT_FAIL;
         }
         x.caps = x.hb.caps;
         snprintf(x.name, sizeof x.name, "%s", x.hb.be->name);
@@ -415,7 +398,8 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         hf_call best;
         if (hf_call_copy(&best, &failing) != 0) {
             fprintf(stderr, "attnconf fuzz: out of memory\n");
-            return HF_EXIT_FAIL;
+            of_discard(&jf);
+            return CLI_EXIT_FAIL;
         }
         hf_shrink(&x, &best, id, &f, &steps, &attempts);
         hf_call_text(&best, min_text, sizeof min_text);
@@ -473,7 +457,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
                "checks) in %.1f s, no failure\n", x.name, x.version, (unsigned long long)o.seed,
                n, skipped, metas, elapsed);
     }
-    if (o.json && hf_write_json(o.json, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0,
+    if (o.json && hf_write_json(&jf, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0,
                                 fail_n, fail_s, &f, orig_text, min_text, steps, files, nfiles,
                                 replay, nreplay) != 0) {
         fprintf(stderr, "attnconf fuzz: cannot write %s\n", o.json);
@@ -483,5 +467,5 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     hw_stop(&x.w);
     hb_unload(&x.hb);
     munmap(x.sh, sizeof *x.sh);
-    return fail_n >= 0 || internal ? HF_EXIT_FAIL : 0;
+    return fail_n >= 0 || internal ? CLI_EXIT_FAIL : 0;
 }

@@ -41,12 +41,16 @@
 #include "perf_json.h"
 #include "perf_md.h"
 #include "perf_stats.h"
+#include "common/cli.h"
 #include "common/md.h"
+#include "common/outfile.h"
 
 #define PROG "attnconf perf-compare"
 #define ARROW " \xE2\x86\x92 "
 
-static const char usage_text[] =
+static void usage(FILE *f)
+{
+    fputs(
     "usage: attnconf perf-compare BASE.json NEW.json [--threshold T] [--alpha A]\n"
     "                             [--out FILE.md]\n"
     "Compare two `attnconf bench` result files of one suite, shape by shape: a shape regressed\n"
@@ -54,12 +58,7 @@ static const char usage_text[] =
     "Mann-Whitney U test over the repetitions gives p < A (default 0.01), or when its status\n"
     "got worse (e.g. OK -> INCORRECT).  Runs on different machines are compared as fractions\n"
     "of each run's measured limits.  Writes a Markdown report (stdout unless --out).\n"
-    "exit status: 0 no regression, 1 a regression, 2 usage or bad input\n";
-
-static int usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "%s: %s%s%s\n%s", PROG, what, arg ? ": " : "", arg ? arg : "", usage_text);
-    return 2;
+    "exit status: 0 no regression, 1 a regression, 2 usage or bad input\n", f);
 }
 
 /* Where a shape stands; K_REGRESSION is the only kind that sets exit status 1. */
@@ -363,69 +362,33 @@ done:
     return rc;
 }
 
-/* A number option in [lo, hi) (hi excluded when open_hi), e.g. --alpha in (0, 1). */
-static int parse_num(const char *name, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v) || v < lo || v >= hi) {
-        char what[96];
-        snprintf(what, sizeof what, "%s: expected a number in [%g, %g)", name, lo, hi);
-        return usage_error(what, s);
-    }
-    *out = v;
-    return 0;
-}
-
 int cmd_perf_compare(const char *argv0, int argc, char **argv)
 {
     (void)argv0;
-    const char *files[2] = {NULL, NULL}, *out = NULL, *th = NULL, *al = NULL;
+    const char *files[2] = {NULL, NULL}, *out = NULL;
     size_t nfiles = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
-            return 0;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (nfiles == 2)
-                return usage_error("more than two files given", a);
-            files[nfiles++] = a;
-            continue;
-        }
-        static const char *const names[] = {"--threshold", "--alpha", "--out"};
-        const char **dest[] = {&th, &al, &out};
-        int matched = 0;
-        for (int k = 0; k < 3 && !matched; k++) {
-            size_t l = strlen(names[k]);
-            if (strncmp(a, names[k], l) || (a[l] && a[l] != '='))
-                continue;
-            matched = 1;
-            if (*dest[k])
-                return usage_error("option given twice", names[k]);
-            if (a[l] == '=')
-                *dest[k] = a + l + 1;
-            else if (i + 1 < argc)
-                *dest[k] = argv[++i];
-            else
-                return usage_error("missing value for option", names[k]);
-            if (!(*dest[k])[0])
-                return usage_error("empty value for option", names[k]);
-        }
-        if (!matched)
-            return usage_error("unknown option", a);
-    }
-    if (nfiles != 2)
-        return usage_error("expected two files, BASE.json and NEW.json", NULL);
     params P = {0.05, 0.01, 0, NULL, NULL};
-    if ((th && parse_num("--threshold", th, 0, 10, &P.threshold)) ||
-        (al && parse_num("--alpha", al, 1e-12, 1, &P.alpha)))
-        return 2;
+    const cli_opt opts[] = {
+        {.name = "--threshold", .kind = CLI_NUMBER, .dest = &P.threshold, .lo = 0, .hi = 10,
+         .hi_open = 1},
+        {.name = "--alpha", .kind = CLI_NUMBER, .dest = &P.alpha, .lo = 1e-12, .hi = 1,
+         .hi_open = 1},
+        {.name = "--out", .kind = CLI_STRING, .dest = &out},
+    };
+    const cli_cmd c = {.name = "perf-compare", .usage = usage, .opts = opts,
+                       .nopts = CLI_COUNT_OF(opts), .pos = files, .npos = &nfiles, .maxpos = 2};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc)
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    if (nfiles != 2)
+        return cli_usage_error(&c, "expected two files, BASE.json and NEW.json", NULL);
+    /* Created before the inputs are read: a refused FILE costs nothing. */
+    static of_file of; /* two paths: not on the stack */
+    if (out && pm_open_out(PROG, out, &of) != 0)
+        return CLI_EXIT_USAGE;
 
     pj_file fb, fn;
-    int rc = 2;
+    rc = CLI_EXIT_USAGE;
     int lb = pj_load(PROG, files[0], &fb);
     int ln = lb ? -1 : pj_load(PROG, files[1], &fn);
     if (lb || ln)
@@ -449,13 +412,15 @@ int cmd_perf_compare(const char *argv0, int argc, char **argv)
     }
     if (bad) {
         fprintf(stderr, "%s: out of memory\n", PROG);
-    } else if ((rc = pm_write_out(PROG, out, buf, len)) == 0) {
+    } else if ((rc = pm_write_out(PROG, out ? &of : NULL, buf, len)) == 0) {
         if (out) /* the summary line (the report's first line), and where the rest went */
             printf("%.*s (report in %s)\n", (int)(strchr(buf, '\n') - buf), buf, out);
-        rc = reg ? 1 : 0;
+        rc = reg ? CLI_EXIT_FAIL : CLI_EXIT_OK;
     }
     free(buf);
 done:
+    if (out)
+        of_discard(&of); /* nothing once committed */
     if (!lb)
         pj_free(&fn);
     pj_free(&fb);

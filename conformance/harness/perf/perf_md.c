@@ -1,6 +1,8 @@
 /* perf_md.c — numbers, units and the machine line for the perf commands (perf_md.h). */
 #include "perf_md.h"
 
+#include "common/cli.h"
+
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -75,19 +77,21 @@ void pm_machine(FILE *f, const pj_machine *m)
     fputc(')', f);
 }
 
-int pm_write_out(const char *prog, const char *out, const char *buf, size_t len)
+int pm_open_out(const char *prog, const char *out, of_file *o)
 {
-    FILE *f = out ? fopen(out, "wb") : stdout;
-    if (!f) {
-        fprintf(stderr, "%s: %s: cannot open for writing: %s\n", prog, out, strerror(errno));
-        return 2;
-    }
-    int bad = fwrite(buf, 1, len, f) != len;
-    bad |= out ? fclose(f) != 0 : fflush(f) != 0;
-    if (bad) {
-        fprintf(stderr, "%s: %s: write error: %s\n", prog, out ? out : "<stdout>",
+    char why[512];
+    if (of_open(o, out, why, sizeof why) == 0)
+        return 0;
+    fprintf(stderr, "%s: --out %s: %s\n", prog, out, why);
+    return -1;
+}
+
+int pm_write_out(const char *prog, of_file *o, const char *buf, size_t len)
+{
+    if (of_write_commit(o, buf, len) != 0) {
+        fprintf(stderr, "%s: %s: write error: %s\n", prog, o ? o->path : "<stdout>",
                 strerror(errno));
-        return 2;
+        return CLI_EXIT_USAGE;
     }
-    return 0;
+    return CLI_EXIT_OK;
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/outfile.h"
 #include "perf_json.h"
 
 /* x with 3 significant digits and no exponent ("181", "68.7", "1.43", "0.0312"); "—" when x
@@ -21,8 +22,12 @@ void pm_p(FILE *f, double p);
 /* "CPU MODEL, N cores, M GiB memory; limits: F GFLOP/s f32 FMA, R GB/s memory read (measured
  * by `attnconf bench --peak` | taken from FILE)", no newline; text escaped for Markdown. */
 void pm_machine(FILE *f, const pj_machine *m);
-/* Write buf to `out` (created or truncated), or to stdout when out is NULL.  Returns 0, or 2
- * after printing "PROG: OUT: reason" (the commands' exit status for an output problem). */
-int pm_write_out(const char *prog, const char *out, const char *buf, size_t len);
+/* Open --out FILE for an atomic write (common/outfile.h of_open).  Returns 0, or -1 after
+ * printing "PROG: --out FILE: why" (a FILE that is not a regular file, a missing directory). */
+int pm_open_out(const char *prog, const char *out, of_file *o);
+/* Write buf to o and commit it (FILE replaced only now), or to stdout when o is NULL.
+ * Returns CLI_EXIT_OK, or CLI_EXIT_USAGE (the commands' status for an output problem) after
+ * printing "PROG: FILE: write error: reason"; o's temporary file is removed either way. */
+int pm_write_out(const char *prog, of_file *o, const char *buf, size_t len);
 
 #endif

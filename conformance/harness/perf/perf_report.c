@@ -41,6 +41,7 @@
 #include "perf/cmd.h"
 #include "perf_json.h"
 #include "perf_md.h"
+#include "common/cli.h"
 #include "common/md.h"
 
 #define PROG "attnconf perf-report"
@@ -48,7 +49,9 @@
 #define DAGGER "\xE2\x80\xA0" /* marks a backend timed inside its exec: adapter */
 #define REFERENCE "reference"
 
-static const char usage_text[] =
+static void usage(FILE *f)
+{
+    fputs(
     "usage: attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"
     "                            [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
     "Write the Markdown performance section of REPORT.md from `attnconf bench` result files:\n"
@@ -56,12 +59,7 @@ static const char usage_text[] =
     "the machine's limit, the ratio to the reference backend and to a --baseline file.\n"
     "--plot links an image (under the suite it is named after), --hyperfine adds a table of\n"
     "whole-process timings, --note adds a sentence after the machine line.  Same arguments and\n"
-    "files, same bytes.  Exit status: 0 written, 2 usage or bad input.\n";
-
-static int usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "%s: %s%s%s\n%s", PROG, what, arg ? ": " : "", arg ? arg : "", usage_text);
-    return 2;
+    "files, same bytes.  Exit status: 0 written, 2 usage or bad input.\n", f);
 }
 
 /* One backend column group of a suite's table. */
@@ -117,7 +115,7 @@ static int index_suites(ctx *c)
 {
     c->suites = calloc(c->nfiles, sizeof *c->suites);
     if (!c->suites)
-        return fprintf(stderr, "%s: out of memory\n", PROG), 2;
+        return fprintf(stderr, "%s: out of memory\n", PROG), CLI_EXIT_USAGE;
     for (size_t i = 0; i < c->nfiles; i++) {
         const pj_file *f = &c->files[i];
         suite *s = NULL;
@@ -138,12 +136,12 @@ static int index_suites(ctx *c)
             s->cols = calloc(nb ? nb : 1, sizeof *s->cols);
             s->ids = calloc(nshapes ? nshapes : 1, sizeof *s->ids);
             if (!s->files || !s->cols || !s->ids)
-                return fprintf(stderr, "%s: out of memory\n", PROG), 2;
+                return fprintf(stderr, "%s: out of memory\n", PROG), CLI_EXIT_USAGE;
         } else if (!pj_same_machine(&s->files[0]->machine, &f->machine)) {
             fprintf(stderr, "%s: %s: suite \"%s\" also comes from %s, measured on another "
                     "machine (CPU model or limits): report one machine's runs together\n", PROG,
                     f->path, f->suite, s->files[0]->path);
-            return 2;
+            return CLI_EXIT_USAGE;
         }
         s->files[s->nfiles++] = f;
         for (size_t b = 0; b < f->nb; b++) {
@@ -153,7 +151,7 @@ static int index_suites(ctx *c)
                     fprintf(stderr, "%s: %s: backend \"%s\" of suite \"%s\" is also in %s: give "
                             "each backend's results once\n", PROG, f->path, be->name, f->suite,
                             s->cols[k].file->path);
-                    return 2;
+                    return CLI_EXIT_USAGE;
                 }
             col *cl = &s->cols[s->ncols++];
             cl->be = be;
@@ -430,28 +428,28 @@ static int check_hyperfine(const ctx *c)
     const char *p = c->hyperfine;
     if (!json_is_array(res) || json_array_size(res) == 0)
         return fprintf(stderr, "%s: %s: results: expected a non-empty array (hyperfine "
-                       "--export-json)\n", PROG, p), 2;
+                       "--export-json)\n", PROG, p), CLI_EXIT_USAGE;
     for (size_t i = 0; i < json_array_size(res); i++) {
         const json_t *r = json_array_get(res, i), *t = json_object_get(r, "times");
         if (!json_is_string(json_object_get(r, "command")))
             return fprintf(stderr, "%s: %s: results[%zu].command: expected a string\n", PROG, p,
-                           i), 2;
+                           i), CLI_EXIT_USAGE;
         if (!json_is_array(t) || json_array_size(t) == 0)
             return fprintf(stderr, "%s: %s: results[%zu].times: expected a non-empty array of "
-                           "seconds\n", PROG, p, i), 2;
+                           "seconds\n", PROG, p, i), CLI_EXIT_USAGE;
         const json_t *ec = json_object_get(r, "exit_codes");
         for (size_t k = 0; ec && k < json_array_size(ec); k++)
             if (!json_is_integer(json_array_get(ec, k)) && !json_is_null(json_array_get(ec, k)))
                 ec = NULL;
         if (json_object_get(r, "exit_codes") && !json_is_array(ec))
             return fprintf(stderr, "%s: %s: results[%zu].exit_codes: expected an array of "
-                           "integers (null: killed by a signal)\n", PROG, p, i), 2;
+                           "integers (null: killed by a signal)\n", PROG, p, i), CLI_EXIT_USAGE;
         static const char *const keys[] = {"median", "min", "max"};
         for (int k = 0; k < 3; k++) {
             const json_t *v = json_object_get(r, keys[k]);
             if (!json_is_number(v) || !(json_number_value(v) >= 0))
                 return fprintf(stderr, "%s: %s: results[%zu].%s: expected a number of seconds "
-                               ">= 0\n", PROG, p, i, keys[k]), 2;
+                               ">= 0\n", PROG, p, i, keys[k]), CLI_EXIT_USAGE;
         }
     }
     return 0;
@@ -585,67 +583,49 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
     const char *out = NULL;
     size_t nf = 0, nb = 0;
     c.plots = calloc(cap, sizeof *c.plots);
-    int rc = 0;
+    static of_file of; /* two paths: not on the stack */
+    memset(&of, 0, sizeof of);
+    int rc = CLI_EXIT_OK;
     if (!files || !bases || !c.plots) {
         fprintf(stderr, "%s: out of memory\n", PROG);
-        rc = 2;
+        rc = CLI_EXIT_USAGE;
         goto done;
     }
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
-            goto done;
-        }
-        if (a[0] != '-' || !a[1]) {
-            files[nf++] = a;
-            continue;
-        }
-        static const char *const names[] = {"--baseline", "--plot", "--hyperfine", "--note",
-                                            "--out"};
-        int k = 0;
-        size_t l = 0;
-        for (; k < 5; k++) {
-            l = strlen(names[k]);
-            if (!strncmp(a, names[k], l) && (!a[l] || a[l] == '='))
-                break;
-        }
-        if (k == 5) {
-            rc = usage_error("unknown option", a);
-            break;
-        }
-        const char *v = a[l] == '=' ? a + l + 1 : i + 1 < argc ? argv[++i] : NULL;
-        if (!v || !v[0]) {
-            rc = usage_error(v ? "empty value for option" : "missing value for option", names[k]);
-            break;
-        }
-        if (k == 0)
-            bases[nb++] = v;
-        else if (k == 1)
-            c.plots[c.nplots++] = v;
-        else if ((k == 2 && c.hyperfine) || (k == 3 && c.note) || (k == 4 && out))
-            rc = usage_error("option given twice", names[k]);
-        else
-            *(k == 2 ? &c.hyperfine : k == 3 ? &c.note : &out) = v;
-    }
-    if (rc)
+    const cli_opt opts[] = {
+        {.name = "--baseline", .kind = CLI_STRINGS, .dest = bases, .max = cap, .count = &nb},
+        {.name = "--plot", .kind = CLI_STRINGS, .dest = c.plots, .max = cap, .count = &c.nplots},
+        {.name = "--hyperfine", .kind = CLI_STRING, .dest = &c.hyperfine},
+        {.name = "--note", .kind = CLI_STRING, .dest = &c.note},
+        {.name = "--out", .kind = CLI_STRING, .dest = &out},
+    };
+    const cli_cmd cc = {.name = "perf-report", .usage = usage, .opts = opts,
+                        .nopts = CLI_COUNT_OF(opts), .pos = files, .npos = &nf, .maxpos = cap};
+    rc = cli_parse(&cc, argc, argv);
+    if (rc) {
+        rc = rc == CLI_HELP ? CLI_EXIT_OK : rc;
         goto done;
+    }
     if (nf == 0) {
-        rc = usage_error("no bench result files given", NULL);
+        rc = cli_usage_error(&cc, "no bench result files given", NULL);
+        goto done;
+    }
+    /* Created before the inputs are read: a refused FILE costs nothing. */
+    if (out && pm_open_out(PROG, out, &of) != 0) {
+        rc = CLI_EXIT_USAGE;
         goto done;
     }
     c.files = calloc(nf, sizeof *c.files);
     c.bases = calloc(nb ? nb : 1, sizeof *c.bases);
     if (!c.files || !c.bases) {
         fprintf(stderr, "%s: out of memory\n", PROG);
-        rc = 2;
+        rc = CLI_EXIT_USAGE;
         goto done;
     }
     /* Counted before loading, so ctx_free frees a file that failed half-way. */
     for (size_t i = 0; i < nf && rc == 0; i++, c.nfiles++)
-        rc = pj_load(PROG, files[i], &c.files[i]) ? 2 : 0;
+        rc = pj_load(PROG, files[i], &c.files[i]) ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     for (size_t i = 0; i < nb && rc == 0; i++, c.nbases++)
-        rc = pj_load(PROG, bases[i], &c.bases[i]) ? 2 : 0;
+        rc = pj_load(PROG, bases[i], &c.bases[i]) ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     if (rc)
         goto done;
     for (size_t i = 0; i < nb; i++)
@@ -656,7 +636,7 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
                     fprintf(stderr, "%s: %s: backend \"%s\" of suite \"%s\" is also in baseline "
                             "%s: give one baseline per suite and backend\n", PROG, bases[i],
                             c.bases[i].backends[b].name, c.bases[i].suite, bases[j]);
-                    rc = 2;
+                    rc = CLI_EXIT_USAGE;
                     goto done;
                 }
     if (c.hyperfine) {
@@ -665,7 +645,7 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
         if (!c.hf) {
             fprintf(stderr, "%s: %s:%d:%d: not valid JSON: %s\n", PROG, c.hyperfine, je.line,
                     je.column, je.text);
-            rc = 2;
+            rc = CLI_EXIT_USAGE;
             goto done;
         }
         if ((rc = check_hyperfine(&c)) != 0)
@@ -684,12 +664,13 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
     }
     if (bad) {
         fprintf(stderr, "%s: out of memory\n", PROG);
-        rc = 2;
+        rc = CLI_EXIT_USAGE;
     } else {
-        rc = pm_write_out(PROG, out, buf, len);
+        rc = pm_write_out(PROG, out ? &of : NULL, buf, len);
     }
     free(buf);
 done:
+    of_discard(&of); /* nothing once committed */
     free(files);
     free(bases);
     ctx_free(&c);

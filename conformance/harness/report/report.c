@@ -952,21 +952,18 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
 
 /* ---- command line -------------------------------------------------------------------------- */
 
-static const char usage_text[] =
-    "usage: attnconf report [--out FILE] [--title TITLE] [--command CMD] [--chart PATH]\n"
-    "                       RESULTS.json...\n"
-    "       attnconf report --diff OLD.json NEW.json [--out FILE]\n"
-    "Merge result files written by `attnconf run --format json` into a Markdown report\n"
-    "(stdout unless --out).  --command: the command line to show in the report.  --chart: a\n"
-    "picture to link under the matrix (tools/pass-chart draws the pass-rate chart).\n";
-
-static int usage_error(const char *fmt, const char *arg)
+static void usage(FILE *f)
 {
-    fputs("attnconf report: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    fputs(usage_text, stderr);
-    return 2;
+    fputs("usage: attnconf report [--out FILE] [--title TITLE] [--command CMD] [--chart PATH]\n"
+          "                       RESULTS.json...\n"
+          "       attnconf report --diff OLD.json NEW.json [--out FILE]\n"
+          "Merge result files written by `attnconf run --format json` into a Markdown report\n"
+          "(stdout unless --out, which is written atomically).  --command: the command line to\n"
+          "show in the report.  --chart: a picture to link under the matrix (tools/pass-chart\n"
+          "draws the pass-rate chart).  --diff: compare two runs instead (newly failing, newly\n"
+          "passing, other status changes, error growth).\n"
+          "exit status: 0 written (--diff: nothing newly failing), 1 bad input (--diff: a case\n"
+          "newly failing), 2 usage (--diff: or bad input)\n", f);
 }
 
 /* Append s to the memstream, single-quoted for a POSIX shell if it needs it. */
@@ -990,96 +987,77 @@ static void put_shell_word(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-static int write_out(const char *out, const char *buf, size_t len)
+int rp_write_out(of_file *o, const char *buf, size_t len, int fail_status)
 {
-    FILE *f = out ? fopen(out, "wb") : stdout;
-    if (!f) {
-        rp_errf(out, NULL, "cannot open for writing");
-        return 1;
+    if (of_write_commit(o, buf, len) != 0) {
+        rp_errf(o ? o->path : "<stdout>", NULL, "write error");
+        return fail_status;
     }
-    int bad = fwrite(buf, 1, len, f) != len;
-    bad |= out ? fclose(f) != 0 : fflush(f) != 0;
-    if (bad) {
-        rp_errf(out ? out : "<stdout>", NULL, "write error");
-        return 1;
-    }
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 int cmd_report(const char *argv0, int argc, char **argv)
 {
     (void)argv0;
     const char *out = NULL, *title = DEFAULT_TITLE, *command = NULL, *chart = NULL;
+    const char *title_given = NULL;
+    int diff = 0;
     if (argc < 1 || !argv)
-        return usage_error("%s", "no arguments");
-    for (int i = 1; i < argc && argv[i]; i++)
-        if (!strcmp(argv[i], "--diff"))
-            return report_diff_main(argc, argv);
+        return CLI_EXIT_USAGE;
     const char **files = malloc((size_t)argc * sizeof *files);
     if (!files) {
         fputs("attnconf report: out of memory\n", stderr);
-        return 1;
+        return CLI_EXIT_FAIL;
     }
     size_t nfiles = 0;
-    int opts_done = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!a)
-            break;
-        if (opts_done || a[0] != '-' || !a[1]) {
-            files[nfiles++] = a;
-            continue;
-        }
-        if (!strcmp(a, "--")) {
-            opts_done = 1;
-            continue;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
-            free(files);
-            return 0;
-        }
-        static const char *const valued[] = {"--out", "--title", "--command", "--chart"};
-        const char **dest[] = {&out, &title, &command, &chart};
-        int matched = 0;
-        for (int k = 0; k < 4 && !matched; k++) {
-            size_t l = strlen(valued[k]);
-            if (strncmp(a, valued[k], l) != 0 || (a[l] != '\0' && a[l] != '='))
-                continue;
-            matched = 1;
-            if (a[l] == '=') {
-                *dest[k] = a + l + 1;
-            } else if (i + 1 < argc && argv[i + 1]) {
-                *dest[k] = argv[++i];
-            } else {
-                free(files);
-                return usage_error("%s needs a value", valued[k]);
-            }
-        }
-        if (!matched) {
-            free(files);
-            return usage_error("unknown option %s", a);
-        }
-    }
-    if (nfiles == 0) {
+    const cli_opt opts[] = {
+        {.name = "--out", .kind = CLI_STRING, .dest = &out},
+        {.name = "--title", .kind = CLI_STRING, .dest = &title, .raw = &title_given},
+        {.name = "--command", .kind = CLI_STRING, .dest = &command},
+        {.name = "--chart", .kind = CLI_STRING, .dest = &chart},
+        {.name = "--diff", .kind = CLI_FLAG, .dest = &diff},
+    };
+    const cli_cmd c = {.name = "report", .usage = usage, .opts = opts,
+                       .nopts = CLI_COUNT_OF(opts), .pos = files, .npos = &nfiles,
+                       .maxpos = (size_t)argc};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc) {
         free(files);
-        return usage_error("%s", "no result files given");
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     }
-    if (out && !out[0]) {
+    const char *not_diff = title_given ? "--title" : command ? "--command" : chart ? "--chart" : NULL;
+    if (diff && not_diff)
+        rc = cli_usage_error(&c, "not with --diff", not_diff);
+    else if (diff && nfiles != 2)
+        rc = cli_usage_error(&c, "--diff takes exactly two result files", NULL);
+    else if (nfiles == 0)
+        rc = cli_usage_error(&c, "no result files given", NULL);
+    /* Created before the inputs are read: a refused FILE costs nothing. */
+    static of_file of; /* two paths: not on the stack */
+    memset(&of, 0, sizeof of);
+    char why[512];
+    if (!rc && out && of_open(&of, out, why, sizeof why) != 0) {
+        fprintf(stderr, "attnconf report: --out %s: %s\n", out, why);
+        rc = CLI_EXIT_USAGE;
+    }
+    if (rc || diff) {
+        if (!rc)
+            rc = report_diff_main(files[0], files[1], out ? &of : NULL);
+        of_discard(&of);
         free(files);
-        return usage_error("%s", "--out needs a file name");
+        return rc;
     }
 
     rp_data d;
     memset(&d, 0, sizeof d);
     if (!getcwd(d.cwd, sizeof d.cwd) || !strcmp(d.cwd, "/"))
         d.cwd[0] = '\0';
-    int rc = 0;
+    rc = 0;
     for (size_t i = 0; i < nfiles && rc == 0; i++)
         if (rp_load_file(&d, files[i]))
-            rc = 1;
+            rc = CLI_EXIT_FAIL;
     if (rc == 0 && rp_index_data(&d))
-        rc = 1;
+        rc = CLI_EXIT_FAIL;
 
     char *buf = NULL, *cmdbuf = NULL;
     size_t len = 0, cmdlen = 0;
@@ -1108,11 +1086,12 @@ int cmd_report(const char *argv0, int argc, char **argv)
         }
         if (bad) {
             fputs("attnconf report: out of memory\n", stderr);
-            rc = 1;
+            rc = CLI_EXIT_FAIL;
         } else {
-            rc = write_out(out, buf, len);
+            rc = rp_write_out(out ? &of : NULL, buf, len, CLI_EXIT_FAIL);
         }
     }
+    of_discard(&of); /* nothing once committed */
     free(buf);
     free(cmdbuf);
     free(files);

@@ -187,47 +187,9 @@ static void write_diff(FILE *f, const rp_data *od, const rp_data *nd, const char
                 "New cases that do not fail (failing ones are under \"Newly failing\").");
 }
 
-static const char diff_usage[] =
-    "usage: attnconf report --diff OLD.json NEW.json [--out FILE]\n"
-    "Compare two result files of `attnconf run --format json` (one backend at two versions, or\n"
-    "two backends): newly failing, newly passing, other status changes and error growth per\n"
-    "case, as Markdown.  Exit 1 when a case is newly failing, 0 otherwise, 2 on bad input.\n";
-
-int report_diff_main(int argc, char **argv)
+int report_diff_main(const char *old_file, const char *new_file, of_file *out)
 {
-    const char *files[2] = {NULL, NULL}, *out = NULL;
-    int nfiles = 0;
-    for (int i = 1; i < argc && argv[i]; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--diff"))
-            continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(diff_usage, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--out") || !strncmp(a, "--out=", 6)) {
-            out = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!out || !out[0]) {
-                fprintf(stderr, "attnconf report: --out needs a file name\n%s", diff_usage);
-                return 2;
-            }
-            continue;
-        }
-        if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "attnconf report: unknown option %s with --diff\n%s", a, diff_usage);
-            return 2;
-        }
-        if (nfiles == 2) {
-            fprintf(stderr, "attnconf report: --diff takes exactly two result files\n%s",
-                    diff_usage);
-            return 2;
-        }
-        files[nfiles++] = a;
-    }
-    if (nfiles != 2) {
-        fprintf(stderr, "attnconf report: --diff takes exactly two result files\n%s", diff_usage);
-        return 2;
-    }
+    const char *files[2] = {old_file, new_file};
     rp_data d[2];
     memset(d, 0, sizeof d);
     int rc = 0;
@@ -235,7 +197,7 @@ int report_diff_main(int argc, char **argv)
         if (!getcwd(d[k].cwd, sizeof d[k].cwd) || !strcmp(d[k].cwd, "/"))
             d[k].cwd[0] = '\0';
         if (rp_load_file(&d[k], files[k]) || rp_index_data(&d[k]))
-            rc = 2;
+            rc = CLI_EXIT_USAGE;
     }
     dpair *v = NULL;
     char *buf = NULL;
@@ -245,24 +207,16 @@ int report_diff_main(int argc, char **argv)
         FILE *m = v ? open_memstream(&buf, &len) : NULL;
         if (!m) {
             fputs("attnconf report: out of memory\n", stderr);
-            rc = 2;
+            rc = CLI_EXIT_USAGE;
         } else {
             size_t n = pair_up(&d[0].backends[0], &d[1].backends[0], v);
             write_diff(m, &d[0], &d[1], files[0], files[1], v, n);
             if (fclose(m) != 0 || !buf) {
                 fputs("attnconf report: out of memory\n", stderr);
-                rc = 2;
+                rc = CLI_EXIT_USAGE;
             } else {
-                FILE *f = out ? fopen(out, "wb") : stdout;
-                int bad = !f;
-                if (f) {
-                    bad |= fwrite(buf, 1, len, f) != len;
-                    bad |= (out ? fclose(f) : fflush(f)) != 0;
-                }
-                if (bad) {
-                    rp_errf(out ? out : "<stdout>", NULL, "cannot write the diff");
-                    rc = 2;
-                } else {
+                rc = rp_write_out(out, buf, len, CLI_EXIT_USAGE);
+                if (!rc) {
                     for (size_t k = 0; k < n; k++)
                         rc |= v[k].cls == D_NEW_FAIL;
                 }

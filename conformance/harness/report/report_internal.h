@@ -9,7 +9,9 @@
 
 #include <jansson.h>
 
+#include "common/cli.h"
 #include "common/md.h"
+#include "common/outfile.h"
 #include "results/output.h"
 #include "results/result.h"
 
@@ -87,9 +89,15 @@ void rp_code_rel(FILE *f, const rp_data *d, const char *s);
 void rp_text_rel(FILE *f, const rp_data *d, const char *s);
 
 /* ---- report_diff.c ---- */
-/* `attnconf report --diff OLD.json NEW.json [--out FILE]` (report_diff.c): newly failing, newly
- * passing, changed statuses and error growth per case.  Returns 1 when a case is newly failing,
- * 0 otherwise, 2 on usage errors or unreadable files. */
-int report_diff_main(int argc, char **argv);
+/* `attnconf report --diff OLD.json NEW.json [--out FILE]` (report_diff.c, called by cmd_report
+ * once the options are parsed): newly failing, newly passing, changed statuses and error growth
+ * per case, written to out (committed) or to stdout when out is NULL.  Returns 1 when a case is
+ * newly failing, 0 otherwise, 2 for unreadable files or a write error. */
+int report_diff_main(const char *old_file, const char *new_file, of_file *out);
+
+/* ---- report.c ---- */
+/* Write buf to o and commit it (common/outfile.h), or to stdout when o is NULL.  Returns 0, or
+ * fail_status after printing "FILE: write error" (o's temporary file removed). */
+int rp_write_out(of_file *o, const char *buf, size_t len, int fail_status);
 
 #endif

@@ -1,5 +1,5 @@
-/* cmd_run.c — the run, list and backend-info commands: run cases on a backend, list cases,
- * describe a backend (the command table in ../attnconf.c dispatches to them).
+/* cmd_run.c — `attnconf run`, `backend-info` and `list`: run cases on a backend, describe it,
+ * list cases.
  *
  * Exit status (the automake/CTest convention): 0 all selected cases passed or were correctly
  * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT, an
@@ -28,7 +28,9 @@
 
 #include "attncase/case.h"
 #include "backend/backend_load.h"
+#include "common/cli.h"
 #include "common/locate.h"
+#include "common/outfile.h"
 #include "results/expect.h"
 #include "results/output.h"
 #include "results/partial.h"
@@ -43,8 +45,6 @@
 /* The build tree's directories for the binary in it, else those of its installation. */
 #define ATTNCONF_BACKEND_DIR hl_backend_dir()
 #define ATTNCONF_DEFAULT_CASES hl_cases_dir()
-
-enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_CASE_ERROR = 3, EXIT_SKIP = 77 };
 
 /* The options of run, backend-info and list, and their exit status (also the second half of
  * `attnconf --help`). */
@@ -63,7 +63,8 @@ void run_usage_options(FILE *f)
             "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
             "             separate processes already and keep --timeout; loading a plugin\n"
             "             (run, backend-info) is bounded by it too\n"
-            "  --memory-limit  MiB of address space for the worker (RLIMIT_AS; default none)\n"
+            "  --memory-limit  MiB of address space for the worker, 64 or more (RLIMIT_AS;\n"
+            "             default none; not with --in-process)\n"
             "  --in-process  run a plugin inside the harness, without a worker (for a\n"
             "             debugger): a crash in the backend then ends the run\n"
             "  --cases    directory of case files (default %s)\n"
@@ -75,7 +76,8 @@ void run_usage_options(FILE *f)
             "  --out      write results to FILE and print a summary line on stdout; FILE is\n"
             "             replaced only when the run completes, and meanwhile the results so\n"
             "             far are saved after every case to FILE.partial.json (JSON,\n"
-            "             \"complete\": false; removed when the run completes)\n"
+            "             \"complete\": false; removed when the run completes); a FILE that\n"
+            "             exists and is not a regular file (a link, a FIFO, a device) is refused\n"
             "  --resume   with --out FILE: continue an interrupted run from FILE.partial.json\n"
             "             (same backend, version, --backend-option, --cases and --filter, else\n"
             "             exit 2): its results are kept and only the other cases run\n"
@@ -96,24 +98,15 @@ static void usage(FILE *f)
     run_usage_options(f);
 }
 
-
-/* Report a usage error, print the usage on stderr, and give the exit status. */
-static int usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "attnconf: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
-    usage(stderr);
-    return EXIT_USAGE;
-}
-
 /* At most this many --backend-option; more is a usage error (no backend needs that many). */
 #define MAX_BACKEND_OPTIONS 32
 
 /* At most this many --filter and as many --exclude. */
 #define MAX_GLOBS 32
 
-/* Options shared by the subcommands; NULL when not given. */
+/* Options shared by the subcommands; NULL (0) when not given. */
 typedef struct opts {
-    const char *backend, *cases, *format, *out, *timeout, *expect;
+    const char *backend, *cases, *format, *out, *expect;
     /* Case selection: a case runs when its id matches any --filter (or there is none) and no
      * --exclude.  `filter` is the selection as one string for messages, the results' "filter"
      * field and --resume: the filters, then each exclude as !GLOB, space-separated (case ids
@@ -122,106 +115,77 @@ typedef struct opts {
     size_t n_filters, n_excludes;
     const char *filter;
     char filter_buf[sizeof(((hr_run *)0)->filter)]; /* what a results file can record */
-    const char *case_timeout, *memory_limit;
-    int in_process; /* --in-process, a flag (no value) */
-    int resume;     /* --resume, a flag (no value) */
+    /* --timeout and --case-timeout as given (the re-run commands repeat them) and as numbers */
+    const char *timeout, *case_timeout;
+    double timeout_s, case_timeout_s;
+    uint64_t memory_limit_mib; /* 0: none */
+    int in_process, resume;
     const char *backend_option[MAX_BACKEND_OPTIONS]; /* repeatable: every KEY=VALUE given */
     size_t n_backend_option;
 } opts;
 
-/* Parse `--name VALUE` / `--name=VALUE` options for a subcommand.  `allowed` lists the option
- * names it accepts.  Returns 0, 1 for --help (usage printed), or EXIT_USAGE (message printed). */
-static int parse_opts(int argc, char **argv, const char *const *allowed, opts *o)
+/* Parse a subcommand's options: `allowed` names the rows of the shared table it takes.
+ * Returns 0, CLI_HELP, or CLI_EXIT_USAGE (message printed). */
+static int parse_opts(const char *cmd, int argc, char **argv, const char *const *allowed, opts *o)
 {
     memset(o, 0, sizeof *o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 1;
-        }
-        if (strncmp(a, "--", 2) != 0)
-            return usage_error("unexpected argument", a);
-        const char *eq = strchr(a, '=');
-        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-        if (strcmp(a, "--in-process") == 0 || strcmp(a, "--resume") == 0) {
-            /* the flags: allowed lists them too */
-            int ok = 0;
-            for (const char *const *n = allowed; *n; n++)
-                ok |= strcmp(*n, a) == 0;
-            if (!ok)
-                return usage_error("unknown option", a);
-            if (a[2] == 'i')
-                o->in_process = 1;
-            else
-                o->resume = 1;
-            continue;
-        }
-        const char **slot = NULL;
-        int repeatable = 0, glob = 0; /* glob: 1 --filter, 2 --exclude */
-        for (const char *const *n = allowed; *n; n++) {
-            if (strlen(*n) != nlen || strncmp(a, *n, nlen) != 0)
-                continue;
-            repeatable = strcmp(*n, "--backend-option") == 0;
-            glob = strcmp(*n, "--filter") == 0 ? 1 : strcmp(*n, "--exclude") == 0 ? 2 : 0;
-            slot = strcmp(*n, "--backend") == 0   ? &o->backend
-                   : strcmp(*n, "--cases") == 0   ? &o->cases
-                   : glob == 1                    ? &o->filters[0]
-                   : glob == 2                    ? &o->excludes[0]
-                   : strcmp(*n, "--format") == 0  ? &o->format
-                   : strcmp(*n, "--timeout") == 0 ? &o->timeout
-                   : strcmp(*n, "--expect") == 0  ? &o->expect
-                   : strcmp(*n, "--case-timeout") == 0 ? &o->case_timeout
-                   : strcmp(*n, "--memory-limit") == 0 ? &o->memory_limit
-                   : repeatable                   ? &o->backend_option[0]
-                                                  : &o->out;
-        }
-        if (!slot)
-            return usage_error("unknown option", a);
-        const char *val;
-        if (eq) {
-            val = eq + 1;
-        } else {
-            if (i + 1 >= argc)
-                return usage_error("missing value for option", a);
-            val = argv[++i];
-        }
-        if (!val[0])
-            return usage_error("empty value for option", a);
-        if (repeatable) {
-            if (o->n_backend_option == MAX_BACKEND_OPTIONS)
-                return usage_error("too many --backend-option (at most 32)", val);
-            o->backend_option[o->n_backend_option++] = val;
-            continue;
-        }
-        if (glob) {
-            size_t *cnt = glob == 1 ? &o->n_filters : &o->n_excludes;
-            if (*cnt == MAX_GLOBS)
-                return usage_error(glob == 1 ? "too many --filter (at most 32)"
-                                             : "too many --exclude (at most 32)", val);
-            if (strchr(val, ' '))
-                return usage_error("a case id glob has no spaces", val);
-            (glob == 1 ? o->filters : o->excludes)[(*cnt)++] = val;
-            continue;
-        }
-        if (*slot) /* last-one-wins would silently run something else than asked */
-            return usage_error("option given twice", a);
-        *slot = val;
-    }
+    o->timeout_s = HB_DEFAULT_TIMEOUT_S;
+    o->case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
+    const cli_opt all[] = {
+        {.name = "--backend", .kind = CLI_STRING, .dest = &o->backend},
+        {.name = "--cases", .kind = CLI_STRING, .dest = &o->cases},
+        {.name = "--filter", .kind = CLI_STRINGS, .dest = o->filters, .max = MAX_GLOBS,
+         .count = &o->n_filters},
+        {.name = "--exclude", .kind = CLI_STRINGS, .dest = o->excludes, .max = MAX_GLOBS,
+         .count = &o->n_excludes},
+        {.name = "--format", .kind = CLI_STRING, .dest = &o->format},
+        {.name = "--out", .kind = CLI_STRING, .dest = &o->out},
+        {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &o->timeout},
+        {.name = "--backend-option", .kind = CLI_STRINGS, .dest = o->backend_option,
+         .max = MAX_BACKEND_OPTIONS, .count = &o->n_backend_option},
+        {.name = "--expect", .kind = CLI_STRING, .dest = &o->expect},
+        {.name = "--case-timeout", .kind = CLI_SECONDS, .dest = &o->case_timeout_s,
+         .raw = &o->case_timeout},
+        {.name = "--memory-limit", .kind = CLI_MIB, .dest = &o->memory_limit_mib, .lo = 64},
+        {.name = "--in-process", .kind = CLI_FLAG, .dest = &o->in_process},
+        {.name = "--resume", .kind = CLI_FLAG, .dest = &o->resume},
+    };
+    cli_opt take[CLI_COUNT_OF(all)];
+    size_t n = 0;
+    for (size_t k = 0; k < CLI_COUNT_OF(all); k++)
+        for (const char *const *a = allowed; *a; a++)
+            if (!strcmp(*a, all[k].name))
+                take[n++] = all[k];
+    const cli_cmd c = {.name = cmd, .usage = usage, .opts = take, .nopts = n};
+    int rc = cli_parse(&c, argc, argv);
+    if (rc)
+        return rc;
+    if (o->in_process && o->memory_limit_mib)
+        return cli_usage_error(&c, "--memory-limit applies to the worker; not with --in-process",
+                               NULL);
     if (o->n_filters || o->n_excludes) {
         size_t used = 0;
         for (size_t k = 0; k < o->n_filters + o->n_excludes; k++) {
             int ex = k >= o->n_filters;
             const char *g = ex ? o->excludes[k - o->n_filters] : o->filters[k];
+            if (strchr(g, ' '))
+                return cli_usage_error(&c, "a case id glob has no spaces", g);
             int w = snprintf(o->filter_buf + used, sizeof o->filter_buf - used, "%s%s%s",
                              used ? " " : "", ex ? "!" : "", g);
             if (w < 0 || (size_t)w >= sizeof o->filter_buf - used)
-                return usage_error("--filter/--exclude: too long together", g);
+                return cli_usage_error(&c, "--filter/--exclude: too long together", g);
             used += (size_t)w;
         }
         o->filter = o->filter_buf;
     }
     return 0;
+}
+
+/* A usage error found after parsing (cli_usage_error with this file's usage). */
+static int usage_error(const char *cmd, const char *what, const char *arg)
+{
+    const cli_cmd c = {.name = cmd, .usage = usage};
+    return cli_usage_error(&c, what, arg);
 }
 
 /* Whether a case id is selected by the --filter and --exclude globs (fnmatch, no flags). */
@@ -235,169 +199,32 @@ static int selected(const opts *o, const char *id)
     return in;
 }
 
-/* The --backend-option words split into KEY and VALUE, and --timeout as a number. */
+/* The --backend-option words split into KEY and VALUE. */
 typedef struct backend_opts {
     attnconf_option opt[MAX_BACKEND_OPTIONS]; /* values point into argv */
     char key[MAX_BACKEND_OPTIONS][HB_OPTION_KEY_MAX + 1];
     size_t n;
-    double timeout_s;
     char summary[512]; /* "k=v,k=v", for the results header */
 } backend_opts;
 
-/* Split and check --backend-option and --timeout.  Returns 0 or EXIT_USAGE (message printed). */
-static int parse_backend_opts(const opts *o, backend_opts *b)
+/* Split and check --backend-option.  Returns 0 or CLI_EXIT_USAGE (message printed). */
+static int parse_backend_opts(const char *cmd, const opts *o, backend_opts *b)
 {
     memset(b, 0, sizeof *b);
-    b->timeout_s = HB_DEFAULT_TIMEOUT_S;
-    if (o->timeout) {
-        char *end;
-        errno = 0;
-        double t = strtod(o->timeout, &end);
-        if (end == o->timeout || *end || errno == ERANGE || !isfinite(t) || !(t > 0))
-            return usage_error("--timeout: expected a positive number of seconds", o->timeout);
-        b->timeout_s = t;
-    }
     size_t used = 0;
     for (size_t i = 0; i < o->n_backend_option; i++) {
         const char *kv = o->backend_option[i];
         const char *why = hb_option_add(kv, b->opt, b->key, &b->n, MAX_BACKEND_OPTIONS);
         if (why)
-            return usage_error(why, kv);
+            return usage_error(cmd, why, kv);
         /* Recorded whole in the results, or refused: a cut summary would name other options. */
         int w = snprintf(b->summary + used, sizeof b->summary - used, "%s%s", i ? "," : "", kv);
         if (w < 0 || (size_t)w >= sizeof b->summary - used)
-            return usage_error("--backend-option: the options add up to more than 511 "
+            return usage_error(cmd, "--backend-option: the options add up to more than 511 "
                                "characters", kv);
         used += (size_t)w;
     }
     return 0;
-}
-
-/* --case-timeout and --memory-limit as numbers. */
-typedef struct run_opts {
-    double case_timeout_s;
-    uint64_t memory_limit_mib;
-} run_opts;
-
-static int parse_run_opts(const opts *o, run_opts *r)
-{
-    r->case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
-    r->memory_limit_mib = 0;
-    if (o->case_timeout) {
-        char *end;
-        errno = 0;
-        double t = strtod(o->case_timeout, &end);
-        if (end == o->case_timeout || *end || errno == ERANGE || !isfinite(t) || !(t > 0) ||
-            t > 1e7)
-            return usage_error("--case-timeout: expected a positive number of seconds",
-                               o->case_timeout);
-        r->case_timeout_s = t;
-    }
-    if (o->memory_limit) {
-        char *end;
-        errno = 0;
-        unsigned long long m = strtoull(o->memory_limit, &end, 10);
-        /* A limit under 64 MiB cannot even load a plugin; over 2^40 MiB overflows rlim_t. */
-        if (end == o->memory_limit || *end || errno == ERANGE || o->memory_limit[0] == '-' ||
-            m < 64 || m > (1ull << 40))
-            return usage_error("--memory-limit: expected MiB, from 64", o->memory_limit);
-        r->memory_limit_mib = m;
-    }
-    if (o->in_process && o->memory_limit)
-        return usage_error("--memory-limit applies to the worker; not with --in-process", NULL);
-    return 0;
-}
-
-/* ---- atomic --out ---------------------------------------------------------------------- */
-
-typedef struct out_tmp {
-    FILE *f;
-    char path[PATH_MAX]; /* the temporary file, "" once renamed or removed */
-} out_tmp;
-
-/* 0 if `out` does not exist or is a regular file; else -1 with why set.  The results replace
- * FILE by a rename, which would put a regular file in place of a device (--out /dev/null as
- * root), a FIFO, a symbolic link or (failing only at the end of the run) a directory. */
-static int out_target_ok(const char *out, char *why, size_t n)
-{
-    struct stat st;
-    if (lstat(out, &st) != 0 || S_ISREG(st.st_mode))
-        return 0;
-    snprintf(why, n, "exists and is %s, not a regular file: the results are written to a new "
-             "file renamed over FILE, which would replace it (give a new path, or the link's "
-             "target)",
-             S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
-             : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
-                                                  ? "a device" : "a special file");
-    return -1;
-}
-
-/* Create DIR/.BASE.XXXXXX next to `out`.  Returns 0, or -1 with errno set (EEXIST: `out` is
- * not a regular file, out_target_ok). */
-static int out_tmp_open(out_tmp *t, const char *out)
-{
-    memset(t, 0, sizeof t[0]);
-    char why[512]; /* unused here: the caller that prints it checks first */
-    if (out_target_ok(out, why, sizeof why) != 0) {
-        errno = EEXIST;
-        return -1;
-    }
-    const char *slash = strrchr(out, '/');
-    int w = slash ? snprintf(t->path, sizeof t->path, "%.*s/.%s.XXXXXX", (int)(slash - out), out,
-                             slash + 1)
-                  : snprintf(t->path, sizeof t->path, ".%s.XXXXXX", out);
-    if (w < 0 || (size_t)w >= sizeof t->path) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int fd = mkstemp(t->path);
-    if (fd < 0) {
-        t->path[0] = '\0';
-        return -1;
-    }
-    /* mkstemp makes 0600; the results file gets what fopen(..., "w") would have given. */
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    if (!(t->f = fdopen(fd, "w"))) {
-        int e = errno;
-        close(fd);
-        unlink(t->path);
-        t->path[0] = '\0';
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
-/* Drop the temporary file: FILE is left as it was. */
-static void out_tmp_discard(out_tmp *t, const char *out)
-{
-    if (!out || !t->f)
-        return;
-    fclose(t->f);
-    t->f = NULL;
-    if (t->path[0])
-        unlink(t->path);
-    t->path[0] = '\0';
-}
-
-/* Close and rename over `out`.  Returns 0, or -1 (errno set; the temporary file removed). */
-static int out_tmp_commit(out_tmp *t, const char *out)
-{
-    int bad = fflush(t->f) != 0 || ferror(t->f) || fsync(fileno(t->f)) != 0;
-    int e = errno;
-    bad |= fclose(t->f) != 0;
-    t->f = NULL;
-    if (!bad && rename(t->path, out) == 0) {
-        t->path[0] = '\0';
-        return 0;
-    }
-    e = bad ? e : errno;
-    unlink(t->path);
-    t->path[0] = '\0';
-    errno = e;
-    return -1;
 }
 
 /* ---- incremental --out: FILE.partial.json ------------------------------------------------ */
@@ -425,16 +252,19 @@ static int save_partial(const hr_run *run, const unsigned char *done, size_t n, 
                 view[k++] = run->results[i];
         p.results = view;
     }
-    out_tmp t;
-    if (out_tmp_open(&t, side) != 0)
+    static of_file t; /* two paths: not on the stack */
+    char why[512];
+    if (of_open(&t, side, why, sizeof why) != 0) {
+        errno = EEXIST; /* the callers' warning names the sidecar; why is in FILE's check */
         return -1;
+    }
     if (hr_write(&p, HR_FMT_JSON, t.f) != 0) {
         int e = errno;
-        out_tmp_discard(&t, side);
+        of_discard(&t);
         errno = e ? e : EIO;
         return -1;
     }
-    return out_tmp_commit(&t, side);
+    return of_commit(&t);
 }
 
 /* Same path, or both resolve to the same directory. */
@@ -559,18 +389,18 @@ int cmd_list(const char *argv0, int argc, char **argv)
     (void)argv0;
     static const char *const allowed[] = {"--cases", "--filter", "--exclude", NULL};
     opts o;
-    int rc = parse_opts(argc, argv, allowed, &o);
+    int rc = parse_opts("list", argc, argv, allowed, &o);
     if (rc)
-        return rc == 1 ? 0 : rc;
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
     entry *e;
     size_t n;
     if (load_cases(dir, &o, &e, &n) != 0)
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     if (n == 0) {
         fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
         entries_free(e, n);
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     int bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -590,7 +420,7 @@ int cmd_list(const char *argv0, int argc, char **argv)
         printf("%s\t%s\t%s\n", e[i].id, op_name(e[i].c->op), caps[0] ? caps : "-");
     }
     entries_free(e, n);
-    return bad ? EXIT_BAD : 0;
+    return bad ? CLI_EXIT_FAIL : 0;
 }
 
 /* argv[0] as a re-run command should spell it: made absolute when it contained a '/' (a
@@ -621,23 +451,20 @@ int cmd_run(const char *argv0, int argc, char **argv)
         "--backend-option", "--expect", "--case-timeout", "--memory-limit", "--in-process",
         "--resume",         NULL};
     opts o;
-    int rc = parse_opts(argc, argv, allowed, &o);
+    int rc = parse_opts("run", argc, argv, allowed, &o);
     if (rc)
-        return rc == 1 ? 0 : rc;
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     if (!o.backend)
-        return usage_error("run: --backend is required", NULL);
+        return usage_error("run", "--backend is required", NULL);
     backend_opts bo;
-    if ((rc = parse_backend_opts(&o, &bo)) != 0)
+    if ((rc = parse_backend_opts("run", &o, &bo)) != 0)
         return rc;
     hr_format fmt = HR_FMT_TEXT;
     if (o.format && hr_format_parse(o.format, &fmt) != 0)
-        return usage_error("unknown format (text, tap, junit, json)", o.format);
+        return usage_error("run", "unknown format (text, tap, junit, json)", o.format);
     const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
-    run_opts ro;
-    if ((rc = parse_run_opts(&o, &ro)) != 0)
-        return rc;
     if (o.resume && !o.out)
-        return usage_error("--resume needs --out FILE (it continues from FILE.partial.json)",
+        return usage_error("run", "--resume needs --out FILE (it continues from FILE.partial.json)",
                            NULL);
 
     /* The sidecar FILE.partial.json: the results so far, rewritten after every case.  With
@@ -646,7 +473,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
     if (o.out) {
         int w = snprintf(side, sizeof side, "%s.partial.json", o.out);
         if (w < 0 || (size_t)w >= sizeof side)
-            return usage_error("--out: path too long", o.out);
+            return usage_error("run", "--out: path too long", o.out);
     }
     hr_run prev;
     memset(&prev, 0, sizeof prev);
@@ -659,7 +486,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
             char perr[1024];
             if (hr_partial_load(side, &prev, perr, sizeof perr) != 0) {
                 fprintf(stderr, "attnconf: --resume: cannot resume from %s\n", perr);
-                return EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             const char *what = strcmp(prev.backend_options, bo.summary) != 0 ? "backend options"
                                : strcmp(prev.filter, o.filter ? o.filter : "") != 0 ? "filter"
@@ -674,7 +501,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
                         what[0] == 'b' ? bo.summary
                         : what[0] == 'f' ? (o.filter ? o.filter : "") : dir);
                 free(prev.results);
-                return EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             resuming = 1;
         }
@@ -689,26 +516,21 @@ int cmd_run(const char *argv0, int argc, char **argv)
         if (hx_load(o.expect, &xf, xerr, sizeof xerr) != 0) {
             fprintf(stderr, "attnconf: --expect %s\n", xerr);
             free(prev.results);
-            return EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         }
     }
 
     /* --out goes to a temporary file in FILE's directory, renamed over FILE once complete:
      * a run that fails or is killed never leaves FILE empty or half-written.  Creating it now
      * keeps the up-front check: an unwritable path cannot cost a whole run. */
-    out_tmp ot;
+    static of_file ot; /* two paths: not on the stack */
+    memset(&ot, 0, sizeof ot);
     char why[512];
-    if (o.out && out_target_ok(o.out, why, sizeof why) != 0) {
-        fprintf(stderr, "attnconf: --out %s: %s\n", o.out, why);
+    if (o.out && of_open(&ot, o.out, why, sizeof why) != 0) {
+        fprintf(stderr, "attnconf run: --out %s: %s\n", o.out, why);
         hx_free(&xf);
         free(prev.results);
-        return EXIT_USAGE;
-    }
-    if (o.out && out_tmp_open(&ot, o.out) != 0) {
-        fprintf(stderr, "attnconf: --out %s: %s\n", o.out, strerror(errno));
-        hx_free(&xf);
-        free(prev.results);
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     FILE *outf = o.out ? ot.f : NULL;
 
@@ -718,24 +540,24 @@ int cmd_run(const char *argv0, int argc, char **argv)
     hb_backend hb;
     memset(&hb, 0, sizeof hb);
     char err[1024];
-    hb_open_opts oo = {bo.opt, bo.n, bo.timeout_s};
+    hb_open_opts oo = {bo.opt, bo.n, o.timeout_s};
     if (isolated) {
         /* Resolve here, so a typo in --backend fails before any case is parsed; the worker
          * loads the file. */
         char path[4096];
         if (hb_resolve(o.backend, ATTNCONF_BACKEND_DIR, path, sizeof path, err, sizeof err)) {
             fprintf(stderr, "attnconf: %s\n", err);
-            out_tmp_discard(&ot, o.out);
+            of_discard(&ot);
             hx_free(&xf);
             free(prev.results);
-            return EXIT_BAD;
+            return CLI_EXIT_FAIL;
         }
     } else if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf: %s\n", err);
-        out_tmp_discard(&ot, o.out);
+        of_discard(&ot);
         hx_free(&xf);
         free(prev.results);
-        return EXIT_BAD;
+        return CLI_EXIT_FAIL;
     }
 
     entry *e = NULL;
@@ -747,12 +569,12 @@ int cmd_run(const char *argv0, int argc, char **argv)
     hr_run run;
     memset(&run, 0, sizeof run);
     if (load_cases(dir, &o, &e, &n) != 0) {
-        status = EXIT_USAGE;
+        status = CLI_EXIT_USAGE;
         goto fail;
     }
     if (n == 0) {
         fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
-        status = EXIT_USAGE;
+        status = CLI_EXIT_USAGE;
         goto fail;
     }
 
@@ -776,21 +598,21 @@ int cmd_run(const char *argv0, int argc, char **argv)
             fprintf(stderr, "attnconf: the command that re-runs a case would be over %zu bytes "
                     "(a very long --backend, --cases or --backend-option): shorten it\n",
                     sizeof probe.rerun - 1);
-            status = EXIT_USAGE;
+            status = CLI_EXIT_USAGE;
             goto fail;
         }
     }
 
     /* The worker is forked once the cases are loaded, so it holds them (and every later
      * worker too): the parent sends only an index. */
-    hw_config wc = {o.backend, ATTNCONF_BACKEND_DIR, &oo, &rn, ro.case_timeout_s,
-                    ro.memory_limit_mib, entry_case, e};
+    hw_config wc = {o.backend, ATTNCONF_BACKEND_DIR, &oo, &rn, o.case_timeout_s,
+                    o.memory_limit_mib, entry_case, e};
     const char *be_name, *be_version, *be_path;
     hw_hello hello;
     if (isolated) {
         if (hw_start(&w, &wc, &hello) != 0 || !hello.ok) {
             fprintf(stderr, "attnconf: %s\n", hello.err);
-            status = EXIT_BAD;
+            status = CLI_EXIT_FAIL;
             goto fail;
         }
         be_name = hello.name;
@@ -804,7 +626,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
     if (o.expect && strcmp(xf.backend, be_name) != 0) {
         fprintf(stderr, "attnconf: --expect %s: the file is for backend '%s', this is '%s'\n",
                 o.expect, xf.backend, be_name);
-        status = EXIT_USAGE;
+        status = CLI_EXIT_USAGE;
         goto fail;
     }
     if (resuming && (strcmp(prev.backend_name, be_name) != 0 ||
@@ -812,7 +634,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
         fprintf(stderr, "attnconf: --resume: %s was made with backend '%s' %s, this is '%s' %s: "
                 "rerun with the same backend, or without --resume to start over\n", side,
                 prev.backend_name, prev.backend_version, be_name, be_version);
-        status = EXIT_USAGE;
+        status = CLI_EXIT_USAGE;
         goto fail;
     }
 
@@ -827,7 +649,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
     view = o.out ? calloc(n, sizeof *view) : NULL;
     if (!run.results || !done || (o.out && !view)) {
         fprintf(stderr, "attnconf: out of memory\n");
-        status = EXIT_BAD;
+        status = CLI_EXIT_FAIL;
         goto fail;
     }
 
@@ -913,9 +735,9 @@ int cmd_run(const char *argv0, int argc, char **argv)
 
     /* A backend failure outranks an unreadable case file (exit 1, not 3): both need fixing,
      * and the backend's is what a CI run of a backend is about. */
-    status = failed ? EXIT_BAD
-             : unreadable ? EXIT_CASE_ERROR
-             : (skipped == run.count ? EXIT_SKIP : 0);
+    status = failed ? CLI_EXIT_FAIL
+             : unreadable ? CLI_EXIT_CASE_ERROR
+             : (skipped == run.count ? CLI_EXIT_SKIP : 0);
     if (o.expect) {
         /* Judged against the file instead: a recorded divergence passes, any change fails. */
         snprintf(run.expect_file, sizeof run.expect_file, "%s", o.expect);
@@ -935,14 +757,14 @@ int cmd_run(const char *argv0, int argc, char **argv)
                     xf.version, run.backend_version);
         /* CASE_ERRORs are never as expected (expect.c refuses to record them); alone they
          * are the suite's problem, exit 3 as without --expect. */
-        status = run.unexpected > unreadable || run.stale ? EXIT_BAD
-                 : unreadable                             ? EXIT_CASE_ERROR
+        status = run.unexpected > unreadable || run.stale ? CLI_EXIT_FAIL
+                 : unreadable                             ? CLI_EXIT_CASE_ERROR
                                                           : 0;
     }
     FILE *f = outf ? outf : stdout;
     int wr = hr_write(&run, fmt, f);
     if (f != stdout) {
-        wr |= out_tmp_commit(&ot, o.out);
+        wr |= of_commit(&ot);
         if (wr == 0) /* FILE is complete: the sidecar has served */
             unlink(side);
     } else if (fflush(f) != 0) {
@@ -951,7 +773,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
     if (wr != 0) {
         fprintf(stderr, "attnconf: cannot write results to %s%s%s\n", o.out ? o.out : "stdout",
                 o.out ? ": " : "", o.out ? strerror(errno) : "");
-        status = EXIT_BAD;
+        status = CLI_EXIT_FAIL;
     }
     if (o.out && wr == 0) {
         printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported", run.backend_name,
@@ -978,7 +800,7 @@ fail:
     free(prev.results);
     if (e)
         entries_free(e, n);
-    out_tmp_discard(&ot, o.out);
+    of_discard(&ot);
     hx_free(&xf);
     return status;
 }
@@ -993,30 +815,27 @@ int cmd_backend_info(const char *argv0, int argc, char **argv)
     static const char *const allowed[] = {"--backend", "--backend-option", "--timeout",
                                           "--case-timeout", NULL};
     opts o;
-    int rc = parse_opts(argc, argv, allowed, &o);
+    int rc = parse_opts("backend-info", argc, argv, allowed, &o);
     if (rc)
-        return rc == 1 ? 0 : rc;
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     if (!o.backend)
-        return usage_error("backend-info: --backend is required", NULL);
+        return usage_error("backend-info", "--backend is required", NULL);
     backend_opts bo;
-    if ((rc = parse_backend_opts(&o, &bo)) != 0)
+    if ((rc = parse_backend_opts("backend-info", &o, &bo)) != 0)
         return rc;
-    run_opts ro;
-    if ((rc = parse_run_opts(&o, &ro)) != 0)
-        return rc;
-    hb_open_opts oo = {bo.opt, bo.n, bo.timeout_s};
+    hb_open_opts oo = {bo.opt, bo.n, o.timeout_s};
     static hw_hello h; /* ~14 KiB: not on the stack */
     if (hb_spec_is_exec(o.backend)) {
         hb_backend hb;
         if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, h.err, sizeof h.err) != 0) {
             fprintf(stderr, "attnconf: %s\n", h.err);
-            return EXIT_BAD;
+            return CLI_EXIT_FAIL;
         }
         hw_describe(&hb, &h);
         hb_unload(&hb);
-    } else if (hw_probe(o.backend, ATTNCONF_BACKEND_DIR, &oo, ro.case_timeout_s, &h) != 0) {
+    } else if (hw_probe(o.backend, ATTNCONF_BACKEND_DIR, &oo, o.case_timeout_s, &h) != 0) {
         fprintf(stderr, "attnconf: %s\n", h.err);
-        return EXIT_BAD;
+        return CLI_EXIT_FAIL;
     }
     printf("name: %s\nversion: %s\npath: %s\n", h.name, h.version, h.path);
     char caps[1024];
@@ -1025,5 +844,5 @@ int cmd_backend_info(const char *argv0, int argc, char **argv)
     printf("options:%s\n%s", h.noptions ? "" : " none", h.options);
     if (bo.summary[0])
         printf("given: %s\n", bo.summary);
-    return fflush(stdout) == 0 ? 0 : EXIT_BAD;
+    return fflush(stdout) == 0 ? 0 : CLI_EXIT_FAIL;
 }

@@ -3,8 +3,9 @@
 #define ATTNCONF_BENCH_CMD_H
 
 #define BENCH_USAGE                                                                               \
-    "attnconf bench --backend NAME|PATH.so|exec:CMD [--backend ...] --suite FILE\n"               \
-    "                    [--filter GLOB]... [--out FILE.json] [--limits FILE.json]\n"             \
+    "attnconf bench --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]...\n"           \
+    "                    [--backend ...] --suite FILE [--filter GLOB]... [--out FILE.json]\n"     \
+    "                    [--limits FILE.json] [--timeout SECONDS]\n"                              \
     "                    (time a perf suite; `attnconf bench --help`)\n"                          \
     "       attnconf bench --peak [--out FILE.json]   (this machine's limits)\n"
 
