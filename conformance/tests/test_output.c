@@ -392,7 +392,7 @@ Test(output_robust, bad_arguments_and_garbage_fields)
 
 typedef struct tmpdir {
     char path[64];
-    char files[8][128];
+    char files[16][128];
     int nfiles;
 } tmpdir;
 
@@ -405,7 +405,7 @@ static void tmp_open(tmpdir *d)
 
 static const char *tmp_file(tmpdir *d, const char *name)
 {
-    cr_assert(d->nfiles < 8, "too many temp files");
+    cr_assert(d->nfiles < 16, "too many temp files");
     char *p = d->files[d->nfiles++];
     char buf[128]; /* a separate buffer: GCC's -Wrestrict cannot tell p from d->path */
     snprintf(buf, sizeof buf, "%s/%s", d->path, name);
@@ -627,6 +627,101 @@ Test(report, strict_input_and_usage)
     cr_assert_eq(report(5, twice), 1, "duplicate case ids");
     const char *ok[] = {"report", "--out", out, good};
     cr_assert_eq(report(4, ok), 0, "the good file still works");
+    tmp_close(&d);
+}
+
+/* ---- report: tables no wider than 12 columns ----------------------------------------------- */
+
+/* Every table row of md has at most 12 cells (13 unescaped pipes): what
+ * conformance/tests/check_md_table_width.py checks on REPORT.md, here on the synthetic runs. */
+static void assert_tables_fit(const char *md)
+{
+    for (const char *line = md; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line), pipes = 0;
+        for (size_t i = 0; line[0] == '|' && i < len; i++) {
+            if (line[i] == '\\')
+                i++;
+            else if (line[i] == '|')
+                pipes++;
+        }
+        cr_assert(pipes <= 13, "a table row of %zu cells: %.*s", pipes - 1, (int)len, line);
+        line = end ? end + 1 : line + len;
+    }
+}
+
+/* 13 real backends and 12 kernel-path shape classes: the matrix splits into tables of 6 and 7
+ * backends and the coverage table into two of 6 classes, each repeating its key column; the
+ * third-party totals name every status, as many as the row has cells. */
+Test(report, wide_tables_split_with_the_key_column)
+{
+    tmpdir d;
+    tmp_open(&d);
+    hr_result r[12];
+    const char *argv[3 + 13];
+    int argc = 0;
+    argv[argc++] = "report";
+    argv[argc++] = "--out";
+    argv[argc++] = tmp_file(&d, "wide.md");
+    for (int b = 0; b < 13; b++) {
+        /* Backend bNN fails the case of shape class c(NN mod 12) and passes the others. */
+        for (int k = 0; k < 12; k++) {
+            char id[64];
+            snprintf(id, sizeof id, "sdpa.paths.poison.c%02d.f32", k + 1);
+            r[k] = mk(id, "sdpa.paths", k == b % 12 ? HR_FAIL : HR_PASS,
+                      k == b % 12 ? "values differ" : "");
+        }
+        hr_run run;
+        memset(&run, 0, sizeof run);
+        snprintf(run.backend_name, sizeof run.backend_name, "b%02d", b + 1);
+        snprintf(run.backend_version, sizeof run.backend_version, "0.1.0");
+        snprintf(run.cases_dir, sizeof run.cases_dir, "cases");
+        if (b == 12) {
+            snprintf(run.expect_file, sizeof run.expect_file, "conformance/expected/b13.yaml");
+            snprintf(run.expect_version, sizeof run.expect_version, "0.1.0");
+        }
+        run.results = r;
+        run.count = 12;
+        char name[32];
+        snprintf(name, sizeof name, "b%02d.json", b + 1);
+        argv[argc] = tmp_file(&d, name);
+        write_run_file(argv[argc++], &run);
+    }
+    cr_assert_eq(report(argc, argv), 0, "report failed");
+    char *a = slurp(argv[2]);
+#define FAIL1 " **1 fail** / 12 |"
+    assert_has(a, "\n## Conformance matrix\n\n"
+                  "| Family | b01 | b02 | b03 | b04 | b05 | b06 |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- |\n"
+                  "| sdpa.paths |" FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 "\n"
+                  "| **all** |" FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 "\n\n"
+                  "| Family | b07 | b08 | b09 | b10 | b11 | b12 | b13 |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+                  "| sdpa.paths |" FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 "\n"
+                  "| **all** |" FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 FAIL1 "\n\n"
+                  "A cell is passed/run cases");
+#undef FAIL1
+#define PASS1 " 1/1 pass |"
+    assert_has(a, "is a column here.\n\n"
+                  "| Backend | c01 | c02 | c03 | c04 | c05 | c06 |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- |\n"
+                  "| b01 | 1 fail / 1 |" PASS1 PASS1 PASS1 PASS1 PASS1 "\n"
+                  "| b02 |" PASS1 " 1 fail / 1 |" PASS1 PASS1 PASS1 PASS1 "\n");
+    /* The second part: b07 fails c07, the first of its classes; b13 fails c01 of the first. */
+    assert_has(a, "| b13 | 1 fail / 1 |" PASS1 PASS1 PASS1 PASS1 PASS1 "\n\n"
+                  "| Backend | c07 | c08 | c09 | c10 | c11 | c12 |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- |\n"
+                  "| b01 |" PASS1 PASS1 PASS1 PASS1 PASS1 PASS1 "\n");
+    assert_has(a, "| b07 | 1 fail / 1 |" PASS1 PASS1 PASS1 PASS1 PASS1 "\n");
+    assert_has(a, "| b13 |" PASS1 PASS1 PASS1 PASS1 PASS1 PASS1 "\n\n## Third-party");
+#undef PASS1
+    assert_has(a, "\n### b13 \xE2\x80\x94 0.1.0\n\n");
+    assert_has(a, "| PASS | EXPECTED_ERROR | NOT_SUPPORTED | FAIL | INCORRECT_DTYPE | ERROR "
+                  "| CRASH | TIMEOUT | CASE_ERROR | Total |\n"
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+                  "| 11 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 12 |\n");
+    assert_tables_fit(a);
+    free(a);
     tmp_close(&d);
 }
 

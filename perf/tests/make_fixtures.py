@@ -17,6 +17,9 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
   othermachine.json another CPU with twice the limits and half the times       -> not flagged
   fewreps.json      cpu with 3 repetitions, 20 % slower                        -> too few reps
   decode.json       a memory-bound suite (GB/s), for perf-report
+  wide.json         13 backends, more than one table of 12 columns holds (perf-report splits
+                    each measure): base.json's three and ten cpu builds cpu-v01..cpu-v10, each
+                    5 % slower than the one before
   partial.json      an edited suite: a backend and a shape missing, a shape added, one shape's
                     sizes changed under the same id                            -> listed only
   bad-*.json        broken files: perf-compare / perf-report must exit 2 naming file and key
@@ -48,6 +51,14 @@ OPTIONS = {"cpu": {"threads": "2"}, "reference": {}, "onnxruntime-opset23": {"op
 # How bench timed each backend: in process, or inside the exec: adapter.  The reference's
 # record has no "timing", as in files written before the key existed (read as in-process).
 TIMING = {"cpu": "in-process", "reference": None, "onnxruntime-opset23": "adapter"}
+WIDE = ["cpu", "reference", "onnxruntime-opset23"] + [f"cpu-v{n:02d}" for n in range(1, 11)]
+
+
+def kind(name):
+    """The backend whose model a name uses (cpu-vNN: cpu's, NN x 5 % slower), and the factor."""
+    if name.startswith("cpu-v"):
+        return "cpu", 1 + 0.05 * int(name[5:])
+    return name, 1.0
 
 
 def sig(x, digits):
@@ -101,33 +112,35 @@ def untimed(shape, status, message):
                 peak_rss_bytes=None, validated_rows=0, max_err_ratio=None)
 
 
-def run(suite, label, seed, machine=MACHINE, slow=None, reps=None, time_scale=1.0, status=None):
+def run(suite, label, seed, machine=MACHINE, slow=None, reps=None, time_scale=1.0, status=None,
+        names=None):
     """One bench file.  slow: {backend: factor}; reps: {backend: n}; status: {(backend, id):
-    (STATUS, message)} replacing a shape's outcome."""
+    (STATUS, message)} replacing a shape's outcome; names: the backends, when not the suite's."""
     rng = random.Random(seed)
     slow, reps, status = slow or {}, reps or {}, status or {}
     backends = []
-    names = ["cpu", "reference", "onnxruntime-opset23"] if suite == "prefill" else \
-        ["cpu", "reference"]
+    names = names or (["cpu", "reference", "onnxruntime-opset23"] if suite == "prefill" else
+                      ["cpu", "reference"])
     for name in names:
+        k, factor = kind(name)
         shapes = []
         if suite == "prefill":
             geo = [prefill_shape(L, dt) for L in (256, 1024) for dt in ("f32", "f16")]
         else:
             geo = [decode_shape(lk, dt) for lk in (1024, 8192) for dt in ("f32", "f16")]
         for g in geo:
-            n = reps.get(name, REPS[name])
+            n = reps.get(name, REPS[k])
             if suite == "prefill":
-                ideal = g["flops"] / (PREFILL_RATE[name][g["dtype"]] * 1e9)
+                ideal = g["flops"] / (PREFILL_RATE[k][g["dtype"]] * 1e9)
             else:
-                ideal = g["kv_bytes"] / (DECODE_RATE[name] * 1e9) * (1.1 if g["dtype"] ==
-                                                                    "f32" else 1.0)
-            ideal *= slow.get(name, 1.0) * time_scale
+                ideal = g["kv_bytes"] / (DECODE_RATE[k] * 1e9) * (1.1 if g["dtype"] ==
+                                                                 "f32" else 1.0)
+            ideal *= slow.get(name, 1.0) * time_scale * factor
             key = (name, g["id"])
-            if name == "reference" and g["flops"] > 5e9:
+            if k == "reference" and g["flops"] > 5e9:
                 shapes.append(untimed(g, "SKIPPED",
                                       f"over --max-gflop 5 ({g['flops'] / 1e9:.1f} GFLOP)"))
-            elif name == "onnxruntime-opset23" and g["id"] == "prefill.causal.L1024.f16":
+            elif k == "onnxruntime-opset23" and g["id"] == "prefill.causal.L1024.f16":
                 shapes.append(untimed(g, "NOT_SUPPORTED",
                                       "backend lacks capability sdpa.causal_offset"))
             elif key in status:
@@ -137,9 +150,9 @@ def run(suite, label, seed, machine=MACHINE, slow=None, reps=None, time_scale=1.
                 shapes.append(s)
             else:
                 shapes.append(timed(g, ideal, n, rng, machine))
-        be = {"name": name, "version": VERSION[name], "options": OPTIONS[name]}
-        if TIMING[name]:
-            be["timing"] = TIMING[name]
+        be = {"name": name, "version": VERSION[k], "options": OPTIONS[k]}
+        if TIMING[k]:
+            be["timing"] = TIMING[k]
         backends.append(dict(be, shapes=shapes))
     return {"attnconf_bench": 1, "suite": suite, "suite_file": f"perf/suites/{suite}.yaml",
             "label": label, "started": "2026-12-01T01:02:03Z", "machine": machine,
@@ -165,6 +178,7 @@ def main():
         "fewreps.json": run("prefill", "3 repetitions", 7, slow={"cpu": 1.20},
                             reps={"cpu": 3}),
         "decode.json": run("decode", "base (commit a1b2c3d)", 8),
+        "wide.json": run("prefill", "thirteen backends", 12, names=WIDE),
     }
     base = files["base.json"]
     # The suite changed: the reference not run, cpu lost one shape and gained one, and one

@@ -5,8 +5,9 @@
  *
  * FILE.json are bench results (perf_json.h), typically the committed baselines of one machine.
  * Files of the same suite are merged (each backend in one of them only; all from one machine);
- * suites appear in the order of their first file.  Per suite, one table: a row per shape (in
- * the order of the files), and per backend the columns
+ * suites appear in the order of their first file.  Per suite, one table per measure: a row per
+ * shape (in the order of the files) and a column per backend that has the measure (at most 11
+ * to a table: more take several tables, each with the shape column).  The measures:
  *   time      the median of the timed repetitions
  *   GFLOP/s   compute-bound shapes: flops / median, flops = 2 (D + Dv) per visible pair
  *   GB/s      memory-bound shapes: bytes of K and V in the visible key range / median
@@ -16,11 +17,11 @@
  *             > 1 is slower; on another machine both times are first scaled by their machine's
  *             limit (as perf-compare does), and the text says so
  * A shape that was not timed OK shows its status (NOT_SUPPORTED, SKIPPED, ERROR, INCORRECT)
- * instead of a time, and the messages are listed under the table.  A backend whose file says
- * "timing": "adapter" (an exec: adapter, timed by the seconds it reports around its library
- * call, not in process) is marked with a dagger in the header and a footnote under the table.
+ * in every measure's table, and the messages are listed under the tables.  A backend whose file
+ * says "timing": "adapter" (an exec: adapter, timed by the seconds it reports around its library
+ * call, not in process) is marked with a dagger in the headers and a footnote under the tables.
  *
- * --plot PATH links an image: under the table of the suite named like the file (plots/prefill.svg
+ * --plot PATH links an image: under the tables of the suite named like the file (plots/prefill.svg
  * -> suite prefill), else at the end.  --hyperfine FILE adds a table of whole-process timings
  * (hyperfine --export-json: results[].command, times, median, min, max, and exit_codes: a
  * command that failed is named so next to its time).  --note TEXT is printed
@@ -217,54 +218,114 @@ static double scaled_median(const pj_shape *sh, const pj_machine *m, int scale)
     return sh->median_s * (scale ? pj_limit(m, sh->bound) : 1);
 }
 
-static void write_row(FILE *f, const ctx *c, const suite *s, const char *id, int bound)
+/* The measures of a suite, one table each (shapes as rows, backends as columns): a backend's
+ * column reads down its shapes and a row compares the backends, where one row holding every
+ * measure of every backend is 24 columns wide for six backends. */
+enum { M_TIME, M_RATE, M_PCT, M_REF, M_BASE, M_COUNT };
+
+/* No table wider than this (conformance/tests/check_md_table_width.py, ctest
+ * report.table_width): the shape column and at most 11 backends; more backends split a measure
+ * into tables of near-equal width, each repeating the shape column. */
+#define TABLE_MAX_COLS 12
+
+static int col_has(const col *cl, int m)
 {
-    fputs("| ", f);
-    md_code_cell(f, id);
-    const pj_shape *ref = s->ref ? pj_find_shape(s->ref->be, id) : NULL;
-    for (size_t k = 0; k < s->ncols; k++) {
-        const col *cl = &s->cols[k];
-        const pj_shape *sh = pj_find_shape(cl->be, id);
-        size_t ncells = 3 + (size_t)cl->ref_col + (size_t)cl->base_col;
-        if (!sh || sh->status != PJ_OK) {
-            fprintf(f, " | %s", sh ? pj_status_name(sh->status) : EM_DASH);
-            for (size_t i = 1; i < ncells; i++)
-                fputs(" | " EM_DASH, f);
-            continue;
-        }
-        fputs(" | ", f);
+    return m == M_REF ? cl->ref_col : m == M_BASE ? cl->base_col : 1;
+}
+
+/* A shape that was not timed OK shows its status in every measure's table, so each table reads
+ * on its own. */
+static void write_cell(FILE *f, const ctx *c, const suite *s, const col *cl, const char *id,
+                       int m, int bound)
+{
+    const pj_shape *sh = pj_find_shape(cl->be, id);
+    if (!sh || sh->status != PJ_OK) {
+        fputs(sh ? pj_status_name(sh->status) : EM_DASH, f);
+        return;
+    }
+    if (m == M_TIME) {
         pm_time(f, sh->median_s);
-        fputs(" | ", f);
+    } else if (m == M_RATE) {
         rate_cell(f, sh, bound);
-        fputs(" | ", f);
+    } else if (m == M_PCT) {
         pm_sig3(f, sh->pct_limit);
-        if (cl->ref_col) {
-            fputs(" | ", f);
-            if (ref && ref->status == PJ_OK && sh->median_s > 0 &&
-                pj_same_geometry(ref, sh)) {
-                pm_sig3(f, ref->median_s / sh->median_s);
-                fputs(TIMES, f);
-            } else {
-                fputs(EM_DASH, f);
-            }
+    } else if (m == M_REF) {
+        const pj_shape *ref = s->ref ? pj_find_shape(s->ref->be, id) : NULL;
+        if (ref && ref->status == PJ_OK && sh->median_s > 0 && pj_same_geometry(ref, sh)) {
+            pm_sig3(f, ref->median_s / sh->median_s);
+            fputs(TIMES, f);
+        } else {
+            fputs(EM_DASH, f);
         }
-        if (cl->base_col) {
-            const pj_backend *bb;
-            const pj_file *bf =
-                file_of_suite_backend(c->bases, c->nbases, s->name, cl->be->name, &bb);
-            const pj_shape *b = pj_find_shape(bb, id);
-            fputs(" | ", f);
-            if (b && b->status == PJ_OK && b->timed && b->median_s > 0 &&
-                pj_same_geometry(b, sh)) {
-                int scale = !pj_same_machine(&bf->machine, &cl->file->machine);
-                fprintf(f, "%.2f", scaled_median(sh, &cl->file->machine, scale) /
-                                       scaled_median(b, &bf->machine, scale));
-            } else {
-                fputs(EM_DASH, f);
-            }
+    } else {
+        const pj_backend *bb;
+        const pj_file *bf = file_of_suite_backend(c->bases, c->nbases, s->name, cl->be->name, &bb);
+        const pj_shape *b = pj_find_shape(bb, id);
+        if (b && b->status == PJ_OK && b->timed && b->median_s > 0 && pj_same_geometry(b, sh)) {
+            int scale = !pj_same_machine(&bf->machine, &cl->file->machine);
+            fprintf(f, "%.2f", scaled_median(sh, &cl->file->machine, scale) /
+                                   scaled_median(b, &bf->machine, scale));
+        } else {
+            fputs(EM_DASH, f);
         }
     }
-    fputs(" |\n", f);
+}
+
+/* Measure m's table(s): a label, then per part the backends that have the measure whose rank
+ * among them is in [lo, hi). */
+static void write_measure(FILE *f, const ctx *c, const suite *s, int m, int bound)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < s->ncols; k++)
+        n += (size_t)col_has(&s->cols[k], m);
+    if (!n)
+        return;
+    const char *rate = bound == PJ_COMPUTE ? "GFLOP/s" : bound == PJ_MEMORY ? "GB/s"
+                                                                           : "GFLOP/s or GB/s";
+    const char *pct = bound == PJ_COMPUTE   ? "% of the FMA peak"
+                      : bound == PJ_MEMORY ? "% of the memory read bandwidth"
+                                           : "% of the machine's limit";
+    const char *label[M_COUNT] = {"Median time", rate, pct,
+                                  TIMES " ref (the reference's time / the backend's)",
+                                  "vs base (the time / the baseline's; > 1: slower)"};
+    fprintf(f, "\n**%s**\n", label[m]);
+    const size_t per = TABLE_MAX_COLS - 1, nparts = (n + per - 1) / per;
+    for (size_t p = 0; p < nparts; p++) {
+        const size_t lo = p * n / nparts, hi = (p + 1) * n / nparts;
+        fputs("\n| Shape |", f);
+        for (size_t k = 0, r = 0; k < s->ncols; k++) {
+            const col *cl = &s->cols[k];
+            if (!col_has(cl, m))
+                continue;
+            const size_t rank = r++;
+            if (rank < lo || rank >= hi)
+                continue;
+            fputc(' ', f);
+            md_text(f, cl->be->name);
+            fputs(cl->be->adapter_timing ? DAGGER " |" : " |", f);
+        }
+        fputs("\n| --- |", f);
+        for (size_t i = lo; i < hi; i++)
+            fputs(" ---: |", f);
+        fputc('\n', f);
+        for (size_t i = 0; i < s->nids; i++) {
+            fputs("| ", f);
+            md_code_cell(f, s->ids[i]);
+            fputs(" |", f);
+            for (size_t k = 0, r = 0; k < s->ncols; k++) {
+                const col *cl = &s->cols[k];
+                if (!col_has(cl, m))
+                    continue;
+                const size_t rank = r++;
+                if (rank < lo || rank >= hi)
+                    continue;
+                fputc(' ', f);
+                write_cell(f, c, s, cl, s->ids[i], m, bound);
+                fputs(" |", f);
+            }
+            fputc('\n', f);
+        }
+    }
 }
 
 /* Under the table: the non-OK shapes, grouped by backend, status and message. */
@@ -377,30 +438,8 @@ static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine
             fputs(".\n", f);
     }
     int bound = suite_bound(s);
-    const char *rate = bound == PJ_COMPUTE ? "GFLOP/s" : bound == PJ_MEMORY ? "GB/s" : "rate";
-    const char *pct = bound == PJ_COMPUTE   ? "% FMA peak"
-                      : bound == PJ_MEMORY ? "% mem. bw"
-                                           : "% limit";
-    fputs("\n| Shape", f);
-    size_t ncells = 1;
-    for (size_t k = 0; k < s->ncols; k++) {
-        const col *cl = &s->cols[k];
-        const char *hdr[5] = {"time", rate, pct, TIMES " ref", "vs base"};
-        for (int h = 0; h < 5; h++) {
-            if ((h == 3 && !cl->ref_col) || (h == 4 && !cl->base_col))
-                continue;
-            fputs(" | ", f);
-            md_text(f, cl->be->name);
-            fprintf(f, "%s %s", cl->be->adapter_timing ? DAGGER : "", hdr[h]);
-            ncells++;
-        }
-    }
-    fputs(" |\n| ---", f);
-    for (size_t i = 1; i < ncells; i++)
-        fputs(" | ---:", f);
-    fputs(" |\n", f);
-    for (size_t i = 0; i < s->nids; i++)
-        write_row(f, c, s, s->ids[i], bound);
+    for (int m = 0; m < M_COUNT; m++)
+        write_measure(f, c, s, m, bound);
     size_t nadapter = 0;
     for (size_t k = 0; k < s->ncols; k++)
         if (s->cols[k].be->adapter_timing) {

@@ -3,8 +3,9 @@
  *   attnconf report [--out FILE] [--title TITLE] [--command CMD] [--chart PATH] RESULTS.json...
  *   attnconf report --diff OLD.json NEW.json [--out FILE]          (report_diff.c)
  *
- * The matrix has the case families as rows and the real backends as columns; --chart links a
- * picture under it (tools/pass-chart: the same numbers as a colour map).
+ * The matrix has the case families as rows and the real backends as columns (11 to a table:
+ * more take several tables, each with the family column); --chart links a picture under it
+ * (tools/pass-chart: the same numbers as a colour map).  No table is wider than 12 columns.
  *
  * Several files may name the same backend (e.g. runs with different filters); their results
  * are merged, and a case id seen twice for one backend is an error.  Backends whose name starts
@@ -146,44 +147,71 @@ static void put_short_cell(FILE *f, const tally *t)
         fprintf(f, " + %zu n/s", t->ns);
 }
 
+/* No table wider than this (conformance/tests/check_md_table_width.py, ctest
+ * report.table_width): a key column and at most 11 others.  A table that would be wider is
+ * split into tables of near-equal width, each repeating the key column, rather than one that no
+ * page or terminal shows whole. */
+#define TABLE_MAX_COLS 12
+
+/* The number of tables n columns (beside the key column) take; part p of them holds the columns
+ * of rank [p * n / parts, (p + 1) * n / parts). */
+static size_t table_parts(size_t n)
+{
+    return n ? (n + TABLE_MAX_COLS - 2) / (TABLE_MAX_COLS - 1) : 1;
+}
+
 /* Families as rows, real backends as columns (readable with many families and several
- * backends), a total row, then the backends' versions and options as a list. */
+ * backends), a total row, then the backends' versions and options as a list.  More than 11 real
+ * backends: several such tables, each with the family column and the total row. */
 static void put_matrix(FILE *f, const rp_data *d)
 {
-    fputs("| Family |", f);
+    size_t nreal = 0;
     for (size_t b = 0; b < d->nb; b++)
-        if (!d->backends[b].mutant) {
+        nreal += !d->backends[b].mutant;
+    const size_t parts = table_parts(nreal);
+    for (size_t p = 0; p < parts; p++) {
+        const size_t lo = p * nreal / parts, hi = (p + 1) * nreal / parts;
+        fputs(p ? "\n| Family |" : "| Family |", f);
+        for (size_t b = 0, r = 0; b < d->nb; b++) {
+            if (d->backends[b].mutant)
+                continue;
+            const size_t rank = r++;
+            if (rank < lo || rank >= hi)
+                continue;
             fputc(' ', f);
             md_text(f, d->backends[b].name);
             fputs(" |", f);
         }
-    fputs("\n| --- |", f);
-    for (size_t b = 0; b < d->nb; b++)
-        if (!d->backends[b].mutant)
+        fputs("\n| --- |", f);
+        for (size_t i = lo; i < hi; i++)
             fputs(" --- |", f);
-    fputc('\n', f);
-    for (size_t k = 0; k <= d->nf; k++) {
-        if (k < d->nf) {
-            fputs("| ", f);
-            rp_family(f, d->families[k]);
-            fputs(" |", f);
-        } else {
-            fputs("| **all** |", f);
-        }
-        for (size_t b = 0; b < d->nb; b++) {
-            if (d->backends[b].mutant)
-                continue;
-            tally t;
-            memset(&t, 0, sizeof t);
-            if (k < d->nf)
-                tally_add(&t, rp_cell_counts(d, b, k));
-            else
-                t = backend_tally(d, b);
-            fputc(' ', f);
-            put_short_cell(f, &t);
-            fputs(" |", f);
-        }
         fputc('\n', f);
+        for (size_t k = 0; k <= d->nf; k++) {
+            if (k < d->nf) {
+                fputs("| ", f);
+                rp_family(f, d->families[k]);
+                fputs(" |", f);
+            } else {
+                fputs("| **all** |", f);
+            }
+            for (size_t b = 0, r = 0; b < d->nb; b++) {
+                if (d->backends[b].mutant)
+                    continue;
+                const size_t rank = r++;
+                if (rank < lo || rank >= hi)
+                    continue;
+                tally t;
+                memset(&t, 0, sizeof t);
+                if (k < d->nf)
+                    tally_add(&t, rp_cell_counts(d, b, k));
+                else
+                    t = backend_tally(d, b);
+                fputc(' ', f);
+                put_short_cell(f, &t);
+                fputs(" |", f);
+            }
+            fputc('\n', f);
+        }
     }
     fputs("\nA cell is passed/run cases, or **failed** / run cases; n/s: cases the backend does not "
           "support (not run); " EM_DASH " means the family has no cases in the backend's "
@@ -496,8 +524,15 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
         }
         fputc('\n', f);
     }
-    fputs("| PASS | EXPECTED_ERROR | NOT_SUPPORTED | FAIL | INCORRECT_DTYPE | ERROR | Total |\n"
-          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n|", f);
+    /* The header from the same list as the row: one written out by hand once lacked the
+     * statuses added later, and GFM drops the cells past the header's (the Total with them). */
+    fputc('|', f);
+    for (int s = 0; s < HR_STATUS_COUNT; s++)
+        fprintf(f, " %s |", hr_status_name((hr_status)s));
+    fputs(" Total |\n|", f);
+    for (int s = 0; s <= HR_STATUS_COUNT; s++)
+        fputs(" ---: |", f);
+    fputs("\n|", f);
     for (int s = 0; s < HR_STATUS_COUNT; s++)
         fprintf(f, " %zu |", t.by_status[s]);
     fprintf(f, " %zu |\n\n", t.total);
@@ -588,36 +623,41 @@ static int put_path_coverage(FILE *f, const rp_data *d)
     fputs("## Kernel-path coverage\n\nThe `" PATHS_FAMILY "` cases repeat the semantics that "
           "break most often (masked-slot poison, fully masked rows, windows, left padding, GQA "
           "with causal) at shapes that make real kernels take different code paths: the "
-          "shape class in each id (`q1_k600`: Lq = 1 over 600 keys) is a column here.\n\n"
-          "| Backend |", f);
-    for (size_t i = 0; i < ncls; i++)
-        fprintf(f, " %s |", cls[i]);
-    fputs("\n| --- |", f);
-    for (size_t i = 0; i < ncls; i++)
-        fputs(" --- |", f);
-    fputc('\n', f);
-    for (size_t b = 0; b < d->nb; b++) {
-        const rp_backend *be = &d->backends[b];
-        if (be->mutant)
-            continue;
-        fputs("| ", f);
-        md_text(f, be->name);
-        fputs(" |", f);
-        for (size_t i = 0; i < ncls; i++) {
-            tally t;
-            memset(&t, 0, sizeof t);
-            size_t by[HR_STATUS_COUNT] = {0};
-            for (size_t k = 0; k < be->n; k++) {
-                path_class(be->cases[k].id, buf, sizeof buf);
-                if (!strcmp(buf, cls[i]))
-                    by[be->cases[k].status]++;
-            }
-            tally_add(&t, by);
-            fputc(' ', f);
-            put_cell(f, &t);
-            fputs(" |", f);
-        }
+          "shape class in each id (`q1_k600`: Lq = 1 over 600 keys) is a column here.\n", f);
+    /* More than 11 classes: several tables, each with the backend column. */
+    const size_t parts = table_parts(ncls);
+    for (size_t p = 0; p < parts; p++) {
+        const size_t lo = p * ncls / parts, hi = (p + 1) * ncls / parts;
+        fputs("\n| Backend |", f);
+        for (size_t i = lo; i < hi; i++)
+            fprintf(f, " %s |", cls[i]);
+        fputs("\n| --- |", f);
+        for (size_t i = lo; i < hi; i++)
+            fputs(" --- |", f);
         fputc('\n', f);
+        for (size_t b = 0; b < d->nb; b++) {
+            const rp_backend *be = &d->backends[b];
+            if (be->mutant)
+                continue;
+            fputs("| ", f);
+            md_text(f, be->name);
+            fputs(" |", f);
+            for (size_t i = lo; i < hi; i++) {
+                tally t;
+                memset(&t, 0, sizeof t);
+                size_t by[HR_STATUS_COUNT] = {0};
+                for (size_t k = 0; k < be->n; k++) {
+                    path_class(be->cases[k].id, buf, sizeof buf);
+                    if (!strcmp(buf, cls[i]))
+                        by[be->cases[k].status]++;
+                }
+                tally_add(&t, by);
+                fputc(' ', f);
+                put_cell(f, &t);
+                fputs(" |", f);
+            }
+            fputc('\n', f);
+        }
     }
     fputc('\n', f);
     for (size_t i = 0; i < ncls; i++)
