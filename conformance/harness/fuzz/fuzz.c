@@ -249,13 +249,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         uint64_t st = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         o.seed = acase_splitmix64_next(&st) % 1000000000ull;
     }
-    /* --json is written at the end, atomically; a path it would refuse must not cost a run. */
-    static of_file jf; /* two paths: not on the stack */
-    char why[512];
-    if (o.json && of_open(&jf, o.json, why, sizeof why) != 0) {
-        fprintf(stderr, "attnconf fuzz: --json %s: %s\n", o.json, why);
-        return CLI_EXIT_USAGE;
-    }
+    static of_file jf; /* two paths: not on the stack; zeroed until --json is opened */
 
     static hf_ctx x;
     memset(&x, 0, sizeof x);
@@ -278,6 +272,13 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     if (hf_mkdir(o.out_dir) != 0 || !realpath(o.out_dir, dir_abs)) {
         fprintf(stderr, "attnconf fuzz: --out-dir %s: %s\n", o.out_dir, strerror(errno));
         of_discard(&jf);
+        return CLI_EXIT_USAGE;
+    }
+    /* --json is written at the end, atomically; a path it would refuse must not cost a run.
+     * Opened after --out-dir is made: the tests put the file in the directory above it. */
+    char why[512];
+    if (o.json && of_open(&jf, o.json, why, sizeof why) != 0) {
+        fprintf(stderr, "attnconf fuzz: --json %s: %s\n", o.json, why);
         return CLI_EXIT_USAGE;
     }
     x.rn = (hr_runner){&x.hb, a0, be, dir_abs, o.opt, o.nopt, o.timeout, o.case_timeout};
