@@ -6,11 +6,11 @@
  *
  * Call n of seed S is drawn from SplitMix64 seeded with a hash of (S, n), so any call can be
  * replayed alone and `--seed S --count n+1` replays a run up to it.  Every call becomes an
- * in-memory acase (fuzz_gen.c) that runs exactly as a golden case does (hr_run_case): in the
+ * in-memory acase (fuzz_gen.c) that runs exactly as a golden case does (run_case): in the
  * forked worker with guarded buffers (or in process for exec: adapters and --in-process),
  * compared by the harness's comparator within the clause 13 bound.  The worker is forked
  * once; each call reaches it through a shared mapping (hf_call_pack; the worker rebuilds the
- * same case), and the output comes back through the same mapping (run.h hr_capture_outputs)
+ * same case), and the output comes back through the same mapping (run.h run_capture_outputs)
  * for the metamorphic checks (fuzz_meta.c).  Failing calls are written as YAML case files
  * (acase_write); ctest checks that `attnconf run` fails them as the fuzzer did.  The first failure is shrunk greedily (fuzz_shrink.c) and written to
  * --out-dir as case files that `attnconf run` reproduces.
@@ -260,7 +260,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         of_discard(&jf);
         return CLI_EXIT_FAIL;
     }
-    hr_capture_outputs(x.sh->out, HF_OUT_MAX, &x.sh->out_n);
+    run_capture_outputs(x.sh->out, HF_OUT_MAX, &x.sh->out_n);
     x.isolated = !o.in_process && !hb_spec_is_exec(o.backend);
     x.meta_only = o.meta_only;
     x.oo = (hb_open_opts){o.opt, o.nopt, o.timeout_s};
@@ -281,7 +281,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         fprintf(stderr, "attnconf fuzz: --json %s: %s\n", o.json, why);
         return CLI_EXIT_USAGE;
     }
-    x.rn = (hr_runner){&x.hb, a0, be, dir_abs, o.opt, o.nopt, o.timeout, o.case_timeout};
+    x.rn = (run_ctx){&x.hb, a0, be, dir_abs, o.opt, o.nopt, o.timeout, o.case_timeout};
     x.wc = (hw_config){o.backend, hl_backend_dir(), &x.oo, &x.rn, o.case_timeout_s, 0,
                        hf_worker_case, x.sh};
     if (x.isolated) {

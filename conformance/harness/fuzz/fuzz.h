@@ -4,7 +4,7 @@
  * A random call is an hf_call: shapes, dtypes, mask and parameters, and the input values as
  * doubles (each exactly representable in its tensor's dtype).  hf_build turns it into an
  * in-memory acase with the reference's expected output, row checks and error bound, which runs
- * through the same path as a golden case (hr_run_case in the worker, guarded buffers, the
+ * through the same path as a golden case (run_case in the worker, guarded buffers, the
  * harness's comparator); a failing one is written as a YAML case file.  Shrinking edits the
  * hf_call (slicing tensors keeps every remaining value) and rebuilds the case.
  */

@@ -1,8 +1,8 @@
 /* fuzz_run.c — how `attnconf fuzz` runs a call and judges it (fuzz_run.h).
  *
- * A call runs as a golden case does (hr_run_case): in the worker, which gets the call through
+ * A call runs as a golden case does (run_case): in the worker, which gets the call through
  * the shared mapping (hf_call_pack) and rebuilds the same case, or in process.  The output
- * comes back through the mapping (run.h hr_capture_outputs) for the metamorphic checks.
+ * comes back through the mapping (run.h run_capture_outputs) for the metamorphic checks.
  */
 #define _DEFAULT_SOURCE /* strdup, with POSIX 2008 */
 
@@ -34,7 +34,7 @@ const acase *hf_worker_case(void *ud, size_t i)
     return cur;
 }
 
-/* Run call c (built into case `built` by the caller) as a golden case runs: hr_run_case, in
+/* Run call c (built into case `built` by the caller) as a golden case runs: run_case, in
  * the worker (which rebuilds the case from the call) or in process.  Fills *r; the output
  * values, when usable, are in x->sh->out (x->sh->out_n of them, -1: none).  Returns 0, or -1
  * when the call could not be passed on (err set). */
@@ -42,9 +42,9 @@ static int hf_run(hf_ctx *x, const hf_call *call, const acase *built, hr_result 
                   size_t errlen)
 {
     x->sh->out_n = -1;
-    hr_result_begin(&x->rn, built->id, r);
+    run_result_begin(&x->rn, built->id, r);
     if (!x->isolated) {
-        hr_run_case(&x->rn, built, r);
+        run_case(&x->rn, built, r);
         return 0;
     }
     if (!hf_call_pack(call, built->id, x->sh->buf, sizeof x->sh->buf)) {

@@ -31,7 +31,7 @@ typedef struct hf_ctx {
     hw_worker w;
     hw_config wc;
     hb_open_opts oo;
-    hr_runner rn;
+    run_ctx rn;
     uint64_t caps;
     int meta_only; /* --meta-only: a value mismatch with the reference is not a failure */
     char name[128], version[256];

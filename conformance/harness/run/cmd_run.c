@@ -443,6 +443,404 @@ static void absolute_path(const char *p, char *out, size_t n)
     snprintf(out, n, "%s", realpath(p, buf) ? buf : p);
 }
 
+/* ---- `attnconf run`, phase by phase ---------------------------------------------------------
+ * cmd_run reads as its table of contents: check the arguments, read what must be read before
+ * anything runs (the sidecar for --resume, the expected-results file), open --out, reach the
+ * backend, load the cases, start the worker, run every case, judge, write.  Everything a phase
+ * makes lives in one session and is freed once, by session_free, on every path. */
+
+typedef struct session {
+    const char *argv0;
+    opts o;
+    backend_opts bo;
+    hr_format fmt;
+    const char *dir;           /* --cases, or the default */
+    char side[PATH_MAX];       /* FILE.partial.json of --out FILE; "" without --out */
+    hr_run prev;               /* the sidecar's results (--resume) */
+    int resuming;
+    hx_file xf;                /* --expect */
+    of_file out;               /* --out FILE, written to a temporary until committed */
+    int isolated;              /* plugins run in a worker (worker.h) */
+    hb_backend hb;             /* the backend, loaded here when not isolated */
+    hb_open_opts oo;
+    entry *e;                  /* the selected case files, sorted by id */
+    size_t n;
+    char a0[PATH_MAX], be_arg[PATH_MAX], dir_abs[PATH_MAX]; /* as re-run commands spell them */
+    run_ctx rn;
+    hw_config wc;
+    hw_worker w;
+    hw_hello hello;
+    const char *be_name, *be_version, *be_path;
+    hr_run run;
+    unsigned char *done;       /* done[i]: case i has its result */
+    hr_result *view;           /* room for save_partial's view of the done results */
+    size_t passed, failed, skipped, unreadable;
+} session;
+
+static void session_free(session *s)
+{
+    hw_stop(&s->w);
+    hb_unload(&s->hb);
+    free(s->run.results);
+    free(s->done);
+    free(s->view);
+    free(s->prev.results);
+    if (s->e)
+        entries_free(s->e, s->n);
+    of_discard(&s->out); /* nothing once committed */
+    hx_free(&s->xf);
+    free(s);
+}
+
+/* Options that only make sense together, and the sidecar's name.  Returns 0 or an exit
+ * status. */
+static int session_check_args(session *s)
+{
+    if (!s->o.backend)
+        return usage_error("run", "--backend is required", NULL);
+    int rc = parse_backend_opts("run", &s->o, &s->bo);
+    if (rc != 0)
+        return rc;
+    if (s->o.format && hr_format_parse(s->o.format, &s->fmt) != 0)
+        return usage_error("run", "unknown format (text, tap, junit, json)", s->o.format);
+    s->dir = s->o.cases ? s->o.cases : ATTNCONF_DEFAULT_CASES;
+    if (s->o.resume && !s->o.out)
+        return usage_error("run", "--resume needs --out FILE (it continues from FILE.partial.json)",
+                           NULL);
+    /* The sidecar FILE.partial.json: the results so far, rewritten after every case. */
+    if (s->o.out) {
+        int w = snprintf(s->side, sizeof s->side, "%s.partial.json", s->o.out);
+        if (w < 0 || (size_t)w >= sizeof s->side)
+            return usage_error("run", "--out: path too long", s->o.out);
+    }
+    return 0;
+}
+
+/* --resume: read and check an existing sidecar before anything runs.  Returns 0 or an exit
+ * status. */
+static int session_resume_load(session *s)
+{
+    if (!s->o.resume)
+        return 0;
+    struct stat sb;
+    if (stat(s->side, &sb) != 0 && errno == ENOENT) {
+        fprintf(stderr, "attnconf: --resume: no %s: starting from scratch\n", s->side);
+        return 0;
+    }
+    char perr[1024];
+    if (hr_partial_load(s->side, &s->prev, perr, sizeof perr) != 0) {
+        fprintf(stderr, "attnconf: --resume: cannot resume from %s\n", perr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *filter = s->o.filter ? s->o.filter : "";
+    const char *what = strcmp(s->prev.backend_options, s->bo.summary) != 0 ? "backend options"
+                       : strcmp(s->prev.filter, filter) != 0               ? "filter"
+                       : !same_dir(s->prev.cases_dir, s->dir)              ? "cases dir"
+                                                                           : NULL;
+    if (what) {
+        fprintf(stderr, "attnconf: --resume: %s was made with %s '%s', this run has "
+                "'%s': rerun with the same options, or without --resume to start over\n",
+                s->side, what,
+                what[0] == 'b' ? s->prev.backend_options
+                : what[0] == 'f' ? s->prev.filter : s->prev.cases_dir,
+                what[0] == 'b' ? s->bo.summary : what[0] == 'f' ? filter : s->dir);
+        return CLI_EXIT_USAGE;
+    }
+    s->resuming = 1;
+    return 0;
+}
+
+/* The expected-results file is read before anything runs: a broken file must not cost a whole
+ * run.  Returns 0 or an exit status. */
+static int session_expect_load(session *s)
+{
+    char xerr[1024];
+    if (s->o.expect && hx_load(s->o.expect, &s->xf, xerr, sizeof xerr) != 0) {
+        fprintf(stderr, "attnconf: --expect %s\n", xerr);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* --out goes to a temporary file in FILE's directory, renamed over FILE once complete: a run
+ * that fails or is killed never leaves FILE empty or half-written.  Creating it now keeps the
+ * up-front check: an unwritable path cannot cost a whole run. */
+static int session_open_out(session *s)
+{
+    char why[512];
+    if (s->o.out && of_open(&s->out, s->o.out, why, sizeof why) != 0) {
+        fprintf(stderr, "attnconf run: --out %s: %s\n", s->o.out, why);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Plugins run in a worker process (worker.h); exec: adapters are processes of their own
+ * already, so their bridge stays here, and --in-process keeps everything here.  Returns 0 or
+ * an exit status. */
+static int session_reach_backend(session *s)
+{
+    s->isolated = !s->o.in_process && !hb_spec_is_exec(s->o.backend);
+    s->oo = (hb_open_opts){s->bo.opt, s->bo.n, s->o.timeout_s};
+    char err[1024];
+    if (s->isolated) {
+        /* Resolve here, so a typo in --backend fails before any case is parsed; the worker
+         * loads the file. */
+        char path[4096];
+        if (hb_resolve(s->o.backend, ATTNCONF_BACKEND_DIR, path, sizeof path, err, sizeof err)) {
+            fprintf(stderr, "attnconf: %s\n", err);
+            return CLI_EXIT_FAIL;
+        }
+    } else if (hb_load(s->o.backend, ATTNCONF_BACKEND_DIR, &s->oo, &s->hb, err, sizeof err) != 0) {
+        fprintf(stderr, "attnconf: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* The selected case files, and the words of the command that re-runs one.  Returns 0 or an
+ * exit status. */
+static int session_load_cases(session *s)
+{
+    if (load_cases(s->dir, &s->o, &s->e, &s->n) != 0)
+        return CLI_EXIT_USAGE;
+    if (s->n == 0) {
+        fprintf(stderr, "attnconf: no case in %s matches '%s'\n", s->dir,
+                s->o.filter ? s->o.filter : "*");
+        return CLI_EXIT_USAGE;
+    }
+    absolute_argv0(s->argv0, s->a0, sizeof s->a0);
+    if (hb_spec_is_path(s->o.backend))
+        absolute_path(s->o.backend, s->be_arg, sizeof s->be_arg);
+    else
+        snprintf(s->be_arg, sizeof s->be_arg, "%s", s->o.backend);
+    absolute_path(s->dir, s->dir_abs, sizeof s->dir_abs);
+    s->rn = (run_ctx){&s->hb, s->a0, s->be_arg, s->dir_abs, s->bo.opt, s->bo.n, s->o.timeout,
+                        s->o.case_timeout};
+    /* Every failure prints the command that re-runs it: if that command would not fit for the
+     * longest possible case id, say so now rather than print none later. */
+    char longest[ACASE_ID_MAX];
+    memset(longest, 'a', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    hr_result probe;
+    run_result_begin(&s->rn, longest, &probe);
+    if (!probe.rerun[0]) {
+        fprintf(stderr, "attnconf: the command that re-runs a case would be over %zu bytes "
+                "(a very long --backend, --cases or --backend-option): shorten it\n",
+                sizeof probe.rerun - 1);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The worker is forked once the cases are loaded, so it holds them (and every later worker
+ * too): the parent sends only an index.  Then the backend's name and version must agree with
+ * --expect and --resume, and the run's header is filled.  Returns 0 or an exit status. */
+static int session_start(session *s)
+{
+    s->wc = (hw_config){s->o.backend, ATTNCONF_BACKEND_DIR, &s->oo, &s->rn, s->o.case_timeout_s,
+                        s->o.memory_limit_mib, entry_case, s->e};
+    s->w = (hw_worker){0, -1, NULL, 0};
+    if (s->isolated) {
+        if (hw_start(&s->w, &s->wc, &s->hello) != 0 || !s->hello.ok) {
+            fprintf(stderr, "attnconf: %s\n", s->hello.err);
+            return CLI_EXIT_FAIL;
+        }
+        s->be_name = s->hello.name;
+        s->be_version = s->hello.version;
+        s->be_path = s->hello.path;
+    } else {
+        s->be_name = s->hb.be->name;
+        s->be_version = s->hb.be->version ? s->hb.be->version : "";
+        s->be_path = s->hb.path;
+    }
+    if (s->o.expect && strcmp(s->xf.backend, s->be_name) != 0) {
+        fprintf(stderr, "attnconf: --expect %s: the file is for backend '%s', this is '%s'\n",
+                s->o.expect, s->xf.backend, s->be_name);
+        return CLI_EXIT_USAGE;
+    }
+    if (s->resuming && (strcmp(s->prev.backend_name, s->be_name) != 0 ||
+                        strcmp(s->prev.backend_version, s->be_version) != 0)) {
+        fprintf(stderr, "attnconf: --resume: %s was made with backend '%s' %s, this is '%s' %s: "
+                "rerun with the same backend, or without --resume to start over\n", s->side,
+                s->prev.backend_name, s->prev.backend_version, s->be_name, s->be_version);
+        return CLI_EXIT_USAGE;
+    }
+    hr_run *run = &s->run;
+    snprintf(run->backend_name, sizeof run->backend_name, "%s", s->be_name);
+    snprintf(run->backend_version, sizeof run->backend_version, "%s", s->be_version);
+    snprintf(run->backend_path, sizeof run->backend_path, "%s", s->be_path);
+    snprintf(run->cases_dir, sizeof run->cases_dir, "%s", s->dir);
+    snprintf(run->filter, sizeof run->filter, "%s", s->o.filter ? s->o.filter : "");
+    snprintf(run->backend_options, sizeof run->backend_options, "%s", s->bo.summary);
+    run->results = calloc(s->n, sizeof *run->results);
+    s->done = calloc(s->n, 1);
+    s->view = s->o.out ? calloc(s->n, sizeof *s->view) : NULL;
+    if (!run->results || !s->done || (s->o.out && !s->view)) {
+        fprintf(stderr, "attnconf: out of memory\n");
+        return CLI_EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* --resume: keep the sidecar's result of every case still selected (each id once); an
+ * unreadable or duplicate case file is cheap to judge again and is not kept. */
+static void session_resume_merge(session *s)
+{
+    if (!s->resuming)
+        return;
+    const hr_run *prev = &s->prev;
+    unsigned char *used = calloc(prev->count ? prev->count : 1, 1);
+    size_t kept = 0;
+    for (size_t i = 0; used && i < s->n; i++) {
+        if (s->e[i].err || (i > 0 && strcmp(s->e[i].id, s->e[i - 1].id) == 0))
+            continue;
+        for (size_t j = 0; j < prev->count; j++)
+            if (!used[j] && prev->results[j].status != HR_CASE_ERROR &&
+                strcmp(prev->results[j].id, s->e[i].id) == 0) {
+                s->run.results[i] = prev->results[j];
+                used[j] = s->done[i] = 1;
+                kept++;
+                break;
+            }
+    }
+    free(used);
+    fprintf(stderr, "attnconf: --resume: %zu of %zu selected cases done in %s (%zu of its "
+            "%zu results kept); running the other %zu\n", kept, s->n, s->side, kept, prev->count,
+            s->n - kept);
+}
+
+/* Case i, into its result: a case file that did not load or repeats an id is the suite's
+ * problem (CASE_ERROR, exit 3); otherwise it runs here or in the worker. */
+static void session_run_one(session *s, size_t i)
+{
+    hr_result *r = &s->run.results[i];
+    const entry *e = &s->e[i];
+    run_result_begin(&s->rn, e->id, r);
+    if (e->err) {
+        r->status = HR_CASE_ERROR;
+        snprintf(r->message, sizeof r->message, "%s", e->err);
+    } else if (i > 0 && strcmp(e->id, s->e[i - 1].id) == 0) {
+        r->status = HR_CASE_ERROR;
+        snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)",
+                 e->path, e->id, s->e[i - 1].path);
+    } else if (!s->isolated) {
+        run_case(&s->rn, e->c, r);
+    } else {
+        /* A worker that died on the previous case is replaced; one that cannot be (the
+         * backend now fails to load) makes this case a CRASH and is retried for the next. */
+        if (s->w.pid == 0 && (hw_start(&s->w, &s->wc, &s->hello) != 0 || !s->hello.ok)) {
+            r->status = HR_CRASH;
+            snprintf(r->message, sizeof r->message, "cannot restart the worker: %.450s",
+                     s->hello.err);
+        } else {
+            hw_run(&s->w, &s->wc, i, r);
+        }
+        if (r->status == HR_CRASH || r->status == HR_TIMEOUT)
+            run_result_case_info(e->c, r); /* the dead worker could not send them */
+    }
+}
+
+/* Every case not kept from the sidecar, saving the results so far after each. */
+static void session_run_all(session *s)
+{
+    int side_warned = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->done[i])
+            session_run_one(s, i);
+        /* Free each case as soon as it has run: only results are kept (a worker forked
+         * later never asks for an earlier case). */
+        acase_free(s->e[i].c);
+        s->e[i].c = NULL;
+        if (s->done[i]) /* kept from the sidecar: it has that result already */
+            continue;
+        s->done[i] = 1;
+        s->run.count = s->n;
+        if (s->o.out && save_partial(&s->run, s->done, s->n, s->view, s->side) != 0 &&
+            !side_warned) {
+            fprintf(stderr, "attnconf: warning: cannot save the results so far to %s: %s "
+                    "(the run goes on; an interrupted run cannot be resumed)\n", s->side,
+                    strerror(errno));
+            side_warned = 1;
+        }
+    }
+    s->run.count = s->n;
+    hw_stop(&s->w);
+    hb_unload(&s->hb);
+}
+
+/* The exit status: the statuses' own, or with --expect, the expected-results file's verdict. */
+static int session_judge(session *s)
+{
+    hr_run *run = &s->run;
+    size_t counts[HR_STATUS_COUNT] = {0};
+    for (size_t i = 0; i < run->count; i++)
+        counts[run->results[i].status]++;
+    s->passed = counts[HR_PASS] + counts[HR_EXPECTED_ERROR];
+    s->failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR] +
+                counts[HR_CRASH] + counts[HR_TIMEOUT];
+    s->skipped = counts[HR_NOT_SUPPORTED];
+    s->unreadable = counts[HR_CASE_ERROR];
+    if (!s->o.expect) {
+        /* A backend failure outranks an unreadable case file (exit 1, not 3): both need
+         * fixing, and the backend's is what a CI run of a backend is about. */
+        return s->failed       ? CLI_EXIT_FAIL
+               : s->unreadable ? CLI_EXIT_CASE_ERROR
+               : (s->skipped == run->count ? CLI_EXIT_SKIP : 0);
+    }
+    /* Judged against the file instead: a recorded divergence passes, any change fails. */
+    hx_file *xf = &s->xf;
+    snprintf(run->expect_file, sizeof run->expect_file, "%s", s->o.expect);
+    snprintf(run->expect_version, sizeof run->expect_version, "%s", xf->version);
+    run->unexpected = hx_apply(xf, run);
+    for (size_t k = 0; k < xf->n && !s->o.filter; k++)
+        for (size_t j = 0; j < xf->entries[k].npatterns; j++)
+            if (xf->entries[k].hits[j] == 0) {
+                fprintf(stderr,
+                        "attnconf: %s:%d: stale entry: '%s' matches no case (or only cases "
+                        "an earlier entry took)\n",
+                        s->o.expect, xf->entries[k].line, xf->entries[k].patterns[j]);
+                run->stale++;
+            }
+    if (strcmp(xf->version, run->backend_version) != 0)
+        fprintf(stderr, "attnconf: note: %s was recorded with %s; this is %s\n", s->o.expect,
+                xf->version, run->backend_version);
+    /* CASE_ERRORs are never as expected (expect.c refuses to record them); alone they are the
+     * suite's problem, exit 3 as without --expect. */
+    return run->unexpected > s->unreadable || run->stale ? CLI_EXIT_FAIL
+           : s->unreadable                               ? CLI_EXIT_CASE_ERROR
+                                                         : 0;
+}
+
+/* The results, to --out (committed, the sidecar then removed, a summary line on stdout) or to
+ * stdout.  Returns status, or CLI_EXIT_FAIL when they cannot be written. */
+static int session_write(session *s, int status)
+{
+    FILE *f = s->o.out ? s->out.f : stdout;
+    int wr = hr_write(&s->run, s->fmt, f);
+    if (f != stdout) {
+        wr |= of_commit(&s->out);
+        if (wr == 0) /* FILE is complete: the sidecar has served */
+            unlink(s->side);
+    } else if (fflush(f) != 0) {
+        wr = -1;
+    }
+    if (wr != 0) {
+        fprintf(stderr, "attnconf: cannot write results to %s%s%s\n",
+                s->o.out ? s->o.out : "stdout", s->o.out ? ": " : "",
+                s->o.out ? strerror(errno) : "");
+        return CLI_EXIT_FAIL;
+    }
+    if (s->o.out) {
+        printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported",
+               s->run.backend_name, s->run.backend_version, s->passed, s->failed, s->skipped);
+        if (s->unreadable)
+            printf("; %zu case file%s unreadable", s->unreadable, s->unreadable == 1 ? "" : "s");
+        printf(" (results in %s)\n", s->o.out);
+    }
+    return status;
+}
+
 int cmd_run(const char *argv0, int argc, char **argv)
 {
     static const char *const allowed[] = {
@@ -450,358 +848,39 @@ int cmd_run(const char *argv0, int argc, char **argv)
         "--timeout",
         "--backend-option", "--expect", "--case-timeout", "--memory-limit", "--in-process",
         "--resume",         NULL};
-    opts o;
-    int rc = parse_opts("run", argc, argv, allowed, &o);
-    if (rc)
-        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
-    if (!o.backend)
-        return usage_error("run", "--backend is required", NULL);
-    backend_opts bo;
-    if ((rc = parse_backend_opts("run", &o, &bo)) != 0)
-        return rc;
-    hr_format fmt = HR_FMT_TEXT;
-    if (o.format && hr_format_parse(o.format, &fmt) != 0)
-        return usage_error("run", "unknown format (text, tap, junit, json)", o.format);
-    const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
-    if (o.resume && !o.out)
-        return usage_error("run", "--resume needs --out FILE (it continues from FILE.partial.json)",
-                           NULL);
-
-    /* The sidecar FILE.partial.json: the results so far, rewritten after every case.  With
-     * --resume an existing one is read and checked before anything runs. */
-    char side[PATH_MAX] = "";
-    if (o.out) {
-        int w = snprintf(side, sizeof side, "%s.partial.json", o.out);
-        if (w < 0 || (size_t)w >= sizeof side)
-            return usage_error("run", "--out: path too long", o.out);
-    }
-    hr_run prev;
-    memset(&prev, 0, sizeof prev);
-    int resuming = 0;
-    if (o.resume) {
-        struct stat sb;
-        if (stat(side, &sb) != 0 && errno == ENOENT) {
-            fprintf(stderr, "attnconf: --resume: no %s: starting from scratch\n", side);
-        } else {
-            char perr[1024];
-            if (hr_partial_load(side, &prev, perr, sizeof perr) != 0) {
-                fprintf(stderr, "attnconf: --resume: cannot resume from %s\n", perr);
-                return CLI_EXIT_USAGE;
-            }
-            const char *what = strcmp(prev.backend_options, bo.summary) != 0 ? "backend options"
-                               : strcmp(prev.filter, o.filter ? o.filter : "") != 0 ? "filter"
-                               : !same_dir(prev.cases_dir, dir) ? "cases dir"
-                                                                : NULL;
-            if (what) {
-                fprintf(stderr, "attnconf: --resume: %s was made with %s '%s', this run has "
-                        "'%s': rerun with the same options, or without --resume to start over\n",
-                        side, what,
-                        what[0] == 'b' ? prev.backend_options
-                        : what[0] == 'f' ? prev.filter : prev.cases_dir,
-                        what[0] == 'b' ? bo.summary
-                        : what[0] == 'f' ? (o.filter ? o.filter : "") : dir);
-                free(prev.results);
-                return CLI_EXIT_USAGE;
-            }
-            resuming = 1;
-        }
-    }
-
-    /* The expected-results file is read before anything runs: a broken file must not cost a
-     * whole run. */
-    hx_file xf;
-    memset(&xf, 0, sizeof xf);
-    if (o.expect) {
-        char xerr[1024];
-        if (hx_load(o.expect, &xf, xerr, sizeof xerr) != 0) {
-            fprintf(stderr, "attnconf: --expect %s\n", xerr);
-            free(prev.results);
-            return CLI_EXIT_USAGE;
-        }
-    }
-
-    /* --out goes to a temporary file in FILE's directory, renamed over FILE once complete:
-     * a run that fails or is killed never leaves FILE empty or half-written.  Creating it now
-     * keeps the up-front check: an unwritable path cannot cost a whole run. */
-    static of_file ot; /* two paths: not on the stack */
-    memset(&ot, 0, sizeof ot);
-    char why[512];
-    if (o.out && of_open(&ot, o.out, why, sizeof why) != 0) {
-        fprintf(stderr, "attnconf run: --out %s: %s\n", o.out, why);
-        hx_free(&xf);
-        free(prev.results);
-        return CLI_EXIT_USAGE;
-    }
-    FILE *outf = o.out ? ot.f : NULL;
-
-    /* Plugins run in a worker process (worker.h); exec: adapters are processes of their own
-     * already, so their bridge stays here, and --in-process keeps everything here. */
-    int isolated = !o.in_process && !hb_spec_is_exec(o.backend);
-    hb_backend hb;
-    memset(&hb, 0, sizeof hb);
-    char err[1024];
-    hb_open_opts oo = {bo.opt, bo.n, o.timeout_s};
-    if (isolated) {
-        /* Resolve here, so a typo in --backend fails before any case is parsed; the worker
-         * loads the file. */
-        char path[4096];
-        if (hb_resolve(o.backend, ATTNCONF_BACKEND_DIR, path, sizeof path, err, sizeof err)) {
-            fprintf(stderr, "attnconf: %s\n", err);
-            of_discard(&ot);
-            hx_free(&xf);
-            free(prev.results);
-            return CLI_EXIT_FAIL;
-        }
-    } else if (hb_load(o.backend, ATTNCONF_BACKEND_DIR, &oo, &hb, err, sizeof err) != 0) {
-        fprintf(stderr, "attnconf: %s\n", err);
-        of_discard(&ot);
-        hx_free(&xf);
-        free(prev.results);
+    /* The session holds paths and buffers of a few tens of KiB: on the heap, not the stack. */
+    session *s = calloc(1, sizeof *s);
+    if (!s) {
+        fprintf(stderr, "attnconf: out of memory\n");
         return CLI_EXIT_FAIL;
     }
-
-    entry *e = NULL;
-    unsigned char *done = NULL;
-    hr_result *view = NULL;
-    size_t n = 0;
-    int status = 0;
-    hw_worker w = {0, -1, NULL, 0};
-    hr_run run;
-    memset(&run, 0, sizeof run);
-    if (load_cases(dir, &o, &e, &n) != 0) {
-        status = CLI_EXIT_USAGE;
-        goto fail;
+    s->argv0 = argv0;
+    s->w = (hw_worker){0, -1, NULL, 0};
+    int status = parse_opts("run", argc, argv, allowed, &s->o);
+    if (status == CLI_HELP) {
+        session_free(s);
+        return CLI_EXIT_OK;
     }
-    if (n == 0) {
-        fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
-        status = CLI_EXIT_USAGE;
-        goto fail;
+    if (status == 0)
+        status = session_check_args(s);
+    if (status == 0)
+        status = session_resume_load(s);
+    if (status == 0)
+        status = session_expect_load(s);
+    if (status == 0)
+        status = session_open_out(s);
+    if (status == 0)
+        status = session_reach_backend(s);
+    if (status == 0)
+        status = session_load_cases(s);
+    if (status == 0)
+        status = session_start(s);
+    if (status == 0) {
+        session_resume_merge(s);
+        session_run_all(s);
+        status = session_write(s, session_judge(s));
     }
-
-    char a0[PATH_MAX], be_arg[PATH_MAX], dir_abs[PATH_MAX];
-    absolute_argv0(argv0, a0, sizeof a0);
-    if (hb_spec_is_path(o.backend))
-        absolute_path(o.backend, be_arg, sizeof be_arg);
-    else
-        snprintf(be_arg, sizeof be_arg, "%s", o.backend);
-    absolute_path(dir, dir_abs, sizeof dir_abs);
-    hr_runner rn = {&hb, a0, be_arg, dir_abs, bo.opt, bo.n, o.timeout, o.case_timeout};
-    /* Every failure prints the command that re-runs it: if that command would not fit for the
-     * longest possible case id, say so now rather than print none later. */
-    {
-        char longest[ACASE_ID_MAX];
-        memset(longest, 'a', sizeof longest - 1);
-        longest[sizeof longest - 1] = '\0';
-        hr_result probe;
-        hr_result_begin(&rn, longest, &probe);
-        if (!probe.rerun[0]) {
-            fprintf(stderr, "attnconf: the command that re-runs a case would be over %zu bytes "
-                    "(a very long --backend, --cases or --backend-option): shorten it\n",
-                    sizeof probe.rerun - 1);
-            status = CLI_EXIT_USAGE;
-            goto fail;
-        }
-    }
-
-    /* The worker is forked once the cases are loaded, so it holds them (and every later
-     * worker too): the parent sends only an index. */
-    hw_config wc = {o.backend, ATTNCONF_BACKEND_DIR, &oo, &rn, o.case_timeout_s,
-                    o.memory_limit_mib, entry_case, e};
-    const char *be_name, *be_version, *be_path;
-    hw_hello hello;
-    if (isolated) {
-        if (hw_start(&w, &wc, &hello) != 0 || !hello.ok) {
-            fprintf(stderr, "attnconf: %s\n", hello.err);
-            status = CLI_EXIT_FAIL;
-            goto fail;
-        }
-        be_name = hello.name;
-        be_version = hello.version;
-        be_path = hello.path;
-    } else {
-        be_name = hb.be->name;
-        be_version = hb.be->version ? hb.be->version : "";
-        be_path = hb.path;
-    }
-    if (o.expect && strcmp(xf.backend, be_name) != 0) {
-        fprintf(stderr, "attnconf: --expect %s: the file is for backend '%s', this is '%s'\n",
-                o.expect, xf.backend, be_name);
-        status = CLI_EXIT_USAGE;
-        goto fail;
-    }
-    if (resuming && (strcmp(prev.backend_name, be_name) != 0 ||
-                     strcmp(prev.backend_version, be_version) != 0)) {
-        fprintf(stderr, "attnconf: --resume: %s was made with backend '%s' %s, this is '%s' %s: "
-                "rerun with the same backend, or without --resume to start over\n", side,
-                prev.backend_name, prev.backend_version, be_name, be_version);
-        status = CLI_EXIT_USAGE;
-        goto fail;
-    }
-
-    snprintf(run.backend_name, sizeof run.backend_name, "%s", be_name);
-    snprintf(run.backend_version, sizeof run.backend_version, "%s", be_version);
-    snprintf(run.backend_path, sizeof run.backend_path, "%s", be_path);
-    snprintf(run.cases_dir, sizeof run.cases_dir, "%s", dir);
-    snprintf(run.filter, sizeof run.filter, "%s", o.filter ? o.filter : "");
-    snprintf(run.backend_options, sizeof run.backend_options, "%s", bo.summary);
-    run.results = calloc(n, sizeof *run.results);
-    done = calloc(n, 1);
-    view = o.out ? calloc(n, sizeof *view) : NULL;
-    if (!run.results || !done || (o.out && !view)) {
-        fprintf(stderr, "attnconf: out of memory\n");
-        status = CLI_EXIT_FAIL;
-        goto fail;
-    }
-
-    if (resuming) {
-        /* Keep the sidecar's result of every case still selected (each id once); an
-         * unreadable or duplicate case file is cheap to judge again and is not kept. */
-        unsigned char *used = calloc(prev.count ? prev.count : 1, 1);
-        size_t kept = 0;
-        for (size_t i = 0; used && i < n; i++) {
-            if (e[i].err || (i > 0 && strcmp(e[i].id, e[i - 1].id) == 0))
-                continue;
-            for (size_t j = 0; j < prev.count; j++)
-                if (!used[j] && prev.results[j].status != HR_CASE_ERROR &&
-                    strcmp(prev.results[j].id, e[i].id) == 0) {
-                    run.results[i] = prev.results[j];
-                    used[j] = done[i] = 1;
-                    kept++;
-                    break;
-                }
-        }
-        free(used);
-        fprintf(stderr, "attnconf: --resume: %zu of %zu selected cases done in %s (%zu of its "
-                "%zu results kept); running the other %zu\n", kept, n, side, kept, prev.count,
-                n - kept);
-    }
-    int side_warned = 0;
-    for (size_t i = 0; i < n; i++) {
-        hr_result *r = &run.results[i];
-        if (done[i]) { /* kept from the sidecar */
-            acase_free(e[i].c);
-            e[i].c = NULL;
-            continue;
-        }
-        hr_result_begin(&rn, e[i].id, r);
-        if (e[i].err) {
-            /* The suite's problem, not the backend's (CASE_ERROR, exit 3). */
-            r->status = HR_CASE_ERROR;
-            snprintf(r->message, sizeof r->message, "%s", e[i].err);
-        } else if (i > 0 && strcmp(e[i].id, e[i - 1].id) == 0) {
-            r->status = HR_CASE_ERROR;
-            snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)",
-                     e[i].path, e[i].id, e[i - 1].path);
-        } else if (!isolated) {
-            hr_run_case(&rn, e[i].c, r);
-        } else {
-            /* A worker that died on the previous case is replaced; one that cannot be (the
-             * backend now fails to load) makes this case a CRASH and is retried for the next. */
-            if (w.pid == 0 && (hw_start(&w, &wc, &hello) != 0 || !hello.ok)) {
-                r->status = HR_CRASH;
-                snprintf(r->message, sizeof r->message, "cannot restart the worker: %.450s",
-                         hello.err);
-            } else {
-                hw_run(&w, &wc, i, r);
-            }
-            if (r->status == HR_CRASH || r->status == HR_TIMEOUT)
-                hr_result_case_info(e[i].c, r); /* the dead worker could not send them */
-        }
-        /* Free each case as soon as it has run: only results are kept (a worker forked
-         * later never asks for an earlier case). */
-        acase_free(e[i].c);
-        e[i].c = NULL;
-        done[i] = 1;
-        run.count = n;
-        if (o.out && save_partial(&run, done, n, view, side) != 0 && !side_warned) {
-            fprintf(stderr, "attnconf: warning: cannot save the results so far to %s: %s "
-                    "(the run goes on; an interrupted run cannot be resumed)\n", side,
-                    strerror(errno));
-            side_warned = 1;
-        }
-    }
-    run.count = n;
-    hw_stop(&w);
-    hb_unload(&hb);
-
-    size_t counts[HR_STATUS_COUNT] = {0};
-    for (size_t i = 0; i < run.count; i++)
-        counts[run.results[i].status]++;
-    size_t passed = counts[HR_PASS] + counts[HR_EXPECTED_ERROR];
-    size_t failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR] +
-                    counts[HR_CRASH] + counts[HR_TIMEOUT];
-    size_t skipped = counts[HR_NOT_SUPPORTED];
-    size_t unreadable = counts[HR_CASE_ERROR];
-
-    /* A backend failure outranks an unreadable case file (exit 1, not 3): both need fixing,
-     * and the backend's is what a CI run of a backend is about. */
-    status = failed ? CLI_EXIT_FAIL
-             : unreadable ? CLI_EXIT_CASE_ERROR
-             : (skipped == run.count ? CLI_EXIT_SKIP : 0);
-    if (o.expect) {
-        /* Judged against the file instead: a recorded divergence passes, any change fails. */
-        snprintf(run.expect_file, sizeof run.expect_file, "%s", o.expect);
-        snprintf(run.expect_version, sizeof run.expect_version, "%s", xf.version);
-        run.unexpected = hx_apply(&xf, &run);
-        for (size_t k = 0; k < xf.n && !o.filter; k++)
-            for (size_t j = 0; j < xf.entries[k].npatterns; j++)
-                if (xf.entries[k].hits[j] == 0) {
-                    fprintf(stderr,
-                            "attnconf: %s:%d: stale entry: '%s' matches no case (or only cases "
-                            "an earlier entry took)\n",
-                            o.expect, xf.entries[k].line, xf.entries[k].patterns[j]);
-                    run.stale++;
-                }
-        if (strcmp(xf.version, run.backend_version) != 0)
-            fprintf(stderr, "attnconf: note: %s was recorded with %s; this is %s\n", o.expect,
-                    xf.version, run.backend_version);
-        /* CASE_ERRORs are never as expected (expect.c refuses to record them); alone they
-         * are the suite's problem, exit 3 as without --expect. */
-        status = run.unexpected > unreadable || run.stale ? CLI_EXIT_FAIL
-                 : unreadable                             ? CLI_EXIT_CASE_ERROR
-                                                          : 0;
-    }
-    FILE *f = outf ? outf : stdout;
-    int wr = hr_write(&run, fmt, f);
-    if (f != stdout) {
-        wr |= of_commit(&ot);
-        if (wr == 0) /* FILE is complete: the sidecar has served */
-            unlink(side);
-    } else if (fflush(f) != 0) {
-        wr = -1;
-    }
-    if (wr != 0) {
-        fprintf(stderr, "attnconf: cannot write results to %s%s%s\n", o.out ? o.out : "stdout",
-                o.out ? ": " : "", o.out ? strerror(errno) : "");
-        status = CLI_EXIT_FAIL;
-    }
-    if (o.out && wr == 0) {
-        printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported", run.backend_name,
-               run.backend_version, passed, failed, skipped);
-        if (unreadable)
-            printf("; %zu case file%s unreadable", unreadable, unreadable == 1 ? "" : "s");
-        printf(" (results in %s)\n", o.out);
-    }
-
-    free(run.results);
-    free(done);
-    free(view);
-    free(prev.results);
-    entries_free(e, n);
-    hx_free(&xf);
-    return status;
-
-fail:
-    hw_stop(&w);
-    hb_unload(&hb);
-    free(run.results);
-    free(done);
-    free(view);
-    free(prev.results);
-    if (e)
-        entries_free(e, n);
-    of_discard(&ot);
-    hx_free(&xf);
+    session_free(s);
     return status;
 }
 

@@ -7,13 +7,13 @@
  * leftovers.  Sizes are bounded by the case limits
  * (ACASE_MAX_TENSOR_NUMEL) before anything is allocated.
  *
- * A backend is untrusted code, so every buffer it sees lives in its own mapping (hr_guarded):
+ * A backend is untrusted code, so every buffer it sees lives in its own mapping (run_guarded):
  *   [1 MiB guard, PROT_NONE][front canary][data][back canary to the page end][1 MiB guard]
  * Inputs (q, k, v, mask, lengths, left_padding) are copied in and made PROT_READ, so a write
  * into them faults.  The output and keep buffers stay writable; their canaries are checked after
  * each call, so a write just outside is a FAIL naming the side and the byte offsets, and a far
  * one hits a guard page and faults.  A fault kills the worker process (worker.c), which reports
- * the case as CRASH; hr_fault_note_install makes the fault handler say which buffer was hit
+ * the case as CRASH; run_fault_note_install makes the fault handler say which buffer was hit
  * (or that the backend overflowed the worker's stack).
  * (With --in-process a fault takes the harness down: that mode is for debuggers.)
  */
@@ -50,7 +50,7 @@
  * past the end land, unseen, in the next mapping. */
 #define HR_GUARD_BYTES ((size_t)1 << 20)
 
-typedef struct hr_guarded {
+typedef struct run_guarded {
     unsigned char *map;  /* the whole mapping, guard pages included; NULL = none */
     size_t map_len;
     unsigned char *data; /* what the backend gets */
@@ -58,11 +58,11 @@ typedef struct hr_guarded {
     unsigned char *lo, *hi; /* the canaries span [lo, data) and [data + len, hi) */
     const char *name;    /* "output buffer", "input q", ... for messages */
     int readonly;
-} hr_guarded;
+} run_guarded;
 
 /* The canary byte at distance i from lo: position-dependent, so neither a zero fill nor a NaN
  * (0xFF) fill nor a shifted copy of the canary itself goes unnoticed. */
-static unsigned char hr_canary_byte(size_t i)
+static unsigned char run_canary_byte(size_t i)
 {
     return (unsigned char)(0xA5u ^ (i * 0x3Bu) ^ (i >> 8));
 }
@@ -70,13 +70,13 @@ static unsigned char hr_canary_byte(size_t i)
 /* The live guarded buffers, read by the fault handler (a fixed table: the handler must not
  * allocate or lock).  Slots are filled and cleared only between backend calls. */
 #define HR_MAX_GUARDED 8
-static hr_guarded *volatile hr_live[HR_MAX_GUARDED];
+static run_guarded *volatile run_live[HR_MAX_GUARDED];
 
-static void hr_guarded_free(hr_guarded *g)
+static void run_guarded_free(run_guarded *g)
 {
     for (int i = 0; i < HR_MAX_GUARDED; i++)
-        if (hr_live[i] == g)
-            hr_live[i] = NULL;
+        if (run_live[i] == g)
+            run_live[i] = NULL;
     if (g->map)
         munmap(g->map, g->map_len);
     memset(g, 0, sizeof *g);
@@ -84,7 +84,7 @@ static void hr_guarded_free(hr_guarded *g)
 
 /* Map a guarded buffer of len bytes (>= 1).  Returns 0, or -1 (out of memory, or more than
  * HR_MAX_GUARDED live buffers). */
-static int hr_guarded_alloc(hr_guarded *g, size_t len, const char *name)
+static int run_guarded_alloc(run_guarded *g, size_t len, const char *name)
 {
     memset(g, 0, sizeof *g);
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -95,7 +95,7 @@ static int hr_guarded_alloc(hr_guarded *g, size_t len, const char *name)
     size_t body = (HR_CANARY + len + HR_CANARY + page - 1) / page * page;
     int slot = -1;
     for (int i = 0; i < HR_MAX_GUARDED && slot < 0; i++)
-        if (!hr_live[i])
+        if (!run_live[i])
             slot = i;
     if (slot < 0)
         return -1;
@@ -117,15 +117,15 @@ static int hr_guarded_alloc(hr_guarded *g, size_t len, const char *name)
     g->len = len;
     g->name = name;
     for (unsigned char *p = g->lo; p < g->data; p++)
-        *p = hr_canary_byte((size_t)(p - g->lo));
+        *p = run_canary_byte((size_t)(p - g->lo));
     for (unsigned char *p = g->data + len; p < g->hi; p++)
-        *p = hr_canary_byte((size_t)(p - g->lo));
-    hr_live[slot] = g;
+        *p = run_canary_byte((size_t)(p - g->lo));
+    run_live[slot] = g;
     return 0;
 }
 
 /* Make the whole body (data and canaries) read-only: an input the backend must not write. */
-static int hr_guarded_readonly(hr_guarded *g)
+static int run_guarded_readonly(run_guarded *g)
 {
     g->readonly = 1;
     return mprotect(g->lo, (size_t)(g->hi - g->lo), PROT_READ);
@@ -133,23 +133,23 @@ static int hr_guarded_readonly(hr_guarded *g)
 
 /* After a call: 1 (and a FAIL in r) if a canary changed, naming the side and the byte offsets
  * relative to the buffer's start (before it) or end (past it); else 0. */
-static int hr_guarded_check(const hr_guarded *g, hr_result *r);
+static int run_guarded_check(const run_guarded *g, hr_result *r);
 
 /* ---- the fault note ----------------------------------------------------------------------- */
 
-static char *hr_note;
-static size_t hr_note_len;
+static char *run_note;
+static size_t run_note_len;
 
 /* Async-signal-safe string building (no stdio in a signal handler). */
-static size_t hr_note_put(size_t j, const char *s)
+static size_t run_note_put(size_t j, const char *s)
 {
-    while (*s && j + 1 < hr_note_len)
-        hr_note[j++] = *s++;
-    hr_note[j] = '\0';
+    while (*s && j + 1 < run_note_len)
+        run_note[j++] = *s++;
+    run_note[j] = '\0';
     return j;
 }
 
-static size_t hr_note_num(size_t j, char sign, size_t v)
+static size_t run_note_num(size_t j, char sign, size_t v)
 {
     char d[32];
     int n = 0;
@@ -164,12 +164,12 @@ static size_t hr_note_num(size_t j, char sign, size_t v)
     while (n)
         s[k++] = d[--n];
     s[k] = '\0';
-    return hr_note_put(j, s);
+    return run_note_put(j, s);
 }
 
 /* The main thread's stack as it was at install time: [lo, hi), lo the lowest address it may
  * grow down to (its limit).  0, 0 = unknown. */
-static uintptr_t hr_stack_lo, hr_stack_hi;
+static uintptr_t run_stack_lo, run_stack_hi;
 
 /* A fault from 1 MiB below the stack's limit to 2 MiB above it is the stack running out:
  * below when RLIMIT_STACK stopped it, above when a mapping next to it did (the kernel keeps a
@@ -179,53 +179,53 @@ static uintptr_t hr_stack_lo, hr_stack_hi;
 #define HR_STACK_SLACK ((uintptr_t)1 << 20)
 
 /* If a fault at a is the main thread's stack overflowing, say so in the note. */
-static void hr_note_stack_overflow(uintptr_t a)
+static void run_note_stack_overflow(uintptr_t a)
 {
-    if (!hr_stack_hi || a >= hr_stack_hi || a + HR_STACK_SLACK < hr_stack_lo ||
-        a >= hr_stack_lo + 2 * HR_STACK_SLACK)
+    if (!run_stack_hi || a >= run_stack_hi || a + HR_STACK_SLACK < run_stack_lo ||
+        a >= run_stack_lo + 2 * HR_STACK_SLACK)
         return;
     /* Measured from the top, which is fixed: how far the limit is from a depends on which of
      * the kernel's checks stopped the stack. */
-    size_t j = hr_note_put(0, "backend overflowed the stack of the worker's main thread (fault ");
-    j = hr_note_num(j, 0, (size_t)(hr_stack_hi - a));
-    j = hr_note_put(j, " bytes below its top; its limit is ");
-    j = hr_note_num(j, 0, (size_t)(hr_stack_hi - hr_stack_lo));
-    hr_note_put(j, " bytes)");
+    size_t j = run_note_put(0, "backend overflowed the stack of the worker's main thread (fault ");
+    j = run_note_num(j, 0, (size_t)(run_stack_hi - a));
+    j = run_note_put(j, " bytes below its top; its limit is ");
+    j = run_note_num(j, 0, (size_t)(run_stack_hi - run_stack_lo));
+    run_note_put(j, " bytes)");
 }
 
-static void hr_fault_handler(int sig, siginfo_t *si, void *uc)
+static void run_fault_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     const unsigned char *a = si ? (const unsigned char *)si->si_addr : NULL;
     int found = 0;
-    for (int i = 0; i < HR_MAX_GUARDED && a && hr_note; i++) {
-        const hr_guarded *g = hr_live[i];
+    for (int i = 0; i < HR_MAX_GUARDED && a && run_note; i++) {
+        const run_guarded *g = run_live[i];
         if (!g || a < g->map || a >= g->map + g->map_len)
             continue;
-        size_t j = hr_note_put(0, "backend ");
+        size_t j = run_note_put(0, "backend ");
         if (a < g->lo) {
-            j = hr_note_put(j, "accessed the guard page before the start of the ");
-            j = hr_note_put(j, g->name);
-            j = hr_note_put(j, " (offset ");
-            j = hr_note_num(j, '-', (size_t)(g->data - a));
+            j = run_note_put(j, "accessed the guard page before the start of the ");
+            j = run_note_put(j, g->name);
+            j = run_note_put(j, " (offset ");
+            j = run_note_num(j, '-', (size_t)(g->data - a));
         } else if (a >= g->hi) {
-            j = hr_note_put(j, "accessed the guard page past the end of the ");
-            j = hr_note_put(j, g->name);
-            j = hr_note_put(j, " (offset ");
-            j = hr_note_num(j, '+', (size_t)(a - (g->data + g->len)));
+            j = run_note_put(j, "accessed the guard page past the end of the ");
+            j = run_note_put(j, g->name);
+            j = run_note_put(j, " (offset ");
+            j = run_note_num(j, '+', (size_t)(a - (g->data + g->len)));
         } else {
-            j = hr_note_put(j, "wrote into the read-only ");
-            j = hr_note_put(j, g->name);
-            j = hr_note_put(j, " (offset ");
-            j = a < g->data ? hr_note_num(j, '-', (size_t)(g->data - a))
-                            : hr_note_num(j, '+', (size_t)(a - g->data));
+            j = run_note_put(j, "wrote into the read-only ");
+            j = run_note_put(j, g->name);
+            j = run_note_put(j, " (offset ");
+            j = a < g->data ? run_note_num(j, '-', (size_t)(g->data - a))
+                            : run_note_num(j, '+', (size_t)(a - g->data));
         }
-        hr_note_put(j, ")");
+        run_note_put(j, ")");
         found = 1;
         break;
     }
-    if (!found && a && hr_note && sig == SIGSEGV)
-        hr_note_stack_overflow((uintptr_t)a);
+    if (!found && a && run_note && sig == SIGSEGV)
+        run_note_stack_overflow((uintptr_t)a);
     /* Die of the signal as if unhandled: the worker's parent reports the signal and the note. */
     signal(sig, SIG_DFL);
     raise(sig);
@@ -236,7 +236,7 @@ static void hr_fault_handler(int sig, siginfo_t *si, void *uc)
  * frame and kills the process with SIGSEGV, the handler never run).  Under ASan this replaces
  * ASan's alternate stack, as the sigaction below replaces its handler.  Returns 0 or -1 (no
  * alternate stack: the handler still runs for any other fault). */
-static int hr_altstack_install(void)
+static int run_altstack_install(void)
 {
     static void *mem; /* once per process: the worker installs once, but be safe */
     if (mem)
@@ -266,11 +266,11 @@ static int hr_altstack_install(void)
     return 0;
 }
 
-/* Record the calling (main) thread's stack bounds in hr_stack_lo/hi, where the C library can
+/* Record the calling (main) thread's stack bounds in run_stack_lo/hi, where the C library can
  * tell them; else leave them unknown (no stack-overflow note). */
-static void hr_stack_bounds(void)
+static void run_stack_bounds(void)
 {
-    hr_stack_lo = hr_stack_hi = 0;
+    run_stack_lo = run_stack_hi = 0;
 #if defined(__linux__) && defined(__GLIBC__)
     /* For the main thread glibc reads /proc/self/maps and RLIMIT_STACK: stackaddr is the lowest
      * address the stack may grow to, stackaddr + size its top (it grows down). */
@@ -280,30 +280,30 @@ static void hr_stack_bounds(void)
     void *addr;
     size_t size;
     if (pthread_attr_getstack(&at, &addr, &size) == 0 && addr && size) {
-        hr_stack_lo = (uintptr_t)addr;
-        hr_stack_hi = (uintptr_t)addr + size;
+        run_stack_lo = (uintptr_t)addr;
+        run_stack_hi = (uintptr_t)addr + size;
     }
     pthread_attr_destroy(&at);
 #endif
 }
 
-void hr_fault_note_install(char *note, size_t n)
+void run_fault_note_install(char *note, size_t n)
 {
-    hr_note = note;
-    hr_note_len = n;
+    run_note = note;
+    run_note_len = n;
     if (note && n)
         note[0] = '\0';
     /* The alternate stack and the bounds are the main thread's (the worker calls this before
      * loading the backend).  A thread the backend creates has neither: its stack overflow
      * kills the worker before any handler can run, and is reported as a plain signal 11. */
-    int alt = hr_altstack_install();
+    int alt = run_altstack_install();
     if (alt == 0)
-        hr_stack_bounds();
+        run_stack_bounds();
     else
-        hr_stack_lo = hr_stack_hi = 0; /* the handler could not run on an overflow anyway */
+        run_stack_lo = run_stack_hi = 0; /* the handler could not run on an overflow anyway */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = hr_fault_handler;
+    sa.sa_sigaction = run_fault_handler;
     sa.sa_flags = SA_SIGINFO | SA_RESETHAND | (alt == 0 ? SA_ONSTACK : 0);
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, NULL);
@@ -312,46 +312,46 @@ void hr_fault_note_install(char *note, size_t n)
 
 /* ---- output capture (attnconf fuzz) ------------------------------------------------------ */
 
-static double *hr_cap_sink;
-static int64_t hr_cap_max;
-static volatile int64_t *hr_cap_n;
+static double *run_cap_sink;
+static int64_t run_cap_max;
+static volatile int64_t *run_cap_n;
 
-void hr_capture_outputs(double *sink, int64_t max, volatile int64_t *n)
+void run_capture_outputs(double *sink, int64_t max, volatile int64_t *n)
 {
-    hr_cap_sink = sink;
-    hr_cap_max = max;
-    hr_cap_n = n;
+    run_cap_sink = sink;
+    run_cap_max = max;
+    run_cap_n = n;
 }
 
 /* A usable output (known dtype, shape and strides checked) in logical row-major order. */
-static void hr_capture_output(const attnconf_tensor *t)
+static void run_capture_output(const attnconf_tensor *t)
 {
-    if (!hr_cap_sink || !hr_cap_n)
+    if (!run_cap_sink || !run_cap_n)
         return;
     int64_t numel = 1;
     for (int32_t d = 0; d < t->ndim; d++)
         numel *= t->shape[d];
-    if (numel > hr_cap_max)
+    if (numel > run_cap_max)
         return;
     int64_t idx[4] = {0, 0, 0, 0};
     for (int64_t e = 0; e < numel; e++) {
         int64_t off = 0;
         for (int32_t d = 0; d < t->ndim; d++)
             off += idx[d] * t->strides[d];
-        hr_cap_sink[e] = attnref_load(t->data, (attnref_dtype)t->dtype, off);
+        run_cap_sink[e] = attnref_load(t->data, (attnref_dtype)t->dtype, off);
         for (int32_t d = t->ndim - 1; d >= 0; d--) {
             if (++idx[d] < t->shape[d])
                 break;
             idx[d] = 0;
         }
     }
-    *hr_cap_n = numel;
+    *run_cap_n = numel;
 }
 
 /* ---- names ---------------------------------------------------------------------------- */
 
 /* A dtype name for messages; an out-of-range value (a confused backend) is shown as a number. */
-static const char *hr_dtype_text(int32_t dt, char *buf, size_t n)
+static const char *run_dtype_text(int32_t dt, char *buf, size_t n)
 {
     if (dt >= ATTNCONF_F32 && dt <= ATTNCONF_BOOL)
         return attnref_dtype_name((attnref_dtype)dt);
@@ -361,7 +361,7 @@ static const char *hr_dtype_text(int32_t dt, char *buf, size_t n)
 
 /* Append the words to the command in buf (cap bytes, *len used), each shell-quoted when
  * `quote`; returns -1 once anything did not fit (the command is then unusable). */
-static int hr_cmd_add(char *buf, size_t cap, size_t *len, const char *word, int quote)
+static int run_cmd_add(char *buf, size_t cap, size_t *len, const char *word, int quote)
 {
     if (*len >= cap)
         return -1;
@@ -378,7 +378,7 @@ static int hr_cmd_add(char *buf, size_t cap, size_t *len, const char *word, int 
     return 0;
 }
 
-void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
+void run_result_begin(const run_ctx *rn, const char *id, hr_result *r)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->id, sizeof r->id, "%s", id);
@@ -386,34 +386,34 @@ void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
     r->first_bad = -1;
     char *cmd = r->rerun;
     size_t cap = sizeof r->rerun, len = 0;
-    int bad = hr_cmd_add(cmd, cap, &len, rn->argv0 ? rn->argv0 : "attnconf", 1);
-    bad |= hr_cmd_add(cmd, cap, &len, " run --backend ", 0);
-    bad |= hr_cmd_add(cmd, cap, &len, rn->backend_arg ? rn->backend_arg : "", 1);
+    int bad = run_cmd_add(cmd, cap, &len, rn->argv0 ? rn->argv0 : "attnconf", 1);
+    bad |= run_cmd_add(cmd, cap, &len, " run --backend ", 0);
+    bad |= run_cmd_add(cmd, cap, &len, rn->backend_arg ? rn->backend_arg : "", 1);
     for (size_t i = 0; i < rn->n_options && rn->options; i++) {
         char kv[sizeof r->rerun];
         int w = snprintf(kv, sizeof kv, "%s=%s", rn->options[i].key, rn->options[i].value);
         bad |= w < 0 || (size_t)w >= sizeof kv;
-        bad |= hr_cmd_add(cmd, cap, &len, " --backend-option ", 0);
-        bad |= hr_cmd_add(cmd, cap, &len, kv, 1);
+        bad |= run_cmd_add(cmd, cap, &len, " --backend-option ", 0);
+        bad |= run_cmd_add(cmd, cap, &len, kv, 1);
     }
     if (rn->timeout_arg) {
-        bad |= hr_cmd_add(cmd, cap, &len, " --timeout ", 0);
-        bad |= hr_cmd_add(cmd, cap, &len, rn->timeout_arg, 1);
+        bad |= run_cmd_add(cmd, cap, &len, " --timeout ", 0);
+        bad |= run_cmd_add(cmd, cap, &len, rn->timeout_arg, 1);
     }
     if (rn->case_timeout_arg) {
-        bad |= hr_cmd_add(cmd, cap, &len, " --case-timeout ", 0);
-        bad |= hr_cmd_add(cmd, cap, &len, rn->case_timeout_arg, 1);
+        bad |= run_cmd_add(cmd, cap, &len, " --case-timeout ", 0);
+        bad |= run_cmd_add(cmd, cap, &len, rn->case_timeout_arg, 1);
     }
-    bad |= hr_cmd_add(cmd, cap, &len, " --cases ", 0);
-    bad |= hr_cmd_add(cmd, cap, &len, rn->cases_dir ? rn->cases_dir : "", 1);
-    bad |= hr_cmd_add(cmd, cap, &len, " --filter ", 0);
+    bad |= run_cmd_add(cmd, cap, &len, " --cases ", 0);
+    bad |= run_cmd_add(cmd, cap, &len, rn->cases_dir ? rn->cases_dir : "", 1);
+    bad |= run_cmd_add(cmd, cap, &len, " --filter ", 0);
     /* The filter is always single-quoted: it is a glob and must reach fnmatch verbatim. */
     if (strchr(id, '\'')) {
-        bad |= hr_cmd_add(cmd, cap, &len, id, 1);
+        bad |= run_cmd_add(cmd, cap, &len, id, 1);
     } else {
-        bad |= hr_cmd_add(cmd, cap, &len, "'", 0);
-        bad |= hr_cmd_add(cmd, cap, &len, id, 0);
-        bad |= hr_cmd_add(cmd, cap, &len, "'", 0);
+        bad |= run_cmd_add(cmd, cap, &len, "'", 0);
+        bad |= run_cmd_add(cmd, cap, &len, id, 0);
+        bad |= run_cmd_add(cmd, cap, &len, "'", 0);
     }
     if (bad)
         r->rerun[0] = '\0'; /* a truncated command would run something else: give none */
@@ -421,7 +421,7 @@ void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r)
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static void hr_set(hr_result *r, hr_status s,
+__attribute__((format(printf, 3, 4))) static void run_set(hr_result *r, hr_status s,
                                                          const char *fmt, ...)
 {
     r->status = s;
@@ -436,30 +436,30 @@ __attribute__((format(printf, 3, 4))) static void hr_set(hr_result *r, hr_status
             *c = ' ';
 }
 
-static int hr_guarded_check(const hr_guarded *g, hr_result *r)
+static int run_guarded_check(const run_guarded *g, hr_result *r)
 {
     const unsigned char *bad_lo = NULL, *bad_hi = NULL;
     for (const unsigned char *p = g->lo; p < g->data; p++)
-        if (*p != hr_canary_byte((size_t)(p - g->lo))) {
+        if (*p != run_canary_byte((size_t)(p - g->lo))) {
             if (!bad_lo)
                 bad_lo = p;
             bad_hi = p;
         }
     if (bad_lo) {
-        hr_set(r, HR_FAIL, "backend wrote %zu bytes before the start of the %s (offset -%zu..-%zu)",
+        run_set(r, HR_FAIL, "backend wrote %zu bytes before the start of the %s (offset -%zu..-%zu)",
                (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(g->data - bad_lo),
                (size_t)(g->data - bad_hi));
         return 1;
     }
     const unsigned char *end = g->data + g->len;
     for (const unsigned char *p = end; p < g->hi; p++)
-        if (*p != hr_canary_byte((size_t)(p - g->lo))) {
+        if (*p != run_canary_byte((size_t)(p - g->lo))) {
             if (!bad_lo)
                 bad_lo = p;
             bad_hi = p;
         }
     if (bad_lo) {
-        hr_set(r, HR_FAIL, "backend wrote %zu bytes past the end of the %s (offset +%zu..+%zu)",
+        run_set(r, HR_FAIL, "backend wrote %zu bytes past the end of the %s (offset +%zu..+%zu)",
                (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(bad_lo - end),
                (size_t)(bad_hi - end));
         return 1;
@@ -469,13 +469,13 @@ static int hr_guarded_check(const hr_guarded *g, hr_result *r)
 
 /* Element count of a shape, or -1 if it is invalid or exceeds the case limit (so the harness
  * never makes a huge allocation for a malformed or hostile case). */
-static int64_t hr_numel_capped(int32_t ndim, const int64_t *shape)
+static int64_t run_numel_capped(int32_t ndim, const int64_t *shape)
 {
     int64_t n;
     return acase_numel(ndim, shape, &n, NULL, 0) == 0 ? n : -1;
 }
 
-static void hr_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *strides)
+static void run_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *strides)
 {
     int64_t s = 1;
     for (int32_t d = ndim - 1; d >= 0; d--) {
@@ -485,14 +485,14 @@ static void hr_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *s
 }
 
 /* Describe a case input for the backend, in a read-only guarded copy (*owned, freed by the
- * caller with hr_guarded_free).  A non-rank-4 tensor is copied as is.  A rank-4 tensor is laid
+ * caller with run_guarded_free).  A non-rank-4 tensor is copied as is.  A rank-4 tensor is laid
  * out in its physical order, BHLD or BLHD (a (B,L,H,D) buffer seen as (B,H,L,D) through the
  * strides {L*H*D, D, H*D, 1}); the dimensions named by `stride0` (format v2: 0 batch, 1 heads)
  * are stored once (extent 1 in the buffer) and described with stride 0, so the backend reads
  * one slice for every index there, as a real K/V broadcast.  t->data holds the full logical
  * tensor, constant along those dimensions: index 0 is the slice.  Returns 0, or -1 on
  * allocation failure. */
-static int hr_describe(const acase_tensor *t, attnconf_tensor *out, hr_guarded *owned,
+static int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded *owned,
                        const char *name)
 {
     memset(out, 0, sizeof *out);
@@ -503,13 +503,13 @@ static int hr_describe(const acase_tensor *t, attnconf_tensor *out, hr_guarded *
         out->shape[d] = t->shape[d];
     size_t es = attnref_dtype_size(t->dtype);
     if (t->ndim != 4 || (t->layout != ACASE_LAYOUT_BLHD && !t->stride0)) {
-        if (hr_guarded_alloc(owned, (size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1), name))
+        if (run_guarded_alloc(owned, (size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1), name))
             return -1;
         if (t->data && t->numel > 0)
             memcpy(owned->data, t->data, (size_t)t->numel * es);
         out->data = owned->data;
-        hr_contiguous_strides(t->ndim, t->shape, out->strides);
-        return hr_guarded_readonly(owned);
+        run_contiguous_strides(t->ndim, t->shape, out->strides);
+        return run_guarded_readonly(owned);
     }
     /* Stored extents (1 on stride-0 dims) and the physical order of the dimensions. */
     int64_t st[4];
@@ -523,7 +523,7 @@ static int hr_describe(const acase_tensor *t, attnconf_tensor *out, hr_guarded *
         s *= st[ph[k]] > 0 ? st[ph[k]] : 1;
     }
     const int64_t stored = st[0] * st[1] * st[2] * st[3];
-    if (hr_guarded_alloc(owned, (size_t)(stored > 0 ? stored : 1) * es, name))
+    if (run_guarded_alloc(owned, (size_t)(stored > 0 ? stored : 1) * es, name))
         return -1;
     unsigned char *buf = owned->data;
     const unsigned char *src = t->data;
@@ -538,26 +538,26 @@ static int hr_describe(const acase_tensor *t, attnconf_tensor *out, hr_guarded *
     out->data = buf;
     for (int d = 0; d < 4; d++)
         out->strides[d] = (d < 2 && (t->stride0 >> d) & 1) ? 0 : phys_stride[d];
-    return hr_guarded_readonly(owned);
+    return run_guarded_readonly(owned);
 }
 
 /* A read-only guarded copy of n int64 entries (lengths, left_padding), like the tensor inputs:
  * *out = NULL when src is NULL.  Returns 0, or -1 on allocation or protection failure. */
-static int hr_readonly_ints(const int64_t *src, size_t n, hr_guarded *g, const char *name,
+static int run_readonly_ints(const int64_t *src, size_t n, run_guarded *g, const char *name,
                             const int64_t **out)
 {
     *out = NULL;
     if (!src)
         return 0;
-    if (hr_guarded_alloc(g, n * sizeof *src, name))
+    if (run_guarded_alloc(g, n * sizeof *src, name))
         return -1;
     memcpy(g->data, src, n * sizeof *src);
     *out = (const int64_t *)(void *)g->data;
-    return hr_guarded_readonly(g);
+    return run_guarded_readonly(g);
 }
 
 /* "(2,4,8,16)" */
-static void hr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n)
+static void run_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n)
 {
     size_t j = 0;
     j += (size_t)snprintf(buf, n, "(");
@@ -569,40 +569,40 @@ static void hr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t 
 
 /* Classify the backend's return code.  Returns 1 if classification is complete (an error
  * case, or a backend failure), 0 if the output must now be checked. */
-static int hr_classify_rc(const hr_runner *rn, const acase *c, int rc, hr_result *r)
+static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result *r)
 {
     const char *why = rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "";
     /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
      * is never a correct rejection, whatever the case expects. */
     if (hb_transport_failure(rn->backend, rc)) {
-        hr_set(r, HR_ERROR, "adapter failure: %s", why);
+        run_set(r, HR_ERROR, "adapter failure: %s", why);
         return 1;
     }
     int want = c->expected.error;
     if (want != 0) {
         if (rc == want)
-            hr_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hb_code_name(rc),
+            run_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hb_code_name(rc),
                    why);
         else if (rc == ATTNCONF_OK)
-            hr_set(r, HR_FAIL, "accepted a case that must be rejected (expected %s)",
+            run_set(r, HR_FAIL, "accepted a case that must be rejected (expected %s)",
                    hb_code_name(want));
         else
-            hr_set(r, HR_FAIL, "rejected with %s (%d), expected %s (%d): %s", hb_code_name(rc), rc,
+            run_set(r, HR_FAIL, "rejected with %s (%d), expected %s (%d): %s", hb_code_name(rc), rc,
                    hb_code_name(want), want, why);
         return 1;
     }
     if (rc == ATTNCONF_OK)
         return 0;
     if (rc == ATTNCONF_ENOTSUP)
-        hr_set(r, HR_NOT_SUPPORTED, "backend returned enotsup: %s", why);
+        run_set(r, HR_NOT_SUPPORTED, "backend returned enotsup: %s", why);
     else
-        hr_set(r, HR_ERROR, "backend returned %s (%d): %s", hb_code_name(rc), rc, why);
+        run_set(r, HR_ERROR, "backend returned %s (%d): %s", hb_code_name(rc), rc, why);
     return 1;
 }
 
 /* Compare a produced tensor with the expected values and fill the statistics.  Sets PASS or
  * FAIL unless `keep_status` (an INCORRECT_DTYPE whose values are still worth reporting). */
-static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact, int keep_status,
+static void run_check_values(const acase *c, const attnconf_tensor *t, int exact, int keep_status,
                             hr_result *r)
 {
     _Static_assert((int)HC_ROW_CLOSE == (int)ACASE_CHECK_CLOSE &&
@@ -616,7 +616,7 @@ static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact,
         nrows *= t->shape[d];
     if (rows && (t->ndim < 1 || nrows != c->expected.nrows)) {
         if (!keep_status)
-            hr_set(r, HR_ERROR, "case: row_checks has %lld rows, the output has %lld",
+            run_set(r, HR_ERROR, "case: row_checks has %lld rows, the output has %lld",
                    (long long)c->expected.nrows, (long long)nrows);
         return;
     }
@@ -639,7 +639,7 @@ static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact,
     if (keep_status)
         return;
     if (ok) {
-        hr_set(r, HR_PASS, "%s", "");
+        run_set(r, HR_PASS, "%s", "");
         return;
     }
     /* The first bad element and the error maxima are in the statistics fields (every output
@@ -647,7 +647,7 @@ static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact,
      * (exact / finite) the first bad element broke. */
     char msg[sizeof r->message];
     hc_failure_message(&st, &tol, msg, sizeof msg);
-    hr_set(r, HR_FAIL, "%s", msg);
+    run_set(r, HR_FAIL, "%s", msg);
 }
 
 /* Check the output descriptor the backend handed back and, if it is usable, compare the values.
@@ -655,20 +655,20 @@ static void hr_check_values(const acase *c, const attnconf_tensor *t, int exact,
  * change: the backend may write another layout) and the dtype the expected one.  A wrong but
  * known dtype is INCORRECT_DTYPE with the value statistics attached, so a report can tell a
  * pure upcast (right values) from a wrong result. */
-static void hr_check_output(const acase *c, const attnconf_tensor *before,
+static void run_check_output(const acase *c, const attnconf_tensor *before,
                             const attnconf_tensor *after, size_t capacity, int exact,
                             hr_result *r)
 {
     char b1[32], b2[32];
     if (after->data != before->data) {
-        hr_set(r, HR_FAIL, "backend replaced the output data pointer");
+        run_set(r, HR_FAIL, "backend replaced the output data pointer");
         return;
     }
     int wrong_dtype = after->dtype != (int32_t)c->expected.dtype;
     if (wrong_dtype)
-        hr_set(r, HR_INCORRECT_DTYPE, "output dtype %s, expected %s",
-               hr_dtype_text(after->dtype, b1, sizeof b1),
-               hr_dtype_text((int32_t)c->expected.dtype, b2, sizeof b2));
+        run_set(r, HR_INCORRECT_DTYPE, "output dtype %s, expected %s",
+               run_dtype_text(after->dtype, b1, sizeof b1),
+               run_dtype_text((int32_t)c->expected.dtype, b2, sizeof b2));
     size_t es = (after->dtype >= ATTNCONF_F32 && after->dtype <= ATTNCONF_BOOL)
                     ? attnref_dtype_size((attnref_dtype)after->dtype)
                     : 0;
@@ -682,10 +682,10 @@ static void hr_check_output(const acase *c, const attnconf_tensor *before,
         if (wrong_dtype)
             return;
         char s1[96], s2[96];
-        hr_shape_text(after->ndim < 0 || after->ndim > 4 ? 0 : after->ndim, after->shape, s1,
+        run_shape_text(after->ndim < 0 || after->ndim > 4 ? 0 : after->ndim, after->shape, s1,
                       sizeof s1);
-        hr_shape_text(before->ndim, before->shape, s2, sizeof s2);
-        hr_set(r, HR_FAIL, "backend changed the output shape to %s (rank %d), expected %s", s1,
+        run_shape_text(before->ndim, before->shape, s2, sizeof s2);
+        run_set(r, HR_FAIL, "backend changed the output shape to %s (rank %d), expected %s", s1,
                (int)after->ndim, s2);
         return;
     }
@@ -698,7 +698,7 @@ static void hr_check_output(const acase *c, const attnconf_tensor *before,
             continue;
         if (after->strides[d] < 0 || after->strides[d] > ACASE_MAX_TENSOR_NUMEL * 8) {
             if (!wrong_dtype)
-                hr_set(r, HR_FAIL, "backend set output stride %d to %lld", (int)d,
+                run_set(r, HR_FAIL, "backend set output stride %d to %lld", (int)d,
                        (long long)after->strides[d]);
             return;
         }
@@ -706,7 +706,7 @@ static void hr_check_output(const acase *c, const attnconf_tensor *before,
     }
     if (numel > 0 && (uint64_t)(last + 1) * es > capacity) {
         if (!wrong_dtype)
-            hr_set(r, HR_FAIL, "backend output strides address past the %zu-byte buffer",
+            run_set(r, HR_FAIL, "backend output strides address past the %zu-byte buffer",
                    capacity);
         return;
     }
@@ -722,22 +722,22 @@ static void hr_check_output(const acase *c, const attnconf_tensor *before,
             hi = i;
         }
     if (lo < capacity) {
-        hr_set(r, HR_FAIL, "backend wrote %zu bytes past the end of its output (offset +%zu..+%zu "
+        run_set(r, HR_FAIL, "backend wrote %zu bytes past the end of its output (offset +%zu..+%zu "
                "from the end of the %zu bytes its dtype and shape take)", hi - lo + 1, lo - used,
                hi - used, used);
         return;
     }
-    hr_capture_output(after);
-    hr_check_values(c, after, exact, wrong_dtype, r);
+    run_capture_output(after);
+    run_check_values(c, after, exact, wrong_dtype, r);
 }
 
 /* ---- the two ops ---------------------------------------------------------------------- */
 
-static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
+static void run_sdpa(const run_ctx *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
     attnconf_tensor q, k, v, mask;
-    hr_guarded own[6], outg;
+    run_guarded own[6], outg;
     memset(own, 0, sizeof own);
     memset(&outg, 0, sizeof outg);
     /* The mask parameters (SPEC clause 19) are passed only when the case uses them: such a
@@ -746,18 +746,18 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
      * differs cannot be posed (the reference API can: attnref_sdpa_params.batch). */
     const int64_t *lengths = NULL, *left_padding = NULL;
     if ((c->lengths || c->left_padding) && (c->q.ndim < 1 || c->batch != c->q.shape[0])) {
-        hr_set(r, HR_ERROR, "case: %s has %lld entries but q has batch %lld: the ABI passes one "
+        run_set(r, HR_ERROR, "case: %s has %lld entries but q has batch %lld: the ABI passes one "
                "per batch row", c->lengths ? "params.lengths" : "params.left_padding",
                (long long)c->batch, (long long)(c->q.ndim >= 1 ? c->q.shape[0] : 0));
         goto done;
     }
-    if (hr_describe(&c->q, &q, &own[0], "input q") || hr_describe(&c->k, &k, &own[1], "input k") ||
-        hr_describe(&c->v, &v, &own[2], "input v") ||
-        (c->mask.present && hr_describe(&c->mask, &mask, &own[3], "input mask")) ||
-        hr_readonly_ints(c->lengths, (size_t)c->batch, &own[4], "input lengths", &lengths) ||
-        hr_readonly_ints(c->left_padding, (size_t)c->batch, &own[5], "input left_padding",
+    if (run_describe(&c->q, &q, &own[0], "input q") || run_describe(&c->k, &k, &own[1], "input k") ||
+        run_describe(&c->v, &v, &own[2], "input v") ||
+        (c->mask.present && run_describe(&c->mask, &mask, &own[3], "input mask")) ||
+        run_readonly_ints(c->lengths, (size_t)c->batch, &own[4], "input lengths", &lengths) ||
+        run_readonly_ints(c->left_padding, (size_t)c->batch, &own[5], "input left_padding",
                          &left_padding)) {
-        hr_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
+        run_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
         goto done;
     }
 
@@ -777,20 +777,20 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
             out.shape[d] = c->q.ndim == 4 ? c->q.shape[d] : 1;
         out.shape[3] = c->v.ndim == 4 ? c->v.shape[3] : 1;
     }
-    int64_t numel = hr_numel_capped(out.ndim, out.shape);
+    int64_t numel = run_numel_capped(out.ndim, out.shape);
     if (numel < 0) {
         char s[96];
-        hr_shape_text(out.ndim, out.shape, s, sizeof s);
-        hr_set(r, HR_ERROR, "case: output shape %s is invalid or over the %lld-element limit", s,
+        run_shape_text(out.ndim, out.shape, s, sizeof s);
+        run_set(r, HR_ERROR, "case: output shape %s is invalid or over the %lld-element limit", s,
                (long long)ACASE_MAX_TENSOR_NUMEL);
         goto done;
     }
-    hr_contiguous_strides(out.ndim, out.shape, out.strides);
+    run_contiguous_strides(out.ndim, out.shape, out.strides);
     /* 8 bytes per element: room for any dtype the backend might wrongly produce (an f64
      * upcast included), so a dtype mistake is reported as INCORRECT_DTYPE, not a crash. */
     size_t capacity = (size_t)(numel > 0 ? numel : 1) * 8;
-    if (hr_guarded_alloc(&outg, capacity, "output buffer")) {
-        hr_set(r, HR_ERROR, "harness: out of memory for a %zu-byte output", capacity);
+    if (run_guarded_alloc(&outg, capacity, "output buffer")) {
+        run_set(r, HR_ERROR, "harness: out of memory for a %zu-byte output", capacity);
         goto done;
     }
     memset(outg.data, 0xFF, capacity); /* 0xFF.. is a NaN in f32, f16 and bf16 */
@@ -822,19 +822,19 @@ static void hr_run_sdpa(const hr_runner *rn, const acase *c, hr_result *r)
 
     /* A write outside the buffer is a FAIL whatever the return code said: it would corrupt
      * the caller's memory in real use. */
-    if (hr_guarded_check(&outg, r))
+    if (run_guarded_check(&outg, r))
         goto done;
-    if (hr_classify_rc(rn, c, rc, r))
+    if (run_classify_rc(rn, c, rc, r))
         goto done;
-    hr_check_output(c, &before, &out, capacity, 0, r);
+    run_check_output(c, &before, &out, capacity, 0, r);
 
 done:
     for (int i = 0; i < 6; i++)
-        hr_guarded_free(&own[i]);
-    hr_guarded_free(&outg);
+        run_guarded_free(&own[i]);
+    run_guarded_free(&outg);
 }
 
-static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
+static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
     attnconf_tensor keep;
@@ -859,21 +859,21 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     int negative = 0;
     for (int32_t d = 0; d < keep.ndim; d++)
         negative |= keep.shape[d] < 0;
-    int64_t numel = negative ? 0 : hr_numel_capped(keep.ndim, keep.shape);
+    int64_t numel = negative ? 0 : run_numel_capped(keep.ndim, keep.shape);
     if (numel < 0) {
         char s[96];
-        hr_shape_text(keep.ndim, keep.shape, s, sizeof s);
-        hr_set(r, HR_ERROR, "case: keep mask shape %s is over the %lld-element limit", s,
+        run_shape_text(keep.ndim, keep.shape, s, sizeof s);
+        run_set(r, HR_ERROR, "case: keep mask shape %s is over the %lld-element limit", s,
                (long long)ACASE_MAX_TENSOR_NUMEL);
         return;
     }
-    hr_contiguous_strides(keep.ndim, keep.shape, keep.strides);
+    run_contiguous_strides(keep.ndim, keep.shape, keep.strides);
     size_t bytes = (size_t)(numel > 0 ? numel : 1);
-    hr_guarded kg, lg, pg;
+    run_guarded kg, lg, pg;
     memset(&lg, 0, sizeof lg);
     memset(&pg, 0, sizeof pg);
-    if (hr_guarded_alloc(&kg, bytes, "keep mask buffer")) {
-        hr_set(r, HR_ERROR, "harness: out of memory for a %zu-byte keep mask", bytes);
+    if (run_guarded_alloc(&kg, bytes, "keep mask buffer")) {
+        run_set(r, HR_ERROR, "harness: out of memory for a %zu-byte keep mask", bytes);
         return;
     }
     memset(kg.data, 0xFF, bytes);
@@ -881,9 +881,9 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
     /* lengths / left_padding: read-only copies, like the sdpa inputs. */
     size_t nb = c->batch > 0 ? (size_t)c->batch : 0; /* the reader's entry count */
     const int64_t *lengths = NULL, *left_padding = NULL;
-    if (hr_readonly_ints(c->lengths, nb, &lg, "input lengths", &lengths) ||
-        hr_readonly_ints(c->left_padding, nb, &pg, "input left_padding", &left_padding)) {
-        hr_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
+    if (run_readonly_ints(c->lengths, nb, &lg, "input lengths", &lengths) ||
+        run_readonly_ints(c->left_padding, nb, &pg, "input left_padding", &left_padding)) {
+        run_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
         goto done;
     }
     attnconf_tensor before = keep;
@@ -905,17 +905,17 @@ static void hr_run_mask(const hr_runner *rn, const acase *c, hr_result *r)
 
     int rc = hb_build_mask(hb, &a, &r->seconds);
 
-    if (!hr_guarded_check(&kg, r) && !hr_classify_rc(rn, c, rc, r))
-        hr_check_output(c, &before, &keep, bytes, 1, r);
+    if (!run_guarded_check(&kg, r) && !run_classify_rc(rn, c, rc, r))
+        run_check_output(c, &before, &keep, bytes, 1, r);
 done:
-    hr_guarded_free(&kg);
-    hr_guarded_free(&lg);
-    hr_guarded_free(&pg);
+    run_guarded_free(&kg);
+    run_guarded_free(&lg);
+    run_guarded_free(&pg);
 }
 
-void hr_result_case_info(const acase *c, hr_result *r)
+void run_result_case_info(const acase *c, hr_result *r)
 {
-    /* The case's rule ids (hr_result_begin sees only the id; a case that did not load has none). */
+    /* The case's rule ids (run_result_begin sees only the id; a case that did not load has none). */
     r->nrules = 0;
     for (int i = 0; i < c->nrules && i < ACASE_MAX_RULES; i++)
         if (c->rules[i])
@@ -928,27 +928,27 @@ void hr_result_case_info(const acase *c, hr_result *r)
                                                     : "");
 }
 
-void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r)
+void run_case(const run_ctx *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
-    hr_result_case_info(c, r);
+    run_result_case_info(c, r);
     uint64_t missing = c->requires & ~hb->caps;
     if (c->op == ACASE_OP_MASK && !HB_HAS(hb->be, build_mask))
         missing |= ATTNCONF_CAP_BUILD_MASK;
     if (missing) {
         char names[400];
         acase_caps_text(missing, ", ", names, sizeof names);
-        hr_set(r, HR_NOT_SUPPORTED, "backend lacks %s", names);
+        run_set(r, HR_NOT_SUPPORTED, "backend lacks %s", names);
         return;
     }
     if (c->expected.error == 0 && !c->expected.values && c->expected.numel > 0) {
-        hr_set(r, HR_ERROR, "case: no expected values");
+        run_set(r, HR_ERROR, "case: no expected values");
         return;
     }
     switch (c->op) {
-    case ACASE_OP_SDPA: hr_run_sdpa(rn, c, r); break;
-    case ACASE_OP_MASK: hr_run_mask(rn, c, r); break;
-    case ACASE_OP_CACHE: hr_run_cache(rn, c, r); break; /* run_cache.c */
-    default: hr_set(r, HR_ERROR, "case: unknown op %d", (int)c->op); break;
+    case ACASE_OP_SDPA: run_sdpa(rn, c, r); break;
+    case ACASE_OP_MASK: run_mask(rn, c, r); break;
+    case ACASE_OP_CACHE: run_cache_case(rn, c, r); break; /* run_cache.c */
+    default: run_set(r, HR_ERROR, "case: unknown op %d", (int)c->op); break;
     }
 }

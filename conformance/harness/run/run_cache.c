@@ -522,7 +522,7 @@ done:
     return ret;
 }
 
-void hr_run_cache(const hr_runner *rn, const acase *c, hr_result *r)
+void run_cache_case(const run_ctx *rn, const acase *c, hr_result *r)
 {
     const attnconf_backend *be = rn->backend->be;
     rch x;

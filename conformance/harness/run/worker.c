@@ -71,7 +71,7 @@ static void hw_child(int fd, void *arg)
         rl.rlim_cur = rl.rlim_max = (rlim_t)cfg->memory_limit_mib * 1024 * 1024;
         setrlimit(RLIMIT_AS, &rl);
     }
-    hr_fault_note_install(note, note_len);
+    run_fault_note_install(note, note_len);
 
     static hw_hello hello;
     static hb_backend hb;
@@ -84,7 +84,7 @@ static void hw_child(int fd, void *arg)
         hb_unload(&hb);
         _exit(0);
     }
-    hr_runner rn = *cfg->rn;
+    run_ctx rn = *cfg->rn;
     rn.backend = &hb;
     static hr_result r;
     for (;;) {
@@ -93,9 +93,9 @@ static void hw_child(int fd, void *arg)
             break; /* the parent is done (or gone) */
         const acase *c = cfg->get_case(cfg->ud, (size_t)i);
         note[0] = '\0';
-        hr_result_begin(&rn, c ? c->id : "?", &r);
+        run_result_begin(&rn, c ? c->id : "?", &r);
         if (c)
-            hr_run_case(&rn, c, &r);
+            run_case(&rn, c, &r);
         else
             r.status = HR_ERROR; /* cannot happen: the parent sends only loaded cases */
         if (proc_send(fd, &r, sizeof r) != 0)

@@ -44,7 +44,7 @@ int hr_status_is_bad(hr_status s);
 typedef struct hr_result {
     char id[ACASE_ID_MAX];
     char family[ACASE_ID_MAX];
-    /* The case's spec rule ids (acase.rules, in case order), copied by hr_run_case; none when
+    /* The case's spec rule ids (acase.rules, in case order), copied by run_case; none when
      * the case could not be loaded.  The report groups them by SPEC clause ("clauseN.name"). */
     char rules[ACASE_MAX_RULES][HR_RULE_MAX];
     int nrules;

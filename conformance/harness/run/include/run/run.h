@@ -9,7 +9,7 @@
 #include "results/result.h"
 
 /* What a run needs besides the case: the backend and the words that re-run a case alone. */
-typedef struct hr_runner {
+typedef struct run_ctx {
     const hb_backend *backend;
     const char *argv0;       /* the harness as it should be re-invoked (absolute if it had '/') */
     const char *backend_arg; /* --backend as it should be re-given */
@@ -20,33 +20,33 @@ typedef struct hr_runner {
     size_t n_options;
     const char *timeout_arg;
     const char *case_timeout_arg; /* --case-timeout as given, NULL = not given */
-} hr_runner;
+} run_ctx;
 
 /* Start a result for case `id`: zeroes *r, sets id, family, first_bad = -1 and the rerun
  * command `ARGV0 run --backend B [--backend-option K=V]... [--timeout T] [--case-timeout T]
  * --cases DIR --filter 'ID'` (every word shell-quoted). */
-void hr_result_begin(const hr_runner *rn, const char *id, hr_result *r);
+void run_result_begin(const run_ctx *rn, const char *id, hr_result *r);
 
-/* Run case c on rn->backend and fill *r (which hr_result_begin must have started).  Never
+/* Run case c on rn->backend and fill *r (which run_result_begin must have started).  Never
  * aborts: a backend error, a mismatch or an unusable case becomes a status and a message. */
-void hr_run_case(const hr_runner *rn, const acase *c, hr_result *r);
+void run_case(const run_ctx *rn, const acase *c, hr_result *r);
 
-/* Copy what r reports of the case itself (its rule ids and description) from c; hr_run_case
+/* Copy what r reports of the case itself (its rule ids and description) from c; run_case
  * does it, and the parent of a worker that died on the case does it for the CRASH result. */
-void hr_result_case_info(const acase *c, hr_result *r);
+void run_result_case_info(const acase *c, hr_result *r);
 
 /* In a worker process, on its main thread: install SIGSEGV/SIGBUS handlers that, when the
  * fault is in one of the guarded buffers run.c hands a backend (a guard page, or a read-only
  * input) or is the main thread's stack overflowing (the handler runs on an alternate stack),
  * write a one-line explanation into note (n bytes, e.g. shared memory the parent reads after
  * the worker died) before dying of the signal.  note is cleared. */
-void hr_fault_note_install(char *note, size_t n);
+void run_fault_note_install(char *note, size_t n);
 
 /* For `attnconf fuzz`'s metamorphic checks: from now on (in this process and in workers
  * forked later), every sdpa or mask output that passes the descriptor checks is copied as
  * doubles in logical row-major order to sink (at most max values; a larger one is not copied)
  * and its element count stored in *n.  The caller sets *n = -1 before a case to tell "no
  * usable output".  sink and n may be shared memory a worker writes.  NULL sink: off. */
-void hr_capture_outputs(double *sink, int64_t max, volatile int64_t *n);
+void run_capture_outputs(double *sink, int64_t max, volatile int64_t *n);
 
 #endif

@@ -5,7 +5,7 @@
  * backend itself (so a library that starts threads at load, like MLX or ggml, is never forked
  * after they exist), sends back a hello (name, version, capabilities, options or the load
  * error), then runs one case per request: the parent sends a case index over a socketpair, the
- * worker runs hr_run_case on its copy of the loaded cases (it is a fork, so they are in its
+ * worker runs run_case on its copy of the loaded cases (it is a fork, so they are in its
  * memory) and sends back the hr_result, a fixed-size struct.  A worker that dies or misses the deadline
  * makes that case CRASH or TIMEOUT, and the next case gets a fresh worker.
  */
@@ -31,7 +31,7 @@ typedef struct hw_config {
     const char *spec;
     const char *builtin_dir;
     const hb_open_opts *oo;
-    const hr_runner *rn;
+    const run_ctx *rn;
     double case_timeout_s;    /* > 0 */
     uint64_t memory_limit_mib; /* RLIMIT_AS of the worker; 0 = none */
     const acase *(*get_case)(void *ud, size_t i);
@@ -66,7 +66,7 @@ typedef struct hw_worker {
  * could not be started or died before its hello; no worker is left running). */
 int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello);
 
-/* Run case i (whose result r the parent has begun with hr_result_begin) in the worker.  On a
+/* Run case i (whose result r the parent has begun with run_result_begin) in the worker.  On a
  * result, *r is the worker's.  On death or timeout the worker is reaped, r becomes CRASH or
  * TIMEOUT with the reason, and w is left stopped (w->pid == 0) for hw_start. */
 void hw_run(hw_worker *w, const hw_config *cfg, size_t i, hr_result *r);
