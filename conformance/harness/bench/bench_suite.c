@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "attncase/yread.h"
 #include "attnref/tensor.h"
 
 typedef struct reader {
@@ -372,7 +373,7 @@ int bs_suite_load(const char *path, uint64_t mem_bytes, bs_suite *out, char *err
     }
     /* The case files' bounded first pass (depth, node count, scalar size, no aliases, one
      * document) before libyaml builds a tree. */
-    if (acase_yaml_prescan(path, buf, len, err, errlen) != 0) {
+    if (ayr_prescan(path, buf, len, err, errlen) != 0) {
         free(buf);
         return -1;
     }

@@ -4,6 +4,7 @@
 #include "expect.h"
 
 #include "attncase/case.h"
+#include "attncase/yread.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -285,7 +286,7 @@ int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
         free(buf);
         return hx_fail(&r, NULL, "%s", buf ? "cannot read the file" : "out of memory");
     }
-    if (len > HX_MAX_FILE_BYTES || acase_yaml_prescan(path, buf, len, err, errlen) != 0) {
+    if (len > HX_MAX_FILE_BYTES || ayr_prescan(path, buf, len, err, errlen) != 0) {
         if (len > HX_MAX_FILE_BYTES)
             hx_fail(&r, NULL, "file grew over the %u-byte limit while read", HX_MAX_FILE_BYTES);
         free(buf);
