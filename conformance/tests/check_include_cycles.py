@@ -2,6 +2,7 @@
 """check_include_cycles.py — fail when the quoted #include graph of a source tree has a cycle.
 
     check_include_cycles.py [-I ROOT]... DIR...
+    check_include_cycles.py --self-test
 
 Every *.c and *.h file under the DIRs is a node; `#include "x"` is an edge to the file it names,
 looked up relative to the including file's directory first, then in each ROOT in the order given
@@ -19,11 +20,16 @@ Two graphs are checked:
 
 Exit status 0 when neither graph has a cycle, 1 naming every cycle found (one per strongly
 connected component, shortest first, with the #include lines that make it), 2 on bad usage.
+--self-test runs the checker on small trees made for it (a file cycle, a module-only cycle, an
+acyclic tree with a same-named header elsewhere) and exits 0 when it judges each right.
 """
 import argparse
+import io
 import os
 import re
 import sys
+import tempfile
+from contextlib import redirect_stderr, redirect_stdout
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
@@ -175,17 +181,12 @@ def module_of(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('-I', dest='roots', action='append', default=[], metavar='ROOT',
-                    help='directory a quoted include is also looked up in (in order)')
-    ap.add_argument('dirs', nargs='+', metavar='DIR')
-    args = ap.parse_args()
-    for d in args.dirs + args.roots:
+def check(dirs, roots):
+    for d in dirs + roots:
         if not os.path.isdir(d):
             print(f'check_include_cycles: {d}: not a directory', file=sys.stderr)
             return 2
-    graph = build_graph(args.dirs, [os.path.normpath(r) for r in args.roots])
+    graph = build_graph(dirs, [os.path.normpath(r) for r in roots])
     show = lambda p: os.path.relpath(p)
 
     file_succ = {f: {t for t, _, _ in edges} for f, edges in graph.items()}
@@ -221,6 +222,54 @@ def main():
         return 1
     print(f'no include cycles: {len(graph)} files, {len(mod_succ)} modules')
     return 0
+
+
+def self_test():
+    """Each tree: {path: text}, the roots, the exit status and lines the output must hold."""
+    trees = [
+        ('file cycle', {'src/a.h': '#include "b.h"\n', 'src/b.h': '#include "a.h"\n'}, [], 1,
+         ['file cycle: ', 'module cycle: a -> b -> a']),
+        # x.c -> x_impl.h -> inc/x.h: no file repeats, but modules x and x_impl depend on each
+        # other; the include in the comment and the one in the string are no edges.
+        ('module cycle', {'src/x.c': '#include "x_impl.h"\n',
+                          'src/x_impl.h': '/* #include "y.h" */\n#include "x.h"\n',
+                          'inc/x.h': 'const char *s = "#include \\"x_impl.h\\"";\n'},
+         ['inc'], 1, ['module cycle: x -> x_impl -> x', 'src/x_impl.h:2: #include "x.h"']),
+        ('acyclic', {'src/x.c': '#include "x.h"\n#include "util.h"\n', 'inc/x.h': '\n',
+                     'src/util.h': '#include <x.h>\n', 'src/y.h': '// #include "y.h"\n'},
+         ['inc'], 0, ['no include cycles: 4 files, 3 modules']),
+    ]
+    bad = 0
+    for name, files, roots, want_rc, want_lines in trees:
+        with tempfile.TemporaryDirectory() as tmp:
+            for rel, text in files.items():
+                os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
+                with open(os.path.join(tmp, rel), 'w') as f:
+                    f.write(text)
+            out = io.StringIO()
+            with redirect_stdout(out), redirect_stderr(out):
+                rc = check([os.path.join(tmp, 'src')], [os.path.join(tmp, r) for r in roots])
+        text = out.getvalue()
+        missing = [w for w in want_lines if w not in text]
+        if rc != want_rc or missing:
+            bad += 1
+            print(f'self-test {name}: exit {rc} (want {want_rc}), missing {missing}:\n{text}')
+    print('self-test: ' + ('FAILED' if bad else 'ok'))
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('-I', dest='roots', action='append', default=[], metavar='ROOT',
+                    help='directory a quoted include is also looked up in (in order)')
+    ap.add_argument('--self-test', action='store_true')
+    ap.add_argument('dirs', nargs='*', metavar='DIR')
+    args = ap.parse_args()
+    if args.self_test:
+        return self_test()
+    if not args.dirs:
+        ap.error('at least one DIR is needed')
+    return check(args.dirs, args.roots)
 
 
 if __name__ == '__main__':
