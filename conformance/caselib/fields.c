@@ -222,12 +222,9 @@ static int read_stride0(ayr *y, const yaml_node_t *n, const char *field, const a
     int64_t prev = -1;
     for (size_t i = 0; i < len; i++) {
         char fi[AYR_FIELD_MAX];
-        ayr_fieldf(fi, "%s[%zu]", field, i);
-        yaml_node_t *it = ayr_item(y, n, i);
+        yaml_node_t *it = ayr_item_at(y, n, field, i, fi);
         int64_t d;
-        if (!it)
-            return ayr_fail(y, n, fi, "malformed sequence");
-        if (ayr_int(y, it, fi, &d))
+        if (!it || ayr_int(y, it, fi, &d))
             return -1;
         if (d < 0 || d > 1)
             return ayr_fail(y, it, fi, "dimension %lld: only 0 (batch) and 1 (heads) can have "
@@ -342,10 +339,9 @@ static int read_expected_values(acase__rd *r, const yaml_node_t *n, const char *
         return ayr_fail(y, n, field, "%s", why);
     for (int64_t i = 0; i < e->numel; i++) {
         char fi[AYR_FIELD_MAX];
-        ayr_fieldf(fi, "%s[%lld]", field, (long long)i);
-        yaml_node_t *it = ayr_item(y, n, (size_t)i);
+        yaml_node_t *it = ayr_item_at(y, n, field, (size_t)i, fi);
         if (!it)
-            return ayr_fail(y, n, fi, "malformed sequence");
+            return -1;
         if (bool_values) {
             if (ayr_expect_plain(y, it, fi, "0 or 1"))
                 return -1;

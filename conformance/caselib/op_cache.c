@@ -563,34 +563,25 @@ static int rd_sees(acase__rd *r, yaml_node_t *n, const char *field, acase_cache_
         return ayr_fail(&r->y, n, field, "out of memory");
     for (int64_t b = 0; b < st->batch; b++) {
         char fb[AYR_FIELD_MAX];
-        ayr_fieldf(fb, "%s[%lld]", field, (long long)b);
-        yaml_node_t *row = ayr_item(&r->y, n, (size_t)b);
+        yaml_node_t *row = ayr_item_at(&r->y, n, field, (size_t)b, fb);
         size_t nq;
-        if (!row)
-            return ayr_fail(&r->y, n, fb, "malformed sequence");
-        if (ayr_seq(&r->y, row, fb, "a sequence (queries) of position lists", &nq))
+        if (!row || ayr_seq(&r->y, row, fb, "a sequence (queries) of position lists", &nq))
             return -1;
         if ((int64_t)nq != S)
             return ayr_fail(&r->y, row, fb, "has %zu queries, the step has S = %lld", nq,
                             (long long)S);
         for (int64_t q = 0; q < S; q++) {
             char fq[AYR_FIELD_MAX];
-            ayr_fieldf(fq, "%s[%lld]", fb, (long long)q);
-            yaml_node_t *ql = ayr_item(&r->y, row, (size_t)q);
+            yaml_node_t *ql = ayr_item_at(&r->y, row, fb, (size_t)q, fq);
             size_t np;
-            if (!ql)
-                return ayr_fail(&r->y, row, fq, "malformed sequence");
-            if (ayr_seq(&r->y, ql, fq, "a sequence of positions", &np))
+            if (!ql || ayr_seq(&r->y, ql, fq, "a sequence of positions", &np))
                 return -1;
             int64_t slot = 0;
             for (size_t i = 0; i < np; i++) {
                 char fi[AYR_FIELD_MAX];
                 int64_t pos;
-                ayr_fieldf(fi, "%s[%zu]", fq, i);
-                yaml_node_t *it = ayr_item(&r->y, ql, i);
-                if (!it)
-                    return ayr_fail(&r->y, ql, fi, "malformed sequence");
-                if (ayr_int(&r->y, it, fi, &pos))
+                yaml_node_t *it = ayr_item_at(&r->y, ql, fq, i, fi);
+                if (!it || ayr_int(&r->y, it, fi, &pos))
                     return -1;
                 /* Positions increase along the slots, so one forward scan finds each. */
                 while (slot < st->length && st->positions[b * st->length + slot] != pos)
@@ -690,11 +681,8 @@ static int rd_expect(acase__rd *r, yaml_node_t *n, const char *path, acase_cache
     for (size_t b = 0; b < nb; b++) {
         char fb[AYR_FIELD_MAX];
         size_t len;
-        ayr_fieldf(fb, "%s[%zu]", f, b);
-        yaml_node_t *row = ayr_item(&r->y, s[3].val, b);
-        if (!row)
-            return ayr_fail(&r->y, s[3].val, fb, "malformed sequence");
-        if (ayr_seq(&r->y, row, fb, "a sequence of positions (-1 = padding)", &len))
+        yaml_node_t *row = ayr_item_at(&r->y, s[3].val, f, b, fb);
+        if (!row || ayr_seq(&r->y, row, fb, "a sequence of positions (-1 = padding)", &len))
             return -1;
         if (b == 0) {
             int64_t sh[2] = {st->batch, (int64_t)len}, numel;

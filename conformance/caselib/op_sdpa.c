@@ -63,12 +63,9 @@ static int read_row_checks(ayr *y, const yaml_node_t *n, acase_expected *e)
         int64_t prev = -1;
         for (size_t i = 0; i < ayr_seq_len(list); i++) {
             char fi[AYR_FIELD_MAX];
-            ayr_fieldf(fi, "%s[%zu]", f, i);
-            yaml_node_t *it = ayr_item(y, list, i);
+            yaml_node_t *it = ayr_item_at(y, list, f, i, fi);
             int64_t row;
-            if (!it)
-                return ayr_fail(y, list, fi, "malformed sequence");
-            if (ayr_int(y, it, fi, &row))
+            if (!it || ayr_int(y, it, fi, &row))
                 return -1;
             if (row < 0 || row >= e->nrows) {
                 if (e->nrows == 0)
@@ -116,11 +113,8 @@ static int read_tolerance(ayr *y, const yaml_node_t *n, acase *c)
         return ayr_fail(y, list, "tolerance.row_atol", "%s", why);
     for (int64_t i = 0; i < rows; i++) {
         char fi[AYR_FIELD_MAX];
-        ayr_fieldf(fi, "tolerance.row_atol[%lld]", (long long)i);
-        yaml_node_t *it = ayr_item(y, list, (size_t)i);
-        if (!it)
-            return ayr_fail(y, list, fi, "malformed sequence");
-        if (ayr_double(y, it, fi, &c->row_atol[i]))
+        yaml_node_t *it = ayr_item_at(y, list, "tolerance.row_atol", (size_t)i, fi);
+        if (!it || ayr_double(y, it, fi, &c->row_atol[i]))
             return -1;
         if (!isfinite(c->row_atol[i]) || c->row_atol[i] < 0)
             return ayr_fail(y, it, fi, "must be finite and >= 0");

@@ -75,11 +75,8 @@ static int read_case(acase__rd *r, yaml_node_t *root, acase *c)
                         ayr_seq_len(n));
     for (size_t i = 0; i < ayr_seq_len(n); i++) {
         char fi[AYR_FIELD_MAX];
-        ayr_fieldf(fi, "rules[%zu]", i);
-        yaml_node_t *it = ayr_item(y, n, i);
-        if (!it)
-            return ayr_fail(y, n, fi, "malformed sequence");
-        if (ayr_str(y, it, fi, &str))
+        yaml_node_t *it = ayr_item_at(y, n, "rules", i, fi);
+        if (!it || ayr_str(y, it, fi, &str))
             return -1;
         if (!acase__dotted_valid(str, 1))
             return ayr_fail(y, it, fi, "expected [a-z0-9_]+ components joined by '.', got '%s'",
@@ -105,11 +102,8 @@ static int read_case(acase__rd *r, yaml_node_t *root, acase *c)
         return -1;
     for (size_t i = 0; i < ayr_seq_len(n); i++) {
         char fi[AYR_FIELD_MAX];
-        ayr_fieldf(fi, "requires[%zu]", i);
-        yaml_node_t *it = ayr_item(y, n, i);
-        if (!it)
-            return ayr_fail(y, n, fi, "malformed sequence");
-        if (ayr_str(y, it, fi, &str))
+        yaml_node_t *it = ayr_item_at(y, n, "requires", i, fi);
+        if (!it || ayr_str(y, it, fi, &str))
             return -1;
         uint64_t bit = acase_cap_from_name(str);
         if (!bit)

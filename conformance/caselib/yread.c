@@ -273,6 +273,15 @@ yaml_node_t *ayr_item(const ayr *y, const yaml_node_t *n, size_t i)
     return ayr_node(y, n->data.sequence.items.start[i]);
 }
 
+yaml_node_t *ayr_item_at(ayr *y, const yaml_node_t *n, const char *field, size_t i, char *fi)
+{
+    ayr_fieldf(fi, "%s[%zu]", field, i);
+    yaml_node_t *it = ayr_item(y, n, i);
+    if (!it)
+        ayr_fail(y, n, fi, "malformed sequence");
+    return it;
+}
+
 /* ---- scalars ---------------------------------------------------------------------------- */
 
 /* POSIX ERE transcriptions of the implicit resolvers of PyYAML 6 (yaml/resolver.py, YAML 1.1).
@@ -488,10 +497,9 @@ int ayr_items(ayr *y, const yaml_node_t *n, const char *field, size_t len, int64
 {
     for (size_t i = 0; i < len; i++) {
         char fi[AYR_FIELD_MAX];
-        ayr_fieldf(fi, "%s[%zu]", field, i);
-        yaml_node_t *it = ayr_item(y, n, i);
+        yaml_node_t *it = ayr_item_at(y, n, field, i, fi);
         if (!it)
-            return ayr_fail(y, n, fi, "malformed sequence");
+            return -1;
         if (ints ? ayr_int(y, it, fi, &ints[i]) : ayr_double(y, it, fi, &dbls[i]))
             return -1;
     }

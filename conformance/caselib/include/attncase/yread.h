@@ -85,6 +85,9 @@ int ayr_seq(ayr *y, const yaml_node_t *n, const char *field, const char *what, s
 size_t ayr_seq_len(const yaml_node_t *n);
 /* Item i (< ayr_seq_len) of a sequence; NULL only in a malformed document. */
 yaml_node_t *ayr_item(const ayr *y, const yaml_node_t *seq, size_t i);
+/* The same, with the item's field "field[i]" written into fi (AYR_FIELD_MAX bytes) for the
+ * reads that follow; NULL with the error written (at seq) in a malformed document. */
+yaml_node_t *ayr_item_at(ayr *y, const yaml_node_t *seq, const char *field, size_t i, char *fi);
 
 /* ---- scalars: the YAML 1.1 grammar ------------------------------------------------------- */
 
