@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "case_internal.h"
+#include "attncase/case.h"
+#include "util.h"
 
 uint64_t acase_splitmix64_next(uint64_t *state)
 {

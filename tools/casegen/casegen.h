@@ -4,6 +4,27 @@
  * derives the capabilities and the tolerance, and writes (or, with --check, compares) the file
  * <dir>/<family>/<id>.yaml.  casegen is a developer tool: an internal inconsistency (the
  * reference rejecting a case meant to pass, a duplicate id) stops it with a message.
+ *
+ * Adding a family (the first two components of the ids, "sdpa.window", one directory of cases/):
+ *  1. Ids are <op>.<family>.<what>[.<dtype>] ([a-z0-9_], cg_id_dt for the dtype variants), each
+ *     case citing the SPEC.md clauses it checks as rule ids "clause<N>.<name>" (tools/spec-table
+ *     refuses a rule outside its clause list).
+ *  2. Write the family as a function in a fam_*.c of its kind, or in a new fam_<name>.c: then add
+ *     the file to casegen's sources in tools/CMakeLists.txt, declare the function under
+ *     "Families" below and call it from main.c.  Build each case with cg_new / cg_sdpa and the
+ *     input helpers, cg_expect_error for a must-reject case, and hand it to cg_emit (or
+ *     cg_emit_rounded), which computes the expectation, requires and tolerance.
+ *  3. A case the format cannot hold yet is a caselib change first: a field of an op is read,
+ *     checked and written in that op's slice (conformance/caselib/op_<op>.c), a new op is a new
+ *     slice and a row of op.c (conformance/caselib/op.h), and cases/FORMAT.md documents it.
+ *  4. Regenerate: cmake --build build/h --target casegen && build/h/tools/casegen --out cases
+ *     (deletes the files it no longer writes), then tools/spec-table for SPEC.md's clause table,
+ *     and re-run cmake so the new cases/<family>/ gets its conformance.<backend>.<family> tests.
+ *  5. Check: build/h/tools/casegen --check cases (ctest cases.regenerate_identical: the committed
+ *     files are exactly what the sources write), ctest -L cases (PyYAML reads every case with
+ *     the documented types, the clause table is current) and
+ *     ctest -R 'conformance\.(reference|cpu)\.<family>$' (the built-in backends pass them);
+ *     a divergence of a third-party implementation goes into conformance/expected/.
  */
 #ifndef CASEGEN_H
 #define CASEGEN_H

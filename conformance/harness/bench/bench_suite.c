@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "attncase/yread.h"
 #include "attnref/tensor.h"
 
 typedef struct reader {
@@ -189,21 +190,20 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
     if (m->type != YAML_MAPPING_NODE)
         return fail(r, m, f, "expected a mapping (id, dtypes, batch, ...)");
     sh->line = (int)m->start_mark.line + 1;
-    const yaml_node_t *v[K_COUNT] = {0};
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        const yaml_node_t *kn = yaml_document_get_node(r->doc, p->key);
-        const char *key = scalar(kn);
-        int k = 0;
-        while (k < K_COUNT && !(key && strcmp(key, shape_keys[k]) == 0))
-            k++;
-        if (k == K_COUNT)
-            return fail(r, kn, f, "unknown key '%s' (known: id, dtypes, batch, q_heads, "
-                        "kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, window, "
-                        "lengths, left_padding, bound)", key ? key : "?");
-        if (v[k])
-            return fail(r, kn, FIELD(k), "given twice");
-        v[k] = yaml_document_get_node(r->doc, p->value);
-    }
+    ayr_field keys[K_COUNT];
+    for (int k = 0; k < K_COUNT; k++)
+        keys[k] = (ayr_field){shape_keys[k], 0, NULL};
+    ayr_walk_at at;
+    ayr_walk_result walked = ayr_walk(r->doc, m, keys, K_COUNT, NULL, NULL, &at);
+    if (walked == AYR_WALK_DUPLICATE)
+        return fail(r, at.key, FIELD(at.index), "given twice");
+    if (walked != AYR_WALK_OK)
+        return fail(r, at.key, f, "unknown key '%s' (known: id, dtypes, batch, q_heads, "
+                    "kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, window, "
+                    "lengths, left_padding, bound)", at.name ? at.name : "?");
+    const yaml_node_t *v[K_COUNT];
+    for (int k = 0; k < K_COUNT; k++)
+        v[k] = keys[k].val;
     static const int required[] = {K_ID, K_DTYPES, K_BATCH, K_HQ, K_HKV, K_LQ, K_LK, K_D, K_BOUND};
     for (size_t x = 0; x < sizeof required / sizeof required[0]; x++)
         if (!v[required[x]])
@@ -290,24 +290,17 @@ static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
         return fail(r, NULL, "attnconf_perf_suite", "empty file");
     if (root->type != YAML_MAPPING_NODE)
         return fail(r, root, "attnconf_perf_suite", "the document must be a mapping");
-    const yaml_node_t *ver = NULL, *name = NULL, *desc = NULL, *shapes = NULL;
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-         p++) {
-        const yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
-        const char *key = scalar(k);
-        const yaml_node_t **slot = !key                                     ? NULL
-                                   : strcmp(key, "attnconf_perf_suite") == 0 ? &ver
-                                   : strcmp(key, "name") == 0                ? &name
-                                   : strcmp(key, "description") == 0         ? &desc
-                                   : strcmp(key, "shapes") == 0              ? &shapes
-                                                                             : NULL;
-        if (!slot)
-            return fail(r, k, key ? key : "?", "unknown key (known: attnconf_perf_suite, name, "
-                        "description, shapes)");
-        if (*slot)
-            return fail(r, k, key, "given twice");
-        *slot = yaml_document_get_node(r->doc, p->value);
-    }
+    ayr_field keys[] = {{"attnconf_perf_suite", 0, NULL}, {"name", 0, NULL},
+                        {"description", 0, NULL},         {"shapes", 0, NULL}};
+    ayr_walk_at at;
+    ayr_walk_result walked = ayr_walk(r->doc, root, keys, 4, NULL, NULL, &at);
+    if (walked == AYR_WALK_DUPLICATE)
+        return fail(r, at.key, at.name, "given twice");
+    if (walked != AYR_WALK_OK)
+        return fail(r, at.key, at.name ? at.name : "?", "unknown key (known: attnconf_perf_suite, "
+                    "name, description, shapes)");
+    const yaml_node_t *ver = keys[0].val, *name = keys[1].val, *desc = keys[2].val,
+                      *shapes = keys[3].val;
     int64_t version;
     if (!ver)
         return fail(r, root, "attnconf_perf_suite", "missing (the format version, 1)");
@@ -372,7 +365,7 @@ int bs_suite_load(const char *path, uint64_t mem_bytes, bs_suite *out, char *err
     }
     /* The case files' bounded first pass (depth, node count, scalar size, no aliases, one
      * document) before libyaml builds a tree. */
-    if (acase_yaml_prescan(path, buf, len, err, errlen) != 0) {
+    if (ayr_prescan(path, buf, len, err, errlen) != 0) {
         free(buf);
         return -1;
     }

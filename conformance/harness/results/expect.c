@@ -4,6 +4,7 @@
 #include "results/expect.h"
 
 #include "attncase/case.h"
+#include "attncase/yread.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -124,44 +125,48 @@ static int hx_read_patterns(const hx_reader *r, const yaml_node_t *n, hx_entry *
     return 0;
 }
 
+/* The keys of an entry (the index of each in hx_read_entry's table). */
+enum { HX_CASE, HX_STATUS, HX_REASON, HX_UPSTREAM, HX_CLAUSE, HX_NKEYS };
+
+typedef struct hx_entry_walk {
+    const hx_reader *r;
+    const ayr_field *keys;
+    const char *text[HX_NKEYS];
+} hx_entry_walk;
+
+/* The one-line texts are checked as the walk meets them, so a bad value is reported before a
+ * bad key further down, in the order the file reads. */
+static int hx_entry_value(void *ctx, size_t i)
+{
+    hx_entry_walk *w = ctx;
+    if (i == HX_CASE || i == HX_CLAUSE)
+        return 0;
+    return hx_text(w->r, w->keys[i].val, w->keys[i].key, &w->text[i]);
+}
+
 static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
 {
     if (m->type != YAML_MAPPING_NODE)
         return hx_fail(r, m, "expect: each entry must be a mapping (case, status, clause, reason)");
-    const char *status = NULL, *reason = NULL, *upstream = NULL;
-    const yaml_node_t *clause_node = NULL, *status_node = NULL, *case_node = NULL;
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        const yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
-        const yaml_node_t *v = yaml_document_get_node(r->doc, p->value);
-        const char *key = hx_scalar(k);
-        const char **slot = NULL;
-        if (!key)
-            return hx_fail(r, k, "expect entry: keys must be strings");
-        if (strcmp(key, "case") == 0) {
-            if (case_node)
-                return hx_fail(r, k, "expect entry: duplicate key 'case'");
-            case_node = v;
-            continue;
-        } else if (strcmp(key, "status") == 0)
-            slot = &status, status_node = v;
-        else if (strcmp(key, "reason") == 0)
-            slot = &reason;
-        else if (strcmp(key, "upstream") == 0)
-            slot = &upstream;
-        else if (strcmp(key, "clause") == 0) {
-            if (clause_node)
-                return hx_fail(r, k, "expect entry: duplicate key 'clause'");
-            clause_node = v;
-            continue;
-        } else
-            return hx_fail(r, k,
-                           "expect entry: unknown key '%s' (known: case, status, clause, reason, "
-                           "upstream)", key);
-        if (*slot)
-            return hx_fail(r, k, "expect entry: duplicate key '%s'", key);
-        if (hx_text(r, v, key, slot))
-            return -1;
-    }
+    ayr_field keys[HX_NKEYS] = {{"case", 0, NULL},     {"status", 0, NULL}, {"reason", 0, NULL},
+                                {"upstream", 0, NULL}, {"clause", 0, NULL}};
+    hx_entry_walk w = {r, keys, {NULL}};
+    ayr_walk_at at;
+    ayr_walk_result walked = ayr_walk(r->doc, m, keys, HX_NKEYS, hx_entry_value, &w, &at);
+    if (walked == AYR_WALK_STOPPED)
+        return -1;
+    if (walked == AYR_WALK_UNKNOWN)
+        return hx_fail(r, at.key,
+                       "expect entry: unknown key '%s' (known: case, status, clause, reason, "
+                       "upstream)", at.name);
+    if (walked == AYR_WALK_DUPLICATE)
+        return hx_fail(r, at.key, "expect entry: duplicate key '%s'", at.name);
+    if (walked != AYR_WALK_OK)
+        return hx_fail(r, at.key, "expect entry: keys must be strings");
+    const char *status = w.text[HX_STATUS], *reason = w.text[HX_REASON],
+               *upstream = w.text[HX_UPSTREAM];
+    const yaml_node_t *clause_node = keys[HX_CLAUSE].val, *status_node = keys[HX_STATUS].val,
+                      *case_node = keys[HX_CASE].val;
     if (!case_node || !status || !reason || !clause_node)
         return hx_fail(r, m, "expect entry: missing '%s'",
                        !case_node ? "case" : !status ? "status" : !reason ? "reason" : "clause");
@@ -196,26 +201,18 @@ static int hx_read_root(const hx_reader *r, hx_file *f)
         return hx_fail(r, NULL, "empty file");
     if (root->type != YAML_MAPPING_NODE)
         return hx_fail(r, root, "the document must be a mapping");
-    const yaml_node_t *ver = NULL, *backend = NULL, *version = NULL, *expect = NULL;
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-         p++) {
-        const yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
-        const yaml_node_t *v = yaml_document_get_node(r->doc, p->value);
-        const char *key = hx_scalar(k);
-        const yaml_node_t **slot = !key                                   ? NULL
-                                   : strcmp(key, "attnconf_expected") == 0 ? &ver
-                                   : strcmp(key, "backend") == 0           ? &backend
-                                   : strcmp(key, "version") == 0           ? &version
-                                   : strcmp(key, "expect") == 0            ? &expect
-                                                                           : NULL;
-        if (!slot)
-            return hx_fail(r, k,
-                           "unknown key '%s' (known: attnconf_expected, backend, version, expect)",
-                           key ? key : "?");
-        if (*slot)
-            return hx_fail(r, k, "duplicate key '%s'", key);
-        *slot = v;
-    }
+    ayr_field keys[] = {{"attnconf_expected", 0, NULL}, {"backend", 0, NULL},
+                        {"version", 0, NULL},           {"expect", 0, NULL}};
+    ayr_walk_at at;
+    ayr_walk_result walked = ayr_walk(r->doc, root, keys, 4, NULL, NULL, &at);
+    if (walked == AYR_WALK_DUPLICATE)
+        return hx_fail(r, at.key, "duplicate key '%s'", at.name);
+    if (walked != AYR_WALK_OK)
+        return hx_fail(r, at.key,
+                       "unknown key '%s' (known: attnconf_expected, backend, version, expect)",
+                       at.name ? at.name : "?");
+    const yaml_node_t *ver = keys[0].val, *backend = keys[1].val, *version = keys[2].val,
+                      *expect = keys[3].val;
     if (!ver)
         return hx_fail(r, root, "attnconf_expected: missing (the format version, 1)");
     const char *vs = hx_scalar(ver);
@@ -285,7 +282,7 @@ int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
         free(buf);
         return hx_fail(&r, NULL, "%s", buf ? "cannot read the file" : "out of memory");
     }
-    if (len > HX_MAX_FILE_BYTES || acase_yaml_prescan(path, buf, len, err, errlen) != 0) {
+    if (len > HX_MAX_FILE_BYTES || ayr_prescan(path, buf, len, err, errlen) != 0) {
         if (len > HX_MAX_FILE_BYTES)
             hx_fail(&r, NULL, "file grew over the %u-byte limit while read", HX_MAX_FILE_BYTES);
         free(buf);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attncase/ylimits.h"
 #include "attnref/dtype.h"
 
 #ifdef __cplusplus
@@ -29,11 +30,9 @@ extern "C" {
 #define ACASE_MAX_FILE_BYTES ((int64_t)16 << 20)  /* per case file: bounds libyaml's memory */
 #define ACASE_MAX_BATCH 4096                      /* lengths / left_padding entries */
 #define ACASE_MAX_RULES 16
-/* Bounds on the YAML stream, checked while libyaml parses (before the document tree is built),
- * so a hostile file cannot make parsing slow or large (cases/FORMAT.md, "Files"): */
-#define ACASE_MAX_DEPTH 64                       /* nested sequences/mappings (committed: 4) */
-#define ACASE_MAX_NODES ((int64_t)1 << 20)       /* scalars + collections (committed: 137060) */
-#define ACASE_MAX_SCALAR_BYTES ((int64_t)64 << 10) /* one scalar's text (committed: 452) */
+/* The bounds on the YAML stream (ACASE_MAX_DEPTH, ACASE_MAX_NODES, ACASE_MAX_SCALAR_BYTES) are
+ * attncase/ylimits.h's, checked while libyaml parses, before the document tree is built, so a
+ * hostile file cannot make parsing slow or large (cases/FORMAT.md, "Files"). */
 #define ACASE_ID_MAX 128
 
 typedef enum acase_op {
@@ -157,6 +156,10 @@ uint64_t acase_derive_requires(const acase *c);
  * expected shape consistent with the inputs/params, tolerance, and requires a superset of
  * acase_derive_requires.  Returns 0, or -1 with "field.path: reason" in err. */
 int acase_validate(const acase *c, char *err, size_t errlen);
+/* acase_validate with the dotted field path (fieldlen bytes) and the reason (whylen bytes)
+ * apart, so a reader can point the error at the field's line. */
+int acase_validate_field(const acase *c, char *field, size_t fieldlen, char *why,
+                         size_t whylen);
 
 /* The generator of format v1 (FORMAT.md, "Generated inputs"): SplitMix64 from `seed`; for each
  * element in logical row-major order x = lo + (hi - lo) * ((u >> 11) * 2^-53) in binary64, then
@@ -206,14 +209,7 @@ int acase_tensor_broadcast(acase_tensor *t, uint8_t stride0, const int64_t shape
  * -1 and writes "path:line:col: field: reason" into err. */
 int acase_load_file(const char *path, acase **out, char *err, size_t errlen);
 /* The same from a buffer of len bytes (at most ACASE_MAX_FILE_BYTES); name is used in messages
- * and as the case's path. */
-/* The bounded first pass every case file gets before its tree is built: streams libyaml's
- * events over data[0..len) and returns -1, with err = "PATH:LINE:COL: yaml: reason", at the
- * first node over ACASE_MAX_DEPTH / ACASE_MAX_NODES / ACASE_MAX_SCALAR_BYTES, at an anchor or
- * alias, or at a second document; 0 when the stream is within the limits.  Other YAML files of
- * the suite (expected-results files) use it too. */
-int acase_yaml_prescan(const char *path, const void *data, size_t len, char *err, size_t errlen);
-
+ * and as the case's path.  Both read through attncase/yread.h (its bounded first pass first). */
 int acase_load_mem(const char *name, const void *data, size_t len, acase **out, char *err,
                    size_t errlen);
 

@@ -1,31 +1,21 @@
-/* cache_case.c — `op: cache` cases (cases/FORMAT.md, "Cache cases"): model, strict reader on top
- * of read.c's typed-node readers, deterministic writer, cross-field rules and capabilities.
+/* op_cache.c — `op: cache` cases (cases/FORMAT.md, "Cache cases"): model, strict reader,
+ * cross-field rules, deterministic writer and capabilities, one slice over the shared fields
+ * (op.h).
  *
  * One table (step_keys) says which keys each step op takes; the reader, the checker and the
  * writer all follow it, so the three cannot disagree on a step's shape. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attncase/cache_case.h"
 #include "attnconf/backend.h"
 #include "attnref/status.h"
-#include "cache_internal.h"
-
-#define CF_MAX 96 /* field path buffer, as read.c */
-
-/* A field path into a CF_MAX buffer (truncation only shortens a message). */
-__attribute__((format(printf, 2, 3))) static void pathf(char *out, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, CF_MAX, fmt, ap);
-    va_end(ap);
-}
+#include "fields.h"
+#include "op.h"
 
 _Static_assert((int)ACASE_CACHE_STANDARD == (int)ATTNCONF_CACHE_STANDARD &&
                    (int)ACASE_CACHE_ROTATING == (int)ATTNCONF_CACHE_ROTATING &&
@@ -168,21 +158,13 @@ const acase_cache_params *acase_cache_params_of(const acase_cache *cc, int64_t s
     return n < 0 || i < 0 || i >= n ? NULL : tab[i];
 }
 
-static uint64_t dtype_cap(attnref_dtype dt)
-{
-    return dt == ATTNREF_F32 ? ATTNCONF_CAP_F32
-           : dt == ATTNREF_F16 ? ATTNCONF_CAP_F16
-           : dt == ATTNREF_BF16 ? ATTNCONF_CAP_BF16
-                                : 0;
-}
-
 static uint64_t params_caps(const acase_cache_params *p)
 {
     static const uint64_t kind_cap[] = {
         0, ATTNCONF_CAP_CACHE_STD, ATTNCONF_CAP_CACHE_ROTATING, ATTNCONF_CAP_CACHE_CHUNKED,
         ATTNCONF_CAP_CACHE_QUANTIZED, ATTNCONF_CAP_CACHE_BATCH,
         ATTNCONF_CAP_CACHE_BATCH | ATTNCONF_CAP_CACHE_BATCH_ROTATING};
-    uint64_t r = dtype_cap(p->dtype);
+    uint64_t r = acase__dtype_cap(p->dtype);
     if (p->kind >= ACASE_CACHE_STANDARD && p->kind <= KIND_MAX)
         r |= kind_cap[p->kind];
     return r;
@@ -236,11 +218,11 @@ uint64_t acase_cache_requires(const acase_cache *cc)
 
 static int check_params(acase__chk *k, const char *path, const acase_cache_params *p)
 {
-    char f[CF_MAX];
-    pathf(f, "%s.kind", path);
+    char f[AYR_FIELD_MAX];
+    ayr_fieldf(f, "%s.kind", path);
     if (!acase_cache_kind_name(p->kind))
         return acase__chk_fail(k, f, "unknown cache kind %d", (int)p->kind);
-    pathf(f, "%s.dtype", path);
+    ayr_fieldf(f, "%s.dtype", path);
     if (!acase__is_float_dtype(p->dtype))
         return acase__chk_fail(k, f, "must be f32, f16 or bf16");
     const struct { const char *name; int64_t v, lo, hi; } ranges[] = {
@@ -250,35 +232,35 @@ static int check_params(acase__chk *k, const char *path, const acase_cache_param
         {"v_head_dim", p->v_head_dim, 1, 65536},
     };
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
-        pathf(f, "%s.%s", path, ranges[i].name);
+        ayr_fieldf(f, "%s.%s", path, ranges[i].name);
         if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi)
             return acase__chk_fail(k, f, "%lld is not in %lld..%lld", (long long)ranges[i].v,
                                    (long long)ranges[i].lo, (long long)ranges[i].hi);
     }
     int rot = p->kind == ACASE_CACHE_ROTATING, chk = p->kind == ACASE_CACHE_CHUNKED,
         qnt = p->kind == ACASE_CACHE_QUANTIZED, brot = p->kind == ACASE_CACHE_BATCH_ROTATING;
-    pathf(f, "%s.max_size", path);
+    ayr_fieldf(f, "%s.max_size", path);
     if (rot || brot ? p->max_size < 1 || p->max_size > ACASE_MAX_TENSOR_NUMEL : p->max_size != 0)
         return acase__chk_fail(
             k, f, rot || brot ? "must be >= 1" : "only for kinds rotating, batch_rotating");
-    pathf(f, "%s.keep", path);
+    ayr_fieldf(f, "%s.keep", path);
     if (rot ? p->keep < 0 || p->keep >= p->max_size : p->keep != 0)
         return acase__chk_fail(k, f, rot ? "must be in 0..max_size-1" : "only for kind rotating");
-    pathf(f, "%s.chunk_size", path);
+    ayr_fieldf(f, "%s.chunk_size", path);
     if (chk ? p->chunk_size < 1 || p->chunk_size > ACASE_MAX_TENSOR_NUMEL : p->chunk_size != 0)
         return acase__chk_fail(k, f, chk ? "must be >= 1" : "only for kind chunked");
-    pathf(f, "%s.group_size", path);
+    ayr_fieldf(f, "%s.group_size", path);
     if (qnt ? (p->group_size != 32 && p->group_size != 64 && p->group_size != 128) ||
                   p->head_dim % p->group_size || p->v_head_dim % p->group_size
             : p->group_size != 0)
         return acase__chk_fail(k, f,
                                qnt ? "must be 32, 64 or 128 and divide head_dim and v_head_dim"
                                    : "only for kind quantized");
-    pathf(f, "%s.bits", path);
+    ayr_fieldf(f, "%s.bits", path);
     if (qnt ? p->bits != 4 && p->bits != 8 : p->bits != 0)
         return acase__chk_fail(k, f, qnt ? "must be 4 or 8" : "only for kind quantized");
     if (p->left_padding) {
-        pathf(f, "%s.left_padding", path);
+        ayr_fieldf(f, "%s.left_padding", path);
         if (p->kind != ACASE_CACHE_BATCH && p->kind != ACASE_CACHE_BATCH_ROTATING)
             return acase__chk_fail(k, f, "only for kinds batch and batch_rotating");
         for (int64_t b = 0; b < p->batch; b++)
@@ -293,9 +275,9 @@ static int check_params(acase__chk *k, const char *path, const acase_cache_param
 static int check_tensor(acase__chk *k, const char *path, const char *name, const acase_tensor *t,
                         const acase_cache_params *p, int64_t heads, int64_t last)
 {
-    char f[CF_MAX], why[128];
+    char f[AYR_FIELD_MAX], why[128];
     int64_t n;
-    pathf(f, "%s.%s", path, name);
+    ayr_fieldf(f, "%s.%s", path, name);
     if (!t->present || !t->data)
         return acase__chk_fail(k, f, "required");
     if (t->dtype != p->dtype)
@@ -316,12 +298,12 @@ static int check_step(acase__chk *k, const acase_cache *cc, int64_t i, int64_t n
                       const acase_cache_params *p)
 {
     const acase_cache_step *s = &cc->steps[i];
-    char path[CF_MAX], f[CF_MAX];
-    pathf(path, "steps[%lld]", (long long)i);
+    char path[AYR_FIELD_MAX], f[AYR_FIELD_MAX];
+    ayr_fieldf(path, "steps[%lld]", (long long)i);
     int oi = op_index(s->op);
     if (oi < 0)
         return acase__chk_fail(k, path, "unknown op %d", (int)s->op);
-    pathf(f, "%s.cache", path);
+    ayr_fieldf(f, "%s.cache", path);
     if (s->cache < 0 || s->cache >= ncaches || !p)
         return acase__chk_fail(k, f, "cache %lld does not exist (%lld made so far)",
                                (long long)s->cache, (long long)ncaches);
@@ -377,7 +359,7 @@ static int check_step(acase__chk *k, const acase_cache *cc, int64_t i, int64_t n
     if (s->op == ACASE_CSTEP_TRIM && !s->error && (s->returns < 0 || s->returns > s->n))
         return acase__chk_fail(k, path, "expect.returns must be in 0..n");
     /* The state. */
-    pathf(f, "%s.expect", path);
+    ayr_fieldf(f, "%s.expect", path);
     if (s->batch < 1 || s->batch > ACASE_MAX_BATCH || s->length < 0 || !s->offsets ||
         (s->length > 0 && !s->positions))
         return acase__chk_fail(k, f, "offset / positions missing or empty");
@@ -438,36 +420,35 @@ static int check_step(acase__chk *k, const acase_cache *cc, int64_t i, int64_t n
     return 0;
 }
 
-int acase__cache_check(const acase *c, char *field, size_t fieldlen, char *why, size_t whylen)
+static int cache_check(acase__chk *k, const acase *c)
 {
-    acase__chk k = {field, fieldlen, why, whylen};
     const acase_cache *cc = c->cache;
     if (!cc)
-        return acase__chk_fail(&k, "steps", "required for op cache");
+        return acase__chk_fail(k, "steps", "required for op cache");
     if (c->q.present || c->k.present || c->v.present || c->mask.present || c->expected.values ||
         c->expected.error || c->lengths || c->left_padding || c->causal || c->has_scale)
-        return acase__chk_fail(&k, "inputs", "op cache keeps inputs and expectations in its steps");
-    if (check_params(&k, "params", &cc->params))
+        return acase__chk_fail(k, "inputs", "op cache keeps inputs and expectations in its steps");
+    if (check_params(k, "params", &cc->params))
         return -1;
     if (cc->nsteps < 1 || cc->nsteps > ACASE_MAX_CACHE_STEPS || !cc->steps)
-        return acase__chk_fail(&k, "steps", "expected 1..%d steps", ACASE_MAX_CACHE_STEPS);
+        return acase__chk_fail(k, "steps", "expected 1..%d steps", ACASE_MAX_CACHE_STEPS);
     const acase_cache_params *tab[ACASE_MAX_CACHES];
     for (int64_t i = 0; i < cc->nsteps; i++) {
         int64_t n = cache_table(cc, i + 1, tab);
         const acase_cache_step *s = &cc->steps[i];
         if (n < 0)
-            return acase__chk_fail(&k, "steps",
+            return acase__chk_fail(k, "steps",
                                    "step %lld: more than %d caches, or a merge of a cache "
                                    "not made yet",
                                    (long long)i, ACASE_MAX_CACHES);
         if ((s->op == ACASE_CSTEP_CREATE || s->op == ACASE_CSTEP_MERGE) && s->cache != n - 1) {
-            char f[CF_MAX];
-            pathf(f, "steps[%lld].cache", (long long)i);
-            return acase__chk_fail(&k, f, "a %s step makes cache %lld", acase_cache_op_name(s->op),
+            char f[AYR_FIELD_MAX];
+            ayr_fieldf(f, "steps[%lld].cache", (long long)i);
+            return acase__chk_fail(k, f, "a %s step makes cache %lld", acase_cache_op_name(s->op),
                                    (long long)(n - 1));
         }
         const acase_cache_params *p = s->cache >= 0 && s->cache < n ? tab[s->cache] : NULL;
-        if (check_step(&k, cc, i, n, p))
+        if (check_step(k, cc, i, n, p))
             return -1;
     }
     return 0;
@@ -475,23 +456,22 @@ int acase__cache_check(const acase *c, char *field, size_t fieldlen, char *why, 
 
 /* ---- reader ------------------------------------------------------------------------------ */
 
-typedef struct rd rd;
-
 /* Exactly `want` floats (want checked against the tensor limit by the caller). */
-static int rd_double_list(rd *r, yaml_node_t *n, const char *field, int64_t want, double **out)
+static int rd_double_list(acase__rd *r, yaml_node_t *n, const char *field, int64_t want,
+                          double **out)
 {
     size_t len;
-    if (acase__rd_seq(r, n, field, "a sequence of floats", &len))
+    if (ayr_seq(&r->y, n, field, "a sequence of floats", &len))
         return -1;
     if ((int64_t)len != want)
-        return acase__rd_fail(r, n, field, "has %zu values, the state needs %lld", len,
-                              (long long)want);
+        return ayr_fail(&r->y, n, field, "has %zu values, the state needs %lld", len,
+                        (long long)want);
     if (acase__rd_charge(r, n, field, want))
         return -1;
     double *a = calloc(len ? len : 1, sizeof *a);
     if (!a)
-        return acase__rd_fail(r, n, field, "out of memory");
-    if (acase__rd_items(r, n, field, len, NULL, a)) {
+        return ayr_fail(&r->y, n, field, "out of memory");
+    if (ayr_items(&r->y, n, field, len, NULL, a)) {
         free(a);
         return -1;
     }
@@ -499,40 +479,40 @@ static int rd_double_list(rd *r, yaml_node_t *n, const char *field, int64_t want
     return 0;
 }
 
-static int rd_kind(rd *r, yaml_node_t *n, const char *field, acase_cache_kind *k)
+static int rd_kind(acase__rd *r, yaml_node_t *n, const char *field, acase_cache_kind *k)
 {
     const char *s;
-    if (acase__rd_str(r, n, field, &s))
+    if (ayr_str(&r->y, n, field, &s))
         return -1;
     for (int i = ACASE_CACHE_STANDARD; i <= KIND_MAX; i++)
         if (strcmp(s, kind_names[i]) == 0) {
             *k = (acase_cache_kind)i;
             return 0;
         }
-    return acase__rd_fail(r, n, field, "unknown cache kind '%s' (expected standard, rotating, "
-                          "chunked, quantized, batch or batch_rotating)", s);
+    return ayr_fail(&r->y, n, field, "unknown cache kind '%s' (expected standard, rotating, "
+                    "chunked, quantized, batch or batch_rotating)", s);
 }
 
-static int rd_params(rd *r, yaml_node_t *n, const char *path, acase_cache_params *p)
+static int rd_params(acase__rd *r, yaml_node_t *n, const char *path, acase_cache_params *p)
 {
-    acase__field s[] = {{"kind", 1, NULL},       {"dtype", 1, NULL},      {"batch", 1, NULL},
-                        {"kv_heads", 1, NULL},   {"head_dim", 1, NULL},   {"v_head_dim", 0, NULL},
-                        {"max_size", 0, NULL},   {"keep", 0, NULL},       {"chunk_size", 0, NULL},
-                        {"group_size", 0, NULL}, {"bits", 0, NULL},       {"left_padding", 0, NULL}};
+    ayr_field s[] = {{"kind", 1, NULL},       {"dtype", 1, NULL},      {"batch", 1, NULL},
+                     {"kv_heads", 1, NULL},   {"head_dim", 1, NULL},   {"v_head_dim", 0, NULL},
+                     {"max_size", 0, NULL},   {"keep", 0, NULL},       {"chunk_size", 0, NULL},
+                     {"group_size", 0, NULL}, {"bits", 0, NULL},       {"left_padding", 0, NULL}};
     int64_t *ints[] = {NULL, NULL, &p->batch, &p->kv_heads, &p->head_dim, &p->v_head_dim,
                        &p->max_size, &p->keep, &p->chunk_size, &p->group_size, &p->bits};
-    char f[CF_MAX];
-    if (acase__rd_map(r, n, path, s, sizeof s / sizeof s[0]))
+    char f[AYR_FIELD_MAX];
+    if (ayr_map(&r->y, n, path, s, sizeof s / sizeof s[0]))
         return -1;
-    pathf(f, "%s.kind", path);
+    ayr_fieldf(f, "%s.kind", path);
     if (rd_kind(r, s[0].val, f, &p->kind))
         return -1;
-    pathf(f, "%s.dtype", path);
-    if (acase__rd_dtype(r, s[1].val, f, &p->dtype))
+    ayr_fieldf(f, "%s.dtype", path);
+    if (acase__rd_dtype(&r->y, s[1].val, f, &p->dtype))
         return -1;
     for (size_t i = 2; i < sizeof ints / sizeof ints[0]; i++) {
-        pathf(f, "%s.%s", path, s[i].key);
-        if (s[i].val && acase__rd_int(r, s[i].val, f, ints[i]))
+        ayr_fieldf(f, "%s.%s", path, s[i].key);
+        if (s[i].val && ayr_int(&r->y, s[i].val, f, ints[i]))
             return -1;
     }
     if (!s[5].val)
@@ -544,79 +524,71 @@ static int rd_params(rd *r, yaml_node_t *n, const char *path, acase_cache_params
         {11, "----OO"}};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
         char want = need[i].by_kind[p->kind - 1];
-        pathf(f, "%s.%s", path, s[need[i].key].key);
+        ayr_fieldf(f, "%s.%s", path, s[need[i].key].key);
         if (want == 'R' && !s[need[i].key].val)
-            return acase__rd_fail(r, n, f, "required key missing (kind %s)", kind_names[p->kind]);
+            return ayr_fail(&r->y, n, f, "required key missing (kind %s)", kind_names[p->kind]);
         if (want == '-' && s[need[i].key].val)
-            return acase__rd_fail(r, s[need[i].key].val, f, "not allowed for kind %s",
-                                  kind_names[p->kind]);
+            return ayr_fail(&r->y, s[need[i].key].val, f, "not allowed for kind %s",
+                            kind_names[p->kind]);
     }
     if (s[11].val) {
         int64_t cnt;
-        pathf(f, "%s.left_padding", path);
-        if (acase__rd_int_list(r, s[11].val, f, ACASE_MAX_BATCH, &p->left_padding, &cnt))
+        ayr_fieldf(f, "%s.left_padding", path);
+        if (ayr_int_list(&r->y, s[11].val, f, ACASE_MAX_BATCH, &p->left_padding, &cnt))
             return -1;
         if (cnt != p->batch)
-            return acase__rd_fail(r, s[11].val, f, "has %lld entries, batch is %lld",
-                                  (long long)cnt, (long long)p->batch);
+            return ayr_fail(&r->y, s[11].val, f, "has %lld entries, batch is %lld",
+                            (long long)cnt, (long long)p->batch);
     }
     return 0;
 }
 
 /* `sees: [[[pos, ...] per query] per row]` -> keep (B,1,S,L) over the state's positions. */
-static int rd_sees(rd *r, yaml_node_t *n, const char *field, acase_cache_step *st, int64_t S)
+static int rd_sees(acase__rd *r, yaml_node_t *n, const char *field, acase_cache_step *st,
+                   int64_t S)
 {
     size_t nb;
-    if (acase__rd_seq(r, n, field, "a sequence (rows) of sequences (queries) of positions", &nb))
+    if (ayr_seq(&r->y, n, field, "a sequence (rows) of sequences (queries) of positions", &nb))
         return -1;
     if ((int64_t)nb != st->batch)
-        return acase__rd_fail(r, n, field, "has %zu rows, the state has %lld", nb,
-                              (long long)st->batch);
+        return ayr_fail(&r->y, n, field, "has %zu rows, the state has %lld", nb,
+                        (long long)st->batch);
     int64_t sh[4] = {st->batch, 1, S, st->length}, numel;
     char why[128];
     if (acase_numel(4, sh, &numel, why, sizeof why))
-        return acase__rd_fail(r, n, field, "%s", why);
+        return ayr_fail(&r->y, n, field, "%s", why);
     if (acase__rd_charge(r, n, field, numel))
         return -1;
     if (!(st->keep = calloc((size_t)(numel ? numel : 1), 1)))
-        return acase__rd_fail(r, n, field, "out of memory");
+        return ayr_fail(&r->y, n, field, "out of memory");
     for (int64_t b = 0; b < st->batch; b++) {
-        char fb[CF_MAX];
-        pathf(fb, "%s[%lld]", field, (long long)b);
-        yaml_node_t *row = acase__rd_item(r, n, (size_t)b);
+        char fb[AYR_FIELD_MAX];
+        yaml_node_t *row = ayr_item_at(&r->y, n, field, (size_t)b, fb);
         size_t nq;
-        if (!row)
-            return acase__rd_fail(r, n, fb, "malformed sequence");
-        if (acase__rd_seq(r, row, fb, "a sequence (queries) of position lists", &nq))
+        if (!row || ayr_seq(&r->y, row, fb, "a sequence (queries) of position lists", &nq))
             return -1;
         if ((int64_t)nq != S)
-            return acase__rd_fail(r, row, fb, "has %zu queries, the step has S = %lld", nq,
-                                  (long long)S);
+            return ayr_fail(&r->y, row, fb, "has %zu queries, the step has S = %lld", nq,
+                            (long long)S);
         for (int64_t q = 0; q < S; q++) {
-            char fq[CF_MAX];
-            pathf(fq, "%s[%lld]", fb, (long long)q);
-            yaml_node_t *ql = acase__rd_item(r, row, (size_t)q);
+            char fq[AYR_FIELD_MAX];
+            yaml_node_t *ql = ayr_item_at(&r->y, row, fb, (size_t)q, fq);
             size_t np;
-            if (!ql)
-                return acase__rd_fail(r, row, fq, "malformed sequence");
-            if (acase__rd_seq(r, ql, fq, "a sequence of positions", &np))
+            if (!ql || ayr_seq(&r->y, ql, fq, "a sequence of positions", &np))
                 return -1;
             int64_t slot = 0;
             for (size_t i = 0; i < np; i++) {
-                char fi[CF_MAX];
+                char fi[AYR_FIELD_MAX];
                 int64_t pos;
-                pathf(fi, "%s[%zu]", fq, i);
-                yaml_node_t *it = acase__rd_item(r, ql, i);
-                if (!it)
-                    return acase__rd_fail(r, ql, fi, "malformed sequence");
-                if (acase__rd_int(r, it, fi, &pos))
+                yaml_node_t *it = ayr_item_at(&r->y, ql, fq, i, fi);
+                if (!it || ayr_int(&r->y, it, fi, &pos))
                     return -1;
                 /* Positions increase along the slots, so one forward scan finds each. */
                 while (slot < st->length && st->positions[b * st->length + slot] != pos)
                     slot++;
                 if (pos < 0 || slot == st->length)
-                    return acase__rd_fail(r, it, fi, "position %lld is not a later retained "
-                                          "position of row %lld", (long long)pos, (long long)b);
+                    return ayr_fail(&r->y, it, fi, "position %lld is not a later retained "
+                                    "position of row %lld", (long long)pos, (long long)b);
                 st->keep[(b * S + q) * st->length + slot] = 1;
                 slot++;
             }
@@ -626,31 +598,31 @@ static int rd_sees(rd *r, yaml_node_t *n, const char *field, acase_cache_step *s
 }
 
 /* expect.row_checks: {exact: [rows], finite: [rows]} as expected.row_checks (FORMAT.md). */
-static int rd_row_checks(rd *r, yaml_node_t *n, const char *path, acase_cache_step *st,
+static int rd_row_checks(acase__rd *r, yaml_node_t *n, const char *path, acase_cache_step *st,
                          int64_t nrows)
 {
     static const char *const names[2] = {"exact", "finite"};
     static const uint8_t modes[2] = {ACASE_CHECK_EXACT, ACASE_CHECK_FINITE};
-    acase__field s[] = {{"exact", 0, NULL}, {"finite", 0, NULL}};
-    char f[CF_MAX];
-    pathf(f, "%s.row_checks", path);
-    if (acase__rd_map(r, n, f, s, 2))
+    ayr_field s[] = {{"exact", 0, NULL}, {"finite", 0, NULL}};
+    char f[AYR_FIELD_MAX];
+    ayr_fieldf(f, "%s.row_checks", path);
+    if (ayr_map(&r->y, n, f, s, 2))
         return -1;
     if (!(st->row_check = calloc((size_t)(nrows ? nrows : 1), 1)))
-        return acase__rd_fail(r, n, f, "out of memory");
+        return ayr_fail(&r->y, n, f, "out of memory");
     for (int m = 0; m < 2; m++) {
         if (!s[m].val)
             continue;
         int64_t *rows = NULL, cnt = 0;
-        pathf(f, "%s.row_checks.%s", path, names[m]);
-        if (acase__rd_int_list(r, s[m].val, f, nrows > 0 ? nrows : 1, &rows, &cnt))
+        ayr_fieldf(f, "%s.row_checks.%s", path, names[m]);
+        if (ayr_int_list(&r->y, s[m].val, f, nrows > 0 ? nrows : 1, &rows, &cnt))
             return -1;
         for (int64_t i = 0; i < cnt; i++) {
             if (rows[i] < 0 || rows[i] >= nrows || (i && rows[i] <= rows[i - 1]) ||
                 st->row_check[rows[i]]) {
                 free(rows);
-                return acase__rd_fail(r, s[m].val, f, "rows must be strictly increasing, in "
-                                      "0..%lld, each in one list", (long long)(nrows - 1));
+                return ayr_fail(&r->y, s[m].val, f, "rows must be strictly increasing, in "
+                                "0..%lld, each in one list", (long long)(nrows - 1));
             }
             st->row_check[rows[i]] = modes[m];
         }
@@ -661,187 +633,184 @@ static int rd_row_checks(rd *r, yaml_node_t *n, const char *path, acase_cache_st
 
 /* expect: {error?, returns?, offset, positions, keys, values, sees?, out?, tolerance?,
  * row_checks?} */
-static int rd_expect(rd *r, yaml_node_t *n, const char *path, acase_cache_step *st,
+static int rd_expect(acase__rd *r, yaml_node_t *n, const char *path, acase_cache_step *st,
                      const acase_cache_params *p)
 {
-    acase__field s[] = {{"error", 0, NULL},     {"returns", 0, NULL}, {"offset", 1, NULL},
-                        {"positions", 1, NULL}, {"keys", 1, NULL},    {"values", 1, NULL},
-                        {"sees", 0, NULL},      {"out", 0, NULL},     {"tolerance", 0, NULL},
-                        {"row_checks", 0, NULL}};
-    char f[CF_MAX], why[128];
-    if (acase__rd_map(r, n, path, s, sizeof s / sizeof s[0]))
+    ayr_field s[] = {{"error", 0, NULL},     {"returns", 0, NULL}, {"offset", 1, NULL},
+                     {"positions", 1, NULL}, {"keys", 1, NULL},    {"values", 1, NULL},
+                     {"sees", 0, NULL},      {"out", 0, NULL},     {"tolerance", 0, NULL},
+                     {"row_checks", 0, NULL}};
+    char f[AYR_FIELD_MAX], why[128];
+    if (ayr_map(&r->y, n, path, s, sizeof s / sizeof s[0]))
         return -1;
     if (s[0].val) {
         const char *name;
-        pathf(f, "%s.error", path);
-        if (acase__rd_str(r, s[0].val, f, &name))
+        ayr_fieldf(f, "%s.error", path);
+        if (ayr_str(&r->y, s[0].val, f, &name))
             return -1;
         if (!(st->error = acase__error_from_name(name)))
-            return acase__rd_fail(r, s[0].val, f, "unknown error '%s' (expected edtype or "
-                                  "einval)", name);
+            return ayr_fail(&r->y, s[0].val, f, "unknown error '%s' (expected edtype or "
+                            "einval)", name);
     }
     int is_trim = st->op == ACASE_CSTEP_TRIM, is_attend = st->op == ACASE_CSTEP_ATTEND;
-    pathf(f, "%s.returns", path);
+    ayr_fieldf(f, "%s.returns", path);
     if (is_trim && !st->error && !s[1].val)
-        return acase__rd_fail(r, n, f, "required key missing (a trim step)");
+        return ayr_fail(&r->y, n, f, "required key missing (a trim step)");
     if (s[1].val && (!is_trim || st->error))
-        return acase__rd_fail(r, s[1].val, f, "only for a trim step that is not rejected");
-    if (s[1].val && acase__rd_int(r, s[1].val, f, &st->returns))
+        return ayr_fail(&r->y, s[1].val, f, "only for a trim step that is not rejected");
+    if (s[1].val && ayr_int(&r->y, s[1].val, f, &st->returns))
         return -1;
     for (int i = 6; i < 10; i++) {
-        pathf(f, "%s.%s", path, s[i].key);
+        ayr_fieldf(f, "%s.%s", path, s[i].key);
         if (is_attend && !st->error && !s[i].val && i < 9)
-            return acase__rd_fail(r, n, f, "required key missing (an attend step)");
+            return ayr_fail(&r->y, n, f, "required key missing (an attend step)");
         if (s[i].val && (!is_attend || st->error))
-            return acase__rd_fail(r, s[i].val, f, "only for an attend step that is not rejected");
+            return ayr_fail(&r->y, s[i].val, f, "only for an attend step that is not rejected");
     }
-    pathf(f, "%s.offset", path);
-    if (acase__rd_int_list(r, s[2].val, f, ACASE_MAX_BATCH, &st->offsets, &st->batch))
+    ayr_fieldf(f, "%s.offset", path);
+    if (ayr_int_list(&r->y, s[2].val, f, ACASE_MAX_BATCH, &st->offsets, &st->batch))
         return -1;
     /* positions: B rows of L ints each. */
     size_t nb, len0 = 0;
-    pathf(f, "%s.positions", path);
-    if (acase__rd_seq(r, s[3].val, f, "a sequence (rows) of position lists", &nb))
+    ayr_fieldf(f, "%s.positions", path);
+    if (ayr_seq(&r->y, s[3].val, f, "a sequence (rows) of position lists", &nb))
         return -1;
     if ((int64_t)nb != st->batch)
-        return acase__rd_fail(r, s[3].val, f, "has %zu rows, offset has %lld", nb,
-                              (long long)st->batch);
+        return ayr_fail(&r->y, s[3].val, f, "has %zu rows, offset has %lld", nb,
+                        (long long)st->batch);
     for (size_t b = 0; b < nb; b++) {
-        char fb[CF_MAX];
+        char fb[AYR_FIELD_MAX];
         size_t len;
-        pathf(fb, "%s[%zu]", f, b);
-        yaml_node_t *row = acase__rd_item(r, s[3].val, b);
-        if (!row)
-            return acase__rd_fail(r, s[3].val, fb, "malformed sequence");
-        if (acase__rd_seq(r, row, fb, "a sequence of positions (-1 = padding)", &len))
+        yaml_node_t *row = ayr_item_at(&r->y, s[3].val, f, b, fb);
+        if (!row || ayr_seq(&r->y, row, fb, "a sequence of positions (-1 = padding)", &len))
             return -1;
         if (b == 0) {
             int64_t sh[2] = {st->batch, (int64_t)len}, numel;
             if (acase_numel(2, sh, &numel, why, sizeof why))
-                return acase__rd_fail(r, row, fb, "%s", why);
+                return ayr_fail(&r->y, row, fb, "%s", why);
             if (acase__rd_charge(r, s[3].val, f, numel))
                 return -1;
             len0 = len;
             st->length = (int64_t)len;
             if (!(st->positions = calloc((size_t)(numel ? numel : 1), sizeof(int64_t))))
-                return acase__rd_fail(r, row, fb, "out of memory");
+                return ayr_fail(&r->y, row, fb, "out of memory");
         } else if (len != len0) {
-            return acase__rd_fail(r, row, fb, "has %zu slots, row 0 has %zu (rows are padded to "
-                                  "one length)", len, len0);
+            return ayr_fail(&r->y, row, fb, "has %zu slots, row 0 has %zu (rows are padded to "
+                            "one length)", len, len0);
         }
-        if (acase__rd_items(r, row, fb, len, &st->positions[b * len0], NULL))
+        if (ayr_items(&r->y, row, fb, len, &st->positions[b * len0], NULL))
             return -1;
     }
     int64_t shk[4] = {st->batch, p->kv_heads, st->length, p->head_dim}, nk;
     int64_t shv[4] = {st->batch, p->kv_heads, st->length, p->v_head_dim}, nv;
-    pathf(f, "%s.keys", path);
+    ayr_fieldf(f, "%s.keys", path);
     if (acase_numel(4, shk, &nk, why, sizeof why))
-        return acase__rd_fail(r, s[4].val, f, "%s", why);
+        return ayr_fail(&r->y, s[4].val, f, "%s", why);
     if (rd_double_list(r, s[4].val, f, nk, &st->keys))
         return -1;
-    pathf(f, "%s.values", path);
+    ayr_fieldf(f, "%s.values", path);
     if (acase_numel(4, shv, &nv, why, sizeof why))
-        return acase__rd_fail(r, s[5].val, f, "%s", why);
+        return ayr_fail(&r->y, s[5].val, f, "%s", why);
     if (rd_double_list(r, s[5].val, f, nv, &st->values))
         return -1;
     if (!is_attend || st->error)
         return 0;
     if (st->q.ndim != 4)
-        return acase__rd_fail(r, n, path, "the step's q must have rank 4");
-    pathf(f, "%s.sees", path);
+        return ayr_fail(&r->y, n, path, "the step's q must have rank 4");
+    ayr_fieldf(f, "%s.sees", path);
     if (rd_sees(r, s[6].val, f, st, st->q.shape[2]))
         return -1;
     /* out: {dtype, shape, data} */
-    acase__field o[] = {{"dtype", 1, NULL}, {"shape", 1, NULL}, {"data", 1, NULL}};
-    pathf(f, "%s.out", path);
-    if (acase__rd_map(r, s[7].val, f, o, 3))
+    ayr_field o[] = {{"dtype", 1, NULL}, {"shape", 1, NULL}, {"data", 1, NULL}};
+    ayr_fieldf(f, "%s.out", path);
+    if (ayr_map(&r->y, s[7].val, f, o, 3))
         return -1;
-    pathf(f, "%s.out.dtype", path);
-    if (acase__rd_dtype(r, o[0].val, f, &st->out_dtype))
+    ayr_fieldf(f, "%s.out.dtype", path);
+    if (acase__rd_dtype(&r->y, o[0].val, f, &st->out_dtype))
         return -1;
-    pathf(f, "%s.out.shape", path);
+    ayr_fieldf(f, "%s.out.shape", path);
     size_t ns;
-    if (acase__rd_seq(r, o[1].val, f, "a sequence of 4 integers", &ns))
+    if (ayr_seq(&r->y, o[1].val, f, "a sequence of 4 integers", &ns))
         return -1;
     if (ns != 4)
-        return acase__rd_fail(r, o[1].val, f, "expected 4 extents (B, Hq, S, Dv)");
+        return ayr_fail(&r->y, o[1].val, f, "expected 4 extents (B, Hq, S, Dv)");
     for (size_t d = 0; d < 4; d++) {
-        yaml_node_t *it = acase__rd_item(r, o[1].val, d);
-        if (!it || acase__rd_int(r, it, f, &st->out_shape[d]))
-            return it ? -1 : acase__rd_fail(r, o[1].val, f, "malformed sequence");
+        yaml_node_t *it = ayr_item(&r->y, o[1].val, d);
+        if (!it || ayr_int(&r->y, it, f, &st->out_shape[d]))
+            return it ? -1 : ayr_fail(&r->y, o[1].val, f, "malformed sequence");
     }
     int64_t no;
     if (acase_numel(4, st->out_shape, &no, why, sizeof why))
-        return acase__rd_fail(r, o[1].val, f, "%s", why);
-    pathf(f, "%s.out.data", path);
+        return ayr_fail(&r->y, o[1].val, f, "%s", why);
+    ayr_fieldf(f, "%s.out.data", path);
     if (rd_double_list(r, o[2].val, f, no, &st->out))
         return -1;
-    acase__field t[] = {{"ulps", 1, NULL}, {"row_atol", 1, NULL}};
-    pathf(f, "%s.tolerance", path);
-    if (acase__rd_map(r, s[8].val, f, t, 2))
+    ayr_field t[] = {{"ulps", 1, NULL}, {"row_atol", 1, NULL}};
+    ayr_fieldf(f, "%s.tolerance", path);
+    if (ayr_map(&r->y, s[8].val, f, t, 2))
         return -1;
-    pathf(f, "%s.tolerance.ulps", path);
-    if (acase__rd_double(r, t[0].val, f, &st->ulps))
+    ayr_fieldf(f, "%s.tolerance.ulps", path);
+    if (ayr_double(&r->y, t[0].val, f, &st->ulps))
         return -1;
-    pathf(f, "%s.tolerance.row_atol", path);
+    ayr_fieldf(f, "%s.tolerance.row_atol", path);
     int64_t nrows = st->out_shape[0] * st->out_shape[1] * st->out_shape[2];
     if (rd_double_list(r, t[1].val, f, nrows, &st->row_atol))
         return -1;
     return s[9].val ? rd_row_checks(r, s[9].val, path, st, nrows) : 0;
 }
 
-static int rd_step(rd *r, yaml_node_t *n, int64_t i, acase_cache *cc, int64_t *ncaches)
+static int rd_step(acase__rd *r, yaml_node_t *n, int64_t i, acase_cache *cc, int64_t *ncaches)
 {
-    char path[CF_MAX], f[CF_MAX];
-    pathf(path, "steps[%lld]", (long long)i);
-    acase__field s[3 + SK_COUNT] = {{"op", 1, NULL}, {"cache", 0, NULL}, {"expect", 1, NULL}};
+    char path[AYR_FIELD_MAX], f[AYR_FIELD_MAX];
+    ayr_fieldf(path, "steps[%lld]", (long long)i);
+    ayr_field s[3 + SK_COUNT] = {{"op", 1, NULL}, {"cache", 0, NULL}, {"expect", 1, NULL}};
     for (int k = 0; k < SK_COUNT; k++)
         s[3 + k].key = sk_names[k];
-    if (acase__rd_map(r, n, path, s, sizeof s / sizeof s[0]))
+    if (ayr_map(&r->y, n, path, s, sizeof s / sizeof s[0]))
         return -1;
     const char *name;
-    pathf(f, "%s.op", path);
-    if (acase__rd_str(r, s[0].val, f, &name))
+    ayr_fieldf(f, "%s.op", path);
+    if (ayr_str(&r->y, s[0].val, f, &name))
         return -1;
     int oi = -1;
     for (size_t k = 0; k < N_STEP_OPS && oi < 0; k++)
         if (strcmp(step_ops[k].name, name) == 0)
             oi = (int)k;
     if (oi < 0)
-        return acase__rd_fail(r, s[0].val, f, "unknown step op '%s' (expected create, update, "
-                              "attend, trim, filter, extend, merge, prepare or finalize)", name);
+        return ayr_fail(&r->y, s[0].val, f, "unknown step op '%s' (expected create, update, "
+                        "attend, trim, filter, extend, merge, prepare or finalize)", name);
     acase_cache_step *st = acase_cache_add_step(cc, step_ops[oi].op);
     if (!st)
-        return acase__rd_fail(r, n, path, "out of memory, or more than %d steps",
-                              ACASE_MAX_CACHE_STEPS);
+        return ayr_fail(&r->y, n, path, "out of memory, or more than %d steps",
+                        ACASE_MAX_CACHE_STEPS);
     for (int k = 0; k < SK_COUNT; k++) {
         char want = step_ops[oi].keys[k];
-        pathf(f, "%s.%s", path, sk_names[k]);
+        ayr_fieldf(f, "%s.%s", path, sk_names[k]);
         if (want == 'R' && !s[3 + k].val)
-            return acase__rd_fail(r, n, f, "required key missing (op %s)", name);
+            return ayr_fail(&r->y, n, f, "required key missing (op %s)", name);
         if (want == '-' && s[3 + k].val)
-            return acase__rd_fail(r, s[3 + k].val, f, "not allowed for op %s", name);
+            return ayr_fail(&r->y, s[3 + k].val, f, "not allowed for op %s", name);
     }
     int makes = st->op == ACASE_CSTEP_CREATE || st->op == ACASE_CSTEP_MERGE;
-    pathf(f, "%s.cache", path);
-    if (s[1].val && acase__rd_int(r, s[1].val, f, &st->cache))
+    ayr_fieldf(f, "%s.cache", path);
+    if (s[1].val && ayr_int(&r->y, s[1].val, f, &st->cache))
         return -1;
     if (makes && s[1].val)
-        return acase__rd_fail(r, s[1].val, f, "not allowed for op %s: it makes cache %lld", name,
-                              (long long)*ncaches);
+        return ayr_fail(&r->y, s[1].val, f, "not allowed for op %s: it makes cache %lld", name,
+                        (long long)*ncaches);
     if (makes) {
         if (*ncaches >= ACASE_MAX_CACHES)
-            return acase__rd_fail(r, n, path, "more than %d caches", ACASE_MAX_CACHES);
+            return ayr_fail(&r->y, n, path, "more than %d caches", ACASE_MAX_CACHES);
         st->cache = *ncaches;
     } else if (st->cache < 0 || st->cache >= *ncaches) {
-        return acase__rd_fail(r, s[1].val, f, "cache %lld does not exist (%lld made so far)",
-                              (long long)st->cache, (long long)*ncaches);
+        return ayr_fail(&r->y, s[1].val, f, "cache %lld does not exist (%lld made so far)",
+                        (long long)st->cache, (long long)*ncaches);
     }
     yaml_node_t *v[SK_COUNT]; /* the values by SK_* */
     for (int k = 0; k < SK_COUNT; k++)
         v[k] = s[3 + k].val;
-    char fk[CF_MAX];
-#define KPATH(key) (pathf(fk, "%s.%s", path, (key)), fk)
+    char fk[AYR_FIELD_MAX];
+#define KPATH(key) (ayr_fieldf(fk, "%s.%s", path, (key)), fk)
     if (v[SK_PARAMS] && rd_params(r, v[SK_PARAMS], KPATH("params"), &st->params))
         return -1;
     if (v[SK_K] && acase__rd_tensor(r, v[SK_K], KPATH("k"), &st->k))
@@ -850,399 +819,250 @@ static int rd_step(rd *r, yaml_node_t *n, int64_t i, acase_cache *cc, int64_t *n
         return -1;
     if (v[SK_Q] && acase__rd_tensor(r, v[SK_Q], KPATH("q"), &st->q))
         return -1;
-    if (v[SK_N] && acase__rd_int(r, v[SK_N], KPATH("n"), &st->n))
+    if (v[SK_N] && ayr_int(&r->y, v[SK_N], KPATH("n"), &st->n))
         return -1;
-    if (v[SK_WINDOW] && acase__rd_int(r, v[SK_WINDOW], KPATH("window"), &st->window))
+    if (v[SK_WINDOW] && ayr_int(&r->y, v[SK_WINDOW], KPATH("window"), &st->window))
         return -1;
     if (v[SK_ROWS] &&
-        acase__rd_int_list(r, v[SK_ROWS], KPATH("rows"), ACASE_MAX_BATCH, &st->rows, &st->nrows))
+        ayr_int_list(&r->y, v[SK_ROWS], KPATH("rows"), ACASE_MAX_BATCH, &st->rows, &st->nrows))
         return -1;
-    if (v[SK_CACHES] && acase__rd_int_list(r, v[SK_CACHES], KPATH("caches"), ACASE_MAX_CACHES,
-                                           &st->rows, &st->nrows))
+    if (v[SK_CACHES] && ayr_int_list(&r->y, v[SK_CACHES], KPATH("caches"), ACASE_MAX_CACHES,
+                                     &st->rows, &st->nrows))
         return -1;
-    if (v[SK_OTHER] && acase__rd_int(r, v[SK_OTHER], KPATH("other"), &st->other))
+    if (v[SK_OTHER] && ayr_int(&r->y, v[SK_OTHER], KPATH("other"), &st->other))
         return -1;
     int64_t nl = 0, nr = 0;
-    if (v[SK_LPAD] && acase__rd_int_list(r, v[SK_LPAD], KPATH("left_padding"), ACASE_MAX_BATCH,
-                                         &st->left_padding, &nl))
+    if (v[SK_LPAD] && ayr_int_list(&r->y, v[SK_LPAD], KPATH("left_padding"), ACASE_MAX_BATCH,
+                                   &st->left_padding, &nl))
         return -1;
     if (v[SK_LENS] &&
-        acase__rd_int_list(r, v[SK_LENS], KPATH("lengths"), ACASE_MAX_BATCH, &st->lengths, &nr))
+        ayr_int_list(&r->y, v[SK_LENS], KPATH("lengths"), ACASE_MAX_BATCH, &st->lengths, &nr))
         return -1;
 #undef KPATH
     if (st->op == ACASE_CSTEP_PREPARE && !nl && !nr)
-        return acase__rd_fail(r, n, path, "prepare needs left_padding or lengths");
+        return ayr_fail(&r->y, n, path, "prepare needs left_padding or lengths");
     if (nl && nr && nl != nr)
-        return acase__rd_fail(r, v[SK_LENS], path, "left_padding and lengths must have "
-                              "as many entries");
+        return ayr_fail(&r->y, v[SK_LENS], path, "left_padding and lengths must have "
+                        "as many entries");
     st->npad = nl ? nl : nr;
     if (st->op == ACASE_CSTEP_MERGE)
         for (int64_t j = 0; j < st->nrows; j++)
             if (st->rows[j] < 0 || st->rows[j] >= *ncaches)
-                return acase__rd_fail(r, v[SK_CACHES], path, "merge of cache %lld, which does "
-                                      "not exist", (long long)st->rows[j]);
+                return ayr_fail(&r->y, v[SK_CACHES], path, "merge of cache %lld, which does "
+                                "not exist", (long long)st->rows[j]);
     if (makes)
         ++*ncaches;
     /* Looked up again (not kept): cc->steps moves as it grows. */
     const acase_cache_params *p = acase_cache_params_of(cc, i);
     if (!p)
-        return acase__rd_fail(r, n, path, "the step's cache is undefined");
-    pathf(f, "%s.expect", path);
+        return ayr_fail(&r->y, n, path, "the step's cache is undefined");
+    ayr_fieldf(f, "%s.expect", path);
     return rd_expect(r, s[2].val, f, st, p);
 }
 
-int acase__cache_read(rd *r, yaml_node_t *params, yaml_node_t *steps, yaml_node_t *root, acase *c)
+static int cache_read(acase__rd *r, const struct acase_op_nodes *nodes, acase *c)
 {
+    yaml_node_t *params = nodes->params, *steps = nodes->steps, *root = nodes->root;
+    /* Its steps hold what the other ops keep in inputs, expected and tolerance. */
+    yaml_node_t *x = nodes->inputs ? nodes->inputs : nodes->expected ? nodes->expected
+                                                                      : nodes->tolerance;
+    if (x)
+        return ayr_fail(&r->y, x,
+                        nodes->inputs ? "inputs" : nodes->expected ? "expected" : "tolerance",
+                        "not allowed for op cache (its steps hold inputs and expectations)");
     if (!steps)
-        return acase__rd_fail(r, root, "steps", "required key missing (op cache)");
+        return ayr_fail(&r->y, root, "steps", "required key missing (op cache)");
     if (!(c->cache = acase_cache_new()))
-        return acase__rd_fail(r, root, "steps", "out of memory");
+        return ayr_fail(&r->y, root, "steps", "out of memory");
     acase_cache *cc = c->cache;
     if (rd_params(r, params, "params", &cc->params))
         return -1;
     size_t n;
-    if (acase__rd_seq(r, steps, "steps", "a sequence of steps", &n))
+    if (ayr_seq(&r->y, steps, "steps", "a sequence of steps", &n))
         return -1;
     if (n < 1 || n > ACASE_MAX_CACHE_STEPS)
-        return acase__rd_fail(r, steps, "steps", "expected 1..%d steps, got %zu",
-                              ACASE_MAX_CACHE_STEPS, n);
+        return ayr_fail(&r->y, steps, "steps", "expected 1..%d steps, got %zu",
+                        ACASE_MAX_CACHE_STEPS, n);
     /* The steps' structure needs each cache's Hkv / D: a table as the steps make caches.  The
      * params are range-checked first so those sizes are sane. */
-    char field[CF_MAX], why[256];
+    char field[AYR_FIELD_MAX], why[256];
     acase__chk k = {field, sizeof field, why, sizeof why};
     if (check_params(&k, "params", &cc->params))
-        return acase__rd_fail(r, params, field, "%s", why);
+        return ayr_fail(&r->y, params, field, "%s", why);
     int64_t ncaches = 1;
     for (size_t i = 0; i < n; i++) {
-        yaml_node_t *it = acase__rd_item(r, steps, i);
+        yaml_node_t *it = ayr_item(&r->y, steps, i);
         if (!it)
-            return acase__rd_fail(r, steps, "steps", "malformed sequence");
+            return ayr_fail(&r->y, steps, "steps", "malformed sequence");
         if (rd_step(r, it, (int64_t)i, cc, &ncaches))
             return -1;
         const acase_cache_step *st = &cc->steps[i];
         if (st->op == ACASE_CSTEP_CREATE && check_params(&k, "params", &st->params))
-            return acase__rd_fail(r, it, field, "%s", why);
+            return ayr_fail(&r->y, it, field, "%s", why);
     }
     return 0;
 }
 
 /* ---- writer ------------------------------------------------------------------------------ */
 
-typedef struct cw {
-    yaml_emitter_t *em;
-    int failed;
-} cw;
-
-static void cw_emit(cw *w, yaml_event_t *ev, int ok)
+static void write_params(ayw *w, const acase_cache_params *p)
 {
-    if (w->failed) {
-        if (ok)
-            yaml_event_delete(ev);
-        return;
-    }
-    if (!ok || !yaml_emitter_emit(w->em, ev))
-        w->failed = 1;
-}
-
-static void cw_scalar(cw *w, const char *s)
-{
-    yaml_event_t ev;
-    cw_emit(w, &ev, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
-                                                 (int)strlen(s), 1, 1, YAML_PLAIN_SCALAR_STYLE));
-}
-
-static void cw_map(cw *w, int flow)
-{
-    yaml_event_t ev;
-    cw_emit(w, &ev, yaml_mapping_start_event_initialize(
-                        &ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
-}
-
-static void cw_map_end(cw *w)
-{
-    yaml_event_t ev;
-    cw_emit(w, &ev, yaml_mapping_end_event_initialize(&ev));
-}
-
-static void cw_seq(cw *w, int flow)
-{
-    yaml_event_t ev;
-    cw_emit(w, &ev, yaml_sequence_start_event_initialize(
-                        &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
-}
-
-static void cw_seq_end(cw *w)
-{
-    yaml_event_t ev;
-    cw_emit(w, &ev, yaml_sequence_end_event_initialize(&ev));
-}
-
-static void cw_int(cw *w, int64_t v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%" PRId64, v);
-    cw_scalar(w, buf);
-}
-
-static void cw_kint(cw *w, const char *key, int64_t v)
-{
-    cw_scalar(w, key);
-    cw_int(w, v);
-}
-
-static void cw_ints(cw *w, const int64_t *a, int64_t n)
-{
-    cw_seq(w, 1);
-    for (int64_t i = 0; i < n && !w->failed; i++)
-        cw_int(w, a[i]);
-    cw_seq_end(w);
-}
-
-/* Shortest exact text (keys, values, ulps, row_atol) or %.16e (out), specials as YAML 1.1. */
-static void cw_double(cw *w, double d, int shortest)
-{
-    char buf[40];
-    if (isnan(d))
-        snprintf(buf, sizeof buf, ".nan");
-    else if (isinf(d))
-        snprintf(buf, sizeof buf, d < 0 ? "-.inf" : ".inf");
-    else if (shortest)
-        acase__fmt_double_short(d, buf, sizeof buf);
-    else
-        snprintf(buf, sizeof buf, "%.16e", d);
-    cw_scalar(w, buf);
-}
-
-static void cw_doubles(cw *w, const double *a, int64_t n, int shortest)
-{
-    cw_seq(w, 1);
-    for (int64_t i = 0; i < n && !w->failed; i++)
-        cw_double(w, a[i], shortest);
-    cw_seq_end(w);
-}
-
-static void cw_params(cw *w, const acase_cache_params *p)
-{
-    cw_map(w, 1);
-    cw_scalar(w, "kind");
-    cw_scalar(w, kind_names[p->kind]);
-    cw_scalar(w, "dtype");
-    cw_scalar(w, attnref_dtype_name(p->dtype));
-    cw_kint(w, "batch", p->batch);
-    cw_kint(w, "kv_heads", p->kv_heads);
-    cw_kint(w, "head_dim", p->head_dim);
+    ayw_map(w, 1);
+    ayw_plain(w, "kind");
+    ayw_plain(w, kind_names[p->kind]);
+    ayw_plain(w, "dtype");
+    ayw_plain(w, attnref_dtype_name(p->dtype));
+    ayw_kint(w, "batch", p->batch);
+    ayw_kint(w, "kv_heads", p->kv_heads);
+    ayw_kint(w, "head_dim", p->head_dim);
     if (p->v_head_dim != p->head_dim)
-        cw_kint(w, "v_head_dim", p->v_head_dim);
+        ayw_kint(w, "v_head_dim", p->v_head_dim);
     if (p->kind == ACASE_CACHE_ROTATING || p->kind == ACASE_CACHE_BATCH_ROTATING)
-        cw_kint(w, "max_size", p->max_size);
+        ayw_kint(w, "max_size", p->max_size);
     if (p->kind == ACASE_CACHE_ROTATING)
-        cw_kint(w, "keep", p->keep);
+        ayw_kint(w, "keep", p->keep);
     if (p->kind == ACASE_CACHE_CHUNKED)
-        cw_kint(w, "chunk_size", p->chunk_size);
+        ayw_kint(w, "chunk_size", p->chunk_size);
     if (p->kind == ACASE_CACHE_QUANTIZED) {
-        cw_kint(w, "group_size", p->group_size);
-        cw_kint(w, "bits", p->bits);
+        ayw_kint(w, "group_size", p->group_size);
+        ayw_kint(w, "bits", p->bits);
     }
-    if (p->left_padding) {
-        cw_scalar(w, "left_padding");
-        cw_ints(w, p->left_padding, p->batch);
-    }
-    cw_map_end(w);
+    if (p->left_padding)
+        ayw_kints(w, "left_padding", p->left_padding, p->batch);
+    ayw_map_end(w);
 }
 
-/* A step tensor in the inputs' flow form (FORMAT.md "inputs"). */
-static void cw_tensor(cw *w, const char *name, const acase_tensor *t)
+static void write_expect(ayw *w, const acase_cache_step *s, const acase_cache_params *p)
 {
-    char buf[32];
-    cw_scalar(w, name);
-    cw_map(w, 1);
-    cw_scalar(w, "dtype");
-    cw_scalar(w, attnref_dtype_name(t->dtype));
-    cw_scalar(w, "shape");
-    cw_ints(w, t->shape, t->ndim);
-    if (t->source == ACASE_SRC_UNIFORM) {
-        cw_scalar(w, "generate");
-        cw_map(w, 1);
-        cw_scalar(w, "kind");
-        cw_scalar(w, "uniform");
-        cw_scalar(w, "seed");
-        snprintf(buf, sizeof buf, "%" PRIu64, t->seed);
-        cw_scalar(w, buf);
-        cw_scalar(w, "lo");
-        cw_double(w, t->lo, 1);
-        cw_scalar(w, "hi");
-        cw_double(w, t->hi, 1);
-        cw_map_end(w);
-    } else {
-        cw_scalar(w, "data");
-        cw_seq(w, 1);
-        for (int64_t i = 0; i < t->numel && !w->failed; i++) {
-            if (t->dtype == ATTNREF_F32) {
-                float x = ((const float *)t->data)[i];
-                if (isnan(x) || isinf(x))
-                    cw_double(w, (double)x, 1);
-                else {
-                    snprintf(buf, sizeof buf, "%.8e", (double)x);
-                    cw_scalar(w, buf);
-                }
-            } else {
-                snprintf(buf, sizeof buf, "0x%04x", (unsigned)((const uint16_t *)t->data)[i]);
-                cw_scalar(w, buf);
-            }
-        }
-        cw_seq_end(w);
-    }
-    cw_map_end(w);
-}
-
-/* row_checks only when some row is not CLOSE; an empty list is omitted. */
-static void cw_row_checks(cw *w, const acase_cache_step *s)
-{
-    static const char *const names[2] = {"exact", "finite"};
-    static const uint8_t modes[2] = {ACASE_CHECK_EXACT, ACASE_CHECK_FINITE};
-    int64_t nrows = s->out_shape[0] * s->out_shape[1] * s->out_shape[2], count[2] = {0, 0};
-    for (int64_t r = 0; s->row_check && r < nrows; r++)
-        for (int m = 0; m < 2; m++)
-            count[m] += s->row_check[r] == modes[m];
-    if (!count[0] && !count[1])
-        return;
-    cw_scalar(w, "row_checks");
-    cw_map(w, 1);
-    for (int m = 0; m < 2; m++) {
-        if (!count[m])
-            continue;
-        cw_scalar(w, names[m]);
-        cw_seq(w, 1);
-        for (int64_t r = 0; r < nrows; r++)
-            if (s->row_check[r] == modes[m])
-                cw_int(w, r);
-        cw_seq_end(w);
-    }
-    cw_map_end(w);
-}
-
-static void cw_expect(cw *w, const acase_cache_step *s, const acase_cache_params *p)
-{
-    cw_scalar(w, "expect");
-    cw_map(w, 1);
+    ayw_plain(w, "expect");
+    ayw_map(w, 1);
     if (s->error) {
-        cw_scalar(w, "error");
-        cw_scalar(w, acase__error_name(s->error));
+        ayw_plain(w, "error");
+        ayw_plain(w, acase__error_name(s->error));
     }
     if (s->op == ACASE_CSTEP_TRIM && !s->error)
-        cw_kint(w, "returns", s->returns);
-    cw_scalar(w, "offset");
-    cw_ints(w, s->offsets, s->batch);
-    cw_scalar(w, "positions");
-    cw_seq(w, 1);
+        ayw_kint(w, "returns", s->returns);
+    ayw_kints(w, "offset", s->offsets, s->batch);
+    ayw_plain(w, "positions");
+    ayw_seq(w, 1);
     for (int64_t b = 0; b < s->batch; b++)
-        cw_ints(w, s->positions + b * s->length, s->length);
-    cw_seq_end(w);
-    cw_scalar(w, "keys");
-    cw_doubles(w, s->keys, s->batch * p->kv_heads * s->length * p->head_dim, 1);
-    cw_scalar(w, "values");
-    cw_doubles(w, s->values, s->batch * p->kv_heads * s->length * p->v_head_dim, 1);
+        ayw_ints(w, s->positions + b * s->length, s->length);
+    ayw_seq_end(w);
+    ayw_plain(w, "keys");
+    ayw_doubles(w, s->keys, s->batch * p->kv_heads * s->length * p->head_dim, 1);
+    ayw_plain(w, "values");
+    ayw_doubles(w, s->values, s->batch * p->kv_heads * s->length * p->v_head_dim, 1);
     if (s->op == ACASE_CSTEP_ATTEND && !s->error) {
         int64_t S = s->q.shape[2];
-        cw_scalar(w, "sees");
-        cw_seq(w, 1);
+        ayw_plain(w, "sees");
+        ayw_seq(w, 1);
         for (int64_t b = 0; b < s->batch; b++) {
-            cw_seq(w, 1);
+            ayw_seq(w, 1);
             for (int64_t q = 0; q < S; q++) {
-                cw_seq(w, 1);
+                ayw_seq(w, 1);
                 for (int64_t j = 0; j < s->length; j++)
                     if (s->keep[(b * S + q) * s->length + j])
-                        cw_int(w, s->positions[b * s->length + j]);
-                cw_seq_end(w);
+                        ayw_int(w, s->positions[b * s->length + j]);
+                ayw_seq_end(w);
             }
-            cw_seq_end(w);
+            ayw_seq_end(w);
         }
-        cw_seq_end(w);
-        cw_scalar(w, "out");
-        cw_map(w, 1);
-        cw_scalar(w, "dtype");
-        cw_scalar(w, attnref_dtype_name(s->out_dtype));
-        cw_scalar(w, "shape");
-        cw_ints(w, s->out_shape, 4);
-        cw_scalar(w, "data");
+        ayw_seq_end(w);
+        ayw_plain(w, "out");
+        ayw_map(w, 1);
+        ayw_plain(w, "dtype");
+        ayw_plain(w, attnref_dtype_name(s->out_dtype));
+        ayw_kints(w, "shape", s->out_shape, 4);
+        ayw_plain(w, "data");
         int64_t no = s->out_shape[0] * s->out_shape[1] * s->out_shape[2] * s->out_shape[3];
-        cw_doubles(w, s->out, no, 0);
-        cw_map_end(w);
-        cw_scalar(w, "tolerance");
-        cw_map(w, 1);
-        cw_scalar(w, "ulps");
-        cw_double(w, s->ulps, 1);
-        cw_scalar(w, "row_atol");
-        cw_doubles(w, s->row_atol, s->out_shape[0] * s->out_shape[1] * s->out_shape[2], 1);
-        cw_map_end(w);
-        cw_row_checks(w, s);
+        ayw_doubles(w, s->out, no, 0);
+        ayw_map_end(w);
+        ayw_plain(w, "tolerance");
+        ayw_map(w, 1);
+        ayw_plain(w, "ulps");
+        ayw_double_short(w, s->ulps);
+        ayw_plain(w, "row_atol");
+        ayw_doubles(w, s->row_atol, s->out_shape[0] * s->out_shape[1] * s->out_shape[2], 1);
+        ayw_map_end(w);
+        acase__w_row_checks(w, s->row_check, s->out_shape[0] * s->out_shape[1] * s->out_shape[2]);
     }
-    cw_map_end(w);
+    ayw_map_end(w);
 }
 
-int acase__cache_write(yaml_emitter_t *em, const acase *c)
+static void cache_write(ayw *w, const acase *c)
 {
-    cw w = {em, 0};
     const acase_cache *cc = c->cache;
-    cw_scalar(&w, "params");
-    cw_params(&w, &cc->params);
-    cw_scalar(&w, "steps");
-    cw_seq(&w, 0);
-    for (int64_t i = 0; i < cc->nsteps && !w.failed; i++) {
+    ayw_plain(w, "params");
+    write_params(w, &cc->params);
+    ayw_plain(w, "steps");
+    ayw_seq(w, 0);
+    for (int64_t i = 0; i < cc->nsteps && !w->failed; i++) {
         const acase_cache_step *s = &cc->steps[i];
         const acase_cache_params *p = acase_cache_params_of(cc, i);
-        if (!p)
-            return -1;
-        cw_map(&w, 0);
-        cw_scalar(&w, "op");
-        cw_scalar(&w, acase_cache_op_name(s->op));
+        if (!p) {
+            w->failed = 1;
+            return;
+        }
+        ayw_map(w, 0);
+        ayw_plain(w, "op");
+        ayw_plain(w, acase_cache_op_name(s->op));
         if (s->cache && s->op != ACASE_CSTEP_CREATE && s->op != ACASE_CSTEP_MERGE)
-            cw_kint(&w, "cache", s->cache);
+            ayw_kint(w, "cache", s->cache);
         switch (s->op) {
         case ACASE_CSTEP_CREATE:
-            cw_scalar(&w, "params");
-            cw_params(&w, &s->params);
+            ayw_plain(w, "params");
+            write_params(w, &s->params);
             break;
         case ACASE_CSTEP_UPDATE:
         case ACASE_CSTEP_ATTEND:
-            cw_tensor(&w, "k", &s->k);
-            cw_tensor(&w, "v", &s->v);
+            acase__w_tensor(w, "k", &s->k);
+            acase__w_tensor(w, "v", &s->v);
             if (s->op == ACASE_CSTEP_ATTEND) {
-                cw_tensor(&w, "q", &s->q);
+                acase__w_tensor(w, "q", &s->q);
                 if (s->window)
-                    cw_kint(&w, "window", s->window);
+                    ayw_kint(w, "window", s->window);
             }
             break;
         case ACASE_CSTEP_TRIM:
-            cw_kint(&w, "n", s->n);
+            ayw_kint(w, "n", s->n);
             break;
         case ACASE_CSTEP_FILTER:
-            cw_scalar(&w, "rows");
-            cw_ints(&w, s->rows, s->nrows);
+            ayw_kints(w, "rows", s->rows, s->nrows);
             break;
         case ACASE_CSTEP_EXTEND:
-            cw_kint(&w, "other", s->other);
+            ayw_kint(w, "other", s->other);
             break;
         case ACASE_CSTEP_MERGE:
-            cw_scalar(&w, "caches");
-            cw_ints(&w, s->rows, s->nrows);
+            ayw_kints(w, "caches", s->rows, s->nrows);
             break;
         case ACASE_CSTEP_PREPARE:
-            if (s->left_padding) {
-                cw_scalar(&w, "left_padding");
-                cw_ints(&w, s->left_padding, s->npad);
-            }
-            if (s->lengths) {
-                cw_scalar(&w, "lengths");
-                cw_ints(&w, s->lengths, s->npad);
-            }
+            if (s->left_padding)
+                ayw_kints(w, "left_padding", s->left_padding, s->npad);
+            if (s->lengths)
+                ayw_kints(w, "lengths", s->lengths, s->npad);
             break;
         default:
             break;
         }
-        cw_expect(&w, s, p);
-        cw_map_end(&w);
+        write_expect(w, s, p);
+        ayw_map_end(w);
     }
-    cw_seq_end(&w);
-    return w.failed ? -1 : 0;
+    ayw_seq_end(w);
 }
+
+/* ---- the op ----------------------------------------------------------------------------- */
+
+static uint64_t cache_requires(const acase *c)
+{
+    return acase_cache_requires(c->cache);
+}
+
+static void cache_free(acase *c)
+{
+    acase_cache_free(c->cache);
+    c->cache = NULL;
+}
+
+const struct acase_op_impl acase__op_cache = {
+    .name = "cache", .op = ACASE_OP_CACHE, .read = cache_read, .check = cache_check,
+    .write = cache_write, .requires = cache_requires, .free = cache_free};
