@@ -3,7 +3,7 @@
  * Structural steps restrict the call to a subset of its batch rows, heads, queries, keys and
  * feature columns (every remaining value is kept, so the failing elements usually survive);
  * the others drop one feature (a mask, a parameter, an explicit scale, a permuted layout, the
- * poison).  The driver (fuzz.c) keeps a candidate only if it still fails the same way.
+ * poison).  The driver (fuzz_session.c) keeps a candidate only if it still fails the same way.
  */
 #include <math.h>
 #include <stdlib.h>

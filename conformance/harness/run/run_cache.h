@@ -3,7 +3,8 @@
 #define ATTNCONF_RUN_CACHE_H
 
 #include "attncase/case.h"
-#include "run/run.h"
+#include "results/result.h"
+#include "run/run_ctx.h"
 
 /* Run every step of c (op: cache) on rn->backend's cache members and fill *r: PASS, or the
  * first step that differs, "step I (OP): what differed", as FAIL (wrong state, mask, output,

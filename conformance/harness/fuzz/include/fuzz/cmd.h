@@ -7,7 +7,7 @@
     "                    [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"               \
     "                    (random calls against the reference; `attnconf fuzz --help`)\n"
 
-/* Random calls against the reference (fuzz.c).  Exit 0 no failure, 1 a failure (or the backend
+/* Random calls against the reference (fuzz_session.c).  Exit 0 no failure, 1 a failure (or the backend
  * could not be loaded), 2 usage. */
 int cmd_fuzz(const char *argv0, int argc, char **argv);
 

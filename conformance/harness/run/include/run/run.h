@@ -6,21 +6,8 @@
 
 #include "attncase/case.h"
 #include "backend/backend_load.h"
+#include "run/run_ctx.h"
 #include "results/result.h"
-
-/* What a run needs besides the case: the backend and the words that re-run a case alone. */
-typedef struct run_ctx {
-    const hb_backend *backend;
-    const char *argv0;       /* the harness as it should be re-invoked (absolute if it had '/') */
-    const char *backend_arg; /* --backend as it should be re-given */
-    const char *cases_dir;   /* --cases as it should be re-given */
-    /* --backend-option pairs and --timeout (NULL = not given) as they should be re-given: a
-     * rerun without them would run a differently configured backend. */
-    const attnconf_option *options;
-    size_t n_options;
-    const char *timeout_arg;
-    const char *case_timeout_arg; /* --case-timeout as given, NULL = not given */
-} run_ctx;
 
 /* Start a result for case `id`: zeroes *r, sets id, family, first_bad = -1 and the rerun
  * command `ARGV0 run --backend B [--backend-option K=V]... [--timeout T] [--case-timeout T]

@@ -1,4 +1,4 @@
-/* fuzz.c — `attnconf fuzz`: differential random testing of a backend's sdpa with shrinking.
+/* fuzz_session.c — `attnconf fuzz`: differential random testing of a backend's sdpa with shrinking.
  *
  *   attnconf fuzz --backend X [--seed S] [--count N | --seconds T] [--out-dir DIR]
  *                 [--json FILE] [--backend-option K=V]... [--timeout S] [--case-timeout S]
