@@ -33,7 +33,8 @@
 #include "attncase/sdpa_rows.h"
 #include "attnref/dtype.h"
 
-static double unit_roundoff(attnref_dtype dt) {
+static double unit_roundoff(attnref_dtype dt)
+{
     switch (dt) {
     case ATTNREF_F16: return ldexp(1.0, -11);
     case ATTNREF_BF16: return ldexp(1.0, -8);
@@ -41,7 +42,8 @@ static double unit_roundoff(attnref_dtype dt) {
     }
 }
 
-static double smallest_subnormal(attnref_dtype dt) {
+static double smallest_subnormal(attnref_dtype dt)
+{
     switch (dt) {
     case ATTNREF_F16: return ldexp(1.0, -24);
     case ATTNREF_BF16: return ldexp(1.0, -133);
@@ -50,7 +52,8 @@ static double smallest_subnormal(attnref_dtype dt) {
 }
 
 /* x rounded (RNE) to dt, as a double. */
-static double round_to(double x, attnref_dtype dt) {
+static double round_to(double x, attnref_dtype dt)
+{
     switch (dt) {
     case ATTNREF_F16: return attnref_f16_to_f32(attnref_f64_to_f16(x));
     case ATTNREF_BF16: return attnref_bf16_to_f32(attnref_f64_to_bf16(x));
@@ -58,13 +61,15 @@ static double round_to(double x, attnref_dtype dt) {
     }
 }
 
-static double gamma_n(double n) {
+static double gamma_n(double n)
+{
     const double nw = n * ldexp(1.0, -24);
     return nw / (1.0 - nw);
 }
 
 int64_t acase_sdpa_row_keys(const acase *c, int64_t b, int64_t h, int64_t i, uint8_t *kept,
-                            double *add) {
+                            double *add)
+{
     int64_t n = 0;
     for (int64_t j = 0; j < c->k.shape[2]; j++) {
         double a;
@@ -79,7 +84,8 @@ int64_t acase_sdpa_row_keys(const acase *c, int64_t b, int64_t h, int64_t i, uin
 /* The error the scale may carry before it multiplies the scores: a given scale reaches the
  * kernel as an f32; the default 1/sqrt(D) may be computed in f32 (1/sqrtf: two roundings) or
  * held in the dtype.  It is exact in both when D is a power of 4. */
-static double scale_error(const acase *c, double sigma, attnref_dtype dt) {
+static double scale_error(const acase *c, double sigma, attnref_dtype dt)
+{
     if (c->has_scale)
         return fabs(round_to(sigma, ATTNREF_F32) - sigma);
     if (round_to(sigma, dt) == sigma)
@@ -87,7 +93,8 @@ static double scale_error(const acase *c, double sigma, attnref_dtype dt) {
     return fabs(round_to(sigma, dt) - sigma) + 2.0 * ldexp(fabs(sigma), -24);
 }
 
-int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errlen) {
+int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errlen)
+{
     const acase_expected *e = &c->expected;
     if (c->op != ACASE_OP_SDPA || e->error || !e->values || e->ndim != 4) {
         snprintf(err, errlen, "%s: the bound needs an sdpa case with an expected output", c->id);
@@ -166,18 +173,20 @@ int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errle
                     double out = 0.0;
                     for (int64_t j = 0; j < Lk; j++)
                         if (kept[j])
-                            out += p[j] * attnref_load(c->v.data, dt, ((b * Hkv + hk) * Lk + j) * Dv + x);
+                            out += p[j] *
+                                   attnref_load(c->v.data, dt, ((b * Hkv + hk) * Lk + j) * Dv + x);
                     double t_soft = 0.0, t_prob = 0.0, t_abs = 0.0;
                     for (int64_t j = 0; j < Lk; j++) {
                         if (!kept[j] || p[j] == 0.0)
                             continue; /* a weight that is 0 in binary64 is 0 in any kernel */
-                        const double v = attnref_load(c->v.data, dt, ((b * Hkv + hk) * Lk + j) * Dv + x);
+                        const double v =
+                            attnref_load(c->v.data, dt, ((b * Hkv + hk) * Lk + j) * Dv + x);
                         t_soft += p[j] * fabs(v - out) * ds[j];
                         t_prob += fmax(u * p[j], half_sub) * fabs(v);
                         t_abs += p[j] * fabs(v);
                     }
-                    const double t = ACASE_BOUND_SAFETY *
-                                     (t_soft + t_prob + g_acc * t_abs + g_norm * fabs(out));
+                    const double t =
+                        ACASE_BOUND_SAFETY * (t_soft + t_prob + g_acc * t_abs + g_norm * fabs(out));
                     /* A non-finite input among the kept keys makes the expected value NaN or
                      * infinite: compared by kind, the bound is moot. */
                     re[x] = isfinite(t) && isfinite(e->values[r * Dv + x]) ? t : 0.0;
@@ -193,7 +202,8 @@ done:
     return rc;
 }
 
-double acase_round_up_3(double x) {
+double acase_round_up_3(double x)
+{
     if (!(x > 0.0) || !isfinite(x))
         return x > 0.0 ? x : 0.0;
     char buf[48];
@@ -214,7 +224,8 @@ double acase_round_up_3(double x) {
     return strtod(buf, NULL);
 }
 
-int acase_sdpa_bound(const acase *c, double *ulps, double *row_atol, char *err, size_t errlen) {
+int acase_sdpa_bound(const acase *c, double *ulps, double *row_atol, char *err, size_t errlen)
+{
     const acase_expected *e = &c->expected;
     if (c->op != ACASE_OP_SDPA || e->error || !e->values || e->ndim != 4) {
         snprintf(err, errlen, "%s: the bound needs an sdpa case with an expected output", c->id);

@@ -83,8 +83,7 @@ static int check_requires(acase__chk *k, const acase *c)
     return 0;
 }
 
-int acase_validate_field(const acase *c, char *field, size_t fieldlen, char *why,
-                         size_t whylen)
+int acase_validate_field(const acase *c, char *field, size_t fieldlen, char *why, size_t whylen)
 {
     acase__chk k = {field, fieldlen, why, whylen};
     if (!c)

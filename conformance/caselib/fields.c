@@ -18,7 +18,8 @@ int acase__rd_charge(acase__rd *r, const yaml_node_t *node, const char *field, i
     ayr *y = &r->y;
     /* Both operands are within [0, ACASE_MAX_CASE_NUMEL], so the comparison cannot overflow. */
     if (n < 0 || n > ACASE_MAX_CASE_NUMEL - r->numel_total)
-        return ayr_fail(y, node, field, "the case's tensors exceed %lld elements in total "
+        return ayr_fail(y, node, field,
+                        "the case's tensors exceed %lld elements in total "
                         "(ACASE_MAX_CASE_NUMEL; %lld already read, this one has %lld)",
                         (long long)ACASE_MAX_CASE_NUMEL, (long long)r->numel_total, (long long)n);
     r->numel_total += n;
@@ -126,7 +127,8 @@ static int read_element(ayr *y, const yaml_node_t *it, const char *field, acase_
         /* Any byte: 0 is false, every other value true (the ABI's BOOL), so a case can hold
          * 2 or 255 and catch a backend that tests == 1 or & 1. */
         size_t len = strlen(s);
-        int ok = len >= 1 && len <= 3 && strspn(s, "0123456789") == len && (len == 1 || s[0] != '0');
+        int ok =
+            len >= 1 && len <= 3 && strspn(s, "0123456789") == len && (len == 1 || s[0] != '0');
         long v = ok ? strtol(s, NULL, 10) : -1;
         if (!ok || v > 255)
             return ayr_fail(y, it, field, "expected a byte 0..255, got '%s'", s);
@@ -161,7 +163,7 @@ static int read_element(ayr *y, const yaml_node_t *it, const char *field, acase_
             return ayr_fail(y, it, field, "'%s' overflows binary64", s);
         h = t->dtype == ATTNREF_F16 ? attnref_f64_to_f16(d) : attnref_f64_to_bf16(d);
         double back = t->dtype == ATTNREF_F16 ? (double)attnref_f16_to_f32(h)
-                                               : (double)attnref_bf16_to_f32(h);
+                                              : (double)attnref_bf16_to_f32(h);
         if (back != d || signbit(back) != signbit(d))
             return ayr_fail(y, it, field,
                             "%s is not exactly representable in %s (use a bit pattern)", s,
@@ -169,7 +171,8 @@ static int read_element(ayr *y, const yaml_node_t *it, const char *field, acase_
     } else {
         return ayr_fail(y, it, field,
                         "expected a bit pattern 0x0000..0xffff or an exactly representable decimal"
-                        " (NaN only as a bit pattern), got '%s'", s);
+                        " (NaN only as a bit pattern), got '%s'",
+                        s);
     }
     ((uint16_t *)t->data)[i] = h;
     return 0;
@@ -227,8 +230,10 @@ static int read_stride0(ayr *y, const yaml_node_t *n, const char *field, const a
         if (!it || ayr_int(y, it, fi, &d))
             return -1;
         if (d < 0 || d > 1)
-            return ayr_fail(y, it, fi, "dimension %lld: only 0 (batch) and 1 (heads) can have "
-                            "stride 0", (long long)d);
+            return ayr_fail(y, it, fi,
+                            "dimension %lld: only 0 (batch) and 1 (heads) can have "
+                            "stride 0",
+                            (long long)d);
         if (d <= prev)
             return ayr_fail(y, it, fi, "dimensions must be strictly increasing");
         *bits |= (uint8_t)(1u << d);
@@ -383,8 +388,7 @@ int acase__rd_padding(acase__rd *r, const yaml_node_t *lengths, const yaml_node_
 {
     ayr *y = &r->y;
     int64_t nl = 0, np = 0;
-    if (lengths &&
-        ayr_int_list(y, lengths, "params.lengths", ACASE_MAX_BATCH, &c->lengths, &nl))
+    if (lengths && ayr_int_list(y, lengths, "params.lengths", ACASE_MAX_BATCH, &c->lengths, &nl))
         return -1;
     if (left_padding && ayr_int_list(y, left_padding, "params.left_padding", ACASE_MAX_BATCH,
                                      &c->left_padding, &np))
@@ -401,8 +405,8 @@ int acase__rd_expected(acase__rd *r, const yaml_node_t *n, acase *c, int want_ou
                        yaml_node_t **result, yaml_node_t **row_checks)
 {
     ayr *y = &r->y;
-    ayr_field s[] = {{"out", 0, NULL}, {"keep", 0, NULL}, {"error", 0, NULL},
-                     {"row_checks", 0, NULL}};
+    ayr_field s[] = {
+        {"out", 0, NULL}, {"keep", 0, NULL}, {"error", 0, NULL}, {"row_checks", 0, NULL}};
     if (ayr_map(y, n, "expected", s, 4))
         return -1;
     if (!!s[0].val + !!s[1].val + !!s[2].val != 1)
@@ -527,9 +531,7 @@ void acase__w_tensor(ayw *w, const char *name, const acase_tensor *t)
             if (t->stride0 && !in_stored_slice(t, i))
                 continue; /* the file holds one slice of a stride-0 tensor */
             switch (t->dtype) {
-            case ATTNREF_F32:
-                ayw_f32(w, ((const float *)t->data)[i]);
-                break;
+            case ATTNREF_F32: ayw_f32(w, ((const float *)t->data)[i]); break;
             case ATTNREF_F16:
             case ATTNREF_BF16:
                 snprintf(buf, sizeof buf, "0x%04x", (unsigned)((const uint16_t *)t->data)[i]);

@@ -44,15 +44,9 @@ int acase_tensor_generate(acase_tensor *t, char *err, size_t errlen)
         volatile double x = t->lo + scaled;
         float f = attnref_f64_to_f32(x);
         switch (t->dtype) {
-        case ATTNREF_F32:
-            ((float *)t->data)[i] = f;
-            break;
-        case ATTNREF_F16:
-            ((uint16_t *)t->data)[i] = attnref_f32_to_f16(f);
-            break;
-        default:
-            ((uint16_t *)t->data)[i] = attnref_f32_to_bf16(f);
-            break;
+        case ATTNREF_F32: ((float *)t->data)[i] = f; break;
+        case ATTNREF_F16: ((uint16_t *)t->data)[i] = attnref_f32_to_f16(f); break;
+        default: ((uint16_t *)t->data)[i] = attnref_f32_to_bf16(f); break;
         }
     }
     return 0;

@@ -31,8 +31,8 @@ int acase_numel(int32_t ndim, const int64_t *shape, int64_t *numel, char *why, s
     int64_t n = 1;
     for (int32_t i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
-            acase__errf(why, whylen, "extent %lld of dimension %d is negative",
-                        (long long)shape[i], (int)i);
+            acase__errf(why, whylen, "extent %lld of dimension %d is negative", (long long)shape[i],
+                        (int)i);
             return -1;
         }
     }
@@ -42,8 +42,7 @@ int acase_numel(int32_t ndim, const int64_t *shape, int64_t *numel, char *why, s
             break;
         }
         if (n > ACASE_MAX_TENSOR_NUMEL / shape[i]) {
-            acase__errf(why, whylen, "more than %lld elements",
-                        (long long)ACASE_MAX_TENSOR_NUMEL);
+            acase__errf(why, whylen, "more than %lld elements", (long long)ACASE_MAX_TENSOR_NUMEL);
             return -1;
         }
         n *= shape[i];
@@ -184,8 +183,10 @@ int acase_tensor_broadcast(acase_tensor *t, uint8_t stride0, const int64_t shape
     for (int d = 0; d < 4; d++) {
         int want = (stride0 >> d) & 1u ? 1 : 0;
         if ((want && t->shape[d] != 1) || (!want && t->shape[d] != shape[d])) {
-            acase__errf(err, errlen, "stored extent %lld of dimension %d does not fit the "
-                        "logical extent %lld", (long long)t->shape[d], d, (long long)shape[d]);
+            acase__errf(err, errlen,
+                        "stored extent %lld of dimension %d does not fit the "
+                        "logical extent %lld",
+                        (long long)t->shape[d], d, (long long)shape[d]);
             return -1;
         }
     }

@@ -37,10 +37,22 @@ const char *acase_cache_kind_name(acase_cache_kind k)
 }
 
 /* Keys of a step besides op, cache and expect: R = required, O = optional, else forbidden. */
-enum { SK_PARAMS, SK_K, SK_V, SK_Q, SK_N, SK_WINDOW, SK_ROWS, SK_OTHER, SK_CACHES, SK_LPAD,
-       SK_LENS, SK_COUNT };
-static const char *const sk_names[SK_COUNT] = {"params", "k", "v", "q", "n", "window", "rows",
-                                               "other", "caches", "left_padding", "lengths"};
+enum {
+    SK_PARAMS,
+    SK_K,
+    SK_V,
+    SK_Q,
+    SK_N,
+    SK_WINDOW,
+    SK_ROWS,
+    SK_OTHER,
+    SK_CACHES,
+    SK_LPAD,
+    SK_LENS,
+    SK_COUNT
+};
+static const char *const sk_names[SK_COUNT] = {
+    "params", "k", "v", "q", "n", "window", "rows", "other", "caches", "left_padding", "lengths"};
 static const struct {
     const char *name;
     acase_cache_op op;
@@ -160,10 +172,14 @@ const acase_cache_params *acase_cache_params_of(const acase_cache *cc, int64_t s
 
 static uint64_t params_caps(const acase_cache_params *p)
 {
-    static const uint64_t kind_cap[] = {
-        0, ATTNCONF_CAP_CACHE_STD, ATTNCONF_CAP_CACHE_ROTATING, ATTNCONF_CAP_CACHE_CHUNKED,
-        ATTNCONF_CAP_CACHE_QUANTIZED, ATTNCONF_CAP_CACHE_BATCH,
-        ATTNCONF_CAP_CACHE_BATCH | ATTNCONF_CAP_CACHE_BATCH_ROTATING};
+    static const uint64_t kind_cap[] = {0,
+                                        ATTNCONF_CAP_CACHE_STD,
+                                        ATTNCONF_CAP_CACHE_ROTATING,
+                                        ATTNCONF_CAP_CACHE_CHUNKED,
+                                        ATTNCONF_CAP_CACHE_QUANTIZED,
+                                        ATTNCONF_CAP_CACHE_BATCH,
+                                        ATTNCONF_CAP_CACHE_BATCH |
+                                            ATTNCONF_CAP_CACHE_BATCH_ROTATING};
     uint64_t r = acase__dtype_cap(p->dtype);
     if (p->kind >= ACASE_CACHE_STANDARD && p->kind <= KIND_MAX)
         r |= kind_cap[p->kind];
@@ -178,15 +194,11 @@ uint64_t acase_cache_requires(const acase_cache *cc)
     for (int64_t i = 0; i < cc->nsteps; i++) {
         const acase_cache_step *s = &cc->steps[i];
         switch (s->op) {
-        case ACASE_CSTEP_CREATE:
-            r |= params_caps(&s->params);
-            break;
+        case ACASE_CSTEP_CREATE: r |= params_caps(&s->params); break;
         case ACASE_CSTEP_FILTER:
         case ACASE_CSTEP_EXTEND:
         case ACASE_CSTEP_PREPARE:
-        case ACASE_CSTEP_FINALIZE:
-            r |= ATTNCONF_CAP_CACHE_BATCH;
-            break;
+        case ACASE_CSTEP_FINALIZE: r |= ATTNCONF_CAP_CACHE_BATCH; break;
         case ACASE_CSTEP_MERGE: {
             /* Merging rotating caches makes a batched rotating one. */
             const acase_cache_params *p = acase_cache_params_of(cc, i);
@@ -207,8 +219,7 @@ uint64_t acase_cache_requires(const acase_cache *cc)
                 r |= ATTNCONF_CAP_DV_NE_D;
             break;
         }
-        default:
-            break;
+        default: break;
         }
     }
     return r;
@@ -225,7 +236,10 @@ static int check_params(acase__chk *k, const char *path, const acase_cache_param
     ayr_fieldf(f, "%s.dtype", path);
     if (!acase__is_float_dtype(p->dtype))
         return acase__chk_fail(k, f, "must be f32, f16 or bf16");
-    const struct { const char *name; int64_t v, lo, hi; } ranges[] = {
+    const struct {
+        const char *name;
+        int64_t v, lo, hi;
+    } ranges[] = {
         {"batch", p->batch, 1, ACASE_MAX_BATCH},
         {"kv_heads", p->kv_heads, 1, 4096},
         {"head_dim", p->head_dim, 1, 65536},
@@ -353,8 +367,7 @@ static int check_step(acase__chk *k, const acase_cache *cc, int64_t i, int64_t n
         if (s->npad < 1 || s->npad > ACASE_MAX_BATCH)
             return acase__chk_fail(k, path, "padding lists need 1..%d entries", ACASE_MAX_BATCH);
         break;
-    default:
-        break;
+    default: break;
     }
     if (s->op == ACASE_CSTEP_TRIM && !s->error && (s->returns < 0 || s->returns > s->n))
         return acase__chk_fail(k, path, "expect.returns must be in 0..n");
@@ -489,18 +502,21 @@ static int rd_kind(acase__rd *r, yaml_node_t *n, const char *field, acase_cache_
             *k = (acase_cache_kind)i;
             return 0;
         }
-    return ayr_fail(&r->y, n, field, "unknown cache kind '%s' (expected standard, rotating, "
-                    "chunked, quantized, batch or batch_rotating)", s);
+    return ayr_fail(&r->y, n, field,
+                    "unknown cache kind '%s' (expected standard, rotating, "
+                    "chunked, quantized, batch or batch_rotating)",
+                    s);
 }
 
 static int rd_params(acase__rd *r, yaml_node_t *n, const char *path, acase_cache_params *p)
 {
-    ayr_field s[] = {{"kind", 1, NULL},       {"dtype", 1, NULL},      {"batch", 1, NULL},
-                     {"kv_heads", 1, NULL},   {"head_dim", 1, NULL},   {"v_head_dim", 0, NULL},
-                     {"max_size", 0, NULL},   {"keep", 0, NULL},       {"chunk_size", 0, NULL},
-                     {"group_size", 0, NULL}, {"bits", 0, NULL},       {"left_padding", 0, NULL}};
-    int64_t *ints[] = {NULL, NULL, &p->batch, &p->kv_heads, &p->head_dim, &p->v_head_dim,
-                       &p->max_size, &p->keep, &p->chunk_size, &p->group_size, &p->bits};
+    ayr_field s[] = {{"kind", 1, NULL},       {"dtype", 1, NULL},    {"batch", 1, NULL},
+                     {"kv_heads", 1, NULL},   {"head_dim", 1, NULL}, {"v_head_dim", 0, NULL},
+                     {"max_size", 0, NULL},   {"keep", 0, NULL},     {"chunk_size", 0, NULL},
+                     {"group_size", 0, NULL}, {"bits", 0, NULL},     {"left_padding", 0, NULL}};
+    int64_t *ints[] = {NULL,           NULL,           &p->batch,    &p->kv_heads,
+                       &p->head_dim,   &p->v_head_dim, &p->max_size, &p->keep,
+                       &p->chunk_size, &p->group_size, &p->bits};
     char f[AYR_FIELD_MAX];
     if (ayr_map(&r->y, n, path, s, sizeof s / sizeof s[0]))
         return -1;
@@ -519,9 +535,11 @@ static int rd_params(acase__rd *r, yaml_node_t *n, const char *path, acase_cache
         p->v_head_dim = p->head_dim;
     /* Presence by kind (values are range-checked with the other cross-field rules). */
     /* Which kinds take a key: R required, O optional (by kind 1..6). */
-    static const struct { int key; const char *by_kind; } need[] = {
-        {6, "-R---R"}, {7, "-O----"}, {8, "--R---"}, {9, "---R--"}, {10, "---R--"},
-        {11, "----OO"}};
+    static const struct {
+        int key;
+        const char *by_kind;
+    } need[] = {{6, "-R---R"}, {7, "-O----"},  {8, "--R---"},
+                {9, "---R--"}, {10, "---R--"}, {11, "----OO"}};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
         char want = need[i].by_kind[p->kind - 1];
         ayr_fieldf(f, "%s.%s", path, s[need[i].key].key);
@@ -537,15 +555,14 @@ static int rd_params(acase__rd *r, yaml_node_t *n, const char *path, acase_cache
         if (ayr_int_list(&r->y, s[11].val, f, ACASE_MAX_BATCH, &p->left_padding, &cnt))
             return -1;
         if (cnt != p->batch)
-            return ayr_fail(&r->y, s[11].val, f, "has %lld entries, batch is %lld",
-                            (long long)cnt, (long long)p->batch);
+            return ayr_fail(&r->y, s[11].val, f, "has %lld entries, batch is %lld", (long long)cnt,
+                            (long long)p->batch);
     }
     return 0;
 }
 
 /* `sees: [[[pos, ...] per query] per row]` -> keep (B,1,S,L) over the state's positions. */
-static int rd_sees(acase__rd *r, yaml_node_t *n, const char *field, acase_cache_step *st,
-                   int64_t S)
+static int rd_sees(acase__rd *r, yaml_node_t *n, const char *field, acase_cache_step *st, int64_t S)
 {
     size_t nb;
     if (ayr_seq(&r->y, n, field, "a sequence (rows) of sequences (queries) of positions", &nb))
@@ -587,8 +604,10 @@ static int rd_sees(acase__rd *r, yaml_node_t *n, const char *field, acase_cache_
                 while (slot < st->length && st->positions[b * st->length + slot] != pos)
                     slot++;
                 if (pos < 0 || slot == st->length)
-                    return ayr_fail(&r->y, it, fi, "position %lld is not a later retained "
-                                    "position of row %lld", (long long)pos, (long long)b);
+                    return ayr_fail(&r->y, it, fi,
+                                    "position %lld is not a later retained "
+                                    "position of row %lld",
+                                    (long long)pos, (long long)b);
                 st->keep[(b * S + q) * st->length + slot] = 1;
                 slot++;
             }
@@ -621,8 +640,10 @@ static int rd_row_checks(acase__rd *r, yaml_node_t *n, const char *path, acase_c
             if (rows[i] < 0 || rows[i] >= nrows || (i && rows[i] <= rows[i - 1]) ||
                 st->row_check[rows[i]]) {
                 free(rows);
-                return ayr_fail(&r->y, s[m].val, f, "rows must be strictly increasing, in "
-                                "0..%lld, each in one list", (long long)(nrows - 1));
+                return ayr_fail(&r->y, s[m].val, f,
+                                "rows must be strictly increasing, in "
+                                "0..%lld, each in one list",
+                                (long long)(nrows - 1));
             }
             st->row_check[rows[i]] = modes[m];
         }
@@ -649,8 +670,10 @@ static int rd_expect(acase__rd *r, yaml_node_t *n, const char *path, acase_cache
         if (ayr_str(&r->y, s[0].val, f, &name))
             return -1;
         if (!(st->error = acase__error_from_name(name)))
-            return ayr_fail(&r->y, s[0].val, f, "unknown error '%s' (expected edtype or "
-                            "einval)", name);
+            return ayr_fail(&r->y, s[0].val, f,
+                            "unknown error '%s' (expected edtype or "
+                            "einval)",
+                            name);
     }
     int is_trim = st->op == ACASE_CSTEP_TRIM, is_attend = st->op == ACASE_CSTEP_ATTEND;
     ayr_fieldf(f, "%s.returns", path);
@@ -695,8 +718,10 @@ static int rd_expect(acase__rd *r, yaml_node_t *n, const char *path, acase_cache
             if (!(st->positions = calloc((size_t)(numel ? numel : 1), sizeof(int64_t))))
                 return ayr_fail(&r->y, row, fb, "out of memory");
         } else if (len != len0) {
-            return ayr_fail(&r->y, row, fb, "has %zu slots, row 0 has %zu (rows are padded to "
-                            "one length)", len, len0);
+            return ayr_fail(&r->y, row, fb,
+                            "has %zu slots, row 0 has %zu (rows are padded to "
+                            "one length)",
+                            len, len0);
         }
         if (ayr_items(&r->y, row, fb, len, &st->positions[b * len0], NULL))
             return -1;
@@ -777,8 +802,10 @@ static int rd_step(acase__rd *r, yaml_node_t *n, int64_t i, acase_cache *cc, int
         if (strcmp(step_ops[k].name, name) == 0)
             oi = (int)k;
     if (oi < 0)
-        return ayr_fail(&r->y, s[0].val, f, "unknown step op '%s' (expected create, update, "
-                        "attend, trim, filter, extend, merge, prepare or finalize)", name);
+        return ayr_fail(&r->y, s[0].val, f,
+                        "unknown step op '%s' (expected create, update, "
+                        "attend, trim, filter, extend, merge, prepare or finalize)",
+                        name);
     acase_cache_step *st = acase_cache_add_step(cc, step_ops[oi].op);
     if (!st)
         return ayr_fail(&r->y, n, path, "out of memory, or more than %d steps",
@@ -826,8 +853,8 @@ static int rd_step(acase__rd *r, yaml_node_t *n, int64_t i, acase_cache *cc, int
     if (v[SK_ROWS] &&
         ayr_int_list(&r->y, v[SK_ROWS], KPATH("rows"), ACASE_MAX_BATCH, &st->rows, &st->nrows))
         return -1;
-    if (v[SK_CACHES] && ayr_int_list(&r->y, v[SK_CACHES], KPATH("caches"), ACASE_MAX_CACHES,
-                                     &st->rows, &st->nrows))
+    if (v[SK_CACHES] &&
+        ayr_int_list(&r->y, v[SK_CACHES], KPATH("caches"), ACASE_MAX_CACHES, &st->rows, &st->nrows))
         return -1;
     if (v[SK_OTHER] && ayr_int(&r->y, v[SK_OTHER], KPATH("other"), &st->other))
         return -1;
@@ -842,14 +869,17 @@ static int rd_step(acase__rd *r, yaml_node_t *n, int64_t i, acase_cache *cc, int
     if (st->op == ACASE_CSTEP_PREPARE && !nl && !nr)
         return ayr_fail(&r->y, n, path, "prepare needs left_padding or lengths");
     if (nl && nr && nl != nr)
-        return ayr_fail(&r->y, v[SK_LENS], path, "left_padding and lengths must have "
+        return ayr_fail(&r->y, v[SK_LENS], path,
+                        "left_padding and lengths must have "
                         "as many entries");
     st->npad = nl ? nl : nr;
     if (st->op == ACASE_CSTEP_MERGE)
         for (int64_t j = 0; j < st->nrows; j++)
             if (st->rows[j] < 0 || st->rows[j] >= *ncaches)
-                return ayr_fail(&r->y, v[SK_CACHES], path, "merge of cache %lld, which does "
-                                "not exist", (long long)st->rows[j]);
+                return ayr_fail(&r->y, v[SK_CACHES], path,
+                                "merge of cache %lld, which does "
+                                "not exist",
+                                (long long)st->rows[j]);
     if (makes)
         ++*ncaches;
     /* Looked up again (not kept): cc->steps moves as it grows. */
@@ -864,11 +894,14 @@ static int cache_read(acase__rd *r, const struct acase_op_nodes *nodes, acase *c
 {
     yaml_node_t *params = nodes->params, *steps = nodes->steps, *root = nodes->root;
     /* Its steps hold what the other ops keep in inputs, expected and tolerance. */
-    yaml_node_t *x = nodes->inputs ? nodes->inputs : nodes->expected ? nodes->expected
-                                                                      : nodes->tolerance;
+    yaml_node_t *x = nodes->inputs     ? nodes->inputs
+                     : nodes->expected ? nodes->expected
+                                       : nodes->tolerance;
     if (x)
         return ayr_fail(&r->y, x,
-                        nodes->inputs ? "inputs" : nodes->expected ? "expected" : "tolerance",
+                        nodes->inputs     ? "inputs"
+                        : nodes->expected ? "expected"
+                                          : "tolerance",
                         "not allowed for op cache (its steps hold inputs and expectations)");
     if (!steps)
         return ayr_fail(&r->y, root, "steps", "required key missing (op cache)");
@@ -1023,26 +1056,17 @@ static void cache_write(ayw *w, const acase *c)
                     ayw_kint(w, "window", s->window);
             }
             break;
-        case ACASE_CSTEP_TRIM:
-            ayw_kint(w, "n", s->n);
-            break;
-        case ACASE_CSTEP_FILTER:
-            ayw_kints(w, "rows", s->rows, s->nrows);
-            break;
-        case ACASE_CSTEP_EXTEND:
-            ayw_kint(w, "other", s->other);
-            break;
-        case ACASE_CSTEP_MERGE:
-            ayw_kints(w, "caches", s->rows, s->nrows);
-            break;
+        case ACASE_CSTEP_TRIM: ayw_kint(w, "n", s->n); break;
+        case ACASE_CSTEP_FILTER: ayw_kints(w, "rows", s->rows, s->nrows); break;
+        case ACASE_CSTEP_EXTEND: ayw_kint(w, "other", s->other); break;
+        case ACASE_CSTEP_MERGE: ayw_kints(w, "caches", s->rows, s->nrows); break;
         case ACASE_CSTEP_PREPARE:
             if (s->left_padding)
                 ayw_kints(w, "left_padding", s->left_padding, s->npad);
             if (s->lengths)
                 ayw_kints(w, "lengths", s->lengths, s->npad);
             break;
-        default:
-            break;
+        default: break;
         }
         write_expect(w, s, p);
         ayw_map_end(w);
@@ -1063,6 +1087,10 @@ static void cache_free(acase *c)
     c->cache = NULL;
 }
 
-const struct acase_op_impl acase__op_cache = {
-    .name = "cache", .op = ACASE_OP_CACHE, .read = cache_read, .check = cache_check,
-    .write = cache_write, .requires = cache_requires, .free = cache_free};
+const struct acase_op_impl acase__op_cache = {.name = "cache",
+                                              .op = ACASE_OP_CACHE,
+                                              .read = cache_read,
+                                              .check = cache_check,
+                                              .write = cache_write,
+                                              .requires = cache_requires,
+                                              .free = cache_free};

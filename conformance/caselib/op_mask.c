@@ -72,7 +72,8 @@ static int mask_check(acase__chk *k, const acase *c)
     /* The static key buffer: Lk = kv_len when given (a rejection case may give a bad one). */
     const int64_t lk = c->kv_len ? c->kv_len
                                  : (c->lq >= 0 && c->offset >= 0 && c->offset <= INT64_MAX - c->lq
-                                        ? c->offset + c->lq : 0);
+                                        ? c->offset + c->lq
+                                        : 0);
     if (acase__chk_batch(k, c))
         return -1;
     /* The harness allocates the keep mask before calling a backend, also for a must-reject
@@ -178,6 +179,10 @@ static uint64_t mask_requires(const acase *c)
 }
 
 /* No free: every part of a mask case is a common field of acase. */
-const struct acase_op_impl acase__op_mask = {
-    .name = "mask", .op = ACASE_OP_MASK, .read = mask_read, .check = mask_check,
-    .write = mask_write, .requires = mask_requires, .free = NULL};
+const struct acase_op_impl acase__op_mask = {.name = "mask",
+                                             .op = ACASE_OP_MASK,
+                                             .read = mask_read,
+                                             .check = mask_check,
+                                             .write = mask_write,
+                                             .requires = mask_requires,
+                                             .free = NULL};

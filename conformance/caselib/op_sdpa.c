@@ -75,8 +75,10 @@ static int read_row_checks(ayr *y, const yaml_node_t *n, acase_expected *e)
                                 (long long)row, (long long)(e->nrows - 1), (long long)e->nrows);
             }
             if (row <= prev)
-                return ayr_fail(y, it, fi, "row %lld does not follow %lld: indices must be "
-                                "strictly increasing", (long long)row, (long long)prev);
+                return ayr_fail(y, it, fi,
+                                "row %lld does not follow %lld: indices must be "
+                                "strictly increasing",
+                                (long long)row, (long long)prev);
             if (e->row_check[row] != ACASE_CHECK_CLOSE)
                 return ayr_fail(y, it, fi, "row %lld is also listed in %s", (long long)row,
                                 names[e->row_check[row] == ACASE_CHECK_EXACT ? 0 : 1]);
@@ -211,8 +213,7 @@ static int check_tensor(acase__chk *k, const char *name, const acase_tensor *t)
         if (!acase__is_float_dtype(t->dtype))
             return acase__chk_fail(k, f, "only float tensors can be generated (dtype is %s)",
                                    attnref_dtype_name(t->dtype));
-        if (!isfinite(t->lo) || !isfinite(t->hi) || !(t->lo <= t->hi) ||
-            !isfinite(t->hi - t->lo))
+        if (!isfinite(t->lo) || !isfinite(t->hi) || !(t->lo <= t->hi) || !isfinite(t->hi - t->lo))
             return acase__chk_fail(k, f, "need finite lo <= hi with a finite hi - lo");
     } else if (t->source != ACASE_SRC_INLINE) {
         snprintf(f, sizeof f, "inputs.%s", name);
@@ -236,8 +237,7 @@ static int sdpa_check(acase__chk *k, const acase *c)
         return acase__chk_fail(k, "inputs.k", "required for op sdpa");
     if (!c->v.present)
         return acase__chk_fail(k, "inputs.v", "required for op sdpa");
-    if (check_tensor(k, "q", &c->q) || check_tensor(k, "k", &c->k) ||
-        check_tensor(k, "v", &c->v))
+    if (check_tensor(k, "q", &c->q) || check_tensor(k, "k", &c->k) || check_tensor(k, "v", &c->v))
         return -1;
     if (c->mask.present && check_tensor(k, "mask", &c->mask))
         return -1;
@@ -426,6 +426,10 @@ static uint64_t sdpa_requires(const acase *c)
 }
 
 /* No free: every part of an sdpa case is a common field of acase. */
-const struct acase_op_impl acase__op_sdpa = {
-    .name = "sdpa", .op = ACASE_OP_SDPA, .read = sdpa_read, .check = sdpa_check,
-    .write = sdpa_write, .requires = sdpa_requires, .free = NULL};
+const struct acase_op_impl acase__op_sdpa = {.name = "sdpa",
+                                             .op = ACASE_OP_SDPA,
+                                             .read = sdpa_read,
+                                             .check = sdpa_check,
+                                             .write = sdpa_write,
+                                             .requires = sdpa_requires,
+                                             .free = NULL};

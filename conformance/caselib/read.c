@@ -44,9 +44,9 @@ static int read_case(acase__rd *r, yaml_node_t *root, acase *c)
                         (long long)version, ACASE_FORMAT_VERSION);
 
     ayr_field s[] = {
-        {"attnconf_case", 1, NULL}, {"id", 1, NULL},       {"description", 1, NULL},
-        {"rules", 1, NULL},         {"op", 1, NULL},       {"requires", 1, NULL},
-        {"params", 1, NULL},        {"inputs", 0, NULL},   {"expected", 0, NULL},
+        {"attnconf_case", 1, NULL}, {"id", 1, NULL},     {"description", 1, NULL},
+        {"rules", 1, NULL},         {"op", 1, NULL},     {"requires", 1, NULL},
+        {"params", 1, NULL},        {"inputs", 0, NULL}, {"expected", 0, NULL},
         {"tolerance", 0, NULL},     {"steps", 0, NULL},
     };
     enum { F_VER, F_ID, F_DESC, F_RULES, F_OP, F_REQ, F_PARAMS, F_INPUTS, F_EXP, F_TOL, F_STEPS };
@@ -207,7 +207,8 @@ int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
         fclose(f);
         return -1;
     }
-    size_t cap = have_st && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536, len = 0;
+    size_t cap = have_st && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536,
+           len = 0;
     unsigned char *buf = malloc(cap);
     int rc = -1;
     if (!buf) {
@@ -223,8 +224,9 @@ int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
                             path, (long long)ACASE_MAX_FILE_BYTES);
                 goto out;
             }
-            size_t ncap = cap * 2 > (size_t)ACASE_MAX_FILE_BYTES + 1 ? (size_t)ACASE_MAX_FILE_BYTES + 1
-                                                                     : cap * 2;
+            size_t ncap = cap * 2 > (size_t)ACASE_MAX_FILE_BYTES + 1
+                              ? (size_t)ACASE_MAX_FILE_BYTES + 1
+                              : cap * 2;
             unsigned char *nb = realloc(buf, ncap);
             if (!nb) {
                 acase__errf(err, errlen, "%s: out of memory", path);

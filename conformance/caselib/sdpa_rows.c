@@ -22,8 +22,8 @@ static int64_t mask_index(const acase_tensor *m, const int64_t idx[4])
 int acase_sdpa_keeps(const acase *c, int64_t b, int64_t h, int64_t i, int64_t j, double *add)
 {
     /* The parameters' keep set is the reference's own statement (attnref_sdpa_key_kept). */
-    const attnref_sdpa_params p = {c->has_scale, c->scale, c->causal, c->has_causal_offset,
-                                   c->causal_offset, c->window, c->batch, c->lengths,
+    const attnref_sdpa_params p = {c->has_scale,     c->scale,  c->causal, c->has_causal_offset,
+                                   c->causal_offset, c->window, c->batch,  c->lengths,
                                    c->left_padding};
     *add = 0.0;
     if (!attnref_sdpa_key_kept(&p, c->q.shape[2], c->k.shape[2], b, i, j))

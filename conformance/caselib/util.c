@@ -39,14 +39,10 @@ int acase__is_float_dtype(attnref_dtype dt)
 uint64_t acase__dtype_cap(attnref_dtype dt)
 {
     switch (dt) {
-    case ATTNREF_F32:
-        return ATTNCONF_CAP_F32;
-    case ATTNREF_F16:
-        return ATTNCONF_CAP_F16;
-    case ATTNREF_BF16:
-        return ATTNCONF_CAP_BF16;
-    default:
-        return 0;
+    case ATTNREF_F32: return ATTNCONF_CAP_F32;
+    case ATTNREF_F16: return ATTNCONF_CAP_F16;
+    case ATTNREF_BF16: return ATTNCONF_CAP_BF16;
+    default: return 0;
     }
 }
 

@@ -57,9 +57,7 @@ int ayr_prescan(const char *path, const void *data_, size_t len, char *err, size
         const yaml_char_t *anchor = NULL;
         int is_node = 0;
         switch (ev.type) {
-        case YAML_DOCUMENT_START_EVENT:
-            docs++;
-            break;
+        case YAML_DOCUMENT_START_EVENT: docs++; break;
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT:
             is_node = 1;
@@ -70,9 +68,7 @@ int ayr_prescan(const char *path, const void *data_, size_t len, char *err, size
                          ACASE_MAX_DEPTH);
             break;
         case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
-            depth--;
-            break;
+        case YAML_MAPPING_END_EVENT: depth--; break;
         case YAML_SCALAR_EVENT:
             is_node = 1;
             anchor = ev.data.scalar.anchor;
@@ -85,8 +81,7 @@ int ayr_prescan(const char *path, const void *data_, size_t len, char *err, size
             is_node = 1;
             snprintf(why, sizeof why, "aliases (*name) are not allowed");
             break;
-        default:
-            break;
+        default: break;
         }
         if (!why[0] && anchor)
             snprintf(why, sizeof why, "anchors (&name) are not allowed");
@@ -94,8 +89,9 @@ int ayr_prescan(const char *path, const void *data_, size_t len, char *err, size
             snprintf(why, sizeof why, "more than %lld YAML nodes (ACASE_MAX_NODES)",
                      (long long)ACASE_MAX_NODES);
         if (!why[0] && is_node && docs > 1) {
-            acase__errf(err, errlen, "%s:%zu:%zu: (document): more than one YAML document in the file",
-                        path, m.line + 1, m.column + 1);
+            acase__errf(err, errlen,
+                        "%s:%zu:%zu: (document): more than one YAML document in the file", path,
+                        m.line + 1, m.column + 1);
             yaml_event_delete(&ev);
             break;
         }
@@ -143,8 +139,8 @@ static int vfail_at(ayr *y, yaml_mark_t m, const char *field, const char *fmt, v
     if (y->err && y->errlen) {
         char why[384];
         vsnprintf(why, sizeof why, fmt, ap);
-        snprintf(y->err, y->errlen, "%s:%zu:%zu: %s: %s", y->path, m.line + 1, m.column + 1,
-                 field, why);
+        snprintf(y->err, y->errlen, "%s:%zu:%zu: %s: %s", y->path, m.line + 1, m.column + 1, field,
+                 why);
     }
     return -1;
 }
@@ -338,16 +334,11 @@ int ayr_y11_resolve(const char *s)
 static const char *y11_name(int kind)
 {
     switch (kind) {
-    case AYR_Y11_NULL:
-        return "null";
-    case AYR_Y11_BOOL:
-        return "boolean";
-    case AYR_Y11_INT:
-        return "integer";
-    case AYR_Y11_FLOAT:
-        return "float";
-    default:
-        return "timestamp or special value";
+    case AYR_Y11_NULL: return "null";
+    case AYR_Y11_BOOL: return "boolean";
+    case AYR_Y11_INT: return "integer";
+    case AYR_Y11_FLOAT: return "float";
+    default: return "timestamp or special value";
     }
 }
 
@@ -483,8 +474,8 @@ int ayr_str(ayr *y, const yaml_node_t *n, const char *field, const char **out)
         if (kind < 0)
             return ayr_fail(y, n, field, "out of memory");
         if (kind != AYR_Y11_STR)
-            return ayr_fail(y, n, field, "expected a string; YAML reads '%s' as a %s (quote it)",
-                            s, y11_name(kind));
+            return ayr_fail(y, n, field, "expected a string; YAML reads '%s' as a %s (quote it)", s,
+                            y11_name(kind));
     }
     if (!s[0])
         return ayr_fail(y, n, field, "expected a non-empty string");
@@ -506,15 +497,14 @@ int ayr_items(ayr *y, const yaml_node_t *n, const char *field, size_t len, int64
     return 0;
 }
 
-int ayr_int_list(ayr *y, const yaml_node_t *n, const char *field, int64_t max_len,
-                 int64_t **out, int64_t *count)
+int ayr_int_list(ayr *y, const yaml_node_t *n, const char *field, int64_t max_len, int64_t **out,
+                 int64_t *count)
 {
     size_t len = 0;
     if (ayr_seq(y, n, field, "a sequence of integers", &len))
         return -1;
     if (len < 1 || (int64_t)len > max_len)
-        return ayr_fail(y, n, field, "expected 1..%lld integers, got %zu", (long long)max_len,
-                        len);
+        return ayr_fail(y, n, field, "expected 1..%lld integers, got %zu", (long long)max_len, len);
     int64_t *a = calloc(len, sizeof *a);
     if (!a)
         return ayr_fail(y, n, field, "out of memory");
@@ -529,9 +519,8 @@ int ayr_int_list(ayr *y, const yaml_node_t *n, const char *field, int64_t max_le
 
 /* ---- mappings --------------------------------------------------------------------------- */
 
-ayr_walk_result ayr_walk(yaml_document_t *doc, const yaml_node_t *m, ayr_field *spec,
-                         size_t nspec, int (*hook)(void *ctx, size_t i), void *ctx,
-                         ayr_walk_at *at)
+ayr_walk_result ayr_walk(yaml_document_t *doc, const yaml_node_t *m, ayr_field *spec, size_t nspec,
+                         int (*hook)(void *ctx, size_t i), void *ctx, ayr_walk_at *at)
 {
     *at = (ayr_walk_at){NULL, NULL, 0};
     for (size_t i = 0; i < nspec; i++)
@@ -591,13 +580,9 @@ int ayr_map(ayr *y, const yaml_node_t *n, const char *path, ayr_field *spec, siz
     ayr_walk_at at;
     char f[AYR_FIELD_MAX];
     switch (ayr_walk(y->doc, n, spec, nspec, remember_field, &ctx, &at)) {
-    case AYR_WALK_OK:
-        break;
-    case AYR_WALK_BAD_KEY:
-        return ayr_fail(y, at.key, shown, "mapping keys must be plain strings");
-    case AYR_WALK_UNKNOWN:
-        ayr_join(f, path, at.name);
-        return ayr_fail(y, at.key, f, "unknown key");
+    case AYR_WALK_OK: break;
+    case AYR_WALK_BAD_KEY: return ayr_fail(y, at.key, shown, "mapping keys must be plain strings");
+    case AYR_WALK_UNKNOWN: ayr_join(f, path, at.name); return ayr_fail(y, at.key, f, "unknown key");
     case AYR_WALK_DUPLICATE:
         ayr_join(f, path, at.name);
         return ayr_fail(y, at.key, f, "duplicate key");

@@ -57,8 +57,8 @@ void ayw_scalar(ayw *w, const char *s, yaml_scalar_style_t style)
     yaml_event_t ev;
     /* No tag, both implicit flags: the emitter never writes a tag, whatever style it picks. */
     ayw_emit(w, &ev,
-             yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1,
-                                          1, style));
+             yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1,
+                                          style));
 }
 
 void ayw_plain(ayw *w, const char *s)
@@ -71,17 +71,16 @@ void ayw_string(ayw *w, const char *s)
     int kind = ayr_y11_resolve(s);
     if (kind < 0)
         w->failed = 1;
-    ayw_scalar(w, s, kind == AYR_Y11_STR ? YAML_PLAIN_SCALAR_STYLE
-                                         : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    ayw_scalar(w, s,
+               kind == AYR_Y11_STR ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 }
 
 void ayw_map(ayw *w, int flow)
 {
     yaml_event_t ev;
     ayw_emit(w, &ev,
-             yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
-                                                 flow ? YAML_FLOW_MAPPING_STYLE
-                                                      : YAML_BLOCK_MAPPING_STYLE));
+             yaml_mapping_start_event_initialize(
+                 &ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
 }
 
 void ayw_map_end(ayw *w)
@@ -94,9 +93,8 @@ void ayw_seq(ayw *w, int flow)
 {
     yaml_event_t ev;
     ayw_emit(w, &ev,
-             yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-                                                  flow ? YAML_FLOW_SEQUENCE_STYLE
-                                                       : YAML_BLOCK_SEQUENCE_STYLE));
+             yaml_sequence_start_event_initialize(
+                 &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
 }
 
 void ayw_seq_end(ayw *w)

@@ -21,10 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FZ_MAX_BATCH 64
 #define FZ_MAX_LENGTH 4096
 
-#define FZ_CHECK(cond)                                                                         \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            abort();                                                                           \
+#define FZ_CHECK(cond)                                                                             \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            abort();                                                                               \
     } while (0)
 
 static void fz_check_desc(const xr_desc *d)
@@ -89,14 +89,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const struct {
         const char *op, *want;
-    } reqs[] = {{"hello", NULL},        {"sdpa", "out"},         {"build_mask", "keep"},
+    } reqs[] = {{"hello", NULL},         {"sdpa", "out"},        {"build_mask", "keep"},
                 {"cache_state", "keys"}, {"cache_create", NULL}, {"cache_trim", NULL}};
     for (size_t k = 0; k < sizeof reqs / sizeof reqs[0]; k++) {
         xr_reply r;
         char why[768];
         why[0] = '\0';
-        int rc = xr_parse((const char *)data, size, reqs[k].op, reqs[k].want, &r, why,
-                          sizeof why);
+        int rc = xr_parse((const char *)data, size, reqs[k].op, reqs[k].want, &r, why, sizeof why);
         if (rc != 0) {
             FZ_CHECK(rc == -1 && why[0] && memchr(why, '\0', sizeof why));
             json_decref(r.root);

@@ -41,9 +41,10 @@ static void usage(FILE *f)
 {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "%s%s", i == 0 ? "usage: " : "       ", commands[i].usage);
-    fputs("       attnconf --help | --version\n\n"
-          "The options of run, backend-info and list (each other command's: attnconf CMD --help):\n",
-          f);
+    fputs(
+        "       attnconf --help | --version\n\n"
+        "The options of run, backend-info and list (each other command's: attnconf CMD --help):\n",
+        f);
     run_usage_options(f);
 }
 

@@ -97,10 +97,10 @@ static int build(acase *c, int which)
         int64_t qs[4] = {1, 2, 3, 4}, ks[4] = {1, 1, 5, 4}, vs[4] = {1, 1, 5, 3}, ms[2] = {3, 5};
         if (shape_tensor(&c->q, ATTNREF_F32, 4, qs, ACASE_LAYOUT_BHLD))
             return -1;
-        const float qv[] = {NAN,      INFINITY, -INFINITY, -0.0f,   0.0f,     0x1p-149f,
-                            -0x1p-149f, FLT_MIN,  FLT_MAX,   -FLT_MAX, 0.1f,   -1.5f,
-                            1.0f / 3, 1e-30f,   3.0e30f,   2.5f,    -7.0f,    16777216.0f,
-                            0.5f,     -0.25f,   1e-5f,     65504.f, 65520.f,  -3.3895314e38f};
+        const float qv[] = {NAN,        INFINITY, -INFINITY, -0.0f,    0.0f,    0x1p-149f,
+                            -0x1p-149f, FLT_MIN,  FLT_MAX,   -FLT_MAX, 0.1f,    -1.5f,
+                            1.0f / 3,   1e-30f,   3.0e30f,   2.5f,     -7.0f,   16777216.0f,
+                            0.5f,       -0.25f,   1e-5f,     65504.f,  65520.f, -3.3895314e38f};
         for (int i = 0; i < 24; i++)
             ((float *)c->q.data)[i] = qv[i];
         if (gen_tensor(&c->k, ATTNREF_F32, 4, ks, ACASE_LAYOUT_BLHD, 17, -1.0, 1.0) ||
@@ -114,9 +114,22 @@ static int build(acase *c, int which)
         int64_t os[4] = {1, 2, 3, 3};
         if (set_expected(&c->expected, ATTNREF_F32, os))
             return -1;
-        const double ev[] = {NAN,   INFINITY, -INFINITY,        -0.0,    0.0, 0x1p-1074,
-                             0.1,   1.0 / 3,  DBL_MAX,          -DBL_MIN, 1e300, -2.5,
-                             1e-5,  12345.678901234567, -0x1.fffffffffffffp-1, 0x1p-149};
+        const double ev[] = {NAN,
+                             INFINITY,
+                             -INFINITY,
+                             -0.0,
+                             0.0,
+                             0x1p-1074,
+                             0.1,
+                             1.0 / 3,
+                             DBL_MAX,
+                             -DBL_MIN,
+                             1e300,
+                             -2.5,
+                             1e-5,
+                             12345.678901234567,
+                             -0x1.fffffffffffffp-1,
+                             0x1p-149};
         fill_expected(&c->expected, ev, (int)(sizeof ev / sizeof ev[0]));
         /* Per-row checks of the 6 rows (b, h, i): rows 1 and 4 exact, row 5 finite, the rest
          * close (written `row_checks: {exact: [1, 4], finite: [5]}`). */
@@ -156,7 +169,8 @@ static int build(acase *c, int which)
         int64_t os[4] = {1, 1, 2, 4};
         if (set_expected(&c->expected, ATTNREF_F16, os))
             return -1;
-        const double ev[] = {1.0, -0.0, 0.0009765625, 65504.0, -6.103515625e-05, 5.9604644775390625e-08};
+        const double ev[] = {
+            1.0, -0.0, 0.0009765625, 65504.0, -6.103515625e-05, 5.9604644775390625e-08};
         fill_expected(&c->expected, ev, 6);
         const double ra[] = {0.0, 9.765625e-4};
         if (set_tolerance(c, 0.0, ra, 2))
@@ -239,8 +253,8 @@ static int build(acase *c, int which)
             for (int64_t i = 0; i < 3; i++)
                 for (int64_t j = 0; j < 4; j++) {
                     int64_t p = c->offset + i;
-                    int keep = j <= p && j > p - c->window && j < c->lengths[b] &&
-                               j >= c->left_padding[b];
+                    int keep =
+                        j <= p && j > p - c->window && j < c->lengths[b] && j >= c->left_padding[b];
                     c->expected.values[(b * 3 + i) * 4 + j] = keep ? 1.0 : 0.0;
                 }
         break;

@@ -26,8 +26,9 @@ static int64_t draw(int64_t lo, int64_t hi) /* uniform in [lo, hi] */
 /* Pairs and distinct keys of batch row b, one key at a time. */
 static void brute(const bs_shape *s, int64_t b, int64_t *pairs, int64_t *keys)
 {
-    const attnref_sdpa_params p = {0, 0.0, s->causal, s->has_causal_offset, s->causal_offset,
-                                   s->window, s->b, s->lengths, s->left_padding};
+    const attnref_sdpa_params p = {
+        0,         0.0,  s->causal,  s->has_causal_offset, s->causal_offset,
+        s->window, s->b, s->lengths, s->left_padding};
     *pairs = *keys = 0;
     for (int64_t j = 0; j < s->lk; j++) {
         int any = 0;
@@ -71,12 +72,12 @@ Test(bench_count, closed_form_matches_the_keep_rule_key_by_key)
             brute(&s, b, &want_pairs, &want_keys);
             cr_assert_eq(pairs, want_pairs,
                          "draw %d row %lld: lq %lld lk %lld causal %d off %lld(%d) W %lld len %lld "
-                         "pad %lld: pairs %lld, expected %lld", n, (long long)b,
-                         (long long)s.lq, (long long)s.lk, s.causal, (long long)s.causal_offset,
-                         s.has_causal_offset, (long long)s.window,
+                         "pad %lld: pairs %lld, expected %lld",
+                         n, (long long)b, (long long)s.lq, (long long)s.lk, s.causal,
+                         (long long)s.causal_offset, s.has_causal_offset, (long long)s.window,
                          (long long)(s.lengths ? s.lengths[b] : -1),
-                         (long long)(s.left_padding ? s.left_padding[b] : -1),
-                         (long long)pairs, (long long)want_pairs);
+                         (long long)(s.left_padding ? s.left_padding[b] : -1), (long long)pairs,
+                         (long long)want_pairs);
             cr_assert_eq(keys, want_keys, "draw %d row %lld: keys %lld, expected %lld", n,
                          (long long)b, (long long)keys, (long long)want_keys);
         }
@@ -92,7 +93,7 @@ Test(bench_count, prefill_and_decode_numbers)
     bs_count(&s, ATTNREF_F32, &c);
     cr_assert_eq(c.visible_pairs, 32LL * 2048 * 2049 / 2); /* 67141632 */
     cr_assert_eq(c.flops, 512.0 * 67141632.0);
-    cr_assert_eq(c.kv_bytes, 8LL * 2048 * 256 * 4);        /* every key of every kv head */
+    cr_assert_eq(c.kv_bytes, 8LL * 2048 * 256 * 4); /* every key of every kv head */
     cr_assert_eq(c.io_bytes, (2LL * 32 + 2 * 8) * 2048 * 128 * 4);
     bs_count(&s, ATTNREF_BF16, &c);
     cr_assert_eq(c.kv_bytes, 8LL * 2048 * 256 * 2);
@@ -135,18 +136,19 @@ Test(bench_supported, params_then_mask_then_refusal)
     const uint64_t base = ATTNCONF_CAP_F32 | ATTNCONF_CAP_GQA | ATTNCONF_CAP_CAUSAL;
     bb_via via;
     char why[256];
-    cr_assert_eq(bb_supported(&s, ATTNREF_F32, base | ATTNCONF_CAP_SDPA_LENGTHS, &via, why,
-                              sizeof why), 0);
+    cr_assert_eq(
+        bb_supported(&s, ATTNREF_F32, base | ATTNCONF_CAP_SDPA_LENGTHS, &via, why, sizeof why), 0);
     cr_assert_eq(via, BB_VIA_PARAMS);
     cr_assert_eq(bb_supported(&s, ATTNREF_F32,
                               base | ATTNCONF_CAP_MASK_BOOL | ATTNCONF_CAP_MASK_BCAST, &via, why,
-                              sizeof why), 0);
+                              sizeof why),
+                 0);
     cr_assert_eq(via, BB_VIA_MASK);
-    cr_assert_eq(bb_supported(&s, ATTNREF_F32, base | ATTNCONF_CAP_MASK_BOOL, &via, why,
-                              sizeof why), -1);
+    cr_assert_eq(
+        bb_supported(&s, ATTNREF_F32, base | ATTNCONF_CAP_MASK_BOOL, &via, why, sizeof why), -1);
     cr_assert_str_eq(why, "needs sdpa.lengths (or mask.broadcast, for a boolean mask tensor)");
-    cr_assert_eq(bb_supported(&s, ATTNREF_F16, base | ATTNCONF_CAP_SDPA_LENGTHS, &via, why,
-                              sizeof why), -1);
+    cr_assert_eq(
+        bb_supported(&s, ATTNREF_F16, base | ATTNCONF_CAP_SDPA_LENGTHS, &via, why, sizeof why), -1);
     cr_assert_str_eq(why, "needs f16");
 }
 
@@ -169,8 +171,8 @@ static int load_text(const char *text, uint64_t mem, bs_suite *s, char *err, siz
 }
 
 #define HEAD "attnconf_perf_suite: 1\nname: t\ndescription: a test\nshapes:\n"
-#define SHAPE                                                                                     \
-    "  - id: t.a\n    dtypes: [f32]\n    batch: 3\n    q_heads: 4\n    kv_heads: 2\n"           \
+#define SHAPE                                                                                      \
+    "  - id: t.a\n    dtypes: [f32]\n    batch: 3\n    q_heads: 4\n    kv_heads: 2\n"              \
     "    lq: 8\n    lk: 8\n    head_dim: 16\n    bound: compute\n"
 
 /* The error of a suite made of HEAD + SHAPE + extra, with "PATH" standing for the file. */
@@ -189,8 +191,9 @@ Test(bench_suite, good_file_loads)
     bs_suite s;
     char err[1024];
     cr_assert_eq(load_text(HEAD SHAPE "    causal: true\n    window: 3\n    lengths: [1, 8, 0]\n"
-                           "    v_head_dim: 24\n",
-                           1ull << 40, &s, err, sizeof err), 0, "%s", err);
+                                      "    v_head_dim: 24\n",
+                           1ull << 40, &s, err, sizeof err),
+                 0, "%s", err);
     cr_assert_eq(s.n, 1);
     cr_assert_str_eq(s.name, "t");
     cr_assert_eq(s.shapes[0].dv, 24);
@@ -206,7 +209,8 @@ Test(bench_suite, bad_fields_name_line_and_field)
     expect_error("    lengths: [1, 2]\n", ":14: shapes[0].lengths: 2 entries, batch is 3");
     expect_error("    left_padding: [1, 2, 9]\n",
                  ":14: shapes[0].left_padding: 9 is out of range (0..8)");
-    expect_error("    colour: red\n", ":14: shapes[0]: unknown key 'colour' (known: id, dtypes, "
+    expect_error("    colour: red\n",
+                 ":14: shapes[0]: unknown key 'colour' (known: id, dtypes, "
                  "batch, q_heads, kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, "
                  "window, lengths, left_padding, bound)");
     expect_error("    causal: yes\n", ":14: shapes[0].causal: expected true or false");
@@ -235,16 +239,20 @@ Test(bench_suite, sizes_are_refused_before_allocating)
     bs_suite s;
     /* q alone: 4096 x 4096 x 4096 x 1 elements, over the reference's 2^31. */
     cr_assert_eq(load_text(HEAD "  - id: big\n    dtypes: [f16]\n    batch: 4096\n"
-                           "    q_heads: 4096\n    kv_heads: 1\n    lq: 4096\n    lk: 1\n"
-                           "    head_dim: 1\n    bound: compute\n",
-                           1ull << 40, &s, err, sizeof err), -1);
-    snprintf(full, sizeof full, "%s:5: shapes[0]: q has more than 2^31 elements (the reference's "
-             "limit)", path);
+                                "    q_heads: 4096\n    kv_heads: 1\n    lq: 4096\n    lk: 1\n"
+                                "    head_dim: 1\n    bound: compute\n",
+                           1ull << 40, &s, err, sizeof err),
+                 -1);
+    snprintf(full, sizeof full,
+             "%s:5: shapes[0]: q has more than 2^31 elements (the reference's "
+             "limit)",
+             path);
     cr_assert_str_eq(err, full);
     /* The committed prefill suite on a machine with 256 MiB: L 8192 in f32 needs 320 MiB. */
-    cr_assert_eq(bs_suite_load(PERF_SUITES_DIR "/prefill.yaml", 256ull << 20, &s, err,
-                               sizeof err), -1);
-    cr_assert_str_eq(err, PERF_SUITES_DIR "/prefill.yaml:27: shapes[2]: q, k, v and out need "
+    cr_assert_eq(bs_suite_load(PERF_SUITES_DIR "/prefill.yaml", 256ull << 20, &s, err, sizeof err),
+                 -1);
+    cr_assert_str_eq(err, PERF_SUITES_DIR
+                     "/prefill.yaml:27: shapes[2]: q, k, v and out need "
                      "0.31 GiB, over half of this machine's 0.25 GiB of physical memory");
     cr_assert_eq(load_text("attnconf_perf_suite: 2\n", 1, &s, err, sizeof err), -1);
     snprintf(full, sizeof full, "%s:1: attnconf_perf_suite: 2 is out of range (1..1)", path);

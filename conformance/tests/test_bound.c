@@ -47,7 +47,10 @@ static acase *small_case(attnref_dtype dt, int64_t lq, int64_t lk, int64_t dv, c
     return c;
 }
 
-static double gam(double n) { return n * ldexp(1.0, -24) / (1 - n * ldexp(1.0, -24)); }
+static double gam(double n)
+{
+    return n * ldexp(1.0, -24) / (1 - n * ldexp(1.0, -24));
+}
 
 /* One kept key: the weight is 1 and the output is v, so the softmax term vanishes and what is
  * left is P rounding, accumulation and normalisation: SAFETY * (u + g3 + g2 + 2w) * |v|. */

@@ -151,7 +151,8 @@ Test(cachecase, steps_share_the_case_budget)
     size_t cap = 4096;
     char *text = malloc(cap);
     cr_assert_not_null(text);
-    int len = snprintf(text, cap, "attnconf_case: 2\n"
+    int len = snprintf(text, cap,
+                       "attnconf_case: 2\n"
                        "id: cache.test.budget\n"
                        "description: \"Over the per-file budget.\"\n"
                        "rules: [clause14.append]\n"
@@ -172,7 +173,8 @@ Test(cachecase, steps_share_the_case_budget)
     char err[512] = "", want[200];
     acase *c = load(text, err, sizeof err);
     cr_expect_null(c);
-    snprintf(want, sizeof want, "t.yaml:18:26: steps[2].k.shape: the case's tensors exceed %lld "
+    snprintf(want, sizeof want,
+             "t.yaml:18:26: steps[2].k.shape: the case's tensors exceed %lld "
              "elements in total (ACASE_MAX_CASE_NUMEL; %lld already read, this one has %lld)",
              (long long)ACASE_MAX_CASE_NUMEL, (long long)ACASE_MAX_CASE_NUMEL, (long long)L);
     cr_expect(strstr(err, want) != NULL, "got '%s', want '%s'", err, want);
@@ -206,8 +208,7 @@ Test(cachecase, committed_cases_round_trip)
                 FILE *f = open_memstream(&text, &len);
                 cr_expect_eq(acase_write(c, f, err, sizeof err), 0, "%s: %s", paths[i], err);
                 fclose(f);
-                cr_expect(len == hl && memcmp(text, have, len) == 0, "%s: not canonical",
-                          paths[i]);
+                cr_expect(len == hl && memcmp(text, have, len) == 0, "%s: not canonical", paths[i]);
                 free(text);
                 free(have);
                 acase_free(c);

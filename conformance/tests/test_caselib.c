@@ -117,7 +117,8 @@ static void assert_same_case(const acase *a, const acase *b)
     if (a->lengths)
         cr_assert(memcmp(a->lengths, b->lengths, (size_t)a->batch * sizeof(int64_t)) == 0);
     if (a->left_padding)
-        cr_assert(memcmp(a->left_padding, b->left_padding, (size_t)a->batch * sizeof(int64_t)) == 0);
+        cr_assert(memcmp(a->left_padding, b->left_padding, (size_t)a->batch * sizeof(int64_t)) ==
+                  0);
     cr_assert_eq(a->has_scale, b->has_scale);
     cr_assert(same_bits(a->scale, b->scale));
     cr_assert_eq(a->causal, b->causal);
@@ -357,9 +358,9 @@ Test(caselib, list_dir_recursive_sorted)
     char dir[] = "/tmp/attncase_list.XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
     static const char *const dirs[] = {"b", "a", "a/z", ".hidden"};
-    static const char *const files[] = {"b/2.yaml", "b/10.yaml", "a/z/x.yaml", "a/y.yaml",
-                                        "top.yaml", "other.yml", "a/readme.md", ".hidden/h.yaml",
-                                        "a/.swp.yaml", "a/z/case.yaml.bak"};
+    static const char *const files[] = {
+        "b/2.yaml",  "b/10.yaml",   "a/z/x.yaml",     "a/y.yaml",    "top.yaml",
+        "other.yml", "a/readme.md", ".hidden/h.yaml", "a/.swp.yaml", "a/z/case.yaml.bak"};
     char p[256];
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, dirs[i]);
@@ -452,8 +453,8 @@ Test(generator, splitmix64_reference_outputs)
 Test(generator, format_md_test_vector)
 {
     static const uint32_t f32_bits[4] = {0x3e08516f, 0x3efbae37, 0x3f712746, 0xbde3e797};
-    static const char *const f32_text[4] = {"1.33123145e-01", "4.91563529e-01",
-                                            "9.42005515e-01", "-1.11281566e-01"};
+    static const char *const f32_text[4] = {"1.33123145e-01", "4.91563529e-01", "9.42005515e-01",
+                                            "-1.11281566e-01"};
     static const uint16_t f16_bits[4] = {0x3043, 0x37dd, 0x3b89, 0xaf1f};
     static const uint16_t bf16_bits[4] = {0x3e08, 0x3efc, 0x3f71, 0xbde4};
     static const attnref_dtype dts[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
@@ -660,10 +661,10 @@ Test(casewrite, number_forms)
     cr_assert_not_null(strstr(text, "data: [.nan, .inf, -.inf, -0.00000000e+00, 0.00000000e+00, "
                                     "1.40129846e-45, -1.40129846e-45, 1.17549435e-38, "
                                     "3.40282347e+38, -3.40282347e+38, 1.00000001e-01, "),
-                      "%s", text);
+                       "%s", text);
     cr_assert_not_null(strstr(text, "data: [.nan, .inf, -.inf, -0.0000000000000000e+00, "
                                     "0.0000000000000000e+00, 4.9406564584124654e-324, "),
-                      "%s", text);
+                       "%s", text);
     cr_assert_not_null(strstr(text, "layout: blhd, generate: {kind: uniform, seed: 17, lo: "
                                     "-1.0e+00, hi: 1.0e+00}"));
     cr_assert_not_null(strstr(text, "mask: {dtype: bool, shape: [3, 5], data: [0, 1, 1, 0, "));
@@ -696,7 +697,8 @@ Test(casewrite, number_forms)
     cr_assert_not_null(strstr(text, "params: {lq: 3, offset: 1, window: 2, lengths: [4, 3], "
                                     "left_padding: [0, 1]}\n"),
                        "%s", text);
-    cr_assert_not_null(strstr(text, "expected:\n  keep: {shape: [2, 1, 3, 4], data: [1, 1, 0, 0, 0, 1, 1, 0, "));
+    cr_assert_not_null(
+        strstr(text, "expected:\n  keep: {shape: [2, 1, 3, 4], data: [1, 1, 0, 0, 0, 1, 1, 0, "));
     cr_assert_null(strstr(text, "inputs"));
     cr_assert_null(strstr(text, "tolerance"));
     free(text);
@@ -715,8 +717,9 @@ Test(casewrite, number_forms)
                                     "[-2.50000000e+00, "));
     cr_assert_not_null(strstr(text, "2.25000000e+00, 2.37500000e+00]}\n  v: "),
                        "k holds its 40-value slice, not the 80 logical values");
-    cr_assert_not_null(strstr(text, "  v: {dtype: f32, shape: [2, 2, 5, 3], stride0: [0, 1], "
-                                    "generate: {kind: uniform, seed: 62, lo: -2.0e+00, hi: 2.0e+00}}\n"));
+    cr_assert_not_null(strstr(text,
+                              "  v: {dtype: f32, shape: [2, 2, 5, 3], stride0: [0, 1], "
+                              "generate: {kind: uniform, seed: 62, lo: -2.0e+00, hi: 2.0e+00}}\n"));
     cr_assert_not_null(strstr(text, "tolerance: {ulps: 2.0e+00, row_atol: [3.0e-07, 1.5e-06, "
                                     "0.0e+00, 3.0e-07, "));
     cr_assert_eq(back->k.numel, 80);
@@ -728,8 +731,8 @@ Test(casewrite, number_forms)
     c = sample_case(7);
     cr_assert_not_null(c);
     back = write_and_reload(c, &text);
-    cr_assert_not_null(strstr(text, "params: {lq: 2, offset: 3, lengths: [4], kv_len: 8}\n"),
-                       "%s", text);
+    cr_assert_not_null(strstr(text, "params: {lq: 2, offset: 3, lengths: [4], kv_len: 8}\n"), "%s",
+                       text);
     cr_assert_not_null(strstr(text, "  keep: {shape: [1, 1, 2, 8], data: [1, 1, 1, 1, 0, 0, 0, 0, "
                                     "1, 1, 1, 1, 0, 0, 0, 0]}\n"));
     free(text);
@@ -869,20 +872,20 @@ Test(casewrite, rejects_invalid_case)
 /* ---- caseread ------------------------------------------------------------------------- */
 
 static const char base_case[] =
-    "attnconf_case: 2\n"                                                               /* 1 */
-    "id: sdpa.test.base\n"                                                             /* 2 */
-    "description: \"Base case.\"\n"                                                    /* 3 */
-    "rules: [sdpa.base]\n"                                                             /* 4 */
-    "op: sdpa\n"                                                                       /* 5 */
-    "requires: [f32]\n"                                                                /* 6 */
-    "params: {causal: false}\n"                                                        /* 7 */
-    "inputs:\n"                                                                        /* 8 */
-    "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0]}\n"                        /* 9 */
-    "  k: {dtype: f32, shape: [1, 1, 1, 2], data: [0.5, -0.5]}\n"                       /* 10 */
+    "attnconf_case: 2\n"                                          /* 1 */
+    "id: sdpa.test.base\n"                                        /* 2 */
+    "description: \"Base case.\"\n"                               /* 3 */
+    "rules: [sdpa.base]\n"                                        /* 4 */
+    "op: sdpa\n"                                                  /* 5 */
+    "requires: [f32]\n"                                           /* 6 */
+    "params: {causal: false}\n"                                   /* 7 */
+    "inputs:\n"                                                   /* 8 */
+    "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0]}\n"  /* 9 */
+    "  k: {dtype: f32, shape: [1, 1, 1, 2], data: [0.5, -0.5]}\n" /* 10 */
     "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: -1.0, hi: 1.0}}\n"
-    "expected:\n"                                                                      /* 12 */
-    "  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, -0.75]}\n"                   /* 13 */
-    "tolerance: {ulps: 2.0, row_atol: [1.0e-06]}\n";                                   /* 14 */
+    "expected:\n"                                                     /* 12 */
+    "  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, -0.75]}\n" /* 13 */
+    "tolerance: {ulps: 2.0, row_atol: [1.0e-06]}\n";                  /* 14 */
 
 /* base_case with 1-based line `line` replaced by `text` (NULL: removed). */
 static char *base_with(int line, const char *text)
@@ -995,7 +998,8 @@ Test(caseread, accepted_spellings)
     acase_free(c);
 
     /* f32 inline values are rounded to nearest: 0.1 -> 0x3dcccccd. */
-    char *t = base_with(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [0.1, 3.4028235677973366e+38]}");
+    char *t =
+        base_with(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [0.1, 3.4028235677973366e+38]}");
     cr_assert_eq(load_text(t, &c, err, sizeof err), 0, "%s", err);
     uint32_t b;
     memcpy(&b, c->q.data, 4);
@@ -1032,8 +1036,9 @@ Test(caseread, version)
                       "1:16: attnconf_case: unsupported format version 1 (this reader reads 2)");
     expect_line_error(1, "attnconf_case: 3",
                       "1:16: attnconf_case: unsupported format version 3 (this reader reads 2)");
-    expect_line_error(1, "attnconf_case: \"2\"", "1:16: attnconf_case: expected an integer, got a "
-                                                 "quoted string");
+    expect_line_error(1, "attnconf_case: \"2\"",
+                      "1:16: attnconf_case: expected an integer, got a "
+                      "quoted string");
     expect_line_error(1, "attnconf_case: 2.0", "1:16: attnconf_case: expected a decimal integer");
     expect_line_error(1, NULL, "1:1: attnconf_case: required key missing");
     /* A future version with unknown keys is reported as a version problem. */
@@ -1056,8 +1061,10 @@ Test(caseread, unknown_duplicate_and_missing_keys)
     expect_line_error(5, "op: sdpa\nfrobnicate: 1", "6:1: frobnicate: unknown key");
     expect_line_error(9, "  q: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0], foo: 1}",
                       "9:58: inputs.q.foo: unknown key");
-    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: -1.0, hi: 1.0, hue: 2}}",
-                      "11:94: inputs.v.generate.hue: unknown key");
+    expect_line_error(
+        11,
+        "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: -1.0, hi: 1.0, hue: 2}}",
+        "11:94: inputs.v.generate.hue: unknown key");
     expect_line_error(5, "op: sdpa\nop: sdpa", "6:1: op: duplicate key");
     expect_line_error(2, NULL, "1:1: id: required key missing");
     expect_line_error(9, "  q: {shape: [1, 1, 1, 2], data: [1.0, 2.0]}",
@@ -1100,8 +1107,10 @@ Test(caseread, shapes)
     expect_line_error(9, "  q: {dtype: f32, shape: [99999999999999999999, 1, 1, 1], data: []}",
                       "9:26: inputs.q.shape: expected a sequence of 0..4 non-negative integers "
                       "(item 0 is out of range)");
-    expect_line_error(9, "  q: {dtype: f32, shape: [4097, 4097], generate: {kind: uniform, seed: 1, lo: 0.0, hi: 1.0}}",
-                      "9:26: inputs.q.shape: more than 16777216 elements");
+    expect_line_error(
+        9,
+        "  q: {dtype: f32, shape: [4097, 4097], generate: {kind: uniform, seed: 1, lo: 0.0, hi: 1.0}}",
+        "9:26: inputs.q.shape: more than 16777216 elements");
     expect_line_error(13, "  out: {dtype: f32, shape: [1, 1, 1, 1], data: [0.25]}",
                       "13:28: expected.out.shape: must be (B, Hq, Lq, Dv) = [1, 1, 1, 2]");
     expect_line_error(9, "  q: {dtype: f32, shape: [2, 1], layout: blhd, data: [1.0, 2.0]}",
@@ -1120,10 +1129,14 @@ Test(caseread, case_numel_budget)
     for (int over = 0; over < 2; over++) {
         int64_t L = at + over;
         char k[160], v[160];
-        snprintf(k, sizeof k, "  k: {dtype: f32, shape: [1, 1, %lld, 2], generate: {kind: "
-                 "uniform, seed: 1, lo: -1.0, hi: 1.0}}", (long long)L);
-        snprintf(v, sizeof v, "  v: {dtype: f32, shape: [1, 1, %lld, 2], generate: {kind: "
-                 "uniform, seed: 2, lo: -1.0, hi: 1.0}}", (long long)L);
+        snprintf(k, sizeof k,
+                 "  k: {dtype: f32, shape: [1, 1, %lld, 2], generate: {kind: "
+                 "uniform, seed: 1, lo: -1.0, hi: 1.0}}",
+                 (long long)L);
+        snprintf(v, sizeof v,
+                 "  v: {dtype: f32, shape: [1, 1, %lld, 2], generate: {kind: "
+                 "uniform, seed: 2, lo: -1.0, hi: 1.0}}",
+                 (long long)L);
         char *t1 = base_with(10, k);
         size_t cap = strlen(t1) + strlen(v) + 2;
         char *text = malloc(cap);
@@ -1143,8 +1156,10 @@ Test(caseread, case_numel_budget)
             acase_free(c);
         } else {
             char want[200];
-            snprintf(want, sizeof want, "11:26: inputs.v.shape: the case's tensors exceed %lld "
-                     "elements in total (ACASE_MAX_CASE_NUMEL", (long long)ACASE_MAX_CASE_NUMEL);
+            snprintf(want, sizeof want,
+                     "11:26: inputs.v.shape: the case's tensors exceed %lld "
+                     "elements in total (ACASE_MAX_CASE_NUMEL",
+                     (long long)ACASE_MAX_CASE_NUMEL);
             expect_error(text, want);
         }
         free(text);
@@ -1178,10 +1193,9 @@ Test(caseread, dtypes_and_values)
     expect_line_error(13, "  out: {dtype: bool, shape: [1, 1, 1, 2], data: [0.25, 1.0]}",
                       "13:16: expected.out.dtype: must be f32, f16 or bf16");
     /* f16 / bf16: bit patterns of at most 4 hex digits, or exact decimals. */
-    static const char f16[] =
-        "  q: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, %s]}\n"
-        "  k: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, 0x3c00]}\n"
-        "  v: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, 0x3c00]}";
+    static const char f16[] = "  q: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, %s]}\n"
+                              "  k: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, 0x3c00]}\n"
+                              "  v: {dtype: f16, shape: [1, 1, 1, 2], data: [0x3c00, 0x3c00]}";
     static const struct {
         const char *value, *where;
     } bad16[] = {
@@ -1216,45 +1230,63 @@ Test(caseread, dtypes_and_values)
 
 Test(caseread, scalars_and_strings)
 {
-    expect_line_error(7, "params: {causal: yes}", "7:18: params.causal: expected true or false, "
-                                                   "got 'yes'");
+    expect_line_error(7, "params: {causal: yes}",
+                      "7:18: params.causal: expected true or false, "
+                      "got 'yes'");
     expect_line_error(7, "params: {causal: 1}", "7:18: params.causal: expected true or false");
-    expect_line_error(4, "rules: [yes]", "4:9: rules[0]: expected a string; YAML reads 'yes' as "
-                                         "a boolean (quote it)");
+    expect_line_error(4, "rules: [yes]",
+                      "4:9: rules[0]: expected a string; YAML reads 'yes' as "
+                      "a boolean (quote it)");
     expect_line_error(4, "rules: [Sdpa.Base]", "4:9: rules[0]: expected [a-z0-9_]+ components");
     expect_line_error(4, "rules: []", "4:8: rules: expected 1..16 rule ids, got 0");
     expect_line_error(4, "rules: [a.b, a.b]", "4:14: rules[1]: duplicate rule 'a.b'");
-    expect_line_error(2, "id: sdpa.base", "2:5: id: expected [a-z0-9_]+ components joined by '.', "
-                                          "at least 3");
-    expect_line_error(2, "id: 2024-01-01", "2:5: id: expected a string; YAML reads '2024-01-01' "
-                                           "as a timestamp or special value (quote it)");
-    expect_line_error(3, "description:", "3:13: description: expected a string; YAML reads '' as "
-                                         "a null (quote it)");
+    expect_line_error(2, "id: sdpa.base",
+                      "2:5: id: expected [a-z0-9_]+ components joined by '.', "
+                      "at least 3");
+    expect_line_error(2, "id: 2024-01-01",
+                      "2:5: id: expected a string; YAML reads '2024-01-01' "
+                      "as a timestamp or special value (quote it)");
+    expect_line_error(3, "description:",
+                      "3:13: description: expected a string; YAML reads '' as "
+                      "a null (quote it)");
     expect_line_error(3, "description: \"\"", "3:14: description: expected a non-empty string");
-    expect_line_error(3, "description: [a]", "3:14: description: expected a string, got a sequence");
+    expect_line_error(3, "description: [a]",
+                      "3:14: description: expected a string, got a sequence");
     expect_line_error(5, "op: attention", "5:5: op: unknown op 'attention'");
     expect_line_error(6, "requires: [f32, f64]", "6:17: requires[1]: unknown capability 'f64'");
     expect_line_error(6, "requires: [f32, f32]", "6:17: requires[1]: duplicate capability 'f32'");
-    expect_line_error(6, "requires: f32", "6:11: requires: expected a sequence of capability names");
+    expect_line_error(6, "requires: f32",
+                      "6:11: requires: expected a sequence of capability names");
     expect_line_error(14, "tolerance: {ulps: 2, row_atol: [1.0e-06]}",
                       "14:19: tolerance.ulps: expected a float such as 1.5e-03");
-    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: -3, lo: -1.0, hi: 1.0}}",
-                      "11:72: inputs.v.generate.seed: expected a non-negative decimal integer");
-    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 18446744073709551616, lo: -1.0, hi: 1.0}}",
-                      "11:72: inputs.v.generate.seed: integer '18446744073709551616' out of range");
-    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: normal, seed: 3, lo: -1.0, hi: 1.0}}",
-                      "11:57: inputs.v.generate.kind: unknown generator 'normal'");
-    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: 1.0, hi: -1.0}}",
-                      "11:50: inputs.v.generate: need finite lo <= hi");
-    expect_line_error(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 010, lo: -1.0, hi: 1.0}}",
-                      "11:72: inputs.v.generate.seed: expected a non-negative decimal integer, "
-                      "got '010'");
+    expect_line_error(
+        11,
+        "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: -3, lo: -1.0, hi: 1.0}}",
+        "11:72: inputs.v.generate.seed: expected a non-negative decimal integer");
+    expect_line_error(
+        11,
+        "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 18446744073709551616, lo: -1.0, hi: 1.0}}",
+        "11:72: inputs.v.generate.seed: integer '18446744073709551616' out of range");
+    expect_line_error(
+        11,
+        "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: normal, seed: 3, lo: -1.0, hi: 1.0}}",
+        "11:57: inputs.v.generate.kind: unknown generator 'normal'");
+    expect_line_error(
+        11,
+        "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 3, lo: 1.0, hi: -1.0}}",
+        "11:50: inputs.v.generate: need finite lo <= hi");
+    expect_line_error(
+        11,
+        "  v: {dtype: f32, shape: [1, 1, 1, 2], generate: {kind: uniform, seed: 010, lo: -1.0, hi: 1.0}}",
+        "11:72: inputs.v.generate.seed: expected a non-negative decimal integer, "
+        "got '010'");
 }
 
 Test(caseread, semantic_rules)
 {
-    expect_line_error(6, "requires: [f16]", "6:11: requires: missing f32 (implied by the case "
-                                            "content)");
+    expect_line_error(6, "requires: [f16]",
+                      "6:11: requires: missing f32 (implied by the case "
+                      "content)");
     expect_line_error(7, "params: {causal: false, causal_offset: 0}",
                       "7:40: params.causal_offset: only allowed with causal: true");
     char *t = base_with(11, "  v: {dtype: f32, shape: [1, 1, 1, 2], data: [1.0, 2.0]}\n"
@@ -1284,7 +1316,8 @@ Test(caseread, expected_and_tolerance)
     t = base_with(13, "  error: eperm");
     expect_error(t, "13:10: expected.error: unknown error 'eperm'");
     free(t);
-    t = base_with(13, "  error: einval\n  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, -0.75]}");
+    t = base_with(13,
+                  "  error: einval\n  out: {dtype: f32, shape: [1, 1, 1, 2], data: [0.25, -0.75]}");
     expect_error(t, "13:3: expected: exactly one of out, keep and error is required");
     free(t);
     t = base_with(13, "  keep: {shape: [1, 1, 1, 2], data: [0, 1]}");
@@ -1342,7 +1375,8 @@ Test(caseread, mask_op)
     } bad[] = {
         {"left_padding: [0, 1]", "left_padding: [0, 1, 2]",
          "7:59: params.left_padding: has 3 entries, lengths has 2"},
-        {"[2, 1, 1, 2]", "[2, 1, 2, 1]", "9:17: expected.keep.shape: must be (B, 1, lq, offset + lq)"},
+        {"[2, 1, 1, 2]", "[2, 1, 2, 1]",
+         "9:17: expected.keep.shape: must be (B, 1, lq, offset + lq)"},
         {"[1, 1, 1, 0]", "[1, 1, 1, 2]", "9:47: expected.keep.data[3]: expected 0 or 1, got '2'"},
         {"requires: [build_mask, lengths, left_padding]", "requires: [build_mask, lengths]",
          "6:11: requires: missing left_padding"},
@@ -1351,7 +1385,8 @@ Test(caseread, mask_op)
          "8:12: tolerance: only allowed with expected.out"},
         {"  keep:", "  out:", "9:8: expected.out: only for op sdpa"},
         {"lq: 1,", "lq: -1,", "7:14: params.lq: must be >= 0 unless expected is an error"},
-        {"lengths: [2, 1]", "lengths: []", "7:37: params.lengths: expected 1..4096 integers, got 0"},
+        {"lengths: [2, 1]", "lengths: []",
+         "7:37: params.lengths: expected 1..4096 integers, got 0"},
         {"offset: 1", "offset: 1.0", "7:25: params.offset: expected a decimal integer, got '1.0'"},
         {"params: {lq: 1, ", "params: {", "7:9: params.lq: required key missing"},
     };
@@ -1391,23 +1426,23 @@ Test(caseread, missing_file)
 
 /* Canonical: write(read(rows_case)) is rows_case, byte for byte.  Output (1, 1, 4, 2): 4 rows. */
 static const char rows_case[] =
-    "attnconf_case: 2\n"                                                               /* 1 */
-    "id: sdpa.test.rows\n"                                                             /* 2 */
-    "description: \"Row checks.\"\n"                                                   /* 3 */
-    "rules: [fully_masked_row.zero]\n"                                                 /* 4 */
-    "op: sdpa\n"                                                                       /* 5 */
-    "requires: [f32]\n"                                                                /* 6 */
-    "params: {causal: false}\n"                                                        /* 7 */
-    "inputs:\n"                                                                        /* 8 */
+    "attnconf_case: 2\n"               /* 1 */
+    "id: sdpa.test.rows\n"             /* 2 */
+    "description: \"Row checks.\"\n"   /* 3 */
+    "rules: [fully_masked_row.zero]\n" /* 4 */
+    "op: sdpa\n"                       /* 5 */
+    "requires: [f32]\n"                /* 6 */
+    "params: {causal: false}\n"        /* 7 */
+    "inputs:\n"                        /* 8 */
     "  q: {dtype: f32, shape: [1, 1, 4, 2], generate: {kind: uniform, seed: 1, lo: -1.0e+00, hi: 1.0e+00}}\n"
     "  k: {dtype: f32, shape: [1, 1, 3, 2], generate: {kind: uniform, seed: 2, lo: -1.0e+00, hi: 1.0e+00}}\n"
     "  v: {dtype: f32, shape: [1, 1, 3, 2], generate: {kind: uniform, seed: 3, lo: -1.0e+00, hi: 1.0e+00}}\n"
-    "expected:\n"                                                                      /* 12 */
+    "expected:\n" /* 12 */
     "  out: {dtype: f32, shape: [1, 1, 4, 2], data: [2.5000000000000000e-01, "
     "-7.5000000000000000e-01, 0.0000000000000000e+00, 0.0000000000000000e+00, "
-    "5.0000000000000000e-01, .nan, 1.0000000000000000e+00, .inf]}\n"                    /* 13 */
-    "  row_checks: {exact: [1], finite: [2, 3]}\n"                                     /* 14 */
-    "tolerance: {ulps: 1.0e+00, row_atol: [1.0e-06, 0.0e+00, 2.5e-01, 0.0e+00]}\n";    /* 15 */
+    "5.0000000000000000e-01, .nan, 1.0000000000000000e+00, .inf]}\n"                /* 13 */
+    "  row_checks: {exact: [1], finite: [2, 3]}\n"                                  /* 14 */
+    "tolerance: {ulps: 1.0e+00, row_atol: [1.0e-06, 0.0e+00, 2.5e-01, 0.0e+00]}\n"; /* 15 */
 
 /* `base` with 1-based line `line` replaced by `text` (NULL: removed). */
 static char *lines_with(const char *base, int line, const char *text)
@@ -1503,7 +1538,8 @@ Test(caseread, row_checks_malformed)
         const char *text, *where;
     } bad[] = {
         {"  row_checks: {exact: [1], fuzzy: [2]}", "14:28: expected.row_checks.fuzzy: unknown key"},
-        {"  row_checks: {exact: [1], exact: [2]}", "14:28: expected.row_checks.exact: duplicate key"},
+        {"  row_checks: {exact: [1], exact: [2]}",
+         "14:28: expected.row_checks.exact: duplicate key"},
         {"  row_checks: {}",
          "14:15: expected.row_checks: expected at least one of exact and finite"},
         {"  row_checks: [1]", "14:15: expected.row_checks: expected a mapping, got a sequence"},
@@ -1535,8 +1571,9 @@ Test(caseread, row_checks_malformed)
         free(t);
     }
     /* The output shape decides the row count: (1, 1, 2, 4) has 2 rows. */
-    char *t = lines_with(rows_case, 13, "  out: {dtype: f32, shape: [1, 1, 2, 4], data: [0.0, 0.0, "
-                                        "0.0, 0.0, 0.0, 0.0, 0.0, 0.0]}");
+    char *t = lines_with(rows_case, 13,
+                         "  out: {dtype: f32, shape: [1, 1, 2, 4], data: [0.0, 0.0, "
+                         "0.0, 0.0, 0.0, 0.0, 0.0, 0.0]}");
     expect_error(t, "14:37: expected.row_checks.finite[0]: row 2 is out of range 0..1");
     free(t);
 }
@@ -1692,15 +1729,15 @@ static const char v2_case[] =
     "3.00000000e+00, 4.00000000e+00, 5.00000000e+00, 6.00000000e+00, 7.00000000e+00, "
     "8.00000000e+00, 9.00000000e+00, 1.00000000e+01, 1.10000000e+01, 1.20000000e+01]}\n" /* 10 */
     "  v: {dtype: f32, shape: [2, 2, 3, 2], stride0: [0, 1], generate: {kind: uniform, seed: 3, lo: -1.0e+00, hi: 1.0e+00}}\n"
-    "expected:\n"                                                                      /* 12 */
+    "expected:\n" /* 12 */
     "  out: {dtype: f32, shape: [2, 2, 2, 2], data: [2.5000000000000000e-01, "
     "5.0000000000000000e-01, 7.5000000000000000e-01, 1.0000000000000000e+00, "
     "2.5000000000000000e-01, 5.0000000000000000e-01, 7.5000000000000000e-01, "
     "1.0000000000000000e+00, 2.5000000000000000e-01, 5.0000000000000000e-01, "
     "7.5000000000000000e-01, 1.0000000000000000e+00, 2.5000000000000000e-01, "
-    "5.0000000000000000e-01, 7.5000000000000000e-01, 1.0000000000000000e+00]}\n"        /* 13 */
+    "5.0000000000000000e-01, 7.5000000000000000e-01, 1.0000000000000000e+00]}\n" /* 13 */
     "tolerance: {ulps: 2.0e+00, row_atol: [1.0e-06, 0.0e+00, 2.5e-01, 1.0e-06, 1.0e-06, "
-    "1.0e-06, 1.0e-06, 1.0e-06]}\n";                                                   /* 14 */
+    "1.0e-06, 1.0e-06, 1.0e-06]}\n"; /* 14 */
 
 static void expect_v2_line_error(int line, const char *text, const char *where)
 {
@@ -1768,11 +1805,12 @@ Test(caseread, v2_keys_load_and_roundtrip)
 Test(caseread, v2_stride0_each_form_roundtrips)
 {
     /* [1] on k with data: the slice is (2, 1, 3, 2) = 12 values; the heads are repeated. */
-    char *t = lines_with(v2_case, 10,
-                         "  k: {dtype: f32, shape: [2, 2, 3, 2], stride0: [1], data: [1.00000000e+00, "
-                         "2.00000000e+00, 3.00000000e+00, 4.00000000e+00, 5.00000000e+00, "
-                         "6.00000000e+00, 7.00000000e+00, 8.00000000e+00, 9.00000000e+00, "
-                         "1.00000000e+01, 1.10000000e+01, 1.20000000e+01]}");
+    char *t =
+        lines_with(v2_case, 10,
+                   "  k: {dtype: f32, shape: [2, 2, 3, 2], stride0: [1], data: [1.00000000e+00, "
+                   "2.00000000e+00, 3.00000000e+00, 4.00000000e+00, 5.00000000e+00, "
+                   "6.00000000e+00, 7.00000000e+00, 8.00000000e+00, 9.00000000e+00, "
+                   "1.00000000e+01, 1.10000000e+01, 1.20000000e+01]}");
     acase *c = NULL;
     char err[256];
     cr_assert_eq(load_text(t, &c, err, sizeof err), 0, "%s", err);
@@ -1782,7 +1820,8 @@ Test(caseread, v2_stride0_each_form_roundtrips)
     for (int b = 0; b < 2; b++)
         for (int h = 0; h < 2; h++)
             for (int i = 0; i < 6; i++)
-                cr_assert_eq(k[(b * 2 + h) * 6 + i], (float)(b * 6 + i + 1), "k[%d,%d,%d]", b, h, i);
+                cr_assert_eq(k[(b * 2 + h) * 6 + i], (float)(b * 6 + i + 1), "k[%d,%d,%d]", b, h,
+                             i);
     int rc;
     char *text = write_to_string(c, err, sizeof err, &rc);
     cr_assert_eq(rc, 0, "%s", err);
@@ -1791,10 +1830,12 @@ Test(caseread, v2_stride0_each_form_roundtrips)
     acase_free(c);
     free(t);
     /* [0] on q with generate; without stride0 on v (full generated tensor). */
-    t = lines_with(v2_case, 9, "  q: {dtype: f32, shape: [2, 2, 2, 2], stride0: [0], generate: "
-                               "{kind: uniform, seed: 1, lo: -1.0e+00, hi: 1.0e+00}}");
-    char *u = lines_with(t, 11, "  v: {dtype: f32, shape: [2, 2, 3, 2], generate: {kind: uniform, "
-                                "seed: 3, lo: -1.0e+00, hi: 1.0e+00}}");
+    t = lines_with(v2_case, 9,
+                   "  q: {dtype: f32, shape: [2, 2, 2, 2], stride0: [0], generate: "
+                   "{kind: uniform, seed: 1, lo: -1.0e+00, hi: 1.0e+00}}");
+    char *u = lines_with(t, 11,
+                         "  v: {dtype: f32, shape: [2, 2, 3, 2], generate: {kind: uniform, "
+                         "seed: 3, lo: -1.0e+00, hi: 1.0e+00}}");
     cr_assert_eq(load_text(u, &c, err, sizeof err), 0, "%s", err);
     cr_assert_eq(c->q.stride0, 1u);
     cr_assert_eq(c->v.stride0, 0u);
@@ -1873,7 +1914,8 @@ Test(caseread, v2_stride0_errors)
         {"[0, 1, 1]", "[2, 2, 3, 2]", "10:49: inputs.k.stride0: expected 1 or 2 dimensions"},
         {"0", "[2, 2, 3, 2]",
          "10:49: inputs.k.stride0: expected a sequence of dimensions (0 = batch, 1 = heads)"},
-        {"[0.0]", "[2, 2, 3, 2]", "10:50: inputs.k.stride0[0]: expected a decimal integer, got '0.0'"},
+        {"[0.0]", "[2, 2, 3, 2]",
+         "10:50: inputs.k.stride0[0]: expected a decimal integer, got '0.0'"},
         {"[0]", "[2, 3, 2]", "10:46: inputs.k.stride0: needs a rank-4 tensor (rank is 3)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1884,7 +1926,8 @@ Test(caseread, v2_stride0_errors)
     }
     /* The data hold the stored slice: 12 values for stride0 [0], not the logical 24. */
     char line[1024];
-    snprintf(line, sizeof line, "  k: {dtype: f32, shape: [2, 2, 3, 2], stride0: [0], data: "
+    snprintf(line, sizeof line,
+             "  k: {dtype: f32, shape: [2, 2, 3, 2], stride0: [0], data: "
              "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 1.0, 2.0, 3.0, "
              "4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]}");
     expect_v2_line_error(10, line, "10:60: inputs.k.data: has 24 values, the shape needs 12");
@@ -1895,8 +1938,8 @@ Test(caseread, v2_stride0_errors)
     cr_assert_not_null(p);
     char *u = malloc(strlen(t) + 64);
     cr_assert_not_null(u);
-    snprintf(u, strlen(t) + 64, "%.*srequires: [f32, mask.bool, mask.broadcast]%s", (int)(p - t),
-             t, p + strlen("requires: [f32]"));
+    snprintf(u, strlen(t) + 64, "%.*srequires: [f32, mask.bool, mask.broadcast]%s", (int)(p - t), t,
+             p + strlen("requires: [f32]"));
     expect_error(u, "12:53: inputs.mask.stride0: only q, k and v (a mask broadcasts by its shape)");
     free(u);
     free(t);
@@ -2059,10 +2102,11 @@ Test(caselib, validate_tolerance)
 Test(caseread, v2_mask_kv_len)
 {
     /* kv_len 4 > offset + lq = 2: keep (B, 1, lq, kv_len); slots past offset + lq never kept. */
-    char *t = mask_with("params: {lq: 1, offset: 1, lengths: [2, 1], left_padding: [0, 1]}\n"
-                        "expected:\n  keep: {shape: [2, 1, 1, 2], data: [1, 1, 1, 0]}\n",
-                        "params: {lq: 1, offset: 1, lengths: [2, 1], left_padding: [0, 1], kv_len: 4}\n"
-                        "expected:\n  keep: {shape: [2, 1, 1, 4], data: [1, 1, 0, 0, 0, 1, 0, 0]}\n");
+    char *t =
+        mask_with("params: {lq: 1, offset: 1, lengths: [2, 1], left_padding: [0, 1]}\n"
+                  "expected:\n  keep: {shape: [2, 1, 1, 2], data: [1, 1, 1, 0]}\n",
+                  "params: {lq: 1, offset: 1, lengths: [2, 1], left_padding: [0, 1], kv_len: 4}\n"
+                  "expected:\n  keep: {shape: [2, 1, 1, 4], data: [1, 1, 0, 0, 0, 1, 0, 0]}\n");
     char *u = mask_with("requires: [build_mask, lengths, left_padding]",
                         "requires: [build_mask, lengths, left_padding, mask.kv_len]");
     char *ok = malloc(strlen(t) + 32);
@@ -2071,9 +2115,12 @@ Test(caseread, v2_mask_kv_len)
         /* t with u's requires line */
         const char *at = strstr(t, "requires: [build_mask, lengths, left_padding]");
         cr_assert_not_null(at);
-        snprintf(ok, strlen(t) + 32, "%.*srequires: [build_mask, lengths, left_padding, "
-                 "mask.kv_len]%s", (int)(at - t), t, at + strlen("requires: [build_mask, lengths, "
-                 "left_padding]"));
+        snprintf(ok, strlen(t) + 32,
+                 "%.*srequires: [build_mask, lengths, left_padding, "
+                 "mask.kv_len]%s",
+                 (int)(at - t), t,
+                 at + strlen("requires: [build_mask, lengths, "
+                             "left_padding]"));
     }
     free(u);
     free(t);
@@ -2123,8 +2170,9 @@ Test(caseread, v2_sdpa_params_in_error_case)
 {
     char *t = lines_with(v2_case, 14, NULL);
     char *u = lines_with(t, 13, "  error: einval");
-    char *w = lines_with(u, 7, "params: {causal: false, window: -1, lengths: [9, -1, 2], "
-                               "left_padding: [0, 7, -3]}");
+    char *w = lines_with(u, 7,
+                         "params: {causal: false, window: -1, lengths: [9, -1, 2], "
+                         "left_padding: [0, 7, -3]}");
     acase *c = NULL;
     char err[256];
     cr_assert_eq(load_text(w, &c, err, sizeof err), 0, "%s", err);

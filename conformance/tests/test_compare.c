@@ -20,8 +20,7 @@ static hc_tol tol_of(double ulps, attnref_dtype dt, const double *row_atol)
     return t;
 }
 
-static const hc_tol exact_tol = {.ulps = 0, .ulp_dtype = ATTNREF_F32, .row_atol = NULL,
-                                 .exact = 1};
+static const hc_tol exact_tol = {.ulps = 0, .ulp_dtype = ATTNREF_F32, .row_atol = NULL, .exact = 1};
 
 /* One element stored as a bit pattern of dt (f32: 32 bits, f16/bf16: 16 bits). */
 typedef union {
@@ -572,8 +571,14 @@ Test(compare_message, empty_when_nothing_failed)
 /* ---- per-row check modes (expected.row_checks) ---- */
 
 /* Output (1,2,2,2): 4 rows of Dv = 2; row r covers flat elements 2r and 2r+1. */
-#define ROWS_SHAPE {1, 2, 2, 2}
-#define ROWS_STRIDES {8, 4, 2, 1}
+#define ROWS_SHAPE                                                                                 \
+    {                                                                                              \
+        1, 2, 2, 2                                                                                 \
+    }
+#define ROWS_STRIDES                                                                               \
+    {                                                                                              \
+        8, 4, 2, 1                                                                                 \
+    }
 
 Test(compare_rows, exact_row_accepts_either_zero)
 {
@@ -583,8 +588,8 @@ Test(compare_rows, exact_row_accepts_either_zero)
     int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
     hc_tol tol = tol_of(0, ATTNREF_F32, NULL);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 1, "-0 == 0 and 0 == -0; NaN meets NaN and -inf meets -inf in an exact row");
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 1,
+                 "-0 == 0 and 0 == -0; NaN meets NaN and -inf meets -inf in an exact row");
     cr_assert_eq(st.nbad, 0);
     cr_assert_eq(st.first_bad, -1);
     cr_assert_eq(st.bad_row, -1);
@@ -602,8 +607,7 @@ Test(compare_rows, exact_row_off_by_one_ulp_fails_whatever_the_tolerance)
     const double ra[4] = {1, 1, 1, 1};
     hc_tol tol = tol_of(1e6, ATTNREF_F32, ra);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 0);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 0);
     cr_assert_eq(st.nbad, 1);
     cr_assert_eq(st.nbad_mode[HC_ROW_EXACT], 1);
     cr_assert_eq(st.first_bad, 5);
@@ -621,8 +625,7 @@ Test(compare_rows, exact_row_off_by_one_ulp_fails_whatever_the_tolerance)
                           "1 of 8 elements fail");
     /* The same value in a close row passes. */
     rows[2] = HC_ROW_CLOSE;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 1);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 1);
 }
 
 Test(compare_rows, exact_row_of_zeros_message)
@@ -635,8 +638,7 @@ Test(compare_rows, exact_row_of_zeros_message)
     const double ra[4] = {1e-3, 1e-3, 1e-3, 1e-3};
     hc_tol tol = tol_of(2, ATTNREF_F32, ra);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 0);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 0);
     cr_assert_eq(st.nbad, 2);
     cr_assert_eq(st.first_bad, 5);
     char msg[256];
@@ -654,8 +656,7 @@ Test(compare_rows, finite_row_accepts_any_finite_value)
     int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
     hc_tol tol = tol_of(0, ATTNREF_F32, NULL);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 1);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 1);
     cr_assert_eq(st.nbad, 0);
     cr_assert_eq(st.max_abs_err, 0.0, "finite rows stay out of the statistics");
     cr_assert_eq(st.max_rel_err, 0.0);
@@ -676,8 +677,8 @@ Test(compare_rows, finite_row_rejects_nan_and_inf)
         uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_FINITE};
         int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
         hc_stats st;
-        cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2,
-                                     &st), 0, "%s", text[k]);
+        cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
+                     0, "%s", text[k]);
         cr_assert_eq(st.first_bad, 6);
         cr_assert_eq(st.bad_row, 3);
         cr_assert_eq(st.bad_mode, HC_ROW_FINITE);
@@ -686,8 +687,10 @@ Test(compare_rows, finite_row_rejects_nan_and_inf)
         cr_assert_eq(st.max_ratio, 0.0, "%s: nor ratio", text[k]);
         char msg[256], want[128];
         hc_failure_message(&st, &tol, msg, sizeof msg);
-        snprintf(want, sizeof want, "row 3 must be finite: got %s at [0,1,1,0]; 1 of 8 elements "
-                 "fail", text[k]);
+        snprintf(want, sizeof want,
+                 "row 3 must be finite: got %s at [0,1,1,0]; 1 of 8 elements "
+                 "fail",
+                 text[k]);
         cr_assert_str_eq(msg, want);
     }
 }
@@ -735,23 +738,20 @@ Test(compare_rows, row_atol_applies_per_row_with_row_checks)
     double ra[4] = {0.5, 100, 0, 100};
     hc_tol tol = tol_of(0, ATTNREF_F32, ra);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 1);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 1);
     cr_assert_eq(st.max_ratio, 1.0, "row 0's 0.5 against its 0.5");
     got[2] = 3.25f; /* row 1 is exact: its row_atol of 100 does not apply */
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 0);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 0);
     cr_assert_eq(st.bad_row, 1);
     cr_assert_eq(st.bad_mode, HC_ROW_EXACT);
     got[2] = 3;
     got[4] = 5.0f + 0x1p-21f; /* row 2: allowed 0 */
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 0);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 0);
     cr_assert_eq(st.bad_row, 2);
     cr_assert(isinf(st.max_ratio));
     ra[2] = 0x1p-21;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 1, "the row's own allowance now covers it");
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 1,
+                 "the row's own allowance now covers it");
 }
 
 Test(compare_rows, stats_ignore_finite_rows)
@@ -764,8 +764,7 @@ Test(compare_rows, stats_ignore_finite_rows)
     const double ra[4] = {0.5, 0, 0, 0.5};
     hc_tol tol = tol_of(0, ATTNREF_F32, ra);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 1);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 1);
     cr_assert_eq(st.max_abs_err, 0.5);
     cr_assert_eq(st.max_rel_err, 0.25);
     cr_assert_eq(st.max_ratio, 1.0);
@@ -780,8 +779,7 @@ Test(compare_rows, mixed_failures_message_counts_both)
     const double ra[4] = {2, 0, 0, 0};
     hc_tol tol = tol_of(0, ATTNREF_F32, ra);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 0);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 0);
     cr_assert_eq(st.nbad, 3);
     cr_assert_eq(st.nbad_mode[HC_ROW_CLOSE], 1);
     cr_assert_eq(st.nbad_mode[HC_ROW_EXACT], 1);
@@ -807,8 +805,8 @@ Test(compare_rows, unknown_mode_and_bad_row_length)
     int64_t shape[4] = ROWS_SHAPE, strides[4] = ROWS_STRIDES;
     hc_tol tol = tol_of(0, ATTNREF_F32, NULL);
     hc_stats st;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st),
-                 0, "an unknown mode never passes");
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 0,
+                 "an unknown mode never passes");
     cr_assert_eq(st.nbad, 2);
     cr_assert_eq(st.first_bad, 2);
     char msg[256];
@@ -816,15 +814,14 @@ Test(compare_rows, unknown_mode_and_bad_row_length)
     cr_assert_str_eq(msg, "row 1 has unknown check mode 7: got 3 at [0,0,1,0]; 2 of 8 elements "
                           "fail");
     rows[1] = HC_ROW_CLOSE;
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 4, &st),
-                 0, "row_len must be the last extent");
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 4, &st), 0,
+                 "row_len must be the last extent");
     cr_assert_eq(st.first_bad, -1);
     cr_assert_eq(st.numel, 0);
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 0, shape, strides, exp, &tol, rows, 1, &st),
-                 0, "a rank-0 tensor has no rows");
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 0, shape, strides, exp, &tol, rows, 1, &st), 0,
+                 "a rank-0 tensor has no rows");
     /* Dv = 0: rows exist but are empty, nothing to compare. */
     int64_t empty[4] = {1, 2, 2, 0};
-    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, empty, strides, exp, &tol, rows, 0, &st),
-                 1);
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, empty, strides, exp, &tol, rows, 0, &st), 1);
     cr_assert_eq(st.numel, 0);
 }

@@ -25,7 +25,8 @@ typedef struct {
 
 static const refusal refusals[] = {
     {"", "sdpa", "out", "header to sdpa is not a JSON object ("},
-    {"hello world", "hello", NULL, "near 'hello'): 'hello world' (stdout must carry only the protocol"},
+    {"hello world", "hello", NULL,
+     "near 'hello'): 'hello world' (stdout must carry only the protocol"},
     {"[1]", "sdpa", "out", "header to sdpa is not a JSON object (not an object): '[1]'"},
     {"{\"protocol\":1,\"status\":0,\"status\":0}", "hello", NULL, "duplicate object key"},
     {"{\"status\":0}", "sdpa", "out", "header to sdpa lacks \"protocol\": 1"},
@@ -34,7 +35,8 @@ static const refusal refusals[] = {
     {"{\"protocol\":1,\"status\":-6}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
     {"{\"protocol\":1,\"status\":\"0\"}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":{}}", "sdpa", "out", "\"tensors\" is not an array"},
-    {"{\"protocol\":1,\"status\":-2}", "sdpa", "out", "status -2 to sdpa without an \"error\" string"},
+    {"{\"protocol\":1,\"status\":-2}", "sdpa", "out",
+     "status -2 to sdpa without an \"error\" string"},
     {"{\"protocol\":1,\"status\":-2,\"error\":\"x\",\"tensors\":[{}]}", "sdpa", "out",
      "status -2 to sdpa with tensors (an error reply has none)"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{}]}", "cache_trim", NULL,
@@ -48,29 +50,32 @@ static const refusal refusals[] = {
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f64\"}]}", "sdpa",
      "out", "tensor 'out': dtype 'f64' is not f32, f16, bf16 or bool"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
-     "\"shape\":[1,1,1,1,1]}]}", "sdpa", "out",
-     "tensor 'out': \"shape\" is not an array of at most 4 integers"},
+     "\"shape\":[1,1,1,1,1]}]}",
+     "sdpa", "out", "tensor 'out': \"shape\" is not an array of at most 4 integers"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
-     "\"shape\":[1,-1]}]}", "sdpa", "out", "tensor 'out': shape[1] is not a non-negative integer"},
+     "\"shape\":[1,-1]}]}",
+     "sdpa", "out", "tensor 'out': shape[1] is not a non-negative integer"},
     /* 2^32 * 2^32 elements: refused before any multiplication can overflow */
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
-     "\"shape\":[4294967296,4294967296],\"nbytes\":0}]}", "sdpa", "out",
+     "\"shape\":[4294967296,4294967296],\"nbytes\":0}]}",
+     "sdpa", "out",
      "tensor 'out': shape (4294967296,4294967296) has more than 17179869184 elements"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f16\","
-     "\"shape\":[2,3],\"nbytes\":24}]}", "sdpa", "out",
-     "tensor 'out': nbytes 24 does not match f16 (2,3) (12 bytes)"},
+     "\"shape\":[2,3],\"nbytes\":24}]}",
+     "sdpa", "out", "tensor 'out': nbytes 24 does not match f16 (2,3) (12 bytes)"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f16\","
-     "\"shape\":[2,3]}]}", "sdpa", "out", "tensor 'out': \"nbytes\" is missing or not an integer"},
+     "\"shape\":[2,3]}]}",
+     "sdpa", "out", "tensor 'out': \"nbytes\" is missing or not an integer"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
-     "\"shape\":[2,3],\"nbytes\":24,\"strides\":[3]}]}", "sdpa", "out",
-     "tensor 'out': \"strides\" is not an array of 2 integers"},
+     "\"shape\":[2,3],\"nbytes\":24,\"strides\":[3]}]}",
+     "sdpa", "out", "tensor 'out': \"strides\" is not an array of 2 integers"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
-     "\"shape\":[2,3],\"nbytes\":24,\"strides\":[3,-1]}]}", "sdpa", "out",
-     "tensor 'out': strides[1] is not an integer in 0..17179869184"},
+     "\"shape\":[2,3],\"nbytes\":24,\"strides\":[3,-1]}]}",
+     "sdpa", "out", "tensor 'out': strides[1] is not an integer in 0..17179869184"},
     /* row stride 4 over a (2,3) buffer of 6: the last element would be read from index 6 */
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
-     "\"shape\":[2,3],\"nbytes\":24,\"strides\":[4,1]}]}", "sdpa", "out",
-     "tensor 'out': strides address element 6 of a (2,3) buffer of 6"},
+     "\"shape\":[2,3],\"nbytes\":24,\"strides\":[4,1]}]}",
+     "sdpa", "out", "tensor 'out': strides address element 6 of a (2,3) buffer of 6"},
 };
 
 Test(exec_reply, refused)
@@ -106,7 +111,8 @@ Test(exec_reply, long_garbage_is_quoted_cut_with_control_characters_blanked)
 Test(exec_reply, error_reply_carries_status_and_text)
 {
     xr_reply r = parse_ok("{\"protocol\":1,\"status\":-2,\"error\":\"mask dtype f32 does not "
-                          "promote to f16\"}", "sdpa", "out");
+                          "promote to f16\"}",
+                          "sdpa", "out");
     cr_assert_eq(r.status, -2);
     cr_assert_str_eq(r.error, "mask dtype f32 does not promote to f16");
     cr_assert_eq(r.has_tensor, 0);
@@ -116,7 +122,8 @@ Test(exec_reply, error_reply_carries_status_and_text)
 Test(exec_reply, tensor_without_strides_is_row_major)
 {
     xr_reply r = parse_ok("{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":"
-                          "\"bf16\",\"shape\":[2,0,3,5],\"nbytes\":0}]}", "sdpa", "out");
+                          "\"bf16\",\"shape\":[2,0,3,5],\"nbytes\":0}]}",
+                          "sdpa", "out");
     cr_assert_eq(r.status, 0);
     cr_assert_eq(r.has_tensor, 1);
     cr_assert_eq(r.desc.dtype, ATTNCONF_BF16);
@@ -146,7 +153,8 @@ Test(exec_reply, permuted_and_broadcast_strides_inside_the_buffer)
 Test(exec_reply, rank0_tensor_is_one_element)
 {
     xr_reply r = parse_ok("{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":"
-                          "\"f32\",\"shape\":[],\"nbytes\":4}]}", "sdpa", "out");
+                          "\"f32\",\"shape\":[],\"nbytes\":4}]}",
+                          "sdpa", "out");
     cr_assert_eq(r.desc.ndim, 0);
     cr_assert_eq(r.desc.nbytes, 4);
     json_decref(r.root);
@@ -157,7 +165,8 @@ Test(exec_reply, hello)
     xr_reply r = parse_ok("{\"protocol\": 1, \"status\": 0, \"name\": \"mlx-lm\", \"version\": "
                           "\"mlx-lm 0.32.2\", \"capabilities\": [\"f32\", \"bf16\", "
                           "\"build_mask\"], \"options\": [{\"key\": \"device\", \"default\": "
-                          "\"cpu\"}]}", "hello", NULL);
+                          "\"cpu\"}]}",
+                          "hello", NULL);
     xr_hello h;
     char why[768];
     cr_assert_eq(xr_hello_take(r.root, &h, why, sizeof why), 0, "%s", why);
@@ -237,8 +246,8 @@ Test(exec_reply, seconds)
     json_decref(r);
     r = json_loads("{\"seconds\": 1.0111}", 0, NULL);
     cr_assert_eq(xr_seconds(r, 1.0, &s, why, sizeof why), -1);
-    cr_assert(strstr(why, "\"seconds\" 1.0111 is longer than the whole exchange took (1 s)"),
-              "%s", why);
+    cr_assert(strstr(why, "\"seconds\" 1.0111 is longer than the whole exchange took (1 s)"), "%s",
+              why);
     json_decref(r);
     r = json_loads("{\"seconds\": -0.5}", 0, NULL);
     cr_assert_eq(xr_seconds(r, 1.0, &s, why, sizeof why), -1);
@@ -272,7 +281,8 @@ Test(exec_reply, cache_state)
 {
     char why[768];
     json_t *r = json_loads("{\"batch\":2,\"length\":3,\"offsets\":[3,2],"
-                           "\"positions\":[[0,1,2],[-1,0,1]]}", 0, NULL);
+                           "\"positions\":[[0,1,2],[-1,0,1]]}",
+                           0, NULL);
     int64_t b = 0, l = 0, off[2], pos[6];
     cr_assert_eq(xr_state_sizes(r, 64, 4096, &b, &l, why, sizeof why), 0);
     cr_assert_eq(b, 2);

@@ -111,9 +111,9 @@ static const char *last_line(const char *s)
     return p;
 }
 
-#define assert_has(hay, needle) \
+#define assert_has(hay, needle)                                                                    \
     cr_assert(strstr((hay), (needle)) != NULL, "missing %s in:\n%s", (needle), (hay))
-#define assert_lacks(hay, needle) \
+#define assert_lacks(hay, needle)                                                                  \
     cr_assert(strstr((hay), (needle)) == NULL, "unexpected %s in:\n%s", (needle), (hay))
 
 /* ---- text ---------------------------------------------------------------------------------- */
@@ -145,7 +145,8 @@ Test(output_all, failure_names_purpose_and_clauses)
     snprintf(want, sizeof want,
              "    3 of 8 elements out of tolerance\n"
              "    checks: Causal mask with a cache offset of 4: bottom-right alignment\n"
-             "    spec: %s\n", spec);
+             "    spec: %s\n",
+             spec);
     assert_has(t, want);
     /* No clause cited: the rule ids alone, never an empty clause list. */
     assert_has(t, "    wrong\n    spec: rules (sdpa.definition)\n");
@@ -266,8 +267,8 @@ Test(output_json, loads_back)
                      "path");
     json_t *results = json_object_get(root, "results");
     cr_assert_eq(json_array_size(results), 6, "six results");
-    static const char *const want[] = {"PASS", "EXPECTED_ERROR", "NOT_SUPPORTED", "FAIL",
-                                       "INCORRECT_DTYPE", "ERROR"};
+    static const char *const want[] = {"PASS", "EXPECTED_ERROR",  "NOT_SUPPORTED",
+                                       "FAIL", "INCORRECT_DTYPE", "ERROR"};
     for (size_t i = 0; i < 6; i++) {
         json_t *r = json_array_get(results, i);
         cr_assert_str_eq(json_string_value(json_object_get(r, "status")), want[i], "status %zu", i);
@@ -495,11 +496,11 @@ Test(report, matrix_mutants_failures_deterministic)
     const char *out1 = tmp_file(&d, "r1.md"), *out2 = tmp_file(&d, "r2.md");
 
     const char *argv1[] = {"report", "--out", out1, "--command", "attnconf report results/*.json",
-                           ref, mut, cpu};
+                           ref,      mut,     cpu};
     cr_assert_eq(report(8, argv1), 0, "report failed");
     /* Same inputs in another order: the report must not change by a byte. */
-    const char *argv2[] = {"report", "--command=attnconf report results/*.json", "--out", out2,
-                           cpu, mut, ref};
+    const char *argv2[] = {
+        "report", "--command=attnconf report results/*.json", "--out", out2, cpu, mut, ref};
     cr_assert_eq(report(7, argv2), 0, "second report failed");
     char *a = slurp(out1), *b = slurp(out2);
     cr_assert_str_eq(a, b, "report is not deterministic");
@@ -594,14 +595,14 @@ Test(report, strict_input_and_usage)
 
     const char *argv[] = {"report", "--out", out, bad};
     static const char *const broken[] = {
-        "{\"attnconf_results\": 2, \"backend\": {}}",  /* wrong version */
-        "{\"backend\": {}}",                           /* missing version */
-        "[1, 2]",                                      /* not an object */
-        "{\"attnconf_results\": 1",                    /* not JSON */
+        "{\"attnconf_results\": 2, \"backend\": {}}", /* wrong version */
+        "{\"backend\": {}}",                          /* missing version */
+        "[1, 2]",                                     /* not an object */
+        "{\"attnconf_results\": 1",                   /* not JSON */
         "{\"attnconf_results\": 1, \"backend\": {\"name\": \"x\", \"version\": \"1\", "
         "\"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", \"results\": [{\"id\": "
         "\"a.b.c\", \"family\": \"a\", \"status\": \"MAYBE\", \"message\": \"\", \"seconds\": 0, "
-        "\"rerun\": \"\"}], \"summary\": {}}",        /* unknown status */
+        "\"rerun\": \"\"}], \"summary\": {}}", /* unknown status */
         "{\"attnconf_results\": 1, \"backend\": {\"name\": \"x\", \"version\": \"1\", "
         "\"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", \"results\": [], "
         "\"summary\": {\"PASS\": 1, \"EXPECTED_ERROR\": 0, \"NOT_SUPPORTED\": 0, \"FAIL\": 0, "
@@ -610,7 +611,7 @@ Test(report, strict_input_and_usage)
         "\"version\": \"1\", \"path\": \"p\"}, \"cases_dir\": \"c\", \"filter\": \"\", "
         "\"results\": [], \"summary\": {\"PASS\": 0, \"EXPECTED_ERROR\": 0, "
         "\"NOT_SUPPORTED\": 0, \"FAIL\": 0, \"INCORRECT_DTYPE\": 0, \"ERROR\": 0, "
-        "\"total\": 0}}",                              /* partial (run still going) */
+        "\"total\": 0}}", /* partial (run still going) */
         "{\"attnconf_results\": 1, \"complete\": 1, \"backend\": {}}", /* complete not bool */
     };
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
@@ -737,19 +738,22 @@ static const struct {
 } k_clause_cases[NCLAUSE_CASES] = {
     {"mask.causal.offset2_lq3", "mask.causal", {"clause3.bottom_right", NULL}},
     /* Two clause-3 rules on one case: still one case of clause 3 per backend. */
-    {"sdpa.causal.lq_gt_lk.f32", "sdpa.causal",
+    {"sdpa.causal.lq_gt_lk.f32",
+     "sdpa.causal",
      {"clause3.bottom_right", "clause3.explicit_offset", "clause9.fully_masked_zero",
       "clause13.tolerance", NULL}},
-    {"sdpa.causal.offset0_topleft.f32", "sdpa.causal",
+    {"sdpa.causal.offset0_topleft.f32",
+     "sdpa.causal",
      {"clause3.explicit_offset", "clause13.tolerance", NULL}},
-    {"sdpa.bool.fully_masked_row.f32", "sdpa.bool",
+    {"sdpa.bool.fully_masked_row.f32",
+     "sdpa.bool",
      {"clause9.fully_masked_zero", "clause13.tolerance", NULL}},
     /* Not of the form clauseN.<name> with N in 1..13: "other". */
-    {"sdpa.nomask.basic.f32", "sdpa.nomask",
+    {"sdpa.nomask.basic.f32",
+     "sdpa.nomask",
      {"clause13.tolerance", "sdpa.definition", "clause20.beyond", "clause03.zero", "clause9",
       NULL}},
 };
-
 
 /* A run of `backend` over k_clause_cases with the given statuses (CASE_ABSENT: not in it). */
 static hr_run clause_run(const char *backend, const int status[NCLAUSE_CASES])
@@ -767,7 +771,9 @@ static hr_run clause_run(const char *backend, const int status[NCLAUSE_CASES])
         hr_status st = (hr_status)status[i];
         hr_result *r = &g_results[run.count++];
         *r = mk(k_clause_cases[i].id, k_clause_cases[i].family, st,
-                st == HR_PASS ? "" : st == HR_NOT_SUPPORTED ? "requires capability f16" : "bad");
+                st == HR_PASS            ? ""
+                : st == HR_NOT_SUPPORTED ? "requires capability f16"
+                                         : "bad");
         set_rules(r, k_clause_cases[i].rules);
     }
     return run;
@@ -783,8 +789,7 @@ static void write_clause_files(tmpdir *d, const char **ref, const char **top, co
     static const int s_ref[] = {HR_PASS, HR_PASS, HR_PASS, HR_PASS, HR_PASS};
     static const int s_top[] = {HR_FAIL, HR_FAIL, HR_ERROR, HR_PASS, HR_PASS};
     static const int s_up[] = {HR_PASS, HR_PASS, HR_PASS, HR_INCORRECT_DTYPE, HR_NOT_SUPPORTED};
-    static const int s_cpu[] = {HR_NOT_SUPPORTED, HR_PASS, HR_FAIL, CASE_ABSENT,
-                                HR_NOT_SUPPORTED};
+    static const int s_cpu[] = {HR_NOT_SUPPORTED, HR_PASS, HR_FAIL, CASE_ABSENT, HR_NOT_SUPPORTED};
     hr_run run = clause_run("reference", s_ref);
     write_run_file(*ref = tmp_file(d, "reference.json"), &run);
     run = clause_run("mutant_topleft", s_top);
@@ -797,9 +802,9 @@ static void write_clause_files(tmpdir *d, const char **ref, const char **top, co
     }
 }
 
-#define CLAUSE_HEADER                                                                        \
-    "\n## Spec clauses\n\n"                                                                  \
-    "| Clause | Rules | Cases | Passing on non-mutant backends | Mutants caught |\n"         \
+#define CLAUSE_HEADER                                                                              \
+    "\n## Spec clauses\n\n"                                                                        \
+    "| Clause | Rules | Cases | Passing on non-mutant backends | Mutants caught |\n"               \
     "| --- | --- | ---: | --- | --- |\n"
 
 Test(report, spec_clauses_two_mutants_and_reference)
@@ -909,9 +914,9 @@ Test(report, rules_strict)
     cr_assert(freopen(errs, "w", stderr) != NULL, "redirect stderr");
     static const char *const variants[] = {
         "\"rules\": [\"clause3.bottom_right\", \"x|y\"], ", /* good; '|' in a rule id */
-        "",                                        /* missing */
-        "\"rules\": \"clause3.bottom_right\", ",   /* not an array */
-        "\"rules\": [\"clause3.bottom_right\", 3], ", /* an entry that is not a string */
+        "",                                                 /* missing */
+        "\"rules\": \"clause3.bottom_right\", ",            /* not an array */
+        "\"rules\": [\"clause3.bottom_right\", 3], ",       /* an entry that is not a string */
     };
     const char *argv[] = {"report", "--out", out, in};
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
@@ -1017,14 +1022,14 @@ Test(report, diff_classes_and_exit)
 
     run = every_status_run("reference");
     snprintf(run.backend_version, sizeof run.backend_version, "0.2.0");
-    g_results[0].max_ratio = 0.4; /* still PASS, 4x closer to the limit */
+    g_results[0].max_ratio = 0.4;  /* still PASS, 4x closer to the limit */
     g_results[1].status = HR_FAIL; /* was EXPECTED_ERROR */
     snprintf(g_results[1].message, sizeof g_results[1].message, "accepted a mixed dtype");
     snprintf(g_results[1].description, sizeof g_results[1].description, "mixed q/k dtypes");
     snprintf(g_results[1].rerun, sizeof g_results[1].rerun, "attnconf run --filter x");
     g_results[3].status = HR_PASS; /* was FAIL */
     g_results[3].has_stats = 0;
-    g_results[4].status = HR_ERROR; /* was INCORRECT_DTYPE */
+    g_results[4].status = HR_ERROR;                             /* was INCORRECT_DTYPE */
     g_results[5] = mk("sdpa.zz.new_case", "sdpa", HR_PASS, ""); /* mask.lengths.basic gone */
     write_run_file(neu, &run);
 
@@ -1040,7 +1045,8 @@ Test(report, diff_classes_and_exit)
                   "  - rerun: `attnconf run --filter x`\n");
     assert_has(a, "## Newly passing (1)\n\nPASS or EXPECTED_ERROR now, and not before.\n\n"
                   "- `sdpa.causal.offset`: FAIL \xE2\x86\x92 PASS\n");
-    assert_has(a, "- `mask.window.basic`: INCORRECT_DTYPE \xE2\x86\x92 ERROR: out dtype f32, q f16\n");
+    assert_has(a,
+               "- `mask.window.basic`: INCORRECT_DTYPE \xE2\x86\x92 ERROR: out dtype f32, q f16\n");
     assert_has(a, "| `sdpa.basic.f32` | 0.1 | 0.4 | 4x |\n");
     assert_has(a, "- `mask.lengths.basic`: ERROR \xE2\x86\x92 (absent)\n");
     assert_has(a, "- `sdpa.zz.new_case`: (absent) \xE2\x86\x92 PASS\n");

@@ -179,9 +179,9 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         return mb_fail(c, ATTNCONF_EINVAL, "head_dim: q %lld, k %lld (must be equal, >= 1)",
                        (long long)D, (long long)k->shape[3]);
     if (v->shape[1] != Hkv || v->shape[2] != Lk)
-        return mb_fail(c, ATTNCONF_EINVAL, "k (.., %lld, %lld, ..) and v (.., %lld, %lld, ..) differ",
-                       (long long)Hkv, (long long)Lk, (long long)v->shape[1],
-                       (long long)v->shape[2]);
+        return mb_fail(c, ATTNCONF_EINVAL,
+                       "k (.., %lld, %lld, ..) and v (.., %lld, %lld, ..) differ", (long long)Hkv,
+                       (long long)Lk, (long long)v->shape[1], (long long)v->shape[2]);
     if (Hkv == 0 || Hq % Hkv != 0)
         return mb_fail(c, ATTNCONF_EINVAL, "query heads %lld are not a multiple of kv heads %lld",
                        (long long)Hq, (long long)Hkv);
@@ -211,8 +211,7 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         out->shape[3] != Dv)
         return mb_fail(c, ATTNCONF_EINVAL, "out shape is not (B, Hq, Lq, Dv)");
     /* Every extent is at most the size of a buffer the host made, so this cannot overflow. */
-    if ((double)B * (double)Hq * (double)Lq * (double)Dv * sizeof(float) >
-        (double)a->out_capacity)
+    if ((double)B * (double)Hq * (double)Lq * (double)Dv * sizeof(float) > (double)a->out_capacity)
         return mb_fail(c, ATTNCONF_EINVAL, "out buffer too small");
 
     unsigned char *keep = malloc(Lk ? (size_t)Lk : 1);
@@ -237,13 +236,13 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 static const attnconf_backend mb_table = {
     .abi_version = ATTNCONF_ABI_VERSION,
     .struct_size = sizeof(attnconf_backend),
-    .name = "mybackend",      /* [a-z0-9_-]+: appears in every result */
-    .version = "0.1.0",       /* your implementation's version, recorded in the results */
+    .name = "mybackend", /* [a-z0-9_-]+: appears in every result */
+    .version = "0.1.0",  /* your implementation's version, recorded in the results */
     .open = mb_open,
     .close = mb_close,
     .capabilities = mb_capabilities,
     .sdpa = mb_sdpa,
-    .build_mask = NULL,       /* no ATTNCONF_CAP_BUILD_MASK: the mask.* families are skipped */
+    .build_mask = NULL, /* no ATTNCONF_CAP_BUILD_MASK: the mask.* families are skipped */
     .last_error = mb_last_error,
 };
 

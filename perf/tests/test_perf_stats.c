@@ -15,8 +15,7 @@
 /* Relative agreement of two p-values: GSL's tail and scipy's (Cephes) differ in the last bits. */
 static void assert_close(double got, double want, double rel, const char *what)
 {
-    cr_assert(fabs(got - want) <= rel * fabs(want), "%s: got %.17g, want %.17g", what, got,
-              want);
+    cr_assert(fabs(got - want) <= rel * fabs(want), "%s: got %.17g, want %.17g", what, got, want);
 }
 
 /* x = {1, 3, 5}, y = {2, 4, 6, 7}, no ties.  Pooled order 1x 2y 3x 4y 5x 6y 7y: y's ranks

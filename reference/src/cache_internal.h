@@ -16,22 +16,22 @@
 struct attnref_cache {
     attnref_cache_params p; /* as created; p.left_padding is NULL (copied into lp) */
     int64_t B, H, D, Dv;
-    int64_t T, cap;         /* slots held per row; allocated slots per row */
-    int64_t *offset;        /* [B] next absolute position of each row */
-    int64_t *lp;            /* [B] left padding as mlx-lm reports it (batched kinds) */
-    int64_t *pos;           /* [B * cap] absolute position, -1 = pad */
-    double *k;              /* [((b * H + h) * cap + j) * D + d]; NULL in a shadow */
-    double *v;              /* same with Dv */
-    int64_t appended;       /* columns appended net of trims (mlx-lm _offset): trimmability */
-    int shadow;             /* 1: positions only, no keys/values */
-    int has_keys;           /* ever stored a column (mlx-lm "keys is not None") */
-    int prepared;           /* right padding pending (attnref_cache_prepare with lengths) */
-    int64_t *limit;         /* [B] offset at which row b's right padding starts, when prepared */
+    int64_t T, cap;   /* slots held per row; allocated slots per row */
+    int64_t *offset;  /* [B] next absolute position of each row */
+    int64_t *lp;      /* [B] left padding as mlx-lm reports it (batched kinds) */
+    int64_t *pos;     /* [B * cap] absolute position, -1 = pad */
+    double *k;        /* [((b * H + h) * cap + j) * D + d]; NULL in a shadow */
+    double *v;        /* same with Dv */
+    int64_t appended; /* columns appended net of trims (mlx-lm _offset): trimmability */
+    int shadow;       /* 1: positions only, no keys/values */
+    int has_keys;     /* ever stored a column (mlx-lm "keys is not None") */
+    int prepared;     /* right padding pending (attnref_cache_prepare with lengths) */
+    int64_t *limit;   /* [B] offset at which row b's right padding starts, when prepared */
 };
 
-#define CACHE_IS_BATCH(c) \
+#define CACHE_IS_BATCH(c)                                                                          \
     ((c)->p.kind == ATTNREF_CACHE_BATCH || (c)->p.kind == ATTNREF_CACHE_BATCH_ROTATING)
-#define CACHE_IS_ROTATING(c) \
+#define CACHE_IS_ROTATING(c)                                                                       \
     ((c)->p.kind == ATTNREF_CACHE_ROTATING || (c)->p.kind == ATTNREF_CACHE_BATCH_ROTATING)
 
 /* Make room for `need` slots per row (keeps contents).  ATTNREF_OK, ATTNREF_ERANGE or
@@ -43,12 +43,14 @@ int attnref__cache_alloc(const attnref_cache_params *p, int64_t B, int shadow, a
                          attnref_diag *diag);
 
 /* Copy of c; shadow = 1 leaves out keys and values. */
-int attnref__cache_copy(const attnref_cache *c, int shadow, attnref_cache **out, attnref_diag *diag);
+int attnref__cache_copy(const attnref_cache *c, int shadow, attnref_cache **out,
+                        attnref_diag *diag);
 
 /* Slot-level edits on one row or all rows (data moved too unless a shadow). */
 void attnref__cache_drop_front(attnref_cache *c, int64_t from, int64_t n); /* all rows */
-void attnref__cache_rotate_row(attnref_cache *c, int64_t b, int64_t n);    /* last n -> pads in front */
-void attnref__cache_pad_front(attnref_cache *c, int64_t n);                 /* all rows, n pads; needs cap */
+void attnref__cache_rotate_row(attnref_cache *c, int64_t b,
+                               int64_t n);                  /* last n -> pads in front */
+void attnref__cache_pad_front(attnref_cache *c, int64_t n); /* all rows, n pads; needs cap */
 
 /* Turn row b's pending right padding into left padding (clause 18). */
 void attnref__cache_move_pending_pad(attnref_cache *c, int64_t b);

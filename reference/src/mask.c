@@ -9,16 +9,17 @@
 /* One row-range check for lengths[] / left_padding[]: every entry must index a key slot
  * boundary, 0..lk inclusive. */
 static int check_per_seq(const int64_t *a, const char *name, int64_t batch, int64_t lk,
-                         attnref_diag *diag) {
+                         attnref_diag *diag)
+{
     for (int64_t b = 0; b < batch; b++)
         if (a[b] < 0 || a[b] > lk)
-            return attnref__fail(diag, ATTNREF_EINVAL,
-                                 "%s[%lld]: %lld is outside 0..%lld (Lk)", name,
-                                 (long long)b, (long long)a[b], (long long)lk);
+            return attnref__fail(diag, ATTNREF_EINVAL, "%s[%lld]: %lld is outside 0..%lld (Lk)",
+                                 name, (long long)b, (long long)a[b], (long long)lk);
     return ATTNREF_OK;
 }
 
-int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_diag *diag) {
+int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_diag *diag)
+{
     if (!p || !shape)
         return attnref__fail(diag, ATTNREF_EINVAL, "mask params: NULL pointer");
     if (p->lq < 0)
@@ -40,12 +41,11 @@ int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_d
                              (long long)p->batch);
     const int64_t batch = per_seq ? p->batch : 1;
     /* Every factor is checked before it is multiplied, so nothing below can overflow. */
-    if (p->offset > ATTNREF_MAX_NUMEL || p->lq > ATTNREF_MAX_NUMEL ||
-        batch > ATTNREF_MAX_NUMEL || p->kv_len > ATTNREF_MAX_NUMEL)
-        return attnref__fail(diag, ATTNREF_ERANGE,
-                             "mask: lq %lld, offset %lld, batch %lld, kv_len %lld too large",
-                             (long long)p->lq, (long long)p->offset, (long long)batch,
-                             (long long)p->kv_len);
+    if (p->offset > ATTNREF_MAX_NUMEL || p->lq > ATTNREF_MAX_NUMEL || batch > ATTNREF_MAX_NUMEL ||
+        p->kv_len > ATTNREF_MAX_NUMEL)
+        return attnref__fail(
+            diag, ATTNREF_ERANGE, "mask: lq %lld, offset %lld, batch %lld, kv_len %lld too large",
+            (long long)p->lq, (long long)p->offset, (long long)batch, (long long)p->kv_len);
     int64_t lk = p->offset + p->lq;
     if (p->kv_len > 0) {
         if (p->kv_len < lk)
@@ -72,7 +72,8 @@ int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_d
     return ATTNREF_OK;
 }
 
-int attnref_build_mask(const attnref_mask_params *p, attnref_tensor *keep, attnref_diag *diag) {
+int attnref_build_mask(const attnref_mask_params *p, attnref_tensor *keep, attnref_diag *diag)
+{
     int64_t shape[4];
     int rc = attnref_mask_shape(p, shape, diag);
     if (rc != ATTNREF_OK)
@@ -112,7 +113,8 @@ int attnref_build_mask(const attnref_mask_params *p, attnref_tensor *keep, attnr
     return ATTNREF_OK;
 }
 
-int attnref_mask_to_additive(const attnref_tensor *keep, attnref_tensor *out, attnref_diag *diag) {
+int attnref_mask_to_additive(const attnref_tensor *keep, attnref_tensor *out, attnref_diag *diag)
+{
     if (!keep || !out)
         return attnref__fail(diag, ATTNREF_EINVAL, "%s: NULL tensor", keep ? "out" : "keep");
     int rc;

@@ -19,7 +19,8 @@ typedef struct dims {
 } dims;
 
 static int check_rank4(const attnref_tensor *t, const char *name, const char *layout,
-                       attnref_diag *diag) {
+                       attnref_diag *diag)
+{
     if (t->ndim != 4)
         return attnref__fail(diag, ATTNREF_EINVAL, "%s: expected rank 4 %s, got rank %d", name,
                              layout, (int)t->ndim);
@@ -27,7 +28,8 @@ static int check_rank4(const attnref_tensor *t, const char *name, const char *la
 }
 
 /* The mask parameters of SPEC clause 19 against the validated dimensions. */
-static int check_mask_params(const attnref_sdpa_params *p, const dims *dm, attnref_diag *diag) {
+static int check_mask_params(const attnref_sdpa_params *p, const dims *dm, attnref_diag *diag)
+{
     if (p->window < 0)
         return attnref__fail(diag, ATTNREF_EINVAL, "window: %lld is negative (0 = no window)",
                              (long long)p->window);
@@ -54,7 +56,8 @@ static int check_mask_params(const attnref_sdpa_params *p, const dims *dm, attnr
 }
 
 int attnref_sdpa_key_kept(const attnref_sdpa_params *p, int64_t lq, int64_t lk, int64_t b,
-                          int64_t i, int64_t j) {
+                          int64_t i, int64_t j)
+{
     if (!p)
         return 1;
     if (p->lengths && j >= p->lengths[b])
@@ -78,7 +81,8 @@ int attnref_sdpa_key_kept(const attnref_sdpa_params *p, int64_t lq, int64_t lk, 
 
 static int check_args(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
                       const attnref_tensor *mask, const attnref_sdpa_params *p,
-                      const attnref_tensor *out, dims *dm, attnref_diag *diag) {
+                      const attnref_tensor *out, dims *dm, attnref_diag *diag)
+{
     const attnref_tensor *ts[4] = {q, k, v, out};
     const int nts = out ? 4 : 3; /* attnref_sdpa_f64 has no out tensor */
     const char *names[4] = {"q", "k", "v", "out"};
@@ -140,7 +144,8 @@ static int check_args(const attnref_tensor *q, const attnref_tensor *k, const at
     for (int d = 0; out && d < 4; d++)
         if (out->shape[d] != want[d]) {
             char got[96], exp[96];
-            return attnref__fail(diag, ATTNREF_EINVAL, "out: shape %s, expected (B, Hq, Lq, Dv) = %s",
+            return attnref__fail(diag, ATTNREF_EINVAL,
+                                 "out: shape %s, expected (B, Hq, Lq, Dv) = %s",
                                  attnref__shape_str(got, sizeof got, 4, out->shape),
                                  attnref__shape_str(exp, sizeof exp, 4, want));
         }
@@ -176,7 +181,8 @@ static int check_args(const attnref_tensor *q, const attnref_tensor *k, const at
 /* The one implementation behind both entry points: exactly one of out / out_f64 is non-NULL. */
 static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
                      const attnref_tensor *mask, const attnref_sdpa_params *params,
-                     attnref_tensor *out, double *out_f64, attnref_diag *diag) {
+                     attnref_tensor *out, double *out_f64, attnref_diag *diag)
+{
     static const attnref_sdpa_params defaults = {0};
     const attnref_sdpa_params *p = params ? params : &defaults;
     dims dm = {0};
@@ -277,7 +283,8 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
 
 int attnref_sdpa_check(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
                        const attnref_tensor *mask, const attnref_sdpa_params *params,
-                       const attnref_tensor *out, attnref_diag *diag) {
+                       const attnref_tensor *out, attnref_diag *diag)
+{
     static const attnref_sdpa_params defaults = {0};
     dims dm = {0};
     int rc = check_args(q, k, v, mask, params ? params : &defaults, out, &dm, diag);
@@ -287,16 +294,18 @@ int attnref_sdpa_check(const attnref_tensor *q, const attnref_tensor *k, const a
 }
 
 int attnref_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
-                 const attnref_tensor *mask, const attnref_sdpa_params *params,
-                 attnref_tensor *out, attnref_diag *diag) {
+                 const attnref_tensor *mask, const attnref_sdpa_params *params, attnref_tensor *out,
+                 attnref_diag *diag)
+{
     if (!out)
         return attnref__fail(diag, ATTNREF_EINVAL, "out: NULL tensor");
     return sdpa_impl(q, k, v, mask, params, out, NULL, diag);
 }
 
 int attnref_sdpa_f64(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
-                     const attnref_tensor *mask, const attnref_sdpa_params *params,
-                     double *out_f64, attnref_diag *diag) {
+                     const attnref_tensor *mask, const attnref_sdpa_params *params, double *out_f64,
+                     attnref_diag *diag)
+{
     if (!out_f64)
         return attnref__fail(diag, ATTNREF_EINVAL, "out_f64: NULL pointer");
     return sdpa_impl(q, k, v, mask, params, NULL, out_f64, diag);

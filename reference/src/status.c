@@ -1,7 +1,8 @@
 /* status.c — text for attnref status codes. */
 #include "attnref/status.h"
 
-const char *attnref_strerror(int status) {
+const char *attnref_strerror(int status)
+{
     switch (status) {
     case ATTNREF_OK: return "success";
     case ATTNREF_EINVAL: return "invalid argument";
@@ -12,7 +13,8 @@ const char *attnref_strerror(int status) {
     }
 }
 
-const char *attnref_status_name(int status) {
+const char *attnref_status_name(int status)
+{
     switch (status) {
     case ATTNREF_OK: return "ok";
     case ATTNREF_EINVAL: return "einval";

@@ -10,14 +10,19 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static void diag_clear(attnref_diag *diag) {
-    if (diag) diag->msg[0] = '\0';
+static void diag_clear(attnref_diag *diag)
+{
+    if (diag)
+        diag->msg[0] = '\0';
 }
 
-static void diag_set(attnref_diag *diag, const char *name, const char *fmt, ...) {
-    if (!diag) return;
+static void diag_set(attnref_diag *diag, const char *name, const char *fmt, ...)
+{
+    if (!diag)
+        return;
     int n = snprintf(diag->msg, sizeof diag->msg, "%s: ", name ? name : "tensor");
-    if (n < 0 || (size_t)n >= sizeof diag->msg) return;
+    if (n < 0 || (size_t)n >= sizeof diag->msg)
+        return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(diag->msg + n, sizeof diag->msg - (size_t)n, fmt, ap);
@@ -26,15 +31,18 @@ static void diag_set(attnref_diag *diag, const char *name, const char *fmt, ...)
 
 /* *acc = *acc * v for non-negative operands; returns 0 (leaving *acc alone) if the product
  * would exceed `limit`. */
-static int mul_within(int64_t *acc, int64_t v, int64_t limit) {
-    if (v != 0 && *acc > limit / v) return 0;
+static int mul_within(int64_t *acc, int64_t v, int64_t limit)
+{
+    if (v != 0 && *acc > limit / v)
+        return 0;
     *acc *= v;
     return 1;
 }
 
 /* The rank, dtype and extent checks that init and check share. */
 static int check_shape(int32_t ndim, attnref_dtype dt, const int64_t *shape, const char *name,
-                       attnref_diag *diag) {
+                       attnref_diag *diag)
+{
     if (ndim < 0 || ndim > ATTNREF_MAX_RANK) {
         diag_set(diag, name, "rank %" PRId32 " is outside 0..%d", ndim, ATTNREF_MAX_RANK);
         return ATTNREF_EINVAL;
@@ -49,8 +57,7 @@ static int check_shape(int32_t ndim, attnref_dtype dt, const int64_t *shape, con
     }
     for (int32_t i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
-            diag_set(diag, name, "dimension %" PRId32 " has negative extent %" PRId64, i,
-                     shape[i]);
+            diag_set(diag, name, "dimension %" PRId32 " has negative extent %" PRId64, i, shape[i]);
             return ATTNREF_EINVAL;
         }
     }
@@ -59,23 +66,28 @@ static int check_shape(int32_t ndim, attnref_dtype dt, const int64_t *shape, con
 
 /* Element count, or -1 if it exceeds ATTNREF_MAX_NUMEL.  A zero extent is looked for first
  * because it makes the count 0 however large the other extents are. */
-static int64_t numel_bounded(int32_t ndim, const int64_t *shape) {
+static int64_t numel_bounded(int32_t ndim, const int64_t *shape)
+{
     for (int32_t i = 0; i < ndim; i++)
-        if (shape[i] == 0) return 0;
+        if (shape[i] == 0)
+            return 0;
     int64_t n = 1;
     for (int32_t i = 0; i < ndim; i++)
-        if (!mul_within(&n, shape[i], ATTNREF_MAX_NUMEL)) return -1;
+        if (!mul_within(&n, shape[i], ATTNREF_MAX_NUMEL))
+            return -1;
     return n;
 }
 
 int attnref_tensor_init(attnref_tensor *t, void *data, attnref_dtype dt, int32_t ndim,
-                        const int64_t *shape, attnref_diag *diag) {
+                        const int64_t *shape, attnref_diag *diag)
+{
     if (t == NULL) {
         diag_set(diag, NULL, "descriptor pointer is NULL");
         return ATTNREF_EINVAL;
     }
     int rc = check_shape(ndim, dt, shape, NULL, diag);
-    if (rc != ATTNREF_OK) return rc;
+    if (rc != ATTNREF_OK)
+        return rc;
     if (numel_bounded(ndim, shape) < 0) {
         diag_set(diag, NULL, "element count exceeds %" PRId64, ATTNREF_MAX_NUMEL);
         return ATTNREF_ERANGE;
@@ -104,28 +116,36 @@ int attnref_tensor_init(attnref_tensor *t, void *data, attnref_dtype dt, int32_t
     return ATTNREF_OK;
 }
 
-int64_t attnref_tensor_numel(const attnref_tensor *t) {
+int64_t attnref_tensor_numel(const attnref_tensor *t)
+{
     /* No status channel here: an invalid descriptor or an overflowing product gives -1, which
      * no caller can mistake for a size.  Call attnref_tensor_check first. */
-    if (t == NULL || t->ndim < 0 || t->ndim > ATTNREF_MAX_RANK) return -1;
+    if (t == NULL || t->ndim < 0 || t->ndim > ATTNREF_MAX_RANK)
+        return -1;
     for (int32_t i = 0; i < t->ndim; i++)
-        if (t->shape[i] < 0) return -1;
+        if (t->shape[i] < 0)
+            return -1;
     for (int32_t i = 0; i < t->ndim; i++)
-        if (t->shape[i] == 0) return 0;
+        if (t->shape[i] == 0)
+            return 0;
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++)
-        if (!mul_within(&n, t->shape[i], INT64_MAX)) return -1;
+        if (!mul_within(&n, t->shape[i], INT64_MAX))
+            return -1;
     return n;
 }
 
-int attnref_tensor_check(const attnref_tensor *t, const char *name, attnref_diag *diag) {
-    if (name == NULL) name = "tensor";
+int attnref_tensor_check(const attnref_tensor *t, const char *name, attnref_diag *diag)
+{
+    if (name == NULL)
+        name = "tensor";
     if (t == NULL) {
         diag_set(diag, name, "descriptor pointer is NULL");
         return ATTNREF_EINVAL;
     }
     int rc = check_shape(t->ndim, t->dtype, t->shape, name, diag);
-    if (rc != ATTNREF_OK) return rc;
+    if (rc != ATTNREF_OK)
+        return rc;
     for (int32_t i = 0; i < t->ndim; i++) {
         if (t->strides[i] < 0) {
             diag_set(diag, name, "dimension %" PRId32 " has negative stride %" PRId64, i,
@@ -163,10 +183,12 @@ int attnref_tensor_check(const attnref_tensor *t, const char *name, attnref_diag
     return ATTNREF_OK;
 }
 
-int64_t attnref_tensor_offset(const attnref_tensor *t, const int64_t *idx) {
+int64_t attnref_tensor_offset(const attnref_tensor *t, const int64_t *idx)
+{
     /* Unchecked by design: this is the inner-loop indexer, and a descriptor that passed
      * attnref_tensor_check with in-range indices cannot overflow here. */
     int64_t off = 0;
-    for (int32_t i = 0; i < t->ndim; i++) off += idx[i] * t->strides[i];
+    for (int32_t i = 0; i < t->ndim; i++)
+        off += idx[i] * t->strides[i];
     return off;
 }

@@ -12,7 +12,8 @@
 
 #define MAXT 64
 
-static inline attnref_cache_params base(attnref_cache_kind kind, int64_t B) {
+static inline attnref_cache_params base(attnref_cache_kind kind, int64_t B)
+{
     attnref_cache_params p = {0};
     p.kind = kind;
     p.dtype = ATTNREF_F32;
@@ -23,7 +24,8 @@ static inline attnref_cache_params base(attnref_cache_kind kind, int64_t B) {
     return p;
 }
 
-static inline attnref_cache *mk(attnref_cache_params p) {
+static inline attnref_cache *mk(attnref_cache_params p)
+{
     attnref_cache *c = NULL;
     attnref_diag d;
     int rc = attnref_cache_create(&p, &c, &d);
@@ -31,13 +33,15 @@ static inline attnref_cache *mk(attnref_cache_params p) {
     return c;
 }
 
-static inline int64_t T_of(const attnref_cache *c) {
+static inline int64_t T_of(const attnref_cache *c)
+{
     attnref_cache_info in;
     cr_assert_eq(attnref_cache_get_info(c, &in, NULL), ATTNREF_OK);
     return in.T;
 }
 
-static inline int64_t B_of(const attnref_cache *c) {
+static inline int64_t B_of(const attnref_cache *c)
+{
     attnref_cache_info in;
     cr_assert_eq(attnref_cache_get_info(c, &in, NULL), ATTNREF_OK);
     return in.batch;
@@ -45,7 +49,8 @@ static inline int64_t B_of(const attnref_cache *c) {
 
 /* Append S tokens to every row of a D = Dv = 1 f32 cache; each token's key is its position and
  * its value is 1000 + position (pads: whatever position arithmetic gives, negative). */
-static inline int feed(attnref_cache *c, int64_t S) {
+static inline int feed(attnref_cache *c, int64_t S)
+{
     int64_t B = B_of(c), off[MAXT];
     attnref_cache_offsets(c, off, NULL);
     float kb[MAXT * MAXT], vb[MAXT * MAXT];
@@ -63,12 +68,17 @@ static inline int feed(attnref_cache *c, int64_t S) {
     return rc;
 }
 
-static inline void feed_ok(attnref_cache *c, int64_t S) { cr_assert_eq(feed(c, S), ATTNREF_OK); }
+static inline void feed_ok(attnref_cache *c, int64_t S)
+{
+    cr_assert_eq(feed(c, S), ATTNREF_OK);
+}
 
 /* Row b's slots must be exactly want[0..n-1] (-1 = pad), keys = positions, values = 1000+pos. */
-static inline void expect_row(const attnref_cache *c, int64_t b, const int64_t *want, int64_t n) {
+static inline void expect_row(const attnref_cache *c, int64_t b, const int64_t *want, int64_t n)
+{
     int64_t T = T_of(c), B = B_of(c);
-    cr_assert_eq(T, n, "row %lld: T = %lld, expected %lld", (long long)b, (long long)T, (long long)n);
+    cr_assert_eq(T, n, "row %lld: T = %lld, expected %lld", (long long)b, (long long)T,
+                 (long long)n);
     int64_t pos[MAXT * MAXT];
     float kb[MAXT * MAXT], vb[MAXT * MAXT];
     attnref_tensor k, v;
@@ -78,35 +88,42 @@ static inline void expect_row(const attnref_cache *c, int64_t b, const int64_t *
     cr_assert_eq(attnref_cache_positions(c, pos, NULL), ATTNREF_OK);
     cr_assert_eq(attnref_cache_kv(c, &k, &v, NULL), ATTNREF_OK);
     for (int64_t j = 0; j < n; j++) {
-        cr_assert_eq(pos[b * T + j], want[j], "row %lld slot %lld: position %lld, expected %lld", (long long)b,
-                     (long long)j, (long long)pos[b * T + j], (long long)want[j]);
+        cr_assert_eq(pos[b * T + j], want[j], "row %lld slot %lld: position %lld, expected %lld",
+                     (long long)b, (long long)j, (long long)pos[b * T + j], (long long)want[j]);
         if (want[j] < 0) {
-            cr_assert(isnan(kb[b * T + j]) && isnan(vb[b * T + j]), "pad slot %lld must read NaN", (long long)j);
+            cr_assert(isnan(kb[b * T + j]) && isnan(vb[b * T + j]), "pad slot %lld must read NaN",
+                      (long long)j);
         } else {
-            cr_assert_eq(kb[b * T + j], (float)want[j], "row %lld slot %lld key", (long long)b, (long long)j);
-            cr_assert_eq(vb[b * T + j], (float)(1000 + want[j]), "row %lld slot %lld value", (long long)b, (long long)j);
+            cr_assert_eq(kb[b * T + j], (float)want[j], "row %lld slot %lld key", (long long)b,
+                         (long long)j);
+            cr_assert_eq(vb[b * T + j], (float)(1000 + want[j]), "row %lld slot %lld value",
+                         (long long)b, (long long)j);
         }
     }
 }
 
-static inline void expect_offsets(const attnref_cache *c, const int64_t *want) {
+static inline void expect_offsets(const attnref_cache *c, const int64_t *want)
+{
     int64_t off[MAXT];
     attnref_cache_offsets(c, off, NULL);
     for (int64_t b = 0; b < B_of(c); b++)
-        cr_assert_eq(off[b], want[b], "offset[%lld] = %lld, expected %lld", (long long)b, (long long)off[b],
-                     (long long)want[b]);
+        cr_assert_eq(off[b], want[b], "offset[%lld] = %lld, expected %lld", (long long)b,
+                     (long long)off[b], (long long)want[b]);
 }
 
-static inline void expect_lp(const attnref_cache *c, const int64_t *want) {
+static inline void expect_lp(const attnref_cache *c, const int64_t *want)
+{
     int64_t lp[MAXT];
     attnref_cache_left_padding(c, lp, NULL);
     for (int64_t b = 0; b < B_of(c); b++)
-        cr_assert_eq(lp[b], want[b], "left_padding[%lld] = %lld, expected %lld", (long long)b, (long long)lp[b],
-                     (long long)want[b]);
+        cr_assert_eq(lp[b], want[b], "left_padding[%lld] = %lld, expected %lld", (long long)b,
+                     (long long)lp[b], (long long)want[b]);
 }
 
 /* The mask for the next n queries, as a string per (row, query): 'T'/'F' per key slot. */
-static inline void expect_mask(const attnref_cache *c, int64_t n, int64_t window, const char *const *rows) {
+static inline void expect_mask(const attnref_cache *c, int64_t n, int64_t window,
+                               const char *const *rows)
+{
     int64_t shape[4];
     attnref_diag d;
     cr_assert_eq(attnref_cache_mask_shape(c, n, shape, &d), ATTNREF_OK, "%s", d.msg);
@@ -116,17 +133,22 @@ static inline void expect_mask(const attnref_cache *c, int64_t n, int64_t window
     cr_assert_eq(attnref_cache_make_mask(c, n, window, &keep, &d), ATTNREF_OK, "%s", d.msg);
     for (int64_t r = 0; r < shape[0] * n; r++) {
         char got[MAXT + 1];
-        for (int64_t j = 0; j < shape[3]; j++) got[j] = buf[r * shape[3] + j] ? 'T' : 'F';
+        for (int64_t j = 0; j < shape[3]; j++)
+            got[j] = buf[r * shape[3] + j] ? 'T' : 'F';
         got[shape[3]] = '\0';
-        cr_assert_str_eq(got, rows[r], "mask row %lld: %s, expected %s", (long long)r, got, rows[r]);
+        cr_assert_str_eq(got, rows[r], "mask row %lld: %s, expected %s", (long long)r, got,
+                         rows[r]);
     }
 }
 
-static inline float val(int64_t b, int64_t t, int64_t d, int which) {
+static inline float val(int64_t b, int64_t t, int64_t d, int which)
+{
     return (float)(((b * 7 + t * 13 + d * 5 + which * 11) % 17) - 8) / 8.0f;
 }
 
-static inline void block(float *buf, int64_t B, int64_t H, int64_t t0, int64_t S, int64_t D, int which) {
+static inline void block(float *buf, int64_t B, int64_t H, int64_t t0, int64_t S, int64_t D,
+                         int which)
+{
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = 0; i < S; i++)

@@ -4,7 +4,8 @@
 /* ---- batched caches --------------------------------------------------------------------- */
 
 /* mlx-lm's BatchKVCache([2,3,4]) test: 4 tokens, filter rows 0 and 1. */
-Test(cache, batch_filter_removes_shared_padding) {
+Test(cache, batch_filter_removes_shared_padding)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH, 3);
     int64_t lp[] = {2, 3, 4};
     p.left_padding = lp;
@@ -26,7 +27,8 @@ Test(cache, batch_filter_removes_shared_padding) {
     attnref_cache_destroy(c);
 }
 
-Test(cache, batch_extend_left_pads_the_shorter) {
+Test(cache, batch_extend_left_pads_the_shorter)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH, 3);
     int64_t lpa[] = {2, 1, 2}, lpb[] = {3, 0};
     p.left_padding = lpa;
@@ -49,7 +51,8 @@ Test(cache, batch_extend_left_pads_the_shorter) {
     attnref_cache_destroy(b);
 }
 
-Test(cache, batch_prepare_finalize_right_to_left) {
+Test(cache, batch_prepare_finalize_right_to_left)
+{
     attnref_cache *c = mk(base(ATTNREF_CACHE_BATCH, 2));
     int64_t len[] = {3, 1};
     cr_assert_eq(attnref_cache_prepare(c, NULL, len, NULL), ATTNREF_OK);
@@ -70,14 +73,16 @@ Test(cache, batch_prepare_finalize_right_to_left) {
     attnref_cache_destroy(c);
 }
 
-Test(cache, batch_rotating_eviction_lowers_left_padding) {
+Test(cache, batch_rotating_eviction_lowers_left_padding)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH_ROTATING, 2);
     int64_t lp0[] = {1, 0};
     p.left_padding = lp0;
     p.max_size = 4;
     attnref_cache *c = mk(p);
     feed_ok(c, 3);
-    for (int i = 0; i < 3; i++) feed_ok(c, 1);
+    for (int i = 0; i < 3; i++)
+        feed_ok(c, 1);
     int64_t off[] = {5, 6}, lp[] = {-1, -2};
     expect_offsets(c, off);
     expect_lp(c, lp);
@@ -90,7 +95,8 @@ Test(cache, batch_rotating_eviction_lowers_left_padding) {
     attnref_cache_destroy(c);
 }
 
-Test(cache, batch_rotating_chunked_prefill_with_right_padding) {
+Test(cache, batch_rotating_chunked_prefill_with_right_padding)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH_ROTATING, 2);
     p.max_size = 4;
     attnref_cache *c = mk(p);
@@ -119,8 +125,10 @@ Test(cache, batch_rotating_chunked_prefill_with_right_padding) {
     attnref_cache_destroy(c);
 }
 
-Test(cache, merge_standard_and_rotating) {
-    attnref_cache *s1 = mk(base(ATTNREF_CACHE_STANDARD, 1)), *s2 = mk(base(ATTNREF_CACHE_STANDARD, 1));
+Test(cache, merge_standard_and_rotating)
+{
+    attnref_cache *s1 = mk(base(ATTNREF_CACHE_STANDARD, 1)),
+                  *s2 = mk(base(ATTNREF_CACHE_STANDARD, 1));
     feed_ok(s1, 2);
     feed_ok(s2, 4);
     const attnref_cache *in[] = {s1, s2};
@@ -138,7 +146,8 @@ Test(cache, merge_standard_and_rotating) {
     attnref_cache_params p = base(ATTNREF_CACHE_ROTATING, 1);
     p.max_size = 4;
     attnref_cache *r1 = mk(p), *r2 = mk(p);
-    for (int i = 0; i < 6; i++) feed_ok(r1, 1);
+    for (int i = 0; i < 6; i++)
+        feed_ok(r1, 1);
     feed_ok(r2, 2);
     const attnref_cache *rin[] = {r1, r2};
     cr_assert_eq(attnref_cache_merge(rin, 2, &m, NULL), ATTNREF_OK);
@@ -148,11 +157,13 @@ Test(cache, merge_standard_and_rotating) {
     expect_row(m, 0, rr0, 4);
     expect_row(m, 1, rr1, 4);
     attnref_cache_destroy(m);
-    attnref_cache_destroy(s1), attnref_cache_destroy(s2), attnref_cache_destroy(r1), attnref_cache_destroy(r2);
+    attnref_cache_destroy(s1), attnref_cache_destroy(s2), attnref_cache_destroy(r1),
+        attnref_cache_destroy(r2);
 }
 
 /* Every row of a left-padded batch attends exactly as the unbatched run of its own prompt. */
-static void row_block(float *buf, int64_t B, int64_t S, int64_t D, const int64_t *first, int which) {
+static void row_block(float *buf, int64_t B, int64_t S, int64_t D, const int64_t *first, int which)
+{
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = 0; i < S; i++)
             for (int64_t d = 0; d < D; d++) {
@@ -161,13 +172,16 @@ static void row_block(float *buf, int64_t B, int64_t S, int64_t D, const int64_t
             }
 }
 
-static void attend_rows(attnref_cache *c, int64_t B, int64_t S, int64_t D, const int64_t *first, double *out) {
+static void attend_rows(attnref_cache *c, int64_t B, int64_t S, int64_t D, const int64_t *first,
+                        double *out)
+{
     float qb[2 * 8 * 4], kb[2 * 8 * 4], vb[2 * 8 * 4];
     row_block(qb, B, S, D, first, 0);
     row_block(kb, B, S, D, first, 1);
     row_block(vb, B, S, D, first, 2);
     for (int i = 0; i < B * S * D; i++)
-        if (isnan(qb[i])) qb[i] = 0; /* pad queries: any finite value */
+        if (isnan(qb[i]))
+            qb[i] = 0; /* pad queries: any finite value */
     attnref_tensor q, k, v;
     int64_t sh[4] = {B, 1, S, D};
     attnref_tensor_init(&q, qb, ATTNREF_F32, 4, sh, NULL);
@@ -177,7 +191,8 @@ static void attend_rows(attnref_cache *c, int64_t B, int64_t S, int64_t D, const
     cr_assert_eq(attnref_cache_attend(c, &q, &k, &v, 0, NULL, out, &d), ATTNREF_OK, "%s", d.msg);
 }
 
-Test(cache, batch_row_equals_single_run) {
+Test(cache, batch_row_equals_single_run)
+{
     enum { D = 4 };
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH, 2);
     p.head_dim = D, p.value_dim = D;
@@ -215,8 +230,8 @@ Test(cache, batch_row_equals_single_run) {
         cr_assert_eq(attnref_cache_attend(one, &q, &k, &v, 0, NULL, out, NULL), ATTNREF_OK);
         for (int64_t i = 0; i < n; i++)
             for (int64_t d = 0; d < D; d++)
-                cr_assert_eq(bout[(b * 5 + lp[b] + i) * D + d], out[i * D + d], "row %lld prefill %lld", (long long)b,
-                             (long long)i);
+                cr_assert_eq(bout[(b * 5 + lp[b] + i) * D + d], out[i * D + d],
+                             "row %lld prefill %lld", (long long)b, (long long)i);
         for (int s = 0; s < 2; s++) {
             int64_t at = n + s;
             (void)f0;
@@ -240,13 +255,15 @@ Test(cache, batch_row_equals_single_run) {
  * of three chunks through a max_size 4 cache; it survives because its padding is moved to the
  * front before each chunk's eviction.  Row 0's left padding counts from 0 after eviction made
  * it negative (mlx-lm reports -1 here, clause 18). */
-Test(cache, batch_rotating_padding_never_evicts_valid_tokens) {
+Test(cache, batch_rotating_padding_never_evicts_valid_tokens)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH_ROTATING, 2);
     p.max_size = 4;
     attnref_cache *c = mk(p);
     int64_t len[] = {7, 1};
     cr_assert_eq(attnref_cache_prepare(c, NULL, len, NULL), ATTNREF_OK);
-    for (int i = 0; i < 3; i++) feed_ok(c, 3);
+    for (int i = 0; i < 3; i++)
+        feed_ok(c, 3);
     cr_assert_eq(attnref_cache_finalize(c, NULL), ATTNREF_OK);
     int64_t off[] = {7, 1}, lp[] = {2, 5};
     expect_offsets(c, off);
@@ -257,8 +274,10 @@ Test(cache, batch_rotating_padding_never_evicts_valid_tokens) {
     attnref_cache_destroy(c);
 }
 
-Test(cache, merge_and_extend_of_empty_caches) {
-    attnref_cache *s1 = mk(base(ATTNREF_CACHE_STANDARD, 1)), *s2 = mk(base(ATTNREF_CACHE_STANDARD, 1));
+Test(cache, merge_and_extend_of_empty_caches)
+{
+    attnref_cache *s1 = mk(base(ATTNREF_CACHE_STANDARD, 1)),
+                  *s2 = mk(base(ATTNREF_CACHE_STANDARD, 1));
     const attnref_cache *in[] = {s1, s2};
     attnref_cache *m = NULL;
     cr_assert_eq(attnref_cache_merge(in, 2, &m, NULL), ATTNREF_OK);
@@ -278,14 +297,17 @@ Test(cache, merge_and_extend_of_empty_caches) {
     feed_ok(m, 3);
     int64_t r2[] = {-1, -1, 0};
     expect_row(m, 2, r2, 3);
-    attnref_cache_destroy(m), attnref_cache_destroy(a), attnref_cache_destroy(s1), attnref_cache_destroy(s2);
+    attnref_cache_destroy(m), attnref_cache_destroy(a), attnref_cache_destroy(s1),
+        attnref_cache_destroy(s2);
 }
 
-Test(cache, batch_rotating_extend_right_aligns) {
+Test(cache, batch_rotating_extend_right_aligns)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH_ROTATING, 1);
     p.max_size = 4;
     attnref_cache *a = mk(p), *b = mk(p);
-    for (int i = 0; i < 6; i++) feed_ok(a, 1); /* [2,3,4,5], left_padding -2 */
+    for (int i = 0; i < 6; i++)
+        feed_ok(a, 1); /* [2,3,4,5], left_padding -2 */
     feed_ok(b, 2);
     cr_assert_eq(attnref_cache_extend(a, b, NULL), ATTNREF_OK);
     int64_t off[] = {6, 2}, lp[] = {-2, 2}, r0[] = {2, 3, 4, 5}, r1[] = {-1, -1, 0, 1};

@@ -20,35 +20,51 @@ static const bad_create bads[] = {
     {"batch", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, ATTNREF_EINVAL},
     {"kv_heads", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, ATTNREF_EINVAL},
     {"head_dim", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, ATTNREF_EINVAL},
-    {"value_dim", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 1, -3, 0, 0, 0, 0, 0, 0, ATTNREF_EINVAL},
-    {"head_dim", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, (int64_t)1 << 40, 1, 0, 0, 0, 0, 0, 0, ATTNREF_ERANGE},
-    {"batch * kv_heads", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1 << 20, 1 << 20, 4, 4, 0, 0, 0, 0, 0, 0, ATTNREF_ERANGE},
+    {"value_dim", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 1, -3, 0, 0, 0, 0, 0, 0,
+     ATTNREF_EINVAL},
+    {"head_dim", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, (int64_t)1 << 40, 1, 0, 0, 0, 0, 0, 0,
+     ATTNREF_ERANGE},
+    {"batch * kv_heads", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1 << 20, 1 << 20, 4, 4, 0, 0, 0, 0, 0,
+     0, ATTNREF_ERANGE},
     {"max_size", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 1, 1, 4, 0, 0, 0, 0, 0, ATTNREF_EINVAL},
     {"max_size", ATTNREF_CACHE_ROTATING, ATTNREF_F32, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, ATTNREF_EINVAL},
     {"keep", ATTNREF_CACHE_ROTATING, ATTNREF_F32, 1, 1, 1, 1, 4, 4, 0, 0, 0, 0, ATTNREF_EINVAL},
-    {"keep", ATTNREF_CACHE_BATCH_ROTATING, ATTNREF_F32, 1, 1, 1, 1, 4, 1, 0, 0, 0, 0, ATTNREF_EINVAL},
-    {"chunk_size", ATTNREF_CACHE_CHUNKED, ATTNREF_F32, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, ATTNREF_EINVAL},
-    {"chunk_size", ATTNREF_CACHE_ROTATING, ATTNREF_F32, 1, 1, 1, 1, 4, 0, 4, 0, 0, 0, ATTNREF_EINVAL},
-    {"group_size", ATTNREF_CACHE_QUANTIZED, ATTNREF_F32, 1, 1, 64, 64, 0, 0, 0, 48, 4, 0, ATTNREF_EINVAL},
+    {"keep", ATTNREF_CACHE_BATCH_ROTATING, ATTNREF_F32, 1, 1, 1, 1, 4, 1, 0, 0, 0, 0,
+     ATTNREF_EINVAL},
+    {"chunk_size", ATTNREF_CACHE_CHUNKED, ATTNREF_F32, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+     ATTNREF_EINVAL},
+    {"chunk_size", ATTNREF_CACHE_ROTATING, ATTNREF_F32, 1, 1, 1, 1, 4, 0, 4, 0, 0, 0,
+     ATTNREF_EINVAL},
+    {"group_size", ATTNREF_CACHE_QUANTIZED, ATTNREF_F32, 1, 1, 64, 64, 0, 0, 0, 48, 4, 0,
+     ATTNREF_EINVAL},
     {"bits", ATTNREF_CACHE_QUANTIZED, ATTNREF_F32, 1, 1, 64, 64, 0, 0, 0, 64, 3, 0, ATTNREF_EINVAL},
-    {"group_size", ATTNREF_CACHE_QUANTIZED, ATTNREF_F32, 1, 1, 96, 64, 0, 0, 0, 64, 4, 0, ATTNREF_EINVAL},
-    {"group_size", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 64, 64, 0, 0, 0, 64, 0, 0, ATTNREF_EINVAL},
-    {"left_padding", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 1, 1, 0, 0, 0, 0, 0, 2, ATTNREF_EINVAL},
-    {"left_padding", ATTNREF_CACHE_BATCH, ATTNREF_F32, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, ATTNREF_EINVAL},
+    {"group_size", ATTNREF_CACHE_QUANTIZED, ATTNREF_F32, 1, 1, 96, 64, 0, 0, 0, 64, 4, 0,
+     ATTNREF_EINVAL},
+    {"group_size", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 64, 64, 0, 0, 0, 64, 0, 0,
+     ATTNREF_EINVAL},
+    {"left_padding", ATTNREF_CACHE_STANDARD, ATTNREF_F32, 1, 1, 1, 1, 0, 0, 0, 0, 0, 2,
+     ATTNREF_EINVAL},
+    {"left_padding", ATTNREF_CACHE_BATCH, ATTNREF_F32, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1,
+     ATTNREF_EINVAL},
 };
 
-Test(cache, create_rejects_bad_parameters) {
+Test(cache, create_rejects_bad_parameters)
+{
     static const int64_t lp_ok[] = {0};
     for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
         const bad_create *b = &bads[i];
-        attnref_cache_params p = {b->kind, b->dtype, b->batch, b->heads, b->D, b->Dv, b->max_size,
-                                  b->keep, b->chunk, b->group, b->bits,
-                                  b->lp_bad == 1 ? lp_neg : b->lp_bad == 2 ? lp_ok : NULL};
+        attnref_cache_params p = {
+            b->kind,     b->dtype, b->batch,
+            b->heads,    b->D,     b->Dv,
+            b->max_size, b->keep,  b->chunk,
+            b->group,    b->bits,  b->lp_bad == 1 ? lp_neg : b->lp_bad == 2 ? lp_ok : NULL};
         attnref_cache *c = (attnref_cache *)&p; /* must stay untouched */
         attnref_diag d;
         int rc = attnref_cache_create(&p, &c, &d);
-        cr_assert_eq(rc, b->rc, "case %zu (%s): rc %d, expected %d (%s)", i, b->what, rc, b->rc, d.msg);
-        cr_assert(strstr(d.msg, b->what) != NULL, "case %zu: diag '%s' does not name '%s'", i, d.msg, b->what);
+        cr_assert_eq(rc, b->rc, "case %zu (%s): rc %d, expected %d (%s)", i, b->what, rc, b->rc,
+                     d.msg);
+        cr_assert(strstr(d.msg, b->what) != NULL, "case %zu: diag '%s' does not name '%s'", i,
+                  d.msg, b->what);
         cr_assert_eq(c, (attnref_cache *)&p, "case %zu: *out written on error", i);
     }
     attnref_cache *c;
@@ -57,7 +73,8 @@ Test(cache, create_rejects_bad_parameters) {
     cr_assert_eq(attnref_cache_create(&p, NULL, NULL), ATTNREF_EINVAL);
 }
 
-Test(cache, update_rejects_bad_blocks) {
+Test(cache, update_rejects_bad_blocks)
+{
     attnref_cache *c = mk(base(ATTNREF_CACHE_STANDARD, 1));
     feed_ok(c, 2);
     float buf[8] = {0};
@@ -109,7 +126,8 @@ Test(cache, update_rejects_bad_blocks) {
     attnref_cache_destroy(NULL);
 }
 
-Test(cache, chunked_mask_rejects_window) {
+Test(cache, chunked_mask_rejects_window)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_CHUNKED, 1);
     p.chunk_size = 2;
     attnref_cache *c = mk(p);
@@ -123,7 +141,8 @@ Test(cache, chunked_mask_rejects_window) {
     attnref_cache_destroy(c);
 }
 
-Test(cache, batch_operations_reject_bad_arguments) {
+Test(cache, batch_operations_reject_bad_arguments)
+{
     attnref_cache_params p = base(ATTNREF_CACHE_BATCH, 2);
     attnref_cache *c = mk(p);
     attnref_diag d;
@@ -139,7 +158,8 @@ Test(cache, batch_operations_reject_bad_arguments) {
     cr_assert_eq(attnref_cache_prepare(c, NULL, ok, &d), ATTNREF_EINVAL); /* already prepared */
     cr_assert_eq(attnref_cache_filter(c, ok, 1, &d), ATTNREF_EINVAL);     /* prepared */
     feed_ok(c, 2);
-    cr_assert_eq(attnref_cache_prepare(c, ok, NULL, &d), ATTNREF_EINVAL); /* left padding after tokens */
+    cr_assert_eq(attnref_cache_prepare(c, ok, NULL, &d),
+                 ATTNREF_EINVAL); /* left padding after tokens */
     cr_assert_eq(attnref_cache_finalize(c, &d), ATTNREF_OK);
     cr_assert_eq(attnref_cache_finalize(c, &d), ATTNREF_OK); /* not prepared: no-op */
     attnref_cache_params r = base(ATTNREF_CACHE_BATCH_ROTATING, 1);
@@ -171,7 +191,8 @@ Test(cache, batch_operations_reject_bad_arguments) {
     attnref_cache_destroy(r5), attnref_cache_destroy(s);
 }
 
-Test(cache, attend_rejects_bad_arguments_and_keeps_the_cache) {
+Test(cache, attend_rejects_bad_arguments_and_keeps_the_cache)
+{
     attnref_cache *c = mk(base(ATTNREF_CACHE_STANDARD, 1));
     feed_ok(c, 2);
     float b1[4] = {0};
@@ -196,9 +217,11 @@ Test(cache, attend_rejects_bad_arguments_and_keeps_the_cache) {
     sp.causal = 0;
     sp.has_scale = 1;
     sp.scale = 0.5;
-    cr_assert_eq(attnref_cache_attend(c, &q3, &k, &k, 0, &sp, out, &d), ATTNREF_EINVAL); /* q's D is 2 */
+    cr_assert_eq(attnref_cache_attend(c, &q3, &k, &k, 0, &sp, out, &d),
+                 ATTNREF_EINVAL); /* q's D is 2 */
     expect_row(c, 0, want, 2);
     cr_assert_eq(attnref_cache_attend(c, &q, &k, &k, 0, &sp, out, &d), ATTNREF_OK); /* scale 0.5 */
-    cr_assert(fabs(out[0] - 667.0) < 1e-9, "q = 0: the mean of the values 1000, 1001 and 0, got %.17g", out[0]);
+    cr_assert(fabs(out[0] - 667.0) < 1e-9,
+              "q = 0: the mean of the values 1000, 1001 and 0, got %.17g", out[0]);
     attnref_cache_destroy(c);
 }

@@ -24,46 +24,53 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s) {
+static uint64_t splitmix64(uint64_t *s)
+{
     uint64_t z = (*s += 0x9e3779b97f4a7c15u);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     return z ^ (z >> 31);
 }
 
-static uint32_t bits32(float f) {
+static uint32_t bits32(float f)
+{
     uint32_t x;
     memcpy(&x, &f, sizeof x);
     return x;
 }
 
-static float from32(uint32_t x) {
+static float from32(uint32_t x)
+{
     float f;
     memcpy(&f, &x, sizeof f);
     return f;
 }
 
-static uint64_t bits64(double d) {
+static uint64_t bits64(double d)
+{
     uint64_t x;
     memcpy(&x, &d, sizeof x);
     return x;
 }
 
-static double from64(uint64_t x) {
+static double from64(uint64_t x)
+{
     double d;
     memcpy(&d, &x, sizeof d);
     return d;
 }
 
 /* Value of a non-NaN f16 pattern straight from the IEEE definition. */
-static double f16_ref(uint16_t h) {
+static double f16_ref(uint16_t h)
+{
     int e = (h >> 10) & 0x1f, m = h & 0x3ff;
     double mag = e == 0x1f ? INFINITY : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
     return (h & 0x8000) ? -mag : mag;
 }
 
 /* Value of a non-NaN bf16 pattern (8 exponent bits, bias 127, 7 fraction bits). */
-static double bf16_ref(uint16_t h) {
+static double bf16_ref(uint16_t h)
+{
     int e = (h >> 7) & 0xff, m = h & 0x7f;
     double mag = e == 0xff ? INFINITY : e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
     return (h & 0x8000) ? -mag : mag;
@@ -81,73 +88,91 @@ typedef struct fmt16 {
 
 static fmt16 F16, BF16;
 
-static void init_formats(void) {
+static void init_formats(void)
+{
     F16.n = 0x7c00;
-    for (int i = 0; i < F16.n; i++) F16.tab[i] = f16_ref((uint16_t)i);
+    for (int i = 0; i < F16.n; i++)
+        F16.tab[i] = f16_ref((uint16_t)i);
     F16.beyond = 65536.0;
     BF16.n = 0x7f80;
-    for (int i = 0; i < BF16.n; i++) BF16.tab[i] = bf16_ref((uint16_t)i);
+    for (int i = 0; i < BF16.n; i++)
+        BF16.tab[i] = bf16_ref((uint16_t)i);
     BF16.beyond = ldexp(1.0, 128);
 }
 
 /* Round a non-NaN double to the format, nearest with ties to the even pattern. */
-static uint16_t oracle_round(const fmt16 *f, double x) {
+static uint16_t oracle_round(const fmt16 *f, double x)
+{
     uint16_t sign = signbit(x) ? 0x8000 : 0;
     double a = fabs(x);
-    if (a >= f->beyond) return (uint16_t)(sign | f->n);
+    if (a >= f->beyond)
+        return (uint16_t)(sign | f->n);
     int lo = 0, hi = f->n - 1; /* largest index with tab[index] <= a */
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        if (f->tab[mid] <= a) lo = mid;
-        else hi = mid - 1;
+        if (f->tab[mid] <= a)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
-    if (f->tab[lo] == a) return (uint16_t)(sign | lo);
+    if (f->tab[lo] == a)
+        return (uint16_t)(sign | lo);
     double up = lo + 1 < f->n ? f->tab[lo + 1] : f->beyond;
     double midpoint = (f->tab[lo] + up) / 2; /* exact: neighbours differ in one low bit */
     int pick;
-    if (a < midpoint) pick = lo;
-    else if (a > midpoint) pick = lo + 1;
-    else pick = (lo & 1) ? lo + 1 : lo;
+    if (a < midpoint)
+        pick = lo;
+    else if (a > midpoint)
+        pick = lo + 1;
+    else
+        pick = (lo & 1) ? lo + 1 : lo;
     return (uint16_t)(sign | pick);
 }
 
 /* The NaN rule of the header: quiet, same sign, top payload bits kept. */
-static uint16_t nan_f16_from32(uint32_t x) {
+static uint16_t nan_f16_from32(uint32_t x)
+{
     return (uint16_t)(((x >> 16) & 0x8000) | 0x7e00 | ((x >> 13) & 0x3ff));
 }
 
-static uint16_t nan_bf16_from32(uint32_t x) {
+static uint16_t nan_bf16_from32(uint32_t x)
+{
     return (uint16_t)((x >> 16) | 0x40);
 }
 
-static int f16_is_nan(uint16_t h) {
+static int f16_is_nan(uint16_t h)
+{
     return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
 }
 
-static int bf16_is_nan(uint16_t h) {
+static int bf16_is_nan(uint16_t h)
+{
     return (h & 0x7f80) == 0x7f80 && (h & 0x7f);
 }
 
 /* ---- f16 <-> f32 ------------------------------------------------------------------------- */
 
-Test(dtype, f16_to_f32_all_patterns) {
+Test(dtype, f16_to_f32_all_patterns)
+{
     for (uint32_t i = 0; i < 0x10000; i++) {
         uint16_t h = (uint16_t)i;
         float f = attnref_f16_to_f32(h);
         uint32_t fb = bits32(f);
         if (f16_is_nan(h)) {
             /* Widening keeps sign and payload and sets the quiet bit, as F16C VCVTPH2PS. */
-            uint32_t want = ((uint32_t)(h & 0x8000) << 16) | 0x7fc00000u | ((uint32_t)(h & 0x3ff) << 13);
+            uint32_t want =
+                ((uint32_t)(h & 0x8000) << 16) | 0x7fc00000u | ((uint32_t)(h & 0x3ff) << 13);
             cr_assert_eq(fb, want, "f16 NaN %04x widened to %08x, want %08x", h, fb, want);
             continue;
         }
         double want = f16_ref(h);
-        cr_assert((double)f == want && !!signbit(f) == !!(h & 0x8000),
-                  "f16 %04x -> %a, want %a", h, (double)f, want);
+        cr_assert((double)f == want && !!signbit(f) == !!(h & 0x8000), "f16 %04x -> %a, want %a", h,
+                  (double)f, want);
     }
 }
 
-Test(dtype, f16_to_f32_literals) {
+Test(dtype, f16_to_f32_literals)
+{
     cr_assert_eq(attnref_f16_to_f32(0x3c00), 1.0f, "0x3c00 is 1.0");
     cr_assert_eq(attnref_f16_to_f32(0xc000), -2.0f, "0xc000 is -2.0");
     cr_assert_eq(attnref_f16_to_f32(0x3555), 0x1.554p-2f, "0x3555 is 0x1.554p-2");
@@ -163,7 +188,8 @@ Test(dtype, f16_to_f32_literals) {
     cr_assert_eq(bits32(attnref_f16_to_f32(0x7d00)), 0x7fe00000u, "sNaN 0x7d00 widens quieted");
 }
 
-Test(dtype, f16_round_trip_all_patterns) {
+Test(dtype, f16_round_trip_all_patterns)
+{
     int nans = 0;
     for (uint32_t i = 0; i < 0x10000; i++) {
         uint16_t h = (uint16_t)i;
@@ -172,7 +198,8 @@ Test(dtype, f16_round_trip_all_patterns) {
             /* A NaN stays a NaN of the same sign and payload; a signalling NaN (quiet bit 0x200
              * clear) comes back quieted, because widening quiets it (the F16C behaviour). */
             nans++;
-            cr_assert_eq(back, (uint16_t)(h | 0x0200), "f16 NaN %04x round-tripped to %04x", h, back);
+            cr_assert_eq(back, (uint16_t)(h | 0x0200), "f16 NaN %04x round-tripped to %04x", h,
+                         back);
             cr_assert(f16_is_nan(back) && (back & 0x8000) == (h & 0x8000), "NaN %04x lost", h);
         } else {
             cr_assert_eq(back, h, "f16 %04x round-tripped to %04x", h, back);
@@ -183,7 +210,8 @@ Test(dtype, f16_round_trip_all_patterns) {
 
 /* ---- bf16 <-> f32 ------------------------------------------------------------------------ */
 
-Test(dtype, bf16_to_f32_all_patterns) {
+Test(dtype, bf16_to_f32_all_patterns)
+{
     for (uint32_t i = 0; i < 0x10000; i++) {
         uint16_t h = (uint16_t)i;
         float f = attnref_bf16_to_f32(h);
@@ -199,13 +227,15 @@ Test(dtype, bf16_to_f32_all_patterns) {
     cr_assert_eq(attnref_bf16_to_f32(0x7f7f), 0x1.fep127f, "0x7f7f is the largest finite");
 }
 
-Test(dtype, bf16_round_trip_all_patterns) {
+Test(dtype, bf16_round_trip_all_patterns)
+{
     for (uint32_t i = 0; i < 0x10000; i++) {
         uint16_t h = (uint16_t)i;
         uint16_t back = attnref_f32_to_bf16(attnref_bf16_to_f32(h));
         if (bf16_is_nan(h)) {
             /* Narrowing quiets: a bf16 sNaN (bit 0x40 clear) comes back with 0x40 set. */
-            cr_assert_eq(back, (uint16_t)(h | 0x0040), "bf16 NaN %04x round-tripped to %04x", h, back);
+            cr_assert_eq(back, (uint16_t)(h | 0x0040), "bf16 NaN %04x round-tripped to %04x", h,
+                         back);
         } else {
             cr_assert_eq(back, h, "bf16 %04x round-tripped to %04x", h, back);
         }
@@ -214,7 +244,8 @@ Test(dtype, bf16_round_trip_all_patterns) {
 
 /* ---- f32 -> f16 / bf16 rounding -------------------------------------------------------- */
 
-static void check_f32_sample(int to_bf16, uint64_t seed, long count) {
+static void check_f32_sample(int to_bf16, uint64_t seed, long count)
+{
     init_formats();
     const fmt16 *fmt = to_bf16 ? &BF16 : &F16;
     uint64_t s = seed;
@@ -239,23 +270,30 @@ static void check_f32_sample(int to_bf16, uint64_t seed, long count) {
             want = oracle_round(fmt, (double)f);
             finite_in_range += (want & 0x7fff) != 0 && (want & 0x7fff) != fmt->n;
         }
-        cr_assert_eq(got, want, "%s(%08x = %a) = %04x, oracle %04x", to_bf16 ? "f32_to_bf16" : "f32_to_f16",
-                     x, (double)f, got, want);
+        cr_assert_eq(got, want, "%s(%08x = %a) = %04x, oracle %04x",
+                     to_bf16 ? "f32_to_bf16" : "f32_to_f16", x, (double)f, got, want);
     }
     cr_assert(nan_seen > 0 && finite_in_range > count / 4,
               "sample too narrow: %ld NaNs, %ld finite nonzero results", nan_seen, finite_in_range);
 }
 
-Test(dtype, f32_to_f16_random_4m) {
+Test(dtype, f32_to_f16_random_4m)
+{
     check_f32_sample(0, 0x5eed0f16u, 4L << 20);
 }
 
-Test(dtype, f32_to_bf16_random_4m) {
+Test(dtype, f32_to_bf16_random_4m)
+{
     check_f32_sample(1, 0x5eedbf16u, 4L << 20);
 }
 
-Test(dtype, f32_to_f16_edges) {
-    struct { float in; uint16_t want; const char *why; } c[] = {
+Test(dtype, f32_to_f16_edges)
+{
+    struct {
+        float in;
+        uint16_t want;
+        const char *why;
+    } c[] = {
         {1.0f, 0x3c00, "1.0"},
         {1.0f + 0x1p-11f, 0x3c00, "1 + 2^-11 is a tie, goes to even 1.0"},
         {1.0f + 3 * 0x1p-11f, 0x3c02, "1 + 3*2^-11 is a tie, goes to even 1 + 2^-9"},
@@ -282,16 +320,24 @@ Test(dtype, f32_to_f16_edges) {
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         uint16_t got = attnref_f32_to_f16(c[i].in);
-        cr_assert_eq(got, c[i].want, "%s: %a -> %04x, want %04x", c[i].why, (double)c[i].in, got, c[i].want);
+        cr_assert_eq(got, c[i].want, "%s: %a -> %04x, want %04x", c[i].why, (double)c[i].in, got,
+                     c[i].want);
     }
     uint16_t n = attnref_f32_to_f16(NAN);
     cr_assert(f16_is_nan(n), "NaN -> %04x is not NaN", n);
-    cr_assert_eq(attnref_f32_to_f16(from32(0xff800001u)), 0xfe00, "negative sNaN -> quiet, sign kept");
-    cr_assert_eq(attnref_f32_to_f16(from32(0x7fa02000u)), 0x7f01, "payload 0x202000 keeps top bits 0x101");
+    cr_assert_eq(attnref_f32_to_f16(from32(0xff800001u)), 0xfe00,
+                 "negative sNaN -> quiet, sign kept");
+    cr_assert_eq(attnref_f32_to_f16(from32(0x7fa02000u)), 0x7f01,
+                 "payload 0x202000 keeps top bits 0x101");
 }
 
-Test(dtype, f32_to_bf16_edges) {
-    struct { uint32_t in; uint16_t want; const char *why; } c[] = {
+Test(dtype, f32_to_bf16_edges)
+{
+    struct {
+        uint32_t in;
+        uint16_t want;
+        const char *why;
+    } c[] = {
         {0x3f800000u, 0x3f80, "1.0"},
         {0x3f808000u, 0x3f80, "1 + 2^-8 is a tie, goes to even 1.0"},
         {0x3f818000u, 0x3f82, "1 + 3*2^-8 is a tie, goes to even 1 + 2^-6"},
@@ -315,15 +361,22 @@ Test(dtype, f32_to_bf16_edges) {
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         uint16_t got = attnref_f32_to_bf16(from32(c[i].in));
-        cr_assert_eq(got, c[i].want, "%s: %08x -> %04x, want %04x", c[i].why, c[i].in, got, c[i].want);
+        cr_assert_eq(got, c[i].want, "%s: %08x -> %04x, want %04x", c[i].why, c[i].in, got,
+                     c[i].want);
     }
     cr_assert_eq(attnref_f32_to_bf16(FLT_MAX), 0x7f80, "FLT_MAX -> +inf");
 }
 
 /* ---- f64 -> f16 / bf16: single rounding ------------------------------------------------ */
 
-Test(dtype, f64_single_rounding_beats_double_rounding) {
-    struct { double in; int bf16; uint16_t want; const char *why; } c[] = {
+Test(dtype, f64_single_rounding_beats_double_rounding)
+{
+    struct {
+        double in;
+        int bf16;
+        uint16_t want;
+        const char *why;
+    } c[] = {
         /* 1 + 2^-11 + 2^-40 rounds to the f16 tie 1 + 2^-11 in f32, and the tie then goes to
          * 1.0; rounding once sees it is above the tie. */
         {1.0 + 0x1p-11 + 0x1p-40, 0, 0x3c01, "f16 just above a tie near 1"},
@@ -338,12 +391,15 @@ Test(dtype, f64_single_rounding_beats_double_rounding) {
         uint16_t once = c[i].bf16 ? attnref_f64_to_bf16(c[i].in) : attnref_f64_to_f16(c[i].in);
         float via = attnref_f64_to_f32(c[i].in);
         uint16_t twice = c[i].bf16 ? attnref_f32_to_bf16(via) : attnref_f32_to_f16(via);
-        cr_assert_eq(once, c[i].want, "%s: %a -> %04x, want %04x", c[i].why, c[i].in, once, c[i].want);
-        cr_assert_neq(twice, once, "%s: the example should show double rounding (%04x)", c[i].why, twice);
+        cr_assert_eq(once, c[i].want, "%s: %a -> %04x, want %04x", c[i].why, c[i].in, once,
+                     c[i].want);
+        cr_assert_neq(twice, once, "%s: the example should show double rounding (%04x)", c[i].why,
+                      twice);
     }
 }
 
-Test(dtype, f64_edges) {
+Test(dtype, f64_edges)
+{
     cr_assert_eq(attnref_f64_to_f16(65520.0), 0x7c00, "65520 -> +inf");
     cr_assert_eq(attnref_f64_to_f16(-65520.0), 0xfc00, "-65520 -> -inf");
     cr_assert_eq(attnref_f64_to_f16(65504.0), 0x7bff, "65504");
@@ -358,14 +414,16 @@ Test(dtype, f64_edges) {
     cr_assert_eq(attnref_f64_to_f16(INFINITY), 0x7c00, "+inf");
     cr_assert_eq(attnref_f64_to_f16(-INFINITY), 0xfc00, "-inf");
     cr_assert_eq(attnref_f64_to_f16(from64(0x7ff8000000000000u)), 0x7e00, "default qNaN");
-    cr_assert_eq(attnref_f64_to_f16(from64(0xfff0000000000001u)), 0xfe00, "-sNaN quieted, sign kept");
+    cr_assert_eq(attnref_f64_to_f16(from64(0xfff0000000000001u)), 0xfe00,
+                 "-sNaN quieted, sign kept");
     cr_assert_eq(attnref_f64_to_f16(from64(0x7ff4040000000000u)), 0x7f01, "top payload bits kept");
 
     cr_assert_eq(attnref_f64_to_bf16(0x1p-133), 0x0001, "smallest bf16 subnormal");
     cr_assert_eq(attnref_f64_to_bf16(0x1p-134), 0x0000, "half of it ties to 0");
     cr_assert_eq(attnref_f64_to_bf16(0x1p-134 + 0x1p-180), 0x0001, "just above the tie");
     cr_assert_eq(attnref_f64_to_bf16(0x1.ffp127), 0x7f80, "largest + half ulp ties to 2^128: inf");
-    cr_assert_eq(attnref_f64_to_bf16(0x1.fefffffffffffp127), 0x7f7f, "just below that stays finite");
+    cr_assert_eq(attnref_f64_to_bf16(0x1.fefffffffffffp127), 0x7f7f,
+                 "just below that stays finite");
     cr_assert_eq(attnref_f64_to_bf16((double)FLT_MAX), 0x7f80, "FLT_MAX -> inf");
     cr_assert_eq(attnref_f64_to_bf16(1e39), 0x7f80, "1e39 (beyond f32) -> inf");
     cr_assert_eq(attnref_f64_to_bf16(-1e300), 0xff80, "-1e300 -> -inf");
@@ -374,7 +432,8 @@ Test(dtype, f64_edges) {
     cr_assert_eq(attnref_f64_to_bf16(from64(0x7ff5000000000000u)), 0x7fe8, "top payload kept");
 }
 
-static void check_f64_sample(int to_bf16, uint64_t seed, long count) {
+static void check_f64_sample(int to_bf16, uint64_t seed, long count)
+{
     init_formats();
     const fmt16 *fmt = to_bf16 ? &BF16 : &F16;
     uint64_t s = seed;
@@ -383,9 +442,7 @@ static void check_f64_sample(int to_bf16, uint64_t seed, long count) {
         uint64_t r = splitmix64(&s), r2 = splitmix64(&s);
         uint64_t x;
         switch (i & 3) {
-        case 0: /* any pattern: mostly overflow/underflow, NaN and inf */
-            x = r;
-            break;
+        case 0: /* any pattern: mostly overflow/underflow, NaN and inf */ x = r; break;
         case 1: { /* exponent spread over the target's range and a little beyond */
             int lo = to_bf16 ? -140 : -30, span = to_bf16 ? 272 : 48;
             uint64_t e = (uint64_t)(1023 + lo + (int)(r2 % (uint64_t)span));
@@ -398,8 +455,10 @@ static void check_f64_sample(int to_bf16, uint64_t seed, long count) {
             double up = k + 1 < fmt->n ? fmt->tab[k + 1] : fmt->beyond;
             double m = (fmt->tab[k] + up) / 2;
             int steps = (int)((r >> 8) % 9) - 4;
-            for (; steps > 0; steps--) m = nextafter(m, INFINITY);
-            for (; steps < 0; steps++) m = nextafter(m, 0.0);
+            for (; steps > 0; steps--)
+                m = nextafter(m, INFINITY);
+            for (; steps < 0; steps++)
+                m = nextafter(m, 0.0);
             x = bits64(m) | (r & 0x8000000000000000u);
             near_ties++;
             break;
@@ -407,7 +466,8 @@ static void check_f64_sample(int to_bf16, uint64_t seed, long count) {
         default: { /* an f32 value nudged by a random amount below half an f32 ulp */
             uint32_t e = to_bf16 ? (uint32_t)(r2 % 256) : 100 + (uint32_t)(r2 % 48);
             x = bits64((double)from32(((uint32_t)r & 0x807fffffu) | (e << 23)));
-            if ((x & 0x7ff0000000000000u) != 0x7ff0000000000000u) x += (r2 >> 40) & 0x0fffffffu;
+            if ((x & 0x7ff0000000000000u) != 0x7ff0000000000000u)
+                x += (r2 >> 40) & 0x0fffffffu;
             break;
         }
         }
@@ -422,21 +482,24 @@ static void check_f64_sample(int to_bf16, uint64_t seed, long count) {
         } else {
             want = oracle_round(fmt, d);
         }
-        cr_assert_eq(got, want, "%s(%016llx = %a) = %04x, oracle %04x", to_bf16 ? "f64_to_bf16" : "f64_to_f16",
-                     (unsigned long long)x, d, got, want);
+        cr_assert_eq(got, want, "%s(%016llx = %a) = %04x, oracle %04x",
+                     to_bf16 ? "f64_to_bf16" : "f64_to_f16", (unsigned long long)x, d, got, want);
     }
     cr_assert(near_ties > 0, "no near-tie samples");
 }
 
-Test(dtype, f64_to_f16_random_2m) {
+Test(dtype, f64_to_f16_random_2m)
+{
     check_f64_sample(0, 0xd0b1e0f16u, 2L << 20);
 }
 
-Test(dtype, f64_to_bf16_random_2m) {
+Test(dtype, f64_to_bf16_random_2m)
+{
     check_f64_sample(1, 0xd0b1ebf16u, 2L << 20);
 }
 
-Test(dtype, f64_agrees_with_f32_on_f32_values) {
+Test(dtype, f64_agrees_with_f32_on_f32_values)
+{
     /* A double that is exactly an f32 value must narrow exactly as the f32 routine does. */
     uint64_t s = 42;
     for (long i = 0; i < (1L << 20); i++) {
@@ -444,13 +507,15 @@ Test(dtype, f64_agrees_with_f32_on_f32_values) {
         float f = from32(x);
         double d = (double)f;
         cr_assert_eq(attnref_f64_to_f16(d), attnref_f32_to_f16(f), "f16 disagreement at %08x", x);
-        cr_assert_eq(attnref_f64_to_bf16(d), attnref_f32_to_bf16(f), "bf16 disagreement at %08x", x);
+        cr_assert_eq(attnref_f64_to_bf16(d), attnref_f32_to_bf16(f), "bf16 disagreement at %08x",
+                     x);
     }
 }
 
 /* ---- independence from the FP environment ---------------------------------------------- */
 
-Test(dtype, conversions_ignore_rounding_mode) {
+Test(dtype, conversions_ignore_rounding_mode)
+{
     static const int modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
         cr_assert_eq(fesetround(modes[m]), 0, "fesetround failed");
@@ -468,7 +533,8 @@ Test(dtype, conversions_ignore_rounding_mode) {
 }
 
 #ifdef HAVE_MXCSR
-Test(dtype, conversions_ignore_ftz_daz) {
+Test(dtype, conversions_ignore_ftz_daz)
+{
     unsigned saved = _mm_getcsr();
     _mm_setcsr(saved | 0x8040u); /* FTZ (bit 15) and DAZ (bit 6), as -ffast-math sets */
     volatile uint16_t h = 0x0001;
@@ -487,7 +553,8 @@ Test(dtype, conversions_ignore_ftz_daz) {
 
 /* ---- load / store ---------------------------------------------------------------------- */
 
-Test(dtype, load_store_each_dtype) {
+Test(dtype, load_store_each_dtype)
+{
     float f32[3] = {0};
     uint16_t h[3] = {0};
     uint8_t b[4] = {0, 1, 7, 0};
@@ -525,24 +592,34 @@ Test(dtype, load_store_each_dtype) {
     cr_assert(isnan(attnref_load(h, ATTNREF_F16, 0)), "f16 NaN loads as NaN");
 }
 
-Test(dtype, finite_min) {
+Test(dtype, finite_min)
+{
     cr_assert_eq(attnref_dtype_finite_min(ATTNREF_F32), -(double)FLT_MAX, "f32");
     cr_assert_eq(attnref_dtype_finite_min(ATTNREF_F32), -3.4028234663852886e38, "f32 literal");
     cr_assert_eq(attnref_dtype_finite_min(ATTNREF_F16), -65504.0, "f16");
     cr_assert_eq(attnref_dtype_finite_min(ATTNREF_BF16), -3.3895313892515355e38, "bf16");
-    cr_assert_eq(attnref_dtype_finite_min(ATTNREF_BF16), (double)attnref_bf16_to_f32(0xff7f), "bf16 0xff7f");
+    cr_assert_eq(attnref_dtype_finite_min(ATTNREF_BF16), (double)attnref_bf16_to_f32(0xff7f),
+                 "bf16 0xff7f");
     cr_assert_eq(attnref_dtype_finite_min(ATTNREF_BOOL), 0.0, "bool");
     cr_assert_eq(attnref_dtype_finite_min((attnref_dtype)0), 0.0, "unknown");
     /* Storing it must give the largest-magnitude finite pattern, never -inf. */
-    cr_assert_eq(attnref_f64_to_f16(attnref_dtype_finite_min(ATTNREF_F16)), 0xfbff, "f16 stores finite");
-    cr_assert_eq(attnref_f64_to_bf16(attnref_dtype_finite_min(ATTNREF_BF16)), 0xff7f, "bf16 stores finite");
-    cr_assert_eq(attnref_f64_to_f32(attnref_dtype_finite_min(ATTNREF_F32)), -FLT_MAX, "f32 stores finite");
+    cr_assert_eq(attnref_f64_to_f16(attnref_dtype_finite_min(ATTNREF_F16)), 0xfbff,
+                 "f16 stores finite");
+    cr_assert_eq(attnref_f64_to_bf16(attnref_dtype_finite_min(ATTNREF_BF16)), 0xff7f,
+                 "bf16 stores finite");
+    cr_assert_eq(attnref_f64_to_f32(attnref_dtype_finite_min(ATTNREF_F32)), -FLT_MAX,
+                 "f32 stores finite");
 }
 
 /* ---- ulp (the unit of the tolerance, SPEC clause 13) ------------------------------------ */
 
-Test(dtype, ulp_exact_values) {
-    struct { attnref_dtype dt; double x, want; const char *why; } c[] = {
+Test(dtype, ulp_exact_values)
+{
+    struct {
+        attnref_dtype dt;
+        double x, want;
+        const char *why;
+    } c[] = {
         {ATTNREF_F16, 1.0, 0x1p-10, "f16 at 1"},
         {ATTNREF_F16, -1.0, 0x1p-10, "f16 at -1: the magnitude counts"},
         {ATTNREF_F16, 0.999, 0x1p-11, "f16 just below 1"},
@@ -574,11 +651,12 @@ Test(dtype, ulp_exact_values) {
         {ATTNREF_BOOL, 1.0, 0x1p-23, "another dtype counts as f32"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        cr_assert_eq(attnref_dtype_ulp(c[i].x, c[i].dt), c[i].want, "%s: got %a, want %a",
-                     c[i].why, attnref_dtype_ulp(c[i].x, c[i].dt), c[i].want);
+        cr_assert_eq(attnref_dtype_ulp(c[i].x, c[i].dt), c[i].want, "%s: got %a, want %a", c[i].why,
+                     attnref_dtype_ulp(c[i].x, c[i].dt), c[i].want);
 }
 
-Test(dtype, ulp_nan_and_inf) {
+Test(dtype, ulp_nan_and_inf)
+{
     static const attnref_dtype dts[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
     for (int d = 0; d < 3; d++) {
         cr_assert(isnan(attnref_dtype_ulp(NAN, dts[d])), "%s NaN", attnref_dtype_name(dts[d]));
@@ -593,24 +671,29 @@ Test(dtype, ulp_nan_and_inf) {
 /* Independent oracle: within the finite range the ulp at x is the gap from the representable
  * value at or below |x| to the next one up.  Every f16 and bf16 pattern, at the value itself,
  * its negation and the midpoint to the next value. */
-static void check_ulp_gaps_16(attnref_dtype dt, uint16_t max_finite) {
+static void check_ulp_gaps_16(attnref_dtype dt, uint16_t max_finite)
+{
     for (uint32_t p = 0; p < max_finite; p++) {
-        double v = dt == ATTNREF_F16 ? attnref_f16_to_f32((uint16_t)p) : attnref_bf16_to_f32((uint16_t)p);
+        double v =
+            dt == ATTNREF_F16 ? attnref_f16_to_f32((uint16_t)p) : attnref_bf16_to_f32((uint16_t)p);
         double n = dt == ATTNREF_F16 ? attnref_f16_to_f32((uint16_t)(p + 1))
                                      : attnref_bf16_to_f32((uint16_t)(p + 1));
         double gap = n - v;
         cr_assert_eq(attnref_dtype_ulp(v, dt), gap, "%s 0x%04x", attnref_dtype_name(dt), p);
         cr_assert_eq(attnref_dtype_ulp(-v, dt), gap, "%s -0x%04x", attnref_dtype_name(dt), p);
-        cr_assert_eq(attnref_dtype_ulp(v + gap / 2, dt), gap, "%s mid 0x%04x", attnref_dtype_name(dt), p);
+        cr_assert_eq(attnref_dtype_ulp(v + gap / 2, dt), gap, "%s mid 0x%04x",
+                     attnref_dtype_name(dt), p);
     }
 }
 
-Test(dtype, ulp_is_the_gap_every_f16_bf16) {
+Test(dtype, ulp_is_the_gap_every_f16_bf16)
+{
     check_ulp_gaps_16(ATTNREF_F16, 0x7bff);
     check_ulp_gaps_16(ATTNREF_BF16, 0x7f7f);
 }
 
-Test(dtype, ulp_is_the_gap_f32_random_1m) {
+Test(dtype, ulp_is_the_gap_f32_random_1m)
+{
     uint64_t s = 0x5eed;
     for (int i = 0; i < 1000000; i++) {
         uint32_t b = (uint32_t)splitmix64(&s) & 0x7fffffffu;
@@ -625,10 +708,18 @@ Test(dtype, ulp_is_the_gap_f32_random_1m) {
 
 /* ---- names, sizes, promotion ----------------------------------------------------------- */
 
-Test(dtype, names_sizes_parse) {
-    struct { attnref_dtype dt; const char *name; size_t size; int is_float; } c[] = {
-        {ATTNREF_F32, "f32", 4, 1}, {ATTNREF_F16, "f16", 2, 1},
-        {ATTNREF_BF16, "bf16", 2, 1}, {ATTNREF_BOOL, "bool", 1, 0},
+Test(dtype, names_sizes_parse)
+{
+    struct {
+        attnref_dtype dt;
+        const char *name;
+        size_t size;
+        int is_float;
+    } c[] = {
+        {ATTNREF_F32, "f32", 4, 1},
+        {ATTNREF_F16, "f16", 2, 1},
+        {ATTNREF_BF16, "bf16", 2, 1},
+        {ATTNREF_BOOL, "bool", 1, 0},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         cr_assert_str_eq(attnref_dtype_name(c[i].dt), c[i].name, "name of %d", (int)c[i].dt);
@@ -648,7 +739,8 @@ Test(dtype, names_sizes_parse) {
     static const char *bad[] = {"F32", "float32", "f64", "", "bf16 ", " f16", "boolean", "f1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         attnref_dtype out = ATTNREF_F16;
-        cr_assert_eq(attnref_dtype_parse(bad[i], &out), ATTNREF_EINVAL, "'%s' must be rejected", bad[i]);
+        cr_assert_eq(attnref_dtype_parse(bad[i], &out), ATTNREF_EINVAL, "'%s' must be rejected",
+                     bad[i]);
         cr_assert_eq(out, ATTNREF_F16, "*out untouched on error for '%s'", bad[i]);
     }
     attnref_dtype out = ATTNREF_F16;
@@ -656,30 +748,42 @@ Test(dtype, names_sizes_parse) {
     cr_assert_eq(out, ATTNREF_F16, "*out untouched for NULL");
 }
 
-Test(dtype, promote_table) {
+Test(dtype, promote_table)
+{
     const attnref_dtype F32 = ATTNREF_F32, F16 = ATTNREF_F16, B16 = ATTNREF_BF16;
-    struct { attnref_dtype a, b, want; } c[] = {
-        {F32, F32, F32}, {F32, F16, F32}, {F32, B16, F32},
-        {F16, F32, F32}, {F16, F16, F16}, {F16, B16, F32},
-        {B16, F32, F32}, {B16, F16, F32}, {B16, B16, B16},
+    struct {
+        attnref_dtype a, b, want;
+    } c[] = {
+        {F32, F32, F32}, {F32, F16, F32}, {F32, B16, F32}, {F16, F32, F32}, {F16, F16, F16},
+        {F16, B16, F32}, {B16, F32, F32}, {B16, F16, F32}, {B16, B16, B16},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         attnref_dtype out = ATTNREF_BOOL;
         cr_assert_eq(attnref_promote(c[i].a, c[i].b, &out), ATTNREF_OK, "promote(%s, %s)",
                      attnref_dtype_name(c[i].a), attnref_dtype_name(c[i].b));
         cr_assert_eq(out, c[i].want, "promote(%s, %s) = %s, want %s", attnref_dtype_name(c[i].a),
-                     attnref_dtype_name(c[i].b), attnref_dtype_name(out), attnref_dtype_name(c[i].want));
+                     attnref_dtype_name(c[i].b), attnref_dtype_name(out),
+                     attnref_dtype_name(c[i].want));
     }
     attnref_dtype out = ATTNREF_F16;
-    cr_assert_eq(attnref_promote(ATTNREF_BOOL, ATTNREF_F32, &out), ATTNREF_EINVAL, "bool is not a float");
-    cr_assert_eq(attnref_promote(ATTNREF_F32, ATTNREF_BOOL, &out), ATTNREF_EINVAL, "bool is not a float");
-    cr_assert_eq(attnref_promote(ATTNREF_F32, (attnref_dtype)9, &out), ATTNREF_EINVAL, "unknown type");
+    cr_assert_eq(attnref_promote(ATTNREF_BOOL, ATTNREF_F32, &out), ATTNREF_EINVAL,
+                 "bool is not a float");
+    cr_assert_eq(attnref_promote(ATTNREF_F32, ATTNREF_BOOL, &out), ATTNREF_EINVAL,
+                 "bool is not a float");
+    cr_assert_eq(attnref_promote(ATTNREF_F32, (attnref_dtype)9, &out), ATTNREF_EINVAL,
+                 "unknown type");
     cr_assert_eq(out, ATTNREF_F16, "*out untouched on error");
 }
 
-Test(dtype, mask_dtype_rule) {
-    const attnref_dtype F32 = ATTNREF_F32, F16 = ATTNREF_F16, B16 = ATTNREF_BF16, BOOL = ATTNREF_BOOL;
-    struct { attnref_dtype mask, q; int ok; const char *why; } c[] = {
+Test(dtype, mask_dtype_rule)
+{
+    const attnref_dtype F32 = ATTNREF_F32, F16 = ATTNREF_F16, B16 = ATTNREF_BF16,
+                        BOOL = ATTNREF_BOOL;
+    struct {
+        attnref_dtype mask, q;
+        int ok;
+        const char *why;
+    } c[] = {
         {BOOL, F32, 1, "bool mask always ok"},
         {BOOL, F16, 1, "bool mask always ok"},
         {BOOL, B16, 1, "bool mask always ok"},
@@ -697,16 +801,25 @@ Test(dtype, mask_dtype_rule) {
         {BOOL, (attnref_dtype)7, 0, "q must be a known float"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        cr_assert_eq(attnref_mask_dtype_ok(c[i].mask, c[i].q), c[i].ok, "%s (mask %s, q %s)", c[i].why,
-                     attnref_dtype_name(c[i].mask), attnref_dtype_name(c[i].q));
+        cr_assert_eq(attnref_mask_dtype_ok(c[i].mask, c[i].q), c[i].ok, "%s (mask %s, q %s)",
+                     c[i].why, attnref_dtype_name(c[i].mask), attnref_dtype_name(c[i].q));
 }
 
 /* ---- status ---------------------------------------------------------------------------- */
 
-Test(status, names_and_text) {
-    struct { int st; const char *name; } c[] = {
-        {ATTNREF_OK, "ok"}, {ATTNREF_EINVAL, "einval"}, {ATTNREF_EDTYPE, "edtype"},
-        {ATTNREF_ENOMEM, "enomem"}, {ATTNREF_ERANGE, "erange"}, {-99, "unknown"}, {1, "unknown"},
+Test(status, names_and_text)
+{
+    struct {
+        int st;
+        const char *name;
+    } c[] = {
+        {ATTNREF_OK, "ok"},
+        {ATTNREF_EINVAL, "einval"},
+        {ATTNREF_EDTYPE, "edtype"},
+        {ATTNREF_ENOMEM, "enomem"},
+        {ATTNREF_ERANGE, "erange"},
+        {-99, "unknown"},
+        {1, "unknown"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         cr_assert_str_eq(attnref_status_name(c[i].st), c[i].name, "name of %d", c[i].st);
@@ -715,5 +828,6 @@ Test(status, names_and_text) {
     }
     cr_assert_str_eq(attnref_strerror(ATTNREF_EINVAL), "invalid argument", "EINVAL text");
     cr_assert_str_eq(attnref_strerror(12345), "unknown status", "unknown text");
-    cr_assert_str_neq(attnref_strerror(ATTNREF_EDTYPE), attnref_strerror(ATTNREF_ERANGE), "distinct");
+    cr_assert_str_neq(attnref_strerror(ATTNREF_EDTYPE), attnref_strerror(ATTNREF_ERANGE),
+                      "distinct");
 }

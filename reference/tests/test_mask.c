@@ -65,10 +65,13 @@ static uint8_t *build_checked(const attnref_mask_params *p, int64_t b, int64_t l
     int rc = attnref_mask_shape(p, shape, &diag);
     cr_assert_eq(rc, ATTNREF_OK, "attnref_mask_shape failed: rc=%d (%s)", rc, diag.msg);
     cr_assert_eq(diag.msg[0], '\0', "diag must be empty on success, got \"%s\"", diag.msg);
-    cr_assert_eq(shape[0], b, "shape[0]: expected %lld, got %lld", (long long)b, (long long)shape[0]);
+    cr_assert_eq(shape[0], b, "shape[0]: expected %lld, got %lld", (long long)b,
+                 (long long)shape[0]);
     cr_assert_eq(shape[1], 1, "shape[1]: expected 1, got %lld", (long long)shape[1]);
-    cr_assert_eq(shape[2], lq, "shape[2]: expected %lld, got %lld", (long long)lq, (long long)shape[2]);
-    cr_assert_eq(shape[3], lk, "shape[3]: expected %lld, got %lld", (long long)lk, (long long)shape[3]);
+    cr_assert_eq(shape[2], lq, "shape[2]: expected %lld, got %lld", (long long)lq,
+                 (long long)shape[2]);
+    cr_assert_eq(shape[3], lk, "shape[3]: expected %lld, got %lld", (long long)lk,
+                 (long long)shape[3]);
 
     size_t n = (size_t)(b * lq * lk);
     uint8_t *buf = malloc(n ? n : 1);
@@ -107,13 +110,57 @@ Test(mask, seed_example_lengths_offset)
     uint8_t *got = build_checked(&p, 4, 3, 4);
     static const uint8_t want[4 * 3 * 4] = {
         /* b0: lengths 1 */
-        1, 0, 0, 0, /**/ 1, 0, 0, 0, /**/ 1, 0, 0, 0,
+        1,
+        0,
+        0,
+        0,
+        /**/ 1,
+        0,
+        0,
+        0,
+        /**/ 1,
+        0,
+        0,
+        0,
         /* b1: lengths 2 */
-        1, 1, 0, 0, /**/ 1, 1, 0, 0, /**/ 1, 1, 0, 0,
+        1,
+        1,
+        0,
+        0,
+        /**/ 1,
+        1,
+        0,
+        0,
+        /**/ 1,
+        1,
+        0,
+        0,
         /* b2: lengths 3 */
-        1, 1, 0, 0, /**/ 1, 1, 1, 0, /**/ 1, 1, 1, 0,
+        1,
+        1,
+        0,
+        0,
+        /**/ 1,
+        1,
+        1,
+        0,
+        /**/ 1,
+        1,
+        1,
+        0,
         /* b3: lengths 1 */
-        1, 0, 0, 0, /**/ 1, 0, 0, 0, /**/ 1, 0, 0, 0,
+        1,
+        0,
+        0,
+        0,
+        /**/ 1,
+        0,
+        0,
+        0,
+        /**/ 1,
+        0,
+        0,
+        0,
     };
     expect_keep(got, want, 4, 3, 4, "seed example");
     free(got);
@@ -167,7 +214,8 @@ Test(mask, batch_ignored_without_per_sequence_arrays)
     p.batch = 0;
     rc = attnref_mask_shape(&p, shape, &diag);
     cr_assert_eq(rc, ATTNREF_OK, "batch=0 without arrays: rc=%d (%s)", rc, diag.msg);
-    cr_expect_eq(shape[0], 1, "batch=0 without arrays: B expected 1, got %lld", (long long)shape[0]);
+    cr_expect_eq(shape[0], 1, "batch=0 without arrays: B expected 1, got %lld",
+                 (long long)shape[0]);
 }
 
 Test(mask, empty_chunk_lq0)
@@ -207,7 +255,8 @@ Test(mask, window3_len6_row_counts)
     static const int counts[6] = {1, 2, 3, 3, 3, 3};
     for (int i = 0; i < 6; ++i) {
         int c = 0;
-        for (int j = 0; j < 6; ++j) c += got[i * 6 + j] != 0;
+        for (int j = 0; j < 6; ++j)
+            c += got[i * 6 + j] != 0;
         cr_expect_eq(c, counts[i], "window 3 row %d: expected %d keys, got %d", i, counts[i], c);
     }
     free(got);
@@ -259,7 +308,8 @@ Test(mask, window_with_offset_mlx_lm_values)
         static const int sums[5] = {2, 3, 3, 3, 3};
         for (int i = 0; i < 5; ++i) {
             int c = 0;
-            for (int j = 0; j < 6; ++j) c += got[i * 6 + j] != 0;
+            for (int j = 0; j < 6; ++j)
+                c += got[i * 6 + j] != 0;
             cr_expect_eq(c, sums[i], "(5,1,3) row %d sum: expected %d, got %d", i, sums[i], c);
         }
         free(got);
@@ -322,15 +372,55 @@ Test(mask, causal_window_lengths_left_padding_combined)
     uint8_t *got = build_checked(&p, 2, 4, 6);
     static const uint8_t want[48] = {
         /* b0 */
-        0, 1, 1, 0, 0, 0, /**/
-        0, 1, 1, 1, 0, 0, /**/
-        0, 0, 1, 1, 1, 0, /**/
-        0, 0, 0, 1, 1, 0, /**/
+        0,
+        1,
+        1,
+        0,
+        0,
+        0, /**/
+        0,
+        1,
+        1,
+        1,
+        0,
+        0, /**/
+        0,
+        0,
+        1,
+        1,
+        1,
+        0, /**/
+        0,
+        0,
+        0,
+        1,
+        1,
+        0, /**/
         /* b1 */
-        0, 0, 0, 0, 0, 0, /**/
-        0, 0, 0, 1, 0, 0, /**/
-        0, 0, 0, 1, 1, 0, /**/
-        0, 0, 0, 1, 1, 1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0, /**/
+        0,
+        0,
+        0,
+        1,
+        0,
+        0, /**/
+        0,
+        0,
+        0,
+        1,
+        1,
+        0, /**/
+        0,
+        0,
+        0,
+        1,
+        1,
+        1,
     };
     expect_keep(got, want, 2, 4, 6, "combined");
     free(got);
@@ -547,7 +637,8 @@ Test(mask, error_keep_wrong_shape)
         attnref_diag diag;
         fill_diag(&diag);
         int rc = attnref_build_mask(&p, &keep, &diag);
-        cr_expect_eq(rc, ATTNREF_EINVAL, "keep shape (%lld,%lld,%lld,%lld): expected EINVAL, got %d",
+        cr_expect_eq(rc, ATTNREF_EINVAL,
+                     "keep shape (%lld,%lld,%lld,%lld): expected EINVAL, got %d",
                      (long long)bad[c][0], (long long)bad[c][1], (long long)bad[c][2],
                      (long long)bad[c][3], rc);
         for (size_t i = 0; i < sizeof buf; ++i)
@@ -617,7 +708,8 @@ Test(mask, to_additive_f32)
     const int64_t shape[2] = {2, 3};
     attnref_tensor keep = mk_tensor(keep_buf, ATTNREF_BOOL, 2, shape);
     float out_buf[6];
-    for (int i = 0; i < 6; ++i) out_buf[i] = 123.0f;
+    for (int i = 0; i < 6; ++i)
+        out_buf[i] = 123.0f;
     attnref_tensor out = mk_tensor(out_buf, ATTNREF_F32, 2, shape);
     attnref_diag diag;
     fill_diag(&diag);
@@ -628,8 +720,9 @@ Test(mask, to_additive_f32)
     cr_expect_eq(f32_bits(-FLT_MAX), neg_max, "sanity: -FLT_MAX bits");
     for (int i = 0; i < 6; ++i) {
         uint32_t want = keep_buf[i] ? 0x00000000u : neg_max;
-        cr_expect_eq(f32_bits(out_buf[i]), want, "f32 additive[%d] (keep %u): expected 0x%08x, got 0x%08x",
-                     i, (unsigned)keep_buf[i], want, f32_bits(out_buf[i]));
+        cr_expect_eq(f32_bits(out_buf[i]), want,
+                     "f32 additive[%d] (keep %u): expected 0x%08x, got 0x%08x", i,
+                     (unsigned)keep_buf[i], want, f32_bits(out_buf[i]));
     }
 }
 
@@ -675,7 +768,8 @@ Test(mask, to_additive_strided)
     const int64_t shape[2] = {2, 3};
     attnref_tensor keep = mk_tensor(keep_buf, ATTNREF_BOOL, 2, shape);
     float out_buf[6];
-    for (int i = 0; i < 6; ++i) out_buf[i] = 7.0f;
+    for (int i = 0; i < 6; ++i)
+        out_buf[i] = 7.0f;
     attnref_tensor out = mk_tensor(out_buf, ATTNREF_F32, 2, shape);
     out.strides[0] = 1;
     out.strides[1] = 2;
@@ -686,8 +780,8 @@ Test(mask, to_additive_strided)
         for (int c = 0; c < 3; ++c) {
             float g = out_buf[r + 2 * c];
             uint32_t want = keep_buf[r * 3 + c] ? 0u : 0xff7fffffu;
-            cr_expect_eq(f32_bits(g), want, "strided additive[%d,%d]: expected 0x%08x, got 0x%08x", r,
-                         c, want, f32_bits(g));
+            cr_expect_eq(f32_bits(g), want, "strided additive[%d,%d]: expected 0x%08x, got 0x%08x",
+                         r, c, want, f32_bits(g));
         }
 }
 

@@ -82,7 +82,8 @@ static void run_ok(const attnref_tensor *q, const attnref_tensor *k, const attnr
     int rc = attnref_sdpa(q, k, v, mask, p, out, &diag);
     cr_assert_eq(rc, ATTNREF_OK, "%s: attnref_sdpa rc=%d (%s): %s", what, rc,
                  attnref_status_name(rc), diag.msg);
-    cr_expect_eq(diag.msg[0], '\0', "%s: diag must be empty on success, got \"%s\"", what, diag.msg);
+    cr_expect_eq(diag.msg[0], '\0', "%s: diag must be empty on success, got \"%s\"", what,
+                 diag.msg);
 }
 
 /* Run attnref_sdpa expecting `want_rc`; the out buffer (out_bytes long) is pre-filled with a
@@ -91,7 +92,8 @@ static void run_err(const attnref_tensor *q, const attnref_tensor *k, const attn
                     const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out,
                     void *out_buf, size_t out_bytes, int want_rc, const char *what)
 {
-    if (out_buf) memset(out_buf, SENTINEL_BYTE, out_bytes);
+    if (out_buf)
+        memset(out_buf, SENTINEL_BYTE, out_bytes);
     attnref_diag diag;
     fill_diag(&diag);
     int rc = attnref_sdpa(q, k, v, mask, p, out, &diag);
@@ -107,14 +109,16 @@ static void run_err(const attnref_tensor *q, const attnref_tensor *k, const attn
         int crc = attnref_sdpa_check(q, k, v, mask, p, out, &cd);
         cr_expect_eq(crc, rc, "%s: attnref_sdpa_check rc %d (%s), attnref_sdpa rc %d (%s)", what,
                      crc, attnref_status_name(crc), rc, attnref_status_name(rc));
-        cr_expect_str_eq(cd.msg, diag.msg, "%s: attnref_sdpa_check says \"%s\", attnref_sdpa \"%s\"",
-                         what, cd.msg, diag.msg);
+        cr_expect_str_eq(cd.msg, diag.msg,
+                         "%s: attnref_sdpa_check says \"%s\", attnref_sdpa \"%s\"", what, cd.msg,
+                         diag.msg);
     }
     if (out_buf) {
         const uint8_t *b = out_buf;
         for (size_t i = 0; i < out_bytes; ++i)
             if (b[i] != SENTINEL_BYTE) {
-                cr_expect_fail("%s: out byte %zu written on error (0x%02x)", what, i, (unsigned)b[i]);
+                cr_expect_fail("%s: out byte %zu written on error (0x%02x)", what, i,
+                               (unsigned)b[i]);
                 break;
             }
     }
@@ -132,8 +136,9 @@ static void expect_close(float got, double want, const char *what, int64_t idx)
 static void expect_bits_eq_f32(const float *a, const float *b, int64_t n, const char *what)
 {
     for (int64_t i = 0; i < n; ++i)
-        cr_expect_eq(f32_bits(a[i]), f32_bits(b[i]), "%s[%lld]: 0x%08x (%.9g) != 0x%08x (%.9g)", what,
-                     (long long)i, f32_bits(a[i]), (double)a[i], f32_bits(b[i]), (double)b[i]);
+        cr_expect_eq(f32_bits(a[i]), f32_bits(b[i]), "%s[%lld]: 0x%08x (%.9g) != 0x%08x (%.9g)",
+                     what, (long long)i, f32_bits(a[i]), (double)a[i], f32_bits(b[i]),
+                     (double)b[i]);
 }
 
 /* Deterministic small values: multiples of 1/8 in [-2, 2] (exact in f32, f16 and bf16). */
@@ -147,7 +152,8 @@ static float pr(uint32_t *state)
 static void fill_pr(float *x, int64_t n, uint32_t seed)
 {
     uint32_t s = seed;
-    for (int64_t i = 0; i < n; ++i) x[i] = pr(&s);
+    for (int64_t i = 0; i < n; ++i)
+        x[i] = pr(&s);
 }
 
 /* Independent double reference, contiguous (B,H,L,D) inputs.  keep: (B,Hq,Lq,Lk) 0/1 or NULL;
@@ -170,26 +176,35 @@ static void ref_sdpa(int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq, int64_t Lk,
                 int any = 0;
                 for (int64_t j = 0; j < Lk; ++j) {
                     use[j] = keep ? keep[mrow + j] != 0 : 1;
-                    if (add && isinf(add[mrow + j]) && add[mrow + j] < 0) use[j] = 0;
-                    if (!use[j]) continue;
+                    if (add && isinf(add[mrow + j]) && add[mrow + j] < 0)
+                        use[j] = 0;
+                    if (!use[j])
+                        continue;
                     const float *kj = k + ((b * Hkv + hk) * Lk + j) * D;
                     double dot = 0.0;
-                    for (int64_t d = 0; d < D; ++d) dot += (double)qi[d] * (double)kj[d];
+                    for (int64_t d = 0; d < D; ++d)
+                        dot += (double)qi[d] * (double)kj[d];
                     s[j] = scale * dot + (add ? add[mrow + j] : 0.0);
-                    if (!any || s[j] > m) m = s[j];
+                    if (!any || s[j] > m)
+                        m = s[j];
                     any = 1;
                 }
                 double *o = out + ((b * Hq + h) * Lq + i) * Dv;
-                for (int64_t e = 0; e < Dv; ++e) o[e] = 0.0;
-                if (!any) continue;
+                for (int64_t e = 0; e < Dv; ++e)
+                    o[e] = 0.0;
+                if (!any)
+                    continue;
                 double den = 0.0;
                 for (int64_t j = 0; j < Lk; ++j)
-                    if (use[j]) den += exp(s[j] - m);
+                    if (use[j])
+                        den += exp(s[j] - m);
                 for (int64_t j = 0; j < Lk; ++j) {
-                    if (!use[j]) continue;
+                    if (!use[j])
+                        continue;
                     double w = exp(s[j] - m) / den;
                     const float *vj = v + ((b * Hkv + hk) * Lk + j) * Dv;
-                    for (int64_t e = 0; e < Dv; ++e) o[e] += w * (double)vj[e];
+                    for (int64_t e = 0; e < Dv; ++e)
+                        o[e] += w * (double)vj[e];
                 }
             }
         }
@@ -211,7 +226,8 @@ Test(sdpa, basic_2x2_hand_softmax)
     double es = exp(1.0 / sqrt(2.0));
     double w_lo = 1.0 / (1.0 + es), w_hi = es / (1.0 + es);
     double want[4] = {1 + 2 * w_lo, 2 + 2 * w_lo, 1 + 2 * w_hi, 2 + 2 * w_hi};
-    for (int i = 0; i < 4; ++i) expect_close(o[i], want[i], "basic", i);
+    for (int i = 0; i < 4; ++i)
+        expect_close(o[i], want[i], "basic", i);
     /* the same numbers written out (sanity of the closed form) */
     static const double lit[4] = {1.6604769013, 2.6604769013, 2.3395230987, 3.3395230987};
     for (int i = 0; i < 4; ++i)
@@ -236,7 +252,8 @@ Test(sdpa, default_scale_equals_explicit)
     fill_pr(v, LK * DV, 3);
     attnref_tensor tq = mk4(q, ATTNREF_F32, 1, 1, LQ, D), tk = mk4(k, ATTNREF_F32, 1, 1, LK, D),
                    tv = mk4(v, ATTNREF_F32, 1, 1, LK, DV);
-    attnref_tensor to1 = mk4(o1, ATTNREF_F32, 1, 1, LQ, DV), to2 = mk4(o2, ATTNREF_F32, 1, 1, LQ, DV),
+    attnref_tensor to1 = mk4(o1, ATTNREF_F32, 1, 1, LQ, DV),
+                   to2 = mk4(o2, ATTNREF_F32, 1, 1, LQ, DV),
                    to3 = mk4(o3, ATTNREF_F32, 1, 1, LQ, DV);
     run_ok(&tq, &tk, &tv, NULL, NULL, &to1, "default scale");
     attnref_sdpa_params p = scale_params(0.5);
@@ -244,13 +261,15 @@ Test(sdpa, default_scale_equals_explicit)
     expect_bits_eq_f32(o1, o2, LQ * DV, "default vs explicit 1/sqrt(4)");
     double want[LQ * DV];
     ref_sdpa(1, 1, 1, LQ, LK, D, DV, q, k, v, NULL, NULL, 0.5, want);
-    for (int i = 0; i < LQ * DV; ++i) expect_close(o1[i], want[i], "default scale D=4", i);
+    for (int i = 0; i < LQ * DV; ++i)
+        expect_close(o1[i], want[i], "default scale D=4", i);
     /* a different explicit scale must change the result (the scale is really used) */
     attnref_sdpa_params p1 = scale_params(1.0);
     run_ok(&tq, &tk, &tv, NULL, &p1, &to3, "explicit 1.0");
     double want1[LQ * DV];
     ref_sdpa(1, 1, 1, LQ, LK, D, DV, q, k, v, NULL, NULL, 1.0, want1);
-    for (int i = 0; i < LQ * DV; ++i) expect_close(o3[i], want1[i], "explicit scale 1", i);
+    for (int i = 0; i < LQ * DV; ++i)
+        expect_close(o3[i], want1[i], "explicit scale 1", i);
 }
 
 Test(sdpa, default_scale_d2_matches_explicit_inv_sqrt2)
@@ -262,7 +281,8 @@ Test(sdpa, default_scale_d2_matches_explicit_inv_sqrt2)
     fill_pr(v, LK * DV, 13);
     attnref_tensor tq = mk4(q, ATTNREF_F32, 1, 1, LQ, D), tk = mk4(k, ATTNREF_F32, 1, 1, LK, D),
                    tv = mk4(v, ATTNREF_F32, 1, 1, LK, DV);
-    attnref_tensor to1 = mk4(o1, ATTNREF_F32, 1, 1, LQ, DV), to2 = mk4(o2, ATTNREF_F32, 1, 1, LQ, DV);
+    attnref_tensor to1 = mk4(o1, ATTNREF_F32, 1, 1, LQ, DV),
+                   to2 = mk4(o2, ATTNREF_F32, 1, 1, LQ, DV);
     run_ok(&tq, &tk, &tv, NULL, NULL, &to1, "default");
     attnref_sdpa_params p = scale_params(1.0 / sqrt(2.0));
     run_ok(&tq, &tk, &tv, NULL, &p, &to2, "explicit");
@@ -288,10 +308,10 @@ Test(sdpa, scale_zero_uniform_weights)
     attnref_sdpa_params p = scale_params(0.0);
     run_ok(&tq, &tk, &tv, NULL, &p, &to, "scale 0");
     for (int i = 0; i < LQ; ++i) {
-        cr_expect_eq(f32_bits(o[i * DV + 0]), f32_bits(3.0f), "scale 0 row %d col 0: expected 3, got %.9g",
-                     i, (double)o[i * DV + 0]);
-        cr_expect_eq(f32_bits(o[i * DV + 1]), f32_bits(1.0f), "scale 0 row %d col 1: expected 1, got %.9g",
-                     i, (double)o[i * DV + 1]);
+        cr_expect_eq(f32_bits(o[i * DV + 0]), f32_bits(3.0f),
+                     "scale 0 row %d col 0: expected 3, got %.9g", i, (double)o[i * DV + 0]);
+        cr_expect_eq(f32_bits(o[i * DV + 1]), f32_bits(1.0f),
+                     "scale 0 row %d col 1: expected 1, got %.9g", i, (double)o[i * DV + 1]);
     }
 }
 
@@ -357,11 +377,13 @@ Test(sdpa, gqa_softmax_against_reference)
     fill_pr(k, B * HKV * LK * D, 22);
     fill_pr(v, B * HKV * LK * DV, 23);
     attnref_tensor tq = mk4(q, ATTNREF_F32, B, HQ, LQ, D), tk = mk4(k, ATTNREF_F32, B, HKV, LK, D),
-                   tv = mk4(v, ATTNREF_F32, B, HKV, LK, DV), to = mk4(o, ATTNREF_F32, B, HQ, LQ, DV);
+                   tv = mk4(v, ATTNREF_F32, B, HKV, LK, DV),
+                   to = mk4(o, ATTNREF_F32, B, HQ, LQ, DV);
     run_ok(&tq, &tk, &tv, NULL, NULL, &to, "gqa ref");
     double want[B * HQ * LQ * DV];
     ref_sdpa(B, HQ, HKV, LQ, LK, D, DV, q, k, v, NULL, NULL, 1.0 / sqrt(3.0), want);
-    for (int i = 0; i < B * HQ * LQ * DV; ++i) expect_close(o[i], want[i], "gqa ref", i);
+    for (int i = 0; i < B * HQ * LQ * DV; ++i)
+        expect_close(o[i], want[i], "gqa ref", i);
 }
 
 /* ------------------------------------------------------------------ causal */
@@ -411,7 +433,8 @@ Test(sdpa, causal_decode_lq1_sees_all_keys)
     run_ok(&tq, &tk, &tv, NULL, NULL, &to2, "no mask");
     double want[2];
     ref_sdpa(1, 1, 1, 1, 5, 2, 2, q, k, v, NULL, NULL, 1.0 / sqrt(2.0), want);
-    for (int i = 0; i < 2; ++i) expect_close(o[i], want[i], "causal decode", i);
+    for (int i = 0; i < 2; ++i)
+        expect_close(o[i], want[i], "causal decode", i);
     expect_bits_eq_f32(o, o_nomask, 2, "causal decode vs no mask");
 }
 
@@ -470,11 +493,13 @@ Test(sdpa, causal_explicit_offset)
     run_ok(&tq, &tk, &tv, NULL, &pn, &tonone, "offset without causal");
     double wantn[2];
     ref_sdpa(1, 1, 1, 2, 5, 1, 1, q, k, v, NULL, NULL, 1.0, wantn);
-    for (int i = 0; i < 2; ++i) expect_close(onone[i], wantn[i], "offset without causal", i);
+    for (int i = 0; i < 2; ++i)
+        expect_close(onone[i], wantn[i], "offset without causal", i);
     /* a large offset keeps every key */
     p.causal_offset = 100;
     run_ok(&tq, &tk, &tv, NULL, &p, &tobig, "causal offset 100");
-    for (int i = 0; i < 2; ++i) expect_close(obig[i], wantn[i], "causal offset 100", i);
+    for (int i = 0; i < 2; ++i)
+        expect_close(obig[i], wantn[i], "causal offset 100", i);
 }
 
 Test(sdpa, causal_explicit_offset_negative_and_extreme)
@@ -491,7 +516,8 @@ Test(sdpa, causal_explicit_offset_negative_and_extreme)
     p.causal_offset = -1;
     run_ok(&tq, &tk, &tv, NULL, &p, &to, "causal offset -1");
     cr_expect_eq(f32_bits(o[0]), 0u, "offset -1 row 0: expected +0, got %g", (double)o[0]);
-    cr_expect_eq(f32_bits(o[1]), f32_bits(1.0f), "offset -1 row 1: expected 1, got %g", (double)o[1]);
+    cr_expect_eq(f32_bits(o[1]), f32_bits(1.0f), "offset -1 row 1: expected 1, got %g",
+                 (double)o[1]);
     /* INT64_MIN: nothing is ever kept */
     p.causal_offset = INT64_MIN;
     run_ok(&tq, &tk, &tv, NULL, &p, &to, "causal offset INT64_MIN");
@@ -632,7 +658,8 @@ Test(sdpa, bool_mask_nonzero_bytes_are_true_and_stride0)
     uint8_t full[BN_MASK];
     const int64_t st[4] = {0, 0, BLK, 1};
     expand(full, m, st);
-    for (int i = 0; i < BN_MASK; ++i) full[i] = full[i] != 0;
+    for (int i = 0; i < BN_MASK; ++i)
+        full[i] = full[i] != 0;
     check_bool_broadcast(&tm, full, "stride-0 mask");
 }
 
@@ -716,11 +743,13 @@ Test(sdpa, additive_f32_mask_adds_not_selects)
     /* [1,1]: both shifted, weights stay 1/2 -> exactly 0.5 */
     tm = mkn(m11, ATTNREF_F32, 1, s);
     run_ok(&tq, &tk, &tv, &tm, NULL, &to, "additive [1,1]");
-    cr_expect_eq(f32_bits(o[0]), f32_bits(0.5f), "additive [1,1]: expected 0.5, got %.9g", (double)o[0]);
+    cr_expect_eq(f32_bits(o[0]), f32_bits(0.5f), "additive [1,1]: expected 0.5, got %.9g",
+                 (double)o[0]);
     /* [0,0]: all zero additive is no mask at all (a boolean reading would mask everything) */
     tm = mkn(m00, ATTNREF_F32, 1, s);
     run_ok(&tq, &tk, &tv, &tm, NULL, &to, "additive [0,0]");
-    cr_expect_eq(f32_bits(o[0]), f32_bits(0.5f), "additive [0,0]: expected 0.5, got %.9g", (double)o[0]);
+    cr_expect_eq(f32_bits(o[0]), f32_bits(0.5f), "additive [0,0]: expected 0.5, got %.9g",
+                 (double)o[0]);
 }
 
 Test(sdpa, additive_neg_inf_skips_key_finite_min_takes_part)
@@ -733,7 +762,8 @@ Test(sdpa, additive_neg_inf_skips_key_finite_min_takes_part)
     float mi[2] = {-INFINITY, 0};
     attnref_tensor tm = mkn(mi, ATTNREF_F32, 1, s);
     run_ok(&tq, &tk, &tv, &tm, NULL, &to, "additive [-inf,0]");
-    cr_expect_eq(f32_bits(o[0]), f32_bits(3.0f), "additive [-inf,0]: expected 3, got %.9g", (double)o[0]);
+    cr_expect_eq(f32_bits(o[0]), f32_bits(3.0f), "additive [-inf,0]: expected 3, got %.9g",
+                 (double)o[0]);
     /* [-FLT_MAX, 0]: exp(-3.4e38) = 0 in double -> exactly 3 as well */
     float mf[2] = {-FLT_MAX, 0};
     tm = mkn(mf, ATTNREF_F32, 1, s);
@@ -763,8 +793,8 @@ Test(sdpa, additive_mask_broadcast_against_reference)
     fill_pr(k, B * H * LK * D, 52);
     fill_pr(v, B * H * LK * DV, 53);
     /* (B,1,Lq,Lk) additive with mixed values, including -inf */
-    float m[B * LQ * LK] = {0.5f, -1, -INFINITY, /**/ 2, 0, -3, /* b0 */
-                            -INFINITY, 0.25f, 1, /**/ 0, 0, -0.5f /* b1 */};
+    float m[B * LQ * LK] = {0.5f,      -1,    -INFINITY, /**/ 2, 0, -3, /* b0 */
+                            -INFINITY, 0.25f, 1,         /**/ 0, 0, -0.5f /* b1 */};
     attnref_tensor tq = mk4(q, ATTNREF_F32, B, H, LQ, D), tk = mk4(k, ATTNREF_F32, B, H, LK, D),
                    tv = mk4(v, ATTNREF_F32, B, H, LK, DV), to = mk4(o, ATTNREF_F32, B, H, LQ, DV),
                    tm = mk4(m, ATTNREF_F32, B, 1, LQ, LK);
@@ -772,10 +802,12 @@ Test(sdpa, additive_mask_broadcast_against_reference)
     double add[B * H * LQ * LK];
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < H; ++h)
-            for (int i = 0; i < LQ * LK; ++i) add[(b * H + h) * LQ * LK + i] = m[b * LQ * LK + i];
+            for (int i = 0; i < LQ * LK; ++i)
+                add[(b * H + h) * LQ * LK + i] = m[b * LQ * LK + i];
     double want[B * H * LQ * DV];
     ref_sdpa(B, H, H, LQ, LK, D, DV, q, k, v, NULL, add, 1.0 / sqrt(2.0), want);
-    for (int i = 0; i < B * H * LQ * DV; ++i) expect_close(o[i], want[i], "additive broadcast", i);
+    for (int i = 0; i < B * H * LQ * DV; ++i)
+        expect_close(o[i], want[i], "additive broadcast", i);
 }
 
 /* ------------------------------------------------------------------ fully masked & dirty keys */
@@ -794,8 +826,9 @@ Test(sdpa, fully_masked_row_is_exact_zero)
     run_ok(&tq, &tk, &tv, &tm, NULL, &to, "fully masked");
     for (int e = 0; e < 2; ++e) {
         cr_expect(!isnan(o[e]), "fully masked row col %d is NaN", e);
-        cr_expect_eq(f32_bits(o[e]), 0u, "fully masked row col %d: expected +0 bits, got 0x%08x (%g)",
-                     e, f32_bits(o[e]), (double)o[e]);
+        cr_expect_eq(f32_bits(o[e]), 0u,
+                     "fully masked row col %d: expected +0 bits, got 0x%08x (%g)", e,
+                     f32_bits(o[e]), (double)o[e]);
     }
     cr_expect_eq(f32_bits(o[2]), f32_bits(5.0f), "row 1 col 0: expected 5, got %g", (double)o[2]);
     cr_expect_eq(f32_bits(o[3]), f32_bits(-6.0f), "row 1 col 1: expected -6, got %g", (double)o[3]);
@@ -828,7 +861,8 @@ Test(sdpa, lk_zero_rows_are_zero)
                    tv = mk4(vdummy, ATTNREF_F32, 1, 1, 0, 2), to = mk4(o, ATTNREF_F32, 1, 1, 2, 2);
     run_ok(&tq, &tk, &tv, NULL, NULL, &to, "Lk = 0");
     for (int i = 0; i < 4; ++i)
-        cr_expect_eq(f32_bits(o[i]), 0u, "Lk = 0 out[%d]: expected +0, got 0x%08x", i, f32_bits(o[i]));
+        cr_expect_eq(f32_bits(o[i]), 0u, "Lk = 0 out[%d]: expected +0, got 0x%08x", i,
+                     f32_bits(o[i]));
 }
 
 /* Lq=2, Lk=5, D=2, Dv=2.  Keys 2,3,4 are masked in every variant below; dirty them. */
@@ -859,13 +893,15 @@ static void dirty_case(const attnref_tensor *mask, const attnref_sdpa_params *p,
     attnref_tensor toc = mk4(oc, ATTNREF_F32, 1, 1, 2, 2), tod = mk4(od, ATTNREF_F32, 1, 1, 2, 2);
     run_ok(&tq, &tkc, &tvc, mask, p, &toc, what);
     run_ok(&tq, &tkd, &tvd, mask, p, &tod, what);
-    for (int i = 0; i < 4; ++i) cr_expect(!isnan(od[i]) && !isinf(od[i]), "%s: out[%d] = %g", what, i, (double)od[i]);
+    for (int i = 0; i < 4; ++i)
+        cr_expect(!isnan(od[i]) && !isinf(od[i]), "%s: out[%d] = %g", what, i, (double)od[i]);
     expect_bits_eq_f32(od, oc, 4, what);
     /* and the clean result is the reference over keys {0,1} for row 0 and {0,1} for row 1 */
     static const uint8_t keep[10] = {1, 1, 0, 0, 0, 1, 1, 0, 0, 0};
     double want[4];
     ref_sdpa(1, 1, 1, 2, 5, 2, 2, q, kc, vc, keep, NULL, 1.0 / sqrt(2.0), want);
-    for (int i = 0; i < 4; ++i) expect_close(oc[i], want[i], what, i);
+    for (int i = 0; i < 4; ++i)
+        expect_close(oc[i], want[i], what, i);
 }
 
 Test(sdpa, masked_keys_with_nan_inf_contribute_nothing)
@@ -919,12 +955,15 @@ Test(sdpa, causal_masked_keys_with_nan_inf_contribute_nothing)
     run_ok(&tq, &tkd, &tvd, NULL, &p, &tod, "causal dirty");
     expect_bits_eq_f32(od, oc, 4, "causal dirty vs clean");
     /* row 0: a single key -> exactly v0 = [1, 2] */
-    cr_expect_eq(f32_bits(od[0]), f32_bits(1.0f), "causal dirty row 0 col 0: expected 1, got %g", (double)od[0]);
-    cr_expect_eq(f32_bits(od[1]), f32_bits(2.0f), "causal dirty row 0 col 1: expected 2, got %g", (double)od[1]);
+    cr_expect_eq(f32_bits(od[0]), f32_bits(1.0f), "causal dirty row 0 col 0: expected 1, got %g",
+                 (double)od[0]);
+    cr_expect_eq(f32_bits(od[1]), f32_bits(2.0f), "causal dirty row 0 col 1: expected 2, got %g",
+                 (double)od[1]);
     static const uint8_t keep[10] = {1, 0, 0, 0, 0, 1, 1, 0, 0, 0};
     double want[4];
     ref_sdpa(1, 1, 1, 2, 5, 2, 2, q, kc, vc, keep, NULL, 1.0 / sqrt(2.0), want);
-    for (int i = 0; i < 4; ++i) expect_close(od[i], want[i], "causal dirty", i);
+    for (int i = 0; i < 4; ++i)
+        expect_close(od[i], want[i], "causal dirty", i);
 }
 
 /* ------------------------------------------------------------------ f16 / bf16 */
@@ -939,13 +978,15 @@ Test(sdpa, f16_bf16_constant_v_exact)
         const char *name;
     } cases[2] = {{ATTNREF_F16, 0x2e66, "f16"}, {ATTNREF_BF16, 0x3dcd, "bf16"}};
     /* q, k in {-1, 0.5, 1, 2} bit patterns per dtype */
-    static const uint16_t qk16[2][8] = {{0x3c00, 0xbc00, 0x3800, 0x4000, 0x3c00, 0x3800, 0xbc00, 0x4000},
-                                        {0x3f80, 0xbf80, 0x3f00, 0x4000, 0x3f80, 0x3f00, 0xbf80, 0x4000}};
+    static const uint16_t qk16[2][8] = {
+        {0x3c00, 0xbc00, 0x3800, 0x4000, 0x3c00, 0x3800, 0xbc00, 0x4000},
+        {0x3f80, 0xbf80, 0x3f00, 0x4000, 0x3f80, 0x3f00, 0xbf80, 0x4000}};
     for (int c = 0; c < 2; ++c) {
         uint16_t q[4], k[6], v[6], o[4];
         memcpy(q, qk16[c], sizeof q);
         memcpy(k, qk16[c] + 2, sizeof k);
-        for (int i = 0; i < 6; ++i) v[i] = cases[c].c;
+        for (int i = 0; i < 6; ++i)
+            v[i] = cases[c].c;
         attnref_tensor tq = mk4(q, cases[c].dt, 1, 1, 2, 2), tk = mk4(k, cases[c].dt, 1, 1, 3, 2),
                        tv = mk4(v, cases[c].dt, 1, 1, 3, 2), to = mk4(o, cases[c].dt, 1, 1, 2, 2);
         run_ok(&tq, &tk, &tv, NULL, NULL, &to, cases[c].name);
@@ -994,8 +1035,8 @@ Test(sdpa, f16_bf16_hand_softmax)
         attnref_tensor tq = mk4(q, cases[c].dt, 1, 1, 1, 1), tk = mk4(k, cases[c].dt, 1, 1, 2, 1),
                        tv = mk4(v, cases[c].dt, 1, 1, 2, 1), to = mk4(o, cases[c].dt, 1, 1, 1, 1);
         run_ok(&tq, &tk, &tv, NULL, NULL, &to, cases[c].name);
-        cr_expect_eq(o[0], cases[c].want, "%s sigmoid(1): expected 0x%04x, got 0x%04x", cases[c].name,
-                     (unsigned)cases[c].want, (unsigned)o[0]);
+        cr_expect_eq(o[0], cases[c].want, "%s sigmoid(1): expected 0x%04x, got 0x%04x",
+                     cases[c].name, (unsigned)cases[c].want, (unsigned)o[0]);
     }
 }
 
@@ -1025,7 +1066,8 @@ Test(sdpa, f16_bf16_single_rounding_no_double_rounding)
         cr_expect_eq(o[0], cases[c].want,
                      "%s single rounding: expected 0x%04x, got 0x%04x (0x%04x = double rounding "
                      "through f32)",
-                     cases[c].name, (unsigned)cases[c].want, (unsigned)o[0], (unsigned)(cases[c].want + 1));
+                     cases[c].name, (unsigned)cases[c].want, (unsigned)o[0],
+                     (unsigned)(cases[c].want + 1));
     }
 }
 
@@ -1053,13 +1095,15 @@ Test(sdpa, f16_mask_dtype_rules)
     uint16_t mh[2] = {0x0000, 0x3c00};
     attnref_tensor tmh = mkn(mh, ATTNREF_F16, 1, s);
     run_ok(&tq, &tk, &tv, &tmh, NULL, &to, "f16 mask, f16 q");
-    cr_expect_eq(o[0], 0x42edu, "f16 mask [0,1]: expected 0x42ed (3.4629), got 0x%04x", (unsigned)o[0]);
+    cr_expect_eq(o[0], 0x42edu, "f16 mask [0,1]: expected 0x42ed (3.4629), got 0x%04x",
+                 (unsigned)o[0]);
     /* f16 mask with -65504 (finite min) on key 0: takes part but weighs exp(-65504) = 0 in
      * double -> exactly v1 = 4 */
     uint16_t mmin[2] = {0xfbff, 0x0000};
     attnref_tensor tmmin = mkn(mmin, ATTNREF_F16, 1, s);
     run_ok(&tq, &tk, &tv, &tmmin, NULL, &to, "f16 mask finite min");
-    cr_expect_eq(o[0], 0x4400u, "f16 mask [-65504, 0]: expected 0x4400 (4), got 0x%04x", (unsigned)o[0]);
+    cr_expect_eq(o[0], 0x4400u, "f16 mask [-65504, 0]: expected 0x4400 (4), got 0x%04x",
+                 (unsigned)o[0]);
     /* both keys at -65504: finite values take part, equal scores -> mean of v = 3 (0x4200) */
     uint16_t mmin2[2] = {0xfbff, 0xfbff};
     attnref_tensor tmmin2 = mkn(mmin2, ATTNREF_F16, 1, s);
@@ -1070,7 +1114,8 @@ Test(sdpa, f16_mask_dtype_rules)
     uint8_t mbool[2] = {0, 1};
     attnref_tensor tmbool = mkn(mbool, ATTNREF_BOOL, 1, s);
     run_ok(&tq, &tk, &tv, &tmbool, NULL, &to, "bool mask, f16 q");
-    cr_expect_eq(o[0], 0x4400u, "bool mask [0,1] f16: expected 0x4400 (4), got 0x%04x", (unsigned)o[0]);
+    cr_expect_eq(o[0], 0x4400u, "bool mask [0,1] f16: expected 0x4400 (4), got 0x%04x",
+                 (unsigned)o[0]);
 }
 
 Test(sdpa, bf16_mask_dtype_rules)
@@ -1090,11 +1135,13 @@ Test(sdpa, bf16_mask_dtype_rules)
     uint16_t mb[2] = {0xff80, 0x0000};
     attnref_tensor tmb = mkn(mb, ATTNREF_BF16, 1, s);
     run_ok(&tq, &tk, &tv, &tmb, NULL, &to, "bf16 mask, bf16 q");
-    cr_expect_eq(o[0], 0x4080u, "bf16 mask [-inf,0]: expected 0x4080 (4), got 0x%04x", (unsigned)o[0]);
+    cr_expect_eq(o[0], 0x4080u, "bf16 mask [-inf,0]: expected 0x4080 (4), got 0x%04x",
+                 (unsigned)o[0]);
     uint8_t mbool[2] = {1, 0};
     attnref_tensor tmbool = mkn(mbool, ATTNREF_BOOL, 1, s);
     run_ok(&tq, &tk, &tv, &tmbool, NULL, &to, "bool mask, bf16 q");
-    cr_expect_eq(o[0], 0x4000u, "bool mask [1,0] bf16: expected 0x4000 (2), got 0x%04x", (unsigned)o[0]);
+    cr_expect_eq(o[0], 0x4000u, "bool mask [1,0] bf16: expected 0x4000 (2), got 0x%04x",
+                 (unsigned)o[0]);
 }
 
 Test(sdpa, f32_accepts_f16_bf16_bool_masks)
@@ -1107,12 +1154,14 @@ Test(sdpa, f32_accepts_f16_bf16_bool_masks)
     uint16_t mh[2] = {0x0000, 0xfc00};
     attnref_tensor tmh = mkn(mh, ATTNREF_F16, 1, s);
     run_ok(&tq, &tk, &tv, &tmh, NULL, &to, "f16 mask, f32 q");
-    cr_expect_eq(f32_bits(o[0]), f32_bits(2.0f), "f16 mask [0,-inf] f32: expected 2, got %g", (double)o[0]);
+    cr_expect_eq(f32_bits(o[0]), f32_bits(2.0f), "f16 mask [0,-inf] f32: expected 2, got %g",
+                 (double)o[0]);
     /* bf16 [-inf, 0] -> 4 */
     uint16_t mb[2] = {0xff80, 0x0000};
     attnref_tensor tmb = mkn(mb, ATTNREF_BF16, 1, s);
     run_ok(&tq, &tk, &tv, &tmb, NULL, &to, "bf16 mask, f32 q");
-    cr_expect_eq(f32_bits(o[0]), f32_bits(4.0f), "bf16 mask [-inf,0] f32: expected 4, got %g", (double)o[0]);
+    cr_expect_eq(f32_bits(o[0]), f32_bits(4.0f), "bf16 mask [-inf,0] f32: expected 4, got %g",
+                 (double)o[0]);
     /* f16 [1, 0] is additive: 2 + 2/(1+e) */
     uint16_t m1[2] = {0x3c00, 0x0000};
     attnref_tensor tm1 = mkn(m1, ATTNREF_F16, 1, s);
@@ -1227,8 +1276,10 @@ Test(sdpa, strided_blhd_views_match_contiguous)
     tob.strides[1] = DV;
     tob.strides[2] = HQ * DV;
     tob.strides[3] = 1;
-    attnref_tensor tqc = mk4(qc, ATTNREF_F32, B, HQ, L, D), tkc = mk4(kc, ATTNREF_F32, B, HKV, L, D),
-                   tvc = mk4(vc, ATTNREF_F32, B, HKV, L, DV), toc = mk4(oc, ATTNREF_F32, B, HQ, L, DV);
+    attnref_tensor tqc = mk4(qc, ATTNREF_F32, B, HQ, L, D),
+                   tkc = mk4(kc, ATTNREF_F32, B, HKV, L, D),
+                   tvc = mk4(vc, ATTNREF_F32, B, HKV, L, DV),
+                   toc = mk4(oc, ATTNREF_F32, B, HQ, L, DV);
     attnref_sdpa_params p = no_params();
     p.causal = 1;
     run_ok(&tqb, &tkb, &tvb, NULL, &p, &tob, "strided");
@@ -1244,10 +1295,12 @@ Test(sdpa, strided_blhd_views_match_contiguous)
     uint8_t keep[B * HQ * L * L];
     for (int bh = 0; bh < B * HQ; ++bh)
         for (int i = 0; i < L; ++i)
-            for (int j = 0; j < L; ++j) keep[(bh * L + i) * L + j] = j <= i;
+            for (int j = 0; j < L; ++j)
+                keep[(bh * L + i) * L + j] = j <= i;
     double want[B * HQ * L * DV];
     ref_sdpa(B, HQ, HKV, L, L, D, DV, qc, kc, vc, keep, NULL, 0.5, want);
-    for (int i = 0; i < B * HQ * L * DV; ++i) expect_close(oc[i], want[i], "strided ref", i);
+    for (int i = 0; i < B * HQ * L * DV; ++i)
+        expect_close(oc[i], want[i], "strided ref", i);
 }
 
 Test(sdpa, strided_out_gaps_untouched_and_stride0_kv)
@@ -1267,7 +1320,8 @@ Test(sdpa, strided_out_gaps_untouched_and_stride0_kv)
     float obuf[B * LQ * 5];
     memset(obuf, SENTINEL_BYTE, sizeof obuf);
     attnref_tensor tq = mk4(q, ATTNREF_F32, B, H, LQ, D);
-    attnref_tensor tk0 = mk4(k1, ATTNREF_F32, B, H, LK, D), tv0 = mk4(v1, ATTNREF_F32, B, H, LK, DV);
+    attnref_tensor tk0 = mk4(k1, ATTNREF_F32, B, H, LK, D),
+                   tv0 = mk4(v1, ATTNREF_F32, B, H, LK, DV);
     tk0.strides[0] = 0;
     tv0.strides[0] = 0;
     attnref_tensor to = mk4(obuf, ATTNREF_F32, B, H, LQ, DV);
@@ -1277,7 +1331,8 @@ Test(sdpa, strided_out_gaps_untouched_and_stride0_kv)
     to.strides[3] = 1;
     run_ok(&tq, &tk0, &tv0, NULL, NULL, &to, "padded out, stride-0 kv");
     float oc[B * H * LQ * DV];
-    attnref_tensor tkf = mk4(kfull, ATTNREF_F32, B, H, LK, D), tvf = mk4(vfull, ATTNREF_F32, B, H, LK, DV),
+    attnref_tensor tkf = mk4(kfull, ATTNREF_F32, B, H, LK, D),
+                   tvf = mk4(vfull, ATTNREF_F32, B, H, LK, DV),
                    toc = mk4(oc, ATTNREF_F32, B, H, LQ, DV);
     run_ok(&tq, &tkf, &tvf, NULL, NULL, &toc, "contiguous");
     for (int r = 0; r < B * LQ; ++r) {
@@ -1291,7 +1346,8 @@ Test(sdpa, strided_out_gaps_untouched_and_stride0_kv)
     }
     double want[B * H * LQ * DV];
     ref_sdpa(B, H, H, LQ, LK, D, DV, q, kfull, vfull, NULL, NULL, 1.0 / sqrt(2.0), want);
-    for (int i = 0; i < B * H * LQ * DV; ++i) expect_close(oc[i], want[i], "stride-0 ref", i);
+    for (int i = 0; i < B * H * LQ * DV; ++i)
+        expect_close(oc[i], want[i], "stride-0 ref", i);
 }
 
 /* ------------------------------------------------------------------ argument errors */
@@ -1411,7 +1467,8 @@ Test(sdpa, check_accepts_valid_calls_and_writes_nothing)
     attnref_tensor t16 = mk4(o, ATTNREF_F16, 1, 2, 2, 2);
     p.window = 0;
     fill_diag(&d);
-    cr_expect_eq(attnref_sdpa_check(&tq, &tk, &tv, NULL, &p, &t16, &d), ATTNREF_EDTYPE, "%s", d.msg);
+    cr_expect_eq(attnref_sdpa_check(&tq, &tk, &tv, NULL, &p, &t16, &d), ATTNREF_EDTYPE, "%s",
+                 d.msg);
 }
 
 Test(sdpa, non_finite_explicit_scale_rejected)

@@ -111,9 +111,25 @@ typedef struct hand {
 } hand;
 
 static const hand HAND[] = {
-    {"clause 4: L = 6, W = 3", 6, 6, 1, 0, 0, 3, -1, -1,
+    {"clause 4: L = 6, W = 3",
+     6,
+     6,
+     1,
+     0,
+     0,
+     3,
+     -1,
+     -1,
      {"100000", "110000", "111000", "011100", "001110", "000111"}},
-    {"clause 4: Lq = 5, offset 1, W = 3", 5, 6, 1, 0, 0, 3, -1, -1,
+    {"clause 4: Lq = 5, offset 1, W = 3",
+     5,
+     6,
+     1,
+     0,
+     0,
+     3,
+     -1,
+     -1,
      {"110000", "111000", "011100", "001110", "000111"}},
     {"decode after 9 cached, W = 4", 1, 10, 1, 0, 0, 4, -1, -1, {"0000001111"}},
     {"W = 1 is the diagonal", 3, 3, 1, 0, 0, 1, -1, -1, {"100", "010", "001"}},
@@ -229,10 +245,10 @@ Test(sdpa_params, params_equal_the_boolean_mask_tensor)
         run_ok(&tq, &tk, &tv, NULL, &p, &top, s->what);
         run_ok(&tq, &tk, &tv, &tm, &none, &tom, s->what);
         attnref_diag diag;
-        cr_assert_eq(attnref_sdpa_f64(&tq, &tk, &tv, NULL, &p, fp, &diag), ATTNREF_OK,
-                     "%s", diag.msg);
-        cr_assert_eq(attnref_sdpa_f64(&tq, &tk, &tv, &tm, &none, fm, &diag), ATTNREF_OK,
-                     "%s", diag.msg);
+        cr_assert_eq(attnref_sdpa_f64(&tq, &tk, &tv, NULL, &p, fp, &diag), ATTNREF_OK, "%s",
+                     diag.msg);
+        cr_assert_eq(attnref_sdpa_f64(&tq, &tk, &tv, &tm, &none, fm, &diag), ATTNREF_OK, "%s",
+                     diag.msg);
         int kept_rows = 0, empty_rows = 0;
         for (int64_t n = 0; n < B * HQ * LQ * DV; n++) {
             cr_expect_eq(f32_bits(op[n]), f32_bits(om[n]), "%s: out[%lld] %.9g != mask's %.9g",
@@ -305,8 +321,8 @@ Test(sdpa_params, rows_left_empty_are_exactly_zero_in_every_dtype)
     p.batch = 1;
     p.lengths = &len;
     run_ok(&tq, &tk, &tv, NULL, &p, &to, "window and lengths disjoint");
-    cr_expect_eq(f32_bits(o[0]), f32_bits(8.0f),
-                 "row 0 keeps only key 3 (v = 8), got %g", (double)o[0]);
+    cr_expect_eq(f32_bits(o[0]), f32_bits(8.0f), "row 0 keeps only key 3 (v = 8), got %g",
+                 (double)o[0]);
     cr_expect_eq(f32_bits(o[1]), 0u, "row 1 keeps nothing: +0, got %g", (double)o[1]);
 }
 
@@ -480,8 +496,8 @@ Test(sdpa_params, invalid_parameters_rejected_nothing_written)
         memset(o, SENTINEL_BYTE, sizeof o);
         attnref_diag diag;
         int rc = attnref_sdpa(&tq, &tk, &tv, x->with_mask ? &tm : NULL, &p, &to, &diag);
-        cr_expect_eq(rc, ATTNREF_EINVAL,
-                     "%s: rc %s (%s)", x->what, attnref_status_name(rc), diag.msg);
+        cr_expect_eq(rc, ATTNREF_EINVAL, "%s: rc %s (%s)", x->what, attnref_status_name(rc),
+                     diag.msg);
         cr_expect(strstr(diag.msg, x->diag_has) != NULL, "%s: diag \"%s\" lacks \"%s\"", x->what,
                   diag.msg, x->diag_has);
         const uint8_t *bytes = (const uint8_t *)o;

@@ -7,13 +7,15 @@
 #include "attnref/tensor.h"
 
 /* A descriptor whose every field is garbage, to show what init and check write or read. */
-static attnref_tensor poisoned(void) {
+static attnref_tensor poisoned(void)
+{
     attnref_tensor t;
     memset(&t, 0x5a, sizeof t);
     return t;
 }
 
-static attnref_diag dirty_diag(void) {
+static attnref_diag dirty_diag(void)
+{
     attnref_diag d;
     strcpy(d.msg, "stale message from an earlier call");
     return d;
@@ -22,7 +24,8 @@ static attnref_diag dirty_diag(void) {
 /* A valid 2x3 f32 view to mutate one field at a time. */
 static float buf6[6];
 
-static attnref_tensor valid_2x3(void) {
+static attnref_tensor valid_2x3(void)
+{
     attnref_tensor t;
     memset(&t, 0, sizeof t);
     t.data = buf6;
@@ -37,12 +40,14 @@ static attnref_tensor valid_2x3(void) {
 
 /* ---- init -------------------------------------------------------------------------------- */
 
-Test(tensor, init_contiguous_strides) {
+Test(tensor, init_contiguous_strides)
+{
     float data[120];
     const int64_t shape[4] = {2, 3, 4, 5};
     attnref_tensor t = poisoned();
     attnref_diag d = dirty_diag();
-    cr_assert_eq(attnref_tensor_init(&t, data, ATTNREF_F32, 4, shape, &d), ATTNREF_OK, "init: %s", d.msg);
+    cr_assert_eq(attnref_tensor_init(&t, data, ATTNREF_F32, 4, shape, &d), ATTNREF_OK, "init: %s",
+                 d.msg);
     cr_assert_str_eq(d.msg, "", "diag cleared on success");
     cr_assert_eq(t.data, (void *)data, "data kept");
     cr_assert_eq(t.dtype, ATTNREF_F32, "dtype kept");
@@ -50,17 +55,20 @@ Test(tensor, init_contiguous_strides) {
     const int64_t want[4] = {60, 20, 5, 1};
     for (int i = 0; i < 4; i++) {
         cr_assert_eq(t.shape[i], shape[i], "shape[%d]", i);
-        cr_assert_eq(t.strides[i], want[i], "strides[%d] = %lld, want %lld", i, (long long)t.strides[i],
-                     (long long)want[i]);
+        cr_assert_eq(t.strides[i], want[i], "strides[%d] = %lld, want %lld", i,
+                     (long long)t.strides[i], (long long)want[i]);
     }
     cr_assert_eq(attnref_tensor_numel(&t), 120, "numel");
-    cr_assert_eq(attnref_tensor_check(&t, "q", &d), ATTNREF_OK, "a fresh contiguous tensor checks: %s", d.msg);
+    cr_assert_eq(attnref_tensor_check(&t, "q", &d), ATTNREF_OK,
+                 "a fresh contiguous tensor checks: %s", d.msg);
 }
 
-Test(tensor, init_low_ranks) {
+Test(tensor, init_low_ranks)
+{
     float x = 0.0f;
     attnref_tensor t = poisoned();
-    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F16, 0, NULL, NULL), ATTNREF_OK, "rank 0 needs no shape");
+    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F16, 0, NULL, NULL), ATTNREF_OK,
+                 "rank 0 needs no shape");
     cr_assert_eq(t.ndim, 0, "rank 0");
     cr_assert_eq(attnref_tensor_numel(&t), 1, "rank 0 has one element");
     cr_assert_eq(attnref_tensor_offset(&t, NULL), 0, "rank 0 offset");
@@ -74,10 +82,12 @@ Test(tensor, init_low_ranks) {
         cr_assert(t.shape[i] == 0 && t.strides[i] == 0, "entry %d past ndim is zeroed", i);
 }
 
-Test(tensor, init_zero_extent) {
+Test(tensor, init_zero_extent)
+{
     const int64_t shape[3] = {2, 0, 3};
     attnref_tensor t = poisoned();
-    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BF16, 3, shape, NULL), ATTNREF_OK, "empty tensor");
+    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BF16, 3, shape, NULL), ATTNREF_OK,
+                 "empty tensor");
     cr_assert_eq(attnref_tensor_numel(&t), 0, "numel 0");
     cr_assert_eq(t.strides[0], 0, "row-major stride left of the zero extent");
     cr_assert_eq(t.strides[1], 3, "stride of the zero extent");
@@ -86,11 +96,13 @@ Test(tensor, init_zero_extent) {
 
     /* A zero extent makes the count 0 even when the others would overflow int64. */
     const int64_t huge[4] = {(int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40, 0};
-    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_F32, 4, huge, NULL), ATTNREF_OK, "huge but empty");
+    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_F32, 4, huge, NULL), ATTNREF_OK,
+                 "huge but empty");
     cr_assert_eq(attnref_tensor_numel(&t), 0, "numel 0 despite huge extents");
 }
 
-Test(tensor, init_rejects) {
+Test(tensor, init_rejects)
+{
     float x;
     attnref_diag d = dirty_diag();
     attnref_tensor t = poisoned(), before = poisoned();
@@ -98,21 +110,28 @@ Test(tensor, init_rejects) {
 
     cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, 5, shape5, &d), ATTNREF_EINVAL, "rank 5");
     cr_assert_str_eq(d.msg, "tensor: rank 5 is outside 0..4", "diag: %s", d.msg);
-    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, -1, shape5, &d), ATTNREF_EINVAL, "rank -1");
+    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, -1, shape5, &d), ATTNREF_EINVAL,
+                 "rank -1");
 
     const int64_t neg[3] = {4, 5, -3};
-    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, 3, neg, &d), ATTNREF_EINVAL, "negative extent");
+    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, 3, neg, &d), ATTNREF_EINVAL,
+                 "negative extent");
     cr_assert_str_eq(d.msg, "tensor: dimension 2 has negative extent -3", "diag: %s", d.msg);
 
     const int64_t ok2[2] = {2, 2};
-    cr_assert_eq(attnref_tensor_init(&t, &x, (attnref_dtype)0, 2, ok2, &d), ATTNREF_EINVAL, "dtype 0");
-    cr_assert_eq(attnref_tensor_init(&t, &x, (attnref_dtype)5, 2, ok2, &d), ATTNREF_EINVAL, "dtype 5");
+    cr_assert_eq(attnref_tensor_init(&t, &x, (attnref_dtype)0, 2, ok2, &d), ATTNREF_EINVAL,
+                 "dtype 0");
+    cr_assert_eq(attnref_tensor_init(&t, &x, (attnref_dtype)5, 2, ok2, &d), ATTNREF_EINVAL,
+                 "dtype 5");
     cr_assert(strstr(d.msg, "dtype") != NULL, "diag names the dtype: %s", d.msg);
-    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, 2, NULL, &d), ATTNREF_EINVAL, "NULL shape");
-    cr_assert_eq(attnref_tensor_init(NULL, &x, ATTNREF_F32, 2, ok2, &d), ATTNREF_EINVAL, "NULL descriptor");
+    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, 2, NULL, &d), ATTNREF_EINVAL,
+                 "NULL shape");
+    cr_assert_eq(attnref_tensor_init(NULL, &x, ATTNREF_F32, 2, ok2, &d), ATTNREF_EINVAL,
+                 "NULL descriptor");
 
     const int64_t big[4] = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
-    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, 4, big, &d), ATTNREF_ERANGE, "2^80 elements");
+    cr_assert_eq(attnref_tensor_init(&t, &x, ATTNREF_F32, 4, big, &d), ATTNREF_ERANGE,
+                 "2^80 elements");
     cr_assert(strstr(d.msg, "element count") != NULL, "diag: %s", d.msg);
     cr_assert_eq(memcmp(&t, &before, sizeof t), 0, "*t untouched by failed inits");
 
@@ -128,21 +147,26 @@ Test(tensor, init_rejects) {
     cr_assert(t.strides[0] == 0 && t.strides[1] == 1, "strides of the empty tensor");
 }
 
-Test(tensor, init_numel_bound_is_inclusive) {
+Test(tensor, init_numel_bound_is_inclusive)
+{
     attnref_tensor t;
     const int64_t at[1] = {ATTNREF_MAX_NUMEL};
     const int64_t over[2] = {2, ((int64_t)1 << 30) + 1};
     const int64_t at2[4] = {1 << 8, 1 << 8, 1 << 8, 1 << 7};
-    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BOOL, 1, at, NULL), ATTNREF_OK, "2^31 elements allowed");
+    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BOOL, 1, at, NULL), ATTNREF_OK,
+                 "2^31 elements allowed");
     cr_assert_eq(attnref_tensor_numel(&t), ATTNREF_MAX_NUMEL, "numel 2^31");
-    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BOOL, 4, at2, NULL), ATTNREF_OK, "2^31 over 4 dims");
+    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BOOL, 4, at2, NULL), ATTNREF_OK,
+                 "2^31 over 4 dims");
     cr_assert_eq(t.strides[0], (int64_t)1 << 23, "strides[0]");
-    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BOOL, 2, over, NULL), ATTNREF_ERANGE, "2^31 + 2 rejected");
+    cr_assert_eq(attnref_tensor_init(&t, NULL, ATTNREF_BOOL, 2, over, NULL), ATTNREF_ERANGE,
+                 "2^31 + 2 rejected");
 }
 
 /* ---- numel ------------------------------------------------------------------------------- */
 
-Test(tensor, numel_values) {
+Test(tensor, numel_values)
+{
     attnref_tensor t = valid_2x3();
     cr_assert_eq(attnref_tensor_numel(&t), 6, "2x3");
     t.ndim = 0;
@@ -154,7 +178,8 @@ Test(tensor, numel_values) {
     t.shape[1] = 0;
     cr_assert_eq(attnref_tensor_numel(&t), 0, "zero extent");
     /* numel has no status channel: an unrepresentable or invalid count comes back as -1. */
-    for (int i = 0; i < 4; i++) t.shape[i] = (int64_t)1 << 20;
+    for (int i = 0; i < 4; i++)
+        t.shape[i] = (int64_t)1 << 20;
     cr_assert_eq(attnref_tensor_numel(&t), -1, "2^80 does not wrap");
     t.shape[3] = (int64_t)1 << 3; /* 2^63 */
     cr_assert_eq(attnref_tensor_numel(&t), -1, "2^63 does not wrap");
@@ -170,7 +195,8 @@ Test(tensor, numel_values) {
 
 /* ---- check ------------------------------------------------------------------------------- */
 
-Test(tensor, check_accepts_and_clears_diag) {
+Test(tensor, check_accepts_and_clears_diag)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d = dirty_diag();
     cr_assert_eq(attnref_tensor_check(&t, "q", &d), ATTNREF_OK, "valid: %s", d.msg);
@@ -178,15 +204,18 @@ Test(tensor, check_accepts_and_clears_diag) {
     cr_assert_eq(attnref_tensor_check(&t, "q", NULL), ATTNREF_OK, "diag may be NULL");
 
     t.strides[0] = 0; /* broadcast rows */
-    cr_assert_eq(attnref_tensor_check(&t, "mask", &d), ATTNREF_OK, "stride 0 broadcasts: %s", d.msg);
+    cr_assert_eq(attnref_tensor_check(&t, "mask", &d), ATTNREF_OK, "stride 0 broadcasts: %s",
+                 d.msg);
     t.shape[0] = 1;
     t.strides[0] = INT64_MAX; /* never multiplied by a nonzero index */
-    cr_assert_eq(attnref_tensor_check(&t, "mask", &d), ATTNREF_OK, "any stride on an extent-1 dim: %s", d.msg);
+    cr_assert_eq(attnref_tensor_check(&t, "mask", &d), ATTNREF_OK,
+                 "any stride on an extent-1 dim: %s", d.msg);
     t.dtype = ATTNREF_BOOL;
     cr_assert_eq(attnref_tensor_check(&t, "mask", &d), ATTNREF_OK, "bool dtype: %s", d.msg);
 }
 
-Test(tensor, check_rejects_rank) {
+Test(tensor, check_rejects_rank)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     t.ndim = 5;
@@ -197,7 +226,8 @@ Test(tensor, check_rejects_rank) {
     cr_assert_str_eq(d.msg, "v: rank -2 is outside 0..4", "diag: %s", d.msg);
 }
 
-Test(tensor, check_rejects_negative_extent) {
+Test(tensor, check_rejects_negative_extent)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     t.ndim = 3;
@@ -207,7 +237,8 @@ Test(tensor, check_rejects_negative_extent) {
     cr_assert_str_eq(d.msg, "q: dimension 2 has negative extent -3", "diag: %s", d.msg);
 }
 
-Test(tensor, check_rejects_negative_stride) {
+Test(tensor, check_rejects_negative_stride)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     t.strides[1] = -1;
@@ -215,28 +246,33 @@ Test(tensor, check_rejects_negative_stride) {
     cr_assert_str_eq(d.msg, "k: dimension 1 has negative stride -1", "diag: %s", d.msg);
 }
 
-Test(tensor, check_rejects_null_data) {
+Test(tensor, check_rejects_null_data)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     t.data = NULL;
     cr_assert_eq(attnref_tensor_check(&t, "out", &d), ATTNREF_EINVAL, "NULL data with 6 elements");
     cr_assert_str_eq(d.msg, "out: data is NULL but the tensor has 6 elements", "diag: %s", d.msg);
     t.shape[0] = 0;
-    cr_assert_eq(attnref_tensor_check(&t, "out", &d), ATTNREF_OK, "NULL data with no elements: %s", d.msg);
+    cr_assert_eq(attnref_tensor_check(&t, "out", &d), ATTNREF_OK, "NULL data with no elements: %s",
+                 d.msg);
 }
 
-Test(tensor, check_rejects_unknown_dtype) {
+Test(tensor, check_rejects_unknown_dtype)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     const int bad[] = {0, 5, -1, 1000};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         t.dtype = (attnref_dtype)bad[i];
         cr_assert_eq(attnref_tensor_check(&t, "q", &d), ATTNREF_EINVAL, "dtype %d", bad[i]);
-        cr_assert(strncmp(d.msg, "q: ", 3) == 0 && strstr(d.msg, "dtype") != NULL, "diag: %s", d.msg);
+        cr_assert(strncmp(d.msg, "q: ", 3) == 0 && strstr(d.msg, "dtype") != NULL, "diag: %s",
+                  d.msg);
     }
 }
 
-Test(tensor, check_rejects_numel_overflow) {
+Test(tensor, check_rejects_numel_overflow)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     t.ndim = 4;
@@ -257,7 +293,8 @@ Test(tensor, check_rejects_numel_overflow) {
     cr_assert_eq(attnref_tensor_check(&t, "mask", &d), ATTNREF_ERANGE, "2^32 elements");
 }
 
-Test(tensor, check_rejects_large_offsets) {
+Test(tensor, check_rejects_large_offsets)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     t.ndim = 1;
@@ -281,12 +318,14 @@ Test(tensor, check_rejects_large_offsets) {
     cr_assert_eq(attnref_tensor_check(&t, "k", &d), ATTNREF_OK, "offset 2^31 - 1: %s", d.msg);
 }
 
-Test(tensor, check_name_and_diag_robustness) {
+Test(tensor, check_name_and_diag_robustness)
+{
     attnref_tensor t = valid_2x3();
     attnref_diag d;
     t.strides[0] = -4;
     cr_assert_eq(attnref_tensor_check(&t, NULL, &d), ATTNREF_EINVAL, "NULL name");
-    cr_assert_str_eq(d.msg, "tensor: dimension 0 has negative stride -4", "default name: %s", d.msg);
+    cr_assert_str_eq(d.msg, "tensor: dimension 0 has negative stride -4", "default name: %s",
+                     d.msg);
     cr_assert_eq(attnref_tensor_check(NULL, "q", &d), ATTNREF_EINVAL, "NULL descriptor");
     cr_assert(strncmp(d.msg, "q: ", 3) == 0, "diag: %s", d.msg);
     cr_assert_eq(attnref_tensor_check(&t, "q", NULL), ATTNREF_EINVAL, "failure with NULL diag");
@@ -301,11 +340,13 @@ Test(tensor, check_name_and_diag_robustness) {
 
 /* ---- offset ------------------------------------------------------------------------------ */
 
-Test(tensor, offset_with_permuted_strides) {
+Test(tensor, offset_with_permuted_strides)
+{
     /* A contiguous (B, L, H, D) = (2, 5, 3, 4) buffer viewed as (B, H, L, D). */
     enum { B = 2, L = 5, H = 3, D = 4 };
     float buf[B * L * H * D];
-    for (int i = 0; i < B * L * H * D; i++) buf[i] = (float)i;
+    for (int i = 0; i < B * L * H * D; i++)
+        buf[i] = (float)i;
     attnref_tensor t;
     memset(&t, 0, sizeof t);
     t.data = buf;
@@ -331,10 +372,12 @@ Test(tensor, offset_with_permuted_strides) {
                 }
 
     const int64_t last[4] = {B - 1, H - 1, L - 1, D - 1};
-    cr_assert_eq(attnref_tensor_offset(&t, last), B * L * H * D - 1, "last element is the buffer end");
+    cr_assert_eq(attnref_tensor_offset(&t, last), B * L * H * D - 1,
+                 "last element is the buffer end");
 }
 
-Test(tensor, offset_with_broadcast) {
+Test(tensor, offset_with_broadcast)
+{
     attnref_tensor t = valid_2x3();
     t.strides[0] = 0;
     const int64_t a[2] = {0, 2}, b[2] = {1, 2};

@@ -10,7 +10,8 @@
 #include "attnref/sdpa.h"
 #include "casegen.h"
 
-__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     fputs("casegen: ", stderr);
@@ -20,7 +21,8 @@ __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt,
     exit(1);
 }
 
-static char *xstrdup(const char *s) {
+static char *xstrdup(const char *s)
+{
     char *d = strdup(s);
     if (!d)
         die("out of memory");
@@ -29,12 +31,14 @@ static char *xstrdup(const char *s) {
 
 const attnref_dtype CG_DTYPES[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
 
-const char *cg_id_dt(char *buf, size_t n, const char *stem, attnref_dtype dt) {
+const char *cg_id_dt(char *buf, size_t n, const char *stem, attnref_dtype dt)
+{
     snprintf(buf, n, "%s.%s", stem, attnref_dtype_name(dt));
     return buf;
 }
 
-acase *cg_new(acase_op op, const char *id, const char *description, const char *rule) {
+acase *cg_new(acase_op op, const char *id, const char *description, const char *rule)
+{
     acase *c = acase_new();
     if (!c)
         die("out of memory");
@@ -48,9 +52,9 @@ acase *cg_new(acase_op op, const char *id, const char *description, const char *
 }
 
 /* q, k, v generated uniformly in [-1, 1) (q and k scaled by `amp`). */
-acase *cg_sdpa(const char *id, const char *desc, const char *rule, attnref_dtype dt,
-                   int64_t b, int64_t hq, int64_t hkv, int64_t lq, int64_t lk, int64_t d,
-                   int64_t dv, double amp) {
+acase *cg_sdpa(const char *id, const char *desc, const char *rule, attnref_dtype dt, int64_t b,
+               int64_t hq, int64_t hkv, int64_t lq, int64_t lk, int64_t d, int64_t dv, double amp)
+{
     acase *c = cg_new(ACASE_OP_SDPA, id, desc, rule);
     cg_gen4(c, &c->q, "q", dt, b, hq, lq, d, -amp, amp);
     cg_gen4(c, &c->k, "k", dt, b, hkv, lk, d, -amp, amp);
@@ -58,14 +62,16 @@ acase *cg_sdpa(const char *id, const char *desc, const char *rule, attnref_dtype
     return c;
 }
 
-void cg_rule(acase *c, const char *rule) {
+void cg_rule(acase *c, const char *rule)
+{
     if (c->nrules >= ACASE_MAX_RULES)
         die("%s: too many rules", c->id);
     c->rules[c->nrules++] = xstrdup(rule);
 }
 
 /* FNV-1a 64 of "id/name": the per-tensor seed. */
-static uint64_t seed_of(const char *id, const char *name) {
+static uint64_t seed_of(const char *id, const char *name)
+{
     uint64_t h = 0xcbf29ce484222325ull;
     for (const char *s = id; *s; s++)
         h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
@@ -75,7 +81,8 @@ static uint64_t seed_of(const char *id, const char *name) {
     return h;
 }
 
-static void set_shape(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape) {
+static void set_shape(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape)
+{
     free(t->data);
     memset(t, 0, sizeof *t);
     t->present = 1;
@@ -86,7 +93,8 @@ static void set_shape(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t
 }
 
 void cg_gen(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, int ndim,
-            const int64_t *shape, double lo, double hi) {
+            const int64_t *shape, double lo, double hi)
+{
     char err[256];
     set_shape(t, dt, ndim, shape);
     t->source = ACASE_SRC_UNIFORM;
@@ -98,13 +106,15 @@ void cg_gen(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, int n
 }
 
 void cg_gen4(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, int64_t b, int64_t h,
-             int64_t l, int64_t d, double lo, double hi) {
+             int64_t l, int64_t d, double lo, double hi)
+{
     const int64_t shape[4] = {b, h, l, d};
     cg_gen(c, t, name, dt, 4, shape, lo, hi);
 }
 
 void cg_inline(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape,
-               const double *values) {
+               const double *values)
+{
     char err[256];
     set_shape(t, dt, ndim, shape);
     t->source = ACASE_SRC_INLINE;
@@ -114,7 +124,8 @@ void cg_inline(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape
         attnref_store(t->data, dt, n, values[n]);
 }
 
-void cg_poke(acase_tensor *t, int64_t flat, double value) {
+void cg_poke(acase_tensor *t, int64_t flat, double value)
+{
     if (flat < 0 || flat >= t->numel)
         die("cg_poke: index %lld out of range", (long long)flat);
     t->source = ACASE_SRC_INLINE;
@@ -124,7 +135,8 @@ void cg_poke(acase_tensor *t, int64_t flat, double value) {
 /* The mask builder's keep mask for p as 0/1 bytes (caller frees), its shape in shape[4] and
  * element count in *n; an error from the reference stops casegen with `what` and the reason. */
 static uint8_t *build_keep(const char *id, const char *what, const attnref_mask_params *p,
-                           int64_t shape[4], int64_t *n) {
+                           int64_t shape[4], int64_t *n)
+{
     attnref_diag diag;
     attnref_tensor kt;
     if (attnref_mask_shape(p, shape, &diag) != ATTNREF_OK)
@@ -143,9 +155,14 @@ static void require_non_degenerate(const char *id, const attnref_mask_params *p,
                                    const uint8_t *keep, int64_t n);
 
 void cg_builder_mask(acase *c, attnref_dtype dt, int64_t lq, int64_t offset, int64_t window,
-                     int64_t batch, const int64_t *lengths, const int64_t *left_padding) {
-    attnref_mask_params p = {.lq = lq, .offset = offset, .window = window, .batch = batch,
-                             .lengths = lengths, .left_padding = left_padding};
+                     int64_t batch, const int64_t *lengths, const int64_t *left_padding)
+{
+    attnref_mask_params p = {.lq = lq,
+                             .offset = offset,
+                             .window = window,
+                             .batch = batch,
+                             .lengths = lengths,
+                             .left_padding = left_padding};
     int64_t shape[4], n;
     uint8_t *keep = build_keep(c->id, "mask", &p, shape, &n);
     double *vals = malloc(((size_t)n + 1) * sizeof *vals);
@@ -160,10 +177,14 @@ void cg_builder_mask(acase *c, attnref_dtype dt, int64_t lq, int64_t offset, int
     free(vals);
 }
 
-void cg_expect_error(acase *c, int status) { c->expected.error = status; }
+void cg_expect_error(acase *c, int status)
+{
+    c->expected.error = status;
+}
 
 /* A contiguous attnref view of a case tensor (case data is logical row-major). */
-static attnref_tensor view(const acase_tensor *t) {
+static attnref_tensor view(const acase_tensor *t)
+{
     attnref_tensor v;
     attnref_diag diag;
     if (attnref_tensor_init(&v, t->data, t->dtype, t->ndim, t->shape, &diag) != ATTNREF_OK)
@@ -171,10 +192,15 @@ static attnref_tensor view(const acase_tensor *t) {
     return v;
 }
 
-static void expect_mask(acase *c) {
-    attnref_mask_params p = {.lq = c->lq, .offset = c->offset, .window = c->window,
-                             .batch = c->batch, .lengths = c->lengths,
-                             .left_padding = c->left_padding, .kv_len = c->kv_len};
+static void expect_mask(acase *c)
+{
+    attnref_mask_params p = {.lq = c->lq,
+                             .offset = c->offset,
+                             .window = c->window,
+                             .batch = c->batch,
+                             .lengths = c->lengths,
+                             .left_padding = c->left_padding,
+                             .kv_len = c->kv_len};
     attnref_diag diag;
     int64_t shape[4];
     int rc = attnref_mask_shape(&p, shape, &diag);
@@ -200,14 +226,19 @@ static void expect_mask(acase *c) {
     free(keep);
 }
 
-static void expect_sdpa(acase *c) {
+static void expect_sdpa(acase *c)
+{
     attnref_tensor q = view(&c->q), k = view(&c->k), v = view(&c->v), m;
     if (c->mask.present)
         m = view(&c->mask);
-    attnref_sdpa_params p = {.has_scale = c->has_scale, .scale = c->scale, .causal = c->causal,
+    attnref_sdpa_params p = {.has_scale = c->has_scale,
+                             .scale = c->scale,
+                             .causal = c->causal,
                              .has_causal_offset = c->has_causal_offset,
-                             .causal_offset = c->causal_offset, .window = c->window,
-                             .batch = c->batch, .lengths = c->lengths,
+                             .causal_offset = c->causal_offset,
+                             .window = c->window,
+                             .batch = c->batch,
+                             .lengths = c->lengths,
                              .left_padding = c->left_padding};
     acase_expected *e = &c->expected;
     char err[256];
@@ -235,7 +266,8 @@ static void expect_sdpa(acase *c) {
     }
 }
 
-static void mkdirs(const char *path) {
+static void mkdirs(const char *path)
+{
     char buf[2048];
     snprintf(buf, sizeof buf, "%s", path);
     for (char *s = buf + 1; *s; s++)
@@ -248,7 +280,8 @@ static void mkdirs(const char *path) {
 }
 
 /* Whole file into memory; NULL if it does not exist. */
-static char *slurp(const char *path, size_t *len) {
+static char *slurp(const char *path, size_t *len)
+{
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -274,7 +307,8 @@ static char *slurp(const char *path, size_t *len) {
 
 /* Keep mask for p with one constraint dropped (which: 0 window, 1 lengths, 2 left padding), as
  * 0/1 bytes; the shape never changes because the batch stays. */
-static uint8_t *keep_without(const char *id, const attnref_mask_params *given, int which) {
+static uint8_t *keep_without(const char *id, const attnref_mask_params *given, int which)
+{
     attnref_mask_params p = *given;
     int64_t *full = NULL;
     if (which == 0)
@@ -300,7 +334,8 @@ static uint8_t *keep_without(const char *id, const attnref_mask_params *given, i
  * more of window / lengths / left padding, dropping any one must change the keep mask (of n
  * elements), else the case cannot tell a backend that ignores that constraint. */
 static void require_non_degenerate(const char *id, const attnref_mask_params *p,
-                                   const uint8_t *keep, int64_t n) {
+                                   const uint8_t *keep, int64_t n)
+{
     const int has[3] = {p->window > 0, p->lengths != NULL, p->left_padding != NULL};
     if (has[0] + has[1] + has[2] < 2)
         return;
@@ -320,12 +355,19 @@ static void require_non_degenerate(const char *id, const attnref_mask_params *p,
 
 static void emit(cg *g, acase *c, int rounded);
 
-void cg_emit(cg *g, acase *c) { emit(g, c, 0); }
+void cg_emit(cg *g, acase *c)
+{
+    emit(g, c, 0);
+}
 
-void cg_emit_rounded(cg *g, acase *c) { emit(g, c, 1); }
+void cg_emit_rounded(cg *g, acase *c)
+{
+    emit(g, c, 1);
+}
 
 /* rounded: the correctly-rounded form (cg_rows_rounded). */
-static void emit(cg *g, acase *c, int rounded) {
+static void emit(cg *g, acase *c, int rounded)
+{
     char err[256], family[ACASE_ID_MAX];
     if (c->op == ACASE_OP_MASK)
         expect_mask(c);

@@ -35,11 +35,11 @@
 #include "attnref/dtype.h"
 
 typedef struct cg {
-    const char *dir;  /* cases root */
-    int check;        /* 1: compare with the files instead of writing */
-    int count;        /* cases emitted */
-    int mismatches;   /* --check: files missing or different */
-    char **paths;     /* relative paths emitted, to find stale files */
+    const char *dir; /* cases root */
+    int check;       /* 1: compare with the files instead of writing */
+    int count;       /* cases emitted */
+    int mismatches;  /* --check: files missing or different */
+    char **paths;    /* relative paths emitted, to find stale files */
     int npaths, cap;
 } cg;
 

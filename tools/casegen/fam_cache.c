@@ -39,9 +39,9 @@ __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt,
 typedef struct seq {
     acase *c;
     attnref_cache *ref[ACASE_MAX_CACHES];
-    int n;          /* caches made */
-    int values;     /* VAL_POSITION or VAL_RANDOM */
-    int step;       /* steps so far, for tensor seeds */
+    int n;      /* caches made */
+    int values; /* VAL_POSITION or VAL_RANDOM */
+    int step;   /* steps so far, for tensor seeds */
     /* The attend outputs of cache 0, row-major per attend step, for the one-shot property. */
     double *outs;
     int64_t nouts;
@@ -78,8 +78,8 @@ static void copy_params(acase_cache_params *dst, const acase_cache_params *src)
     }
 }
 
-static seq *seq_new(const char *id, const char *desc, const char *rule,
-                    const acase_cache_params *p, int values)
+static seq *seq_new(const char *id, const char *desc, const char *rule, const acase_cache_params *p,
+                    int values)
 {
     seq *s = calloc(1, sizeof *s);
     if (!s)
@@ -155,7 +155,8 @@ static void snapshot(seq *s, acase_cache_step *st)
                 for (int64_t j = 0; j < in.T; j++)
                     for (int64_t e = 0; e < dd; e++) {
                         int64_t at = ((b * in.kv_heads + h) * in.T + j) * dd + e;
-                        dst[at] = st->positions[b * in.T + j] < 0 ? 0.0 : attnref_load(src, in.dtype, at);
+                        dst[at] =
+                            st->positions[b * in.T + j] < 0 ? 0.0 : attnref_load(src, in.dtype, at);
                     }
     }
     free(kb);
@@ -462,7 +463,8 @@ static void require_one_shot(seq *s, int64_t window)
         }
     int64_t B = p->batch, H = p->kv_heads, D = p->head_dim, Dv = p->v_head_dim;
     size_t es = attnref_dtype_size(p->dtype);
-    char *q = calloc((size_t)(B * hq * total * D), es), *k = calloc((size_t)(B * H * total * D), es);
+    char *q = calloc((size_t)(B * hq * total * D), es),
+         *k = calloc((size_t)(B * H * total * D), es);
     char *v = calloc((size_t)(B * H * total * Dv), es);
     double *out = malloc((size_t)(B * hq * total * Dv) * sizeof *out);
     if (!q || !k || !v || !out)
@@ -511,8 +513,8 @@ static void require_one_shot(seq *s, int64_t window)
                         double want = out[((b * hq + h) * total + at + t) * Dv + e];
                         if (fabs(got - want) > 1e-12 * (fabs(want) + 1e-300) + 1e-300)
                             die("%s: step %lld: attention through the cache (%.17g) differs "
-                                "from one-shot attention (%.17g)", s->c->id, (long long)i, got,
-                                want);
+                                "from one-shot attention (%.17g)",
+                                s->c->id, (long long)i, got, want);
                     }
         off += B * hq * S * Dv;
         at += S;
@@ -548,7 +550,8 @@ static void fam_standard(cg *g)
         /* The report: trim(7) then trim(4) on 10 tokens; trim(-5) rejected. */
         acase_cache_params pt = P(ACASE_CACHE_STANDARD, CG_DTYPES[i], 1, 1, 1);
         cg_id_dt(id, sizeof id, "cache.standard.trim_report", CG_DTYPES[i]);
-        s = seq_new(id, "A standard cache holding 10 tokens (key = value = position): trim(-5) "
+        s = seq_new(id,
+                    "A standard cache holding 10 tokens (key = value = position): trim(-5) "
                     "is rejected and changes nothing (mlx-lm 0.32 grows the offset instead); "
                     "trim(7) returns 7, then trim(4) returns the 3 left; the next block starts "
                     "again at position 0.",
@@ -567,7 +570,8 @@ static void fam_standard(cg *g)
         char id[96];
         acase_cache_params p = P(ACASE_CACHE_STANDARD, CG_DTYPES[i], 1, 1, 1);
         cg_id_dt(id, sizeof id, "cache.standard.decode_positions", CG_DTYPES[i]);
-        s = seq_new(id, "Head_dim 1, key = value = position: a 3-token prefill, three decodes "
+        s = seq_new(id,
+                    "Head_dim 1, key = value = position: a 3-token prefill, three decodes "
                     "and a 2-token chunk attend through the cache; each query sees exactly the "
                     "positions up to its own, and the outputs equal one-shot causal attention.",
                     "clause14.append", &p, VAL_POSITION);
@@ -582,7 +586,8 @@ static void fam_standard(cg *g)
         p = P(ACASE_CACHE_STANDARD, CG_DTYPES[i], 2, 2, 16);
         p.v_head_dim = 8;
         cg_id_dt(id, sizeof id, "cache.standard.end_to_end", CG_DTYPES[i]);
-        s = seq_new(id, "End to end (B 2, Hq 4 over Hkv 2, D 16, Dv 8, random data): prefill 5, "
+        s = seq_new(id,
+                    "End to end (B 2, Hq 4 over Hkv 2, D 16, Dv 8, random data): prefill 5, "
                     "three decodes, a chunked prefill of 4 and one more decode on one cache "
                     "give the outputs of one-shot causal attention over the 13 tokens.",
                     "clause14.one_shot", &p, VAL_RANDOM);
@@ -689,7 +694,8 @@ static void fam_rotating(cg *g)
         acase_cache_params pe = P(ACASE_CACHE_ROTATING, CG_DTYPES[i], 1, 2, 16);
         pe.max_size = 6;
         cg_id_dt(id, sizeof id, "cache.rotating.end_to_end", CG_DTYPES[i]);
-        s = seq_new(id, "End to end (Hq 4 over Hkv 2, D 16, random): max_size 6; prefill 4, "
+        s = seq_new(id,
+                    "End to end (Hq 4 over Hkv 2, D 16, random): max_size 6; prefill 4, "
                     "decodes past the wrap-around, a 3-token chunk: every output equals one-shot "
                     "causal attention with a window of 6 over the whole sequence.",
                     "clause15.retain_multi", &pe, VAL_RANDOM);
@@ -725,7 +731,8 @@ static void fam_chunked(cg *g)
         acase_cache_params pe = P(ACASE_CACHE_CHUNKED, CG_DTYPES[i], 1, 2, 8);
         pe.chunk_size = 3;
         cg_id_dt(id, sizeof id, "cache.chunked.random", CG_DTYPES[i]);
-        s = seq_new(id, "chunk_size 3, Hq 4 over Hkv 2, D 8, random data: prefill 4, decodes, "
+        s = seq_new(id,
+                    "chunk_size 3, Hq 4 over Hkv 2, D 8, random data: prefill 4, decodes, "
                     "a 2-token chunk, trim(1) and a decode.",
                     "clause16.mask_chunk", &pe, VAL_RANDOM);
         cg_rule(s->c, "clause16.trim");
@@ -741,7 +748,11 @@ static void fam_chunked(cg *g)
 
 static void fam_quantized(cg *g)
 {
-    static const struct { attnref_dtype dt; int64_t group, bits, d; const char *stem; } qs[] = {
+    static const struct {
+        attnref_dtype dt;
+        int64_t group, bits, d;
+        const char *stem;
+    } qs[] = {
         {ATTNREF_F16, 32, 4, 64, "cache.quantized.g32_b4"},
         {ATTNREF_BF16, 64, 8, 64, "cache.quantized.g64_b8"},
         {ATTNREF_F32, 128, 4, 128, "cache.quantized.g128_b4"},
@@ -753,7 +764,8 @@ static void fam_quantized(cg *g)
         p.group_size = qs[i].group;
         p.bits = qs[i].bits;
         cg_id_dt(id, sizeof id, qs[i].stem, qs[i].dt);
-        seq *s = seq_new(id, "Quantized cache, random data: the keys/values read back are the "
+        seq *s = seq_new(id,
+                         "Quantized cache, random data: the keys/values read back are the "
                          "dequantized values of SPEC clause 17 exactly, and attention through "
                          "the cache is within the sdpa tolerance.",
                          "clause17.formula", &p, VAL_RANDOM);
@@ -773,7 +785,8 @@ static void fam_quantized(cg *g)
         p.group_size = 32;
         p.bits = 4;
         cg_id_dt(id, sizeof id, "cache.quantized.ties_b4", CG_DTYPES[t]);
-        seq *s = seq_new(id, "4-bit groups whose values fall exactly halfway between two codes "
+        seq *s = seq_new(id,
+                         "4-bit groups whose values fall exactly halfway between two codes "
                          "(0, 0.5, 1, ..., 15 and back, scale 1): SPEC clause 17 rounds ties to "
                          "even, so 0.5 reads back as 0, 1.5 as 2, 2.5 as 2.",
                          "clause17.ties_even", &p, VAL_RANDOM);
@@ -860,7 +873,8 @@ static void fam_batch(cg *g)
         int64_t lp2[] = {1, 2};
         pw.left_padding = lp2;
         cg_id_dt(id, sizeof id, "cache.batch.write_position", CG_DTYPES[i]);
-        s = seq_new(id, "Batch of 2 with left padding [1, 2] in both rows: after a 3-token "
+        s = seq_new(id,
+                    "Batch of 2 with left padding [1, 2] in both rows: after a 3-token "
                     "prefill the row offsets are [2, 1] but the next token goes to slot 3 (the "
                     "stored length), not to the largest offset.",
                     "clause18.left_padding", &pw, VAL_POSITION);
@@ -982,7 +996,8 @@ static void fam_batch(cg *g)
         int64_t lpb[] = {0, 3, 1};
         pb.left_padding = lpb;
         cg_id_dt(id, sizeof id, "cache.batch.rows_equal_unbatched", CG_DTYPES[i]);
-        s = seq_new(id, "Batch of 3 prompts of 6, 3 and 5 tokens (left padding [0, 3, 1], Hq 4 "
+        s = seq_new(id,
+                    "Batch of 3 prompts of 6, 3 and 5 tokens (left padding [0, 3, 1], Hq 4 "
                     "over Hkv 2, D 8, random): after the prefill and three decodes, every "
                     "valid row equals the run of its own prompt on an unbatched cache.",
                     "clause18.row_equals_single", &pb, VAL_RANDOM);
@@ -1034,8 +1049,8 @@ static void fam_batch(cg *g)
                             double got = st->out[((row * 4 + h) * S + t) * 8 + e];
                             if (fabs(got - want) > 1e-12 * fabs(want) + 1e-300)
                                 die("%s: step %lld row %lld differs from its unbatched run "
-                                    "(%.17g vs %.17g)", id, (long long)k, (long long)row, got,
-                                    want);
+                                    "(%.17g vs %.17g)",
+                                    id, (long long)k, (long long)row, got, want);
                         }
                 free(qb);
                 free(kb);

@@ -37,8 +37,8 @@ static const spec SPECS[] = {
      "and their negatives: RNE picks the even one; round-half-away and truncation do not.",
      1, 1, 1, 2, 2, 4, 8, ZERO_K, V_TIES, 0},
     {"sdpa.rounding.mean4",
-     "Uniform weights over 4 keys (q = 0), V in [0.5, 2): the mean of V rounded once.",
-     1, 2, 2, 3, 4, 16, 24, ZERO_Q, V_POS, 0},
+     "Uniform weights over 4 keys (q = 0), V in [0.5, 2): the mean of V rounded once.", 1, 2, 2, 3,
+     4, 16, 24, ZERO_Q, V_POS, 0},
     {"sdpa.rounding.mean8_neg_gqa",
      "GQA (Hq 4, Hkv 2), k = 0, 8 keys, V in [-2, -0.5): truncation toward zero differs from RNE "
      "on negative values too.",
@@ -48,8 +48,8 @@ static const spec SPECS[] = {
      "move the weights, and the mean of the kept V is rounded once.",
      1, 2, 2, 8, 16, 8, 8, ZERO_Q, V_POS, 1},
     {"sdpa.rounding.lk64",
-     "64 keys, D = Dv = 64 (q = 0), V in [0.5, 2): several key tiles, still exact.",
-     1, 1, 1, 2, 64, 64, 64, ZERO_Q, V_POS, 0},
+     "64 keys, D = Dv = 64 (q = 0), V in [0.5, 2): several key tiles, still exact.", 1, 1, 1, 2, 64,
+     64, 64, ZERO_Q, V_POS, 0},
     {"sdpa.rounding.lk1024",
      "1024 keys (k = 0), V in [-2, -0.5): many tiles and splits (flash decoding), every partial "
      "sum exact in f32.",
@@ -59,7 +59,8 @@ static const spec SPECS[] = {
 /* V of the tie case: element a of key 0 is 1 + a ulp, of key 1 is 1 + (a+1) ulp, so the mean
  * is 1 + (a + 1/2) ulp, a tie whose even neighbour is below for even a and above for odd a;
  * elements a = 2, 3, 6, 7 are negated (both parities with both signs). */
-static void ties_v(acase *c, attnref_dtype dt, const spec *s) {
+static void ties_v(acase *c, attnref_dtype dt, const spec *s)
+{
     const double ulp = dt == ATTNREF_F16 ? 1.0 / 1024 : 1.0 / 128;
     const int64_t shape[4] = {s->b, s->hkv, s->lk, s->dv};
     const int64_t n = s->b * s->hkv * s->lk * s->dv;
@@ -73,10 +74,11 @@ static void ties_v(acase *c, attnref_dtype dt, const spec *s) {
     free(v);
 }
 
-static void build(cg *g, const spec *s, attnref_dtype dt) {
+static void build(cg *g, const spec *s, attnref_dtype dt)
+{
     char id[128];
-    acase *c = cg_sdpa(cg_id_dt(id, sizeof id, s->stem, dt), s->desc, RULE, dt, s->b, s->hq,
-                       s->hkv, s->lq, s->lk, s->d, s->dv, 1.0);
+    acase *c = cg_sdpa(cg_id_dt(id, sizeof id, s->stem, dt), s->desc, RULE, dt, s->b, s->hq, s->hkv,
+                       s->lq, s->lk, s->d, s->dv, 1.0);
     /* Scores exactly 0: one side of q . k (or both) all zeros. */
     for (int side = 0; side < 2; side++) {
         if ((side == 0 && s->zero == ZERO_K) || (side == 1 && s->zero == ZERO_Q))
@@ -117,7 +119,8 @@ static void build(cg *g, const spec *s, attnref_dtype dt) {
     cg_emit_rounded(g, c);
 }
 
-void fam_exact(cg *g) {
+void fam_exact(cg *g)
+{
     static const attnref_dtype dts[2] = {ATTNREF_F16, ATTNREF_BF16};
     for (size_t k = 0; k < sizeof SPECS / sizeof SPECS[0]; k++)
         for (int t = 0; t < 2; t++)

@@ -30,12 +30,14 @@
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-__attribute__((noreturn)) static void die(const char *id, const char *what) {
+__attribute__((noreturn)) static void die(const char *id, const char *what)
+{
     fprintf(stderr, "casegen: %s: %s\n", id, what);
     exit(1);
 }
 
-static double *xcalloc(int64_t n) {
+static double *xcalloc(int64_t n)
+{
     double *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
     if (!p)
         die("fam_kinds", "out of memory");
@@ -43,7 +45,8 @@ static double *xcalloc(int64_t n) {
 }
 
 /* A deterministic value in 0..m-1 from indices (SplitMix64 finaliser of a packed key). */
-static uint64_t mix(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+static uint64_t mix(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
     uint64_t z = a * 0x9E3779B97F4A7C15ull ^ b * 0xBF58476D1CE4E5B9ull ^ c * 0x94D049BB133111EBull ^
                  (d + 0x2545F4914F6CDD1Dull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -52,7 +55,8 @@ static uint64_t mix(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
 }
 
 /* A multiple of `step` in [-1, 1] from indices: exact in every dtype for step >= 1/128. */
-static double grid(double step, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+static double grid(double step, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
     const uint64_t n = (uint64_t)(2.0 / step) + 1;
     return -1.0 + step * (double)(mix(a, b, c, d) % n);
 }
@@ -66,10 +70,10 @@ typedef enum { VIA_QK, VIA_MASK } sentinel_route;
 static const struct sentinel_spec {
     const char *stem, *desc;
     sentinel_route route;
-    double level;   /* the logits' level (f32); bf16 uses the nearest value it holds */
-    int mixed;      /* odd query rows unmasked (mask 0), even rows at the level */
+    double level; /* the logits' level (f32); bf16 uses the nearest value it holds */
+    int mixed;    /* odd query rows unmasked (mask 0), even rows at the level */
     int64_t b, lq, lk;
-    int bf16;       /* also a bf16 case (the mask route only: see below) */
+    int bf16; /* also a bf16 case (the mask route only: see below) */
 } SENTINELS[] = {
     {"sdpa.sentinel.qk_neg1e5",
      "Every logit near -1e5 through q.k alone (q = [1024, a], k = [-196, c], D = 4, scale 1/2: "
@@ -99,17 +103,19 @@ static const struct sentinel_spec {
 
 /* The sentinel level as the mask dtype holds it: f32 holds -1e5 and -2e4 exactly; bf16 (8
  * significant bits) takes -99840 and -19968, the nearest values it has. */
-static double level_in(double level, attnref_dtype dt) {
+static double level_in(double level, attnref_dtype dt)
+{
     float cell[1];
     attnref_store(cell, dt, 0, level);
     return attnref_load(cell, dt, 0);
 }
 
-static void sentinel_case(cg *g, const struct sentinel_spec *s, attnref_dtype dt) {
+static void sentinel_case(cg *g, const struct sentinel_spec *s, attnref_dtype dt)
+{
     char id[128];
     const int64_t H = 2, D = s->route == VIA_QK ? 4 : 16, DV = 8;
-    acase *c = cg_new(ACASE_OP_SDPA, cg_id_dt(id, sizeof id, s->stem, dt), s->desc,
-                      "clause12.stability");
+    acase *c =
+        cg_new(ACASE_OP_SDPA, cg_id_dt(id, sizeof id, s->stem, dt), s->desc, "clause12.stability");
     /* V in [1, 2): every convex combination is in [1, 2), far from the 0 of the bug. */
     cg_gen4(c, &c->v, "v", dt, s->b, H, s->lk, DV, 1.0, 2.0);
     const int64_t qs[4] = {s->b, H, s->lq, D}, ks[4] = {s->b, H, s->lk, D};
@@ -143,10 +149,10 @@ static void sentinel_case(cg *g, const struct sentinel_spec *s, attnref_dtype dt
         for (int64_t b = 0; b < s->b; b++)
             for (int64_t i = 0; i < s->lq; i++)
                 for (int64_t j = 0; j < s->lk; j++)
-                    mv[(b * s->lq + i) * s->lk + j] =
-                        s->mixed && i % 2 ? 0.0
-                        : dt == ATTNREF_F32 ? s->level - (double)((i + 2 * j + b) % 3)
-                                            : level_in(s->level, dt);
+                    mv[(b * s->lq + i) * s->lk + j] = s->mixed && i % 2 ? 0.0
+                                                      : dt == ATTNREF_F32
+                                                          ? s->level - (double)((i + 2 * j + b) % 3)
+                                                          : level_in(s->level, dt);
         cg_inline(&c->mask, dt, 4, ms, mv);
         free(mv);
     }
@@ -156,7 +162,8 @@ static void sentinel_case(cg *g, const struct sentinel_spec *s, attnref_dtype dt
 /* bf16 only through the mask: q.k near -1e5 in bf16 would need a score the dtype rounds by
  * hundreds, and the tolerance rightly allows an honest kernel to round the scaled score to the
  * dtype (SPEC clause 13), so such a row says nothing.  f16 cannot hold -1e5 at all. */
-static void fam_sentinel(cg *g) {
+static void fam_sentinel(cg *g)
+{
     for (int n = 0; n < N(SENTINELS); n++) {
         sentinel_case(g, &SENTINELS[n], ATTNREF_F32);
         if (SENTINELS[n].bf16)
@@ -192,13 +199,14 @@ static const struct overflow_spec {
      "the decode path must not round q.k to f16 before scaling either.",
      2, 4, 2, 1, 40, 128, 23.0, 24.0, 23.0, 24.0, 0, 1, 0x1p-10},
     {"sdpa.overflow_qk.d256",
-     "D = 256, q and k in [16, 17): q.k about 69600 > 65504, scaled by 1/16 about 4350.",
-     1, 2, 2, 3, 17, 256, 16.0, 17.0, 16.0, 17.0, 0, 0, 0.0},
+     "D = 256, q and k in [16, 17): q.k about 69600 > 65504, scaled by 1/16 about 4350.", 1, 2, 2,
+     3, 17, 256, 16.0, 17.0, 16.0, 17.0, 0, 0, 0.0},
 };
 
 /* f16 only: bf16 has f32's range, and rounding q.k to bf16 before the scale costs the same
  * relative error as rounding the scaled score after it, which the tolerance allows. */
-static void fam_overflow_qk(cg *g) {
+static void fam_overflow_qk(cg *g)
+{
     for (int n = 0; n < N(OVERFLOWS); n++) {
         const struct overflow_spec *s = &OVERFLOWS[n];
         char id[128];
@@ -254,8 +262,8 @@ static const struct layout_spec {
      "reads the same stored head.",
      2, 4, 2, ACASE_LAYOUT_BHLD, ACASE_LAYOUT_BHLD, 2, 2},
     {"sdpa.layout.kv_stride0_both",
-     "K and V with stride 0 on both the batch and the head axis (one stored (L, D) slice each).",
-     2, 2, 2, ACASE_LAYOUT_BHLD, ACASE_LAYOUT_BHLD, 3, 3},
+     "K and V with stride 0 on both the batch and the head axis (one stored (L, D) slice each).", 2,
+     2, 2, ACASE_LAYOUT_BHLD, ACASE_LAYOUT_BHLD, 3, 3},
     {"sdpa.layout.k_stride0_v_blhd",
      "k broadcast over batch and heads with stride 0, v a (B,L,H,D) view: no two of their "
      "strides agree.",
@@ -265,7 +273,8 @@ static const struct layout_spec {
 /* A generated K/V-shaped tensor, stored as the slice stride0 names and repeated to the
  * logical shape (b, h, l, d), as the reader does with `stride0:`. */
 static void gen_kv(acase *c, acase_tensor *t, const char *name, attnref_dtype dt, uint8_t s0,
-                   int64_t b, int64_t h, int64_t l, int64_t d, double lo, double hi) {
+                   int64_t b, int64_t h, int64_t l, int64_t d, double lo, double hi)
+{
     cg_gen4(c, t, name, dt, s0 & 1 ? 1 : b, s0 & 2 ? 1 : h, l, d, lo, hi);
     if (!s0)
         return;
@@ -275,7 +284,8 @@ static void gen_kv(acase *c, acase_tensor *t, const char *name, attnref_dtype dt
         die(c->id, err);
 }
 
-static void fam_layout(cg *g) {
+static void fam_layout(cg *g)
+{
     char id[128];
     for (int n = 0; n < N(LAYOUTS); n++)
         for (int t = 0; t < 3; t++) {
@@ -326,7 +336,8 @@ static const struct decode_shape {
 /* One mask element at logical (b, h, j) of the broadcast extents: key 0 is always kept, about
  * a third of the others are dropped; a per-head mask differs between heads.  BOOL: the byte
  * (1, 2 or 255 for true). */
-static double decode_mask_value(mask_kind mk, int64_t b, int64_t h, int64_t j) {
+static double decode_mask_value(mask_kind mk, int64_t b, int64_t h, int64_t j)
+{
     const uint64_t r = mix(4, (uint64_t)b, (uint64_t)h, (uint64_t)j);
     const int keep = j == 0 || r % 3 != 0;
     switch (mk) {
@@ -337,7 +348,8 @@ static double decode_mask_value(mask_kind mk, int64_t b, int64_t h, int64_t j) {
     }
 }
 
-static void decode_case(cg *g, mask_kind mk, const struct decode_shape *sh, attnref_dtype dt) {
+static void decode_case(cg *g, mask_kind mk, const struct decode_shape *sh, attnref_dtype dt)
+{
     char stem[96], id[128], desc[512];
     snprintf(stem, sizeof stem, "sdpa.decode.%s_%s", MK_NAME[mk], sh->name);
     snprintf(desc, sizeof desc,
@@ -362,7 +374,9 @@ static void decode_case(cg *g, mask_kind mk, const struct decode_shape *sh, attn
     for (int64_t b = 0; b < full[0]; b++)
         for (int64_t h = 0; h < full[1]; h++)
             for (int64_t j = 0; j < full[3]; j++)
-                mv[x++] = sh->ndim == 0 ? (mk == MK_BOOL ? 255.0 : mk == MK_BIAS ? 0.5 : 0.0)
+                mv[x++] = sh->ndim == 0 ? (mk == MK_BOOL   ? 255.0
+                                           : mk == MK_BIAS ? 0.5
+                                                           : 0.0)
                                         : decode_mask_value(mk, b, h, j);
     cg_inline(&c->mask, mk == MK_BOOL ? ATTNREF_BOOL : dt, sh->ndim, sh->shape, mv);
     if (mk == MK_BOOL) /* cg_inline stores true as 1: put the bytes back */
@@ -372,7 +386,8 @@ static void decode_case(cg *g, mask_kind mk, const struct decode_shape *sh, attn
     cg_emit(g, c);
 }
 
-static void fam_decode(cg *g) {
+static void fam_decode(cg *g)
+{
     /* Every kind with every shape; the dtype rotates so that each kind and each per-head shape
      * meets f32, f16 and bf16. */
     for (int mk = 0; mk < MK_COUNT; mk++)
@@ -382,10 +397,11 @@ static void fam_decode(cg *g) {
      * offset that ends inside the second block. */
     char id[128];
     for (int t = 0; t < 3; t++) {
-        acase *c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.decode.causal", CG_DTYPES[t]),
-                           "Decode (Lq = 1) with the causal flag over 40 keys, GQA Hq = 4, Hkv = 2: "
-                           "bottom-right, the query sits at position 39 and keeps every key.",
-                           "clause3.bottom_right", CG_DTYPES[t], 2, 4, 2, 1, 40, 16, 16, 1.0);
+        acase *c =
+            cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.decode.causal", CG_DTYPES[t]),
+                    "Decode (Lq = 1) with the causal flag over 40 keys, GQA Hq = 4, Hkv = 2: "
+                    "bottom-right, the query sits at position 39 and keeps every key.",
+                    "clause3.bottom_right", CG_DTYPES[t], 2, 4, 2, 1, 40, 16, 16, 1.0);
         c->causal = 1;
         cg_emit(g, c);
         c = cg_sdpa(cg_id_dt(id, sizeof id, "sdpa.decode.causal_offset20", CG_DTYPES[t]),
@@ -402,7 +418,8 @@ static void fam_decode(cg *g) {
 
 /* ==== mask.static and sdpa.static =========================================================== */
 
-static int64_t *dup_i64(const int64_t *a, int64_t n) {
+static int64_t *dup_i64(const int64_t *a, int64_t n)
+{
     if (!a)
         return NULL;
     int64_t *d = malloc((size_t)n * sizeof *d);
@@ -423,27 +440,82 @@ static const struct static_mask_spec {
      "A static cache of 8 slots holding 5 tokens, 2 new queries (kv_len 8, offset 5): shape "
      "(1,1,2,8); the queries at positions 5 and 6 keep keys 0..5 and 0..6, slot 7 is never "
      "kept.",
-     2, 5, 8, 0, 1, {0, 0}, {0, 0}, 0, 0, 0},
+     2,
+     5,
+     8,
+     0,
+     1,
+     {0, 0},
+     {0, 0},
+     0,
+     0,
+     0},
     {"mask.static.decode_slots16_offset9",
      "Decode into a 16-slot static buffer after 9 tokens: keys 0..9 kept, slots 10..15 never.",
-     1, 9, 16, 0, 1, {0, 0}, {0, 0}, 0, 0, 0},
+     1,
+     9,
+     16,
+     0,
+     1,
+     {0, 0},
+     {0, 0},
+     0,
+     0,
+     0},
     {"mask.static.window_lengths_left_padding",
      "kv_len 12, offset 4, Lq 3, W = 3, lengths [6, 5], left padding [0, 3]: every constraint "
      "intersects inside the written slots; slots 7..11 are never kept.",
-     3, 4, 12, 3, 2, {6, 5}, {0, 3}, 1, 1, 0},
+     3,
+     4,
+     12,
+     3,
+     2,
+     {6, 5},
+     {0, 3},
+     1,
+     1,
+     0},
     {"mask.static.lengths_up_to_kv_len",
      "lengths range over 0..kv_len: lengths [12, 2] with kv_len 12, offset 4, Lq 2 (a length "
      "past offset + Lq keeps nothing more: the causal rule ends at the query).",
-     2, 4, 12, 0, 2, {12, 2}, {0, 0}, 1, 0, 0},
+     2,
+     4,
+     12,
+     0,
+     2,
+     {12, 2},
+     {0, 0},
+     1,
+     0,
+     0},
     {"mask.static.invalid_short",
      "kv_len 6 is shorter than offset 5 + Lq 2: rejected with einval.",
-     2, 5, 6, 0, 1, {0, 0}, {0, 0}, 0, 0, ATTNREF_EINVAL},
+     2,
+     5,
+     6,
+     0,
+     1,
+     {0, 0},
+     {0, 0},
+     0,
+     0,
+     ATTNREF_EINVAL},
     {"mask.static.invalid_lengths_over",
      "lengths [9] beyond kv_len 8: rejected with einval.",
-     2, 5, 8, 0, 1, {9, 0}, {0, 0}, 1, 0, ATTNREF_EINVAL},
+     2,
+     5,
+     8,
+     0,
+     1,
+     {9, 0},
+     {0, 0},
+     1,
+     0,
+     ATTNREF_EINVAL},
 };
 
-static void fam_static_mask(cg *g) {
+static void fam_static_mask(cg *g)
+{
     for (int n = 0; n < N(STATIC_MASKS); n++) {
         const struct static_mask_spec *s = &STATIC_MASKS[n];
         acase *c = cg_new(ACASE_OP_MASK, s->id, s->desc, "clause5.static_buffer");
@@ -467,9 +539,10 @@ static void fam_static_mask(cg *g) {
 
 /* The keep mask of the builder over a static buffer, as a BOOL (b, 1, lq, kv_len) input. */
 static void static_keep_mask(acase *c, int64_t lq, int64_t offset, int64_t kv_len, int64_t batch,
-                             const int64_t *lengths) {
-    attnref_mask_params p = {.lq = lq, .offset = offset, .batch = batch, .lengths = lengths,
-                             .kv_len = kv_len};
+                             const int64_t *lengths)
+{
+    attnref_mask_params p = {
+        .lq = lq, .offset = offset, .batch = batch, .lengths = lengths, .kv_len = kv_len};
     attnref_diag diag;
     int64_t shape[4];
     if (attnref_mask_shape(&p, shape, &diag) != ATTNREF_OK)
@@ -490,7 +563,8 @@ static void static_keep_mask(acase *c, int64_t lq, int64_t offset, int64_t kv_le
 
 /* Poison the never-written slots j >= from of every K/V row: what a preallocated cache holds
  * before anything is written there (clause 10: masked slots contribute nothing). */
-static void poison_slots(acase *c, int64_t from) {
+static void poison_slots(acase *c, int64_t from)
+{
     const int64_t B = c->k.shape[0], H = c->k.shape[1], L = c->k.shape[2], D = c->k.shape[3];
     const int64_t DV = c->v.shape[3];
     for (int64_t bh = 0; bh < B * H; bh++)
@@ -500,7 +574,8 @@ static void poison_slots(acase *c, int64_t from) {
         }
 }
 
-static void fam_static_sdpa(cg *g) {
+static void fam_static_sdpa(cg *g)
+{
     char id[128];
     for (int t = 0; t < 3; t++) {
         const attnref_dtype dt = CG_DTYPES[t];
@@ -545,7 +620,8 @@ static void fam_static_sdpa(cg *g) {
     }
 }
 
-void fam_kinds(cg *g) {
+void fam_kinds(cg *g)
+{
     fam_sentinel(g);
     fam_overflow_qk(g);
     fam_layout(g);

@@ -5,7 +5,8 @@
 
 #include "casegen.h"
 
-static int64_t *copy_i64(const int64_t *a, int64_t n) {
+static int64_t *copy_i64(const int64_t *a, int64_t n)
+{
     if (!a)
         return NULL;
     int64_t *d = malloc((size_t)n * sizeof *d);
@@ -17,7 +18,8 @@ static int64_t *copy_i64(const int64_t *a, int64_t n) {
 
 static void mask_case(cg *g, const char *id, const char *desc, const char *rule, int64_t lq,
                       int64_t offset, int64_t window, int64_t batch, const int64_t *lengths,
-                      const int64_t *left_padding) {
+                      const int64_t *left_padding)
+{
     acase *c = cg_new(ACASE_OP_MASK, id, desc, rule);
     c->lq = lq;
     c->offset = offset;
@@ -30,7 +32,8 @@ static void mask_case(cg *g, const char *id, const char *desc, const char *rule,
 
 #define N(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
 
-void fam_mask(cg *g) {
+void fam_mask(cg *g)
+{
     /* mask.causal: bottom-right alignment with a KV cache offset. */
     mask_case(g, "mask.causal.offset0_l4",
               "Prefill with an empty cache: Lq=4, offset=0 gives a lower-triangular (1,1,4,4) "
@@ -56,8 +59,7 @@ void fam_mask(cg *g) {
               "Sliding window W=3, L=6, no cache: row key counts 1,2,3,3,3,3 (W counts the "
               "query itself; a W+1 implementation gives 1,2,3,4,4,4).",
               "clause4.window_counts_self", 6, 0, 3, 1, NULL, NULL);
-    mask_case(g, "mask.window.w4_l8",
-              "W=4, L=8: row 7 sees keys 4..7 (four keys, not five).",
+    mask_case(g, "mask.window.w4_l8", "W=4, L=8: row 7 sees keys 4..7 (four keys, not five).",
               "clause4.window_counts_self", 8, 0, 4, 1, NULL, NULL);
     mask_case(g, "mask.window.w3_l5_offset1",
               "W=3, Lq=5, offset=1 (mlx-lm create_causal_mask(5, 1, 3)): shape (1,1,5,6), row "
@@ -66,8 +68,7 @@ void fam_mask(cg *g) {
     mask_case(g, "mask.window.w3_l5_offset2",
               "W=3, Lq=5, offset=2: shape (1,1,5,7), every row sees exactly 3 keys.",
               "clause4.window_counts_self", 5, 2, 3, 1, NULL, NULL);
-    mask_case(g, "mask.window.w1_l4",
-              "W=1: each query sees only its own position (the diagonal).",
+    mask_case(g, "mask.window.w1_l4", "W=1: each query sees only its own position (the diagonal).",
               "clause4.window_counts_self", 4, 0, 1, 1, NULL, NULL);
     mask_case(g, "mask.window.w_ge_lk",
               "W=16 larger than every distance (Lq=4, offset=3): identical to the plain causal "
@@ -144,8 +145,8 @@ void fam_mask(cg *g) {
     {
         const int64_t lp[] = {1, 3};
         mask_case(g, "mask.combined.window_left_padding",
-                  "Window W=3 with left padding [1,3], Lq=5, offset=0.",
-                  "clause5.intersection", 5, 0, 3, N(lp), NULL, lp);
+                  "Window W=3 with left padding [1,3], Lq=5, offset=0.", "clause5.intersection", 5,
+                  0, 3, N(lp), NULL, lp);
     }
     {
         const int64_t len[] = {5, 6, 3}, lp[] = {1, 0, 2};

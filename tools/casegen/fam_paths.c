@@ -28,7 +28,8 @@ static const struct shape_class {
 } CLASSES[] = {
     {"q1_k40", 1, 40, "decode (Lq = 1) over short keys (Lk < 64)"},
     {"q1_k600", 1, 600, "decode (Lq = 1) over long keys (Lk >= 512: split-KV territory)"},
-    {"q8_k600", 8, 600, "a few queries (Lq = 8, the vector-kernel limit) over long keys (Lk >= 512)"},
+    {"q8_k600", 8, 600,
+     "a few queries (Lq = 8, the vector-kernel limit) over long keys (Lk >= 512)"},
     {"q80_k96", 80, 96, "a long query block (Lq >= 64: tiled kernels) over short keys"},
     {"q80_k600", 80, 600, "a long query block (Lq >= 64) over long keys (Lk >= 512)"},
     {"q63_k511", 63, 511, "just below the usual thresholds (Lq = 63 < 64, Lk = 511 < 512)"},
@@ -37,8 +38,8 @@ static const struct shape_class {
 enum { Q1_K40, Q1_K600, Q8_K600, Q80_K96, Q80_K600, Q63_K511, Q65_K513 };
 
 enum sem { POISON, FULLY_MASKED, WINDOWED, LEFT_PADDING, GQA_CAUSAL, POISON_B1 };
-static const char *const SEMS[] = {"poison",     "fully_masked", "window", "left_padding",
-                                   "gqa_causal", "poison_b1"};
+static const char *const SEMS[] = {"poison",       "fully_masked", "window",
+                                   "left_padding", "gqa_causal",   "poison_b1"};
 
 /* How the builder's keep set reaches SDPA: a BOOL keep mask, or additive in the q dtype with
  * -inf (excludes, clause 6) or the dtype's finite minimum (clause 11) at dropped keys. */
@@ -103,7 +104,8 @@ typedef struct plan {
     char what[512];                             /* the semantic, for the description */
 } plan;
 
-static plan make_plan(const struct path_row *r) {
+static plan make_plan(const struct path_row *r)
+{
     const struct shape_class *s = &CLASSES[r->cls];
     plan p = {.b = 2, .hq = 2, .hkv = 2, .lq = s->lq, .lk = s->lk, .builder = 1};
     p.d = s->lq * s->lk < 64 ? 32 : 16; /* D = Dv; 32 only where the files stay tiny */
@@ -197,9 +199,11 @@ static plan make_plan(const struct path_row *r) {
     return p;
 }
 
-static const char *mask_kind_text(enum mask_kind mk) {
+static const char *mask_kind_text(enum mask_kind mk)
+{
     switch (mk) {
-    case MK_NEG_INF: return "the keep mask as an additive mask in the q dtype (0 kept, -inf dropped)";
+    case MK_NEG_INF:
+        return "the keep mask as an additive mask in the q dtype (0 kept, -inf dropped)";
     case MK_FINITE_MIN:
         return "the keep mask as an additive mask in the q dtype (0 kept, the dtype's finite "
                "minimum dropped)";
@@ -208,7 +212,8 @@ static const char *mask_kind_text(enum mask_kind mk) {
 }
 
 /* Rewrite the BOOL keep mask in c->mask as an additive mask in dt: 0 kept, -inf dropped. */
-static void to_neg_inf(acase *c, attnref_dtype dt) {
+static void to_neg_inf(acase *c, attnref_dtype dt)
+{
     acase_tensor *m = &c->mask;
     double *vals = malloc((size_t)(m->numel + 1) * sizeof *vals);
     int64_t shape[4];
@@ -223,7 +228,8 @@ static void to_neg_inf(acase *c, attnref_dtype dt) {
 }
 
 /* NaN / +-inf in K and V at every padded key slot j >= lengths[b] (clause 10). */
-static void poison_padding(acase *c, const plan *p) {
+static void poison_padding(acase *c, const plan *p)
+{
     for (int64_t b = 0; b < p->b; b++)
         for (int64_t h = 0; h < p->hkv; h++)
             for (int64_t j = p->lengths[b]; j < p->lk; j++)
@@ -236,12 +242,13 @@ static void poison_padding(acase *c, const plan *p) {
 
 /* The clause ids a case cites (at most 8): for the SDPA case its semantic's own first, then
  * what its parameters bring in; for the mask-builder case only the builder's clauses. */
-static int rules_of(const struct path_row *r, const plan *p, int sdpa, const char *out[8]) {
+static int rules_of(const struct path_row *r, const plan *p, int sdpa, const char *out[8])
+{
     int n = 0;
     if (sdpa) {
-        static const char *const own[] = {"clause10.masked_slots", "clause9.fully_masked_zero",
-                                          "clause4.window_counts_self", "clause5.left_padding",
-                                          "clause1.gqa_repeat_interleave", "clause10.masked_slots"};
+        static const char *const own[] = {
+            "clause10.masked_slots", "clause9.fully_masked_zero",     "clause4.window_counts_self",
+            "clause5.left_padding",  "clause1.gqa_repeat_interleave", "clause10.masked_slots"};
         out[n++] = own[r->sem];
     }
     const char *more[] = {
@@ -251,7 +258,8 @@ static int rules_of(const struct path_row *r, const plan *p, int sdpa, const cha
         p->has_lengths && p->has_left_padding ? "clause5.intersection" : NULL,
         p->offset > 0 || !sdpa ? "clause3.bottom_right" : NULL,
         sdpa && p->has_left_padding && p->left_padding[1] > p->offset && r->mk == MK_BOOL
-            ? "clause9.fully_masked_zero" : NULL,
+            ? "clause9.fully_masked_zero"
+            : NULL,
         sdpa && r->mk == MK_NEG_INF ? "clause6.additive_adds" : NULL,
         sdpa && r->mk == MK_FINITE_MIN ? "clause11.finite_min" : NULL,
     };
@@ -266,19 +274,20 @@ static int rules_of(const struct path_row *r, const plan *p, int sdpa, const cha
 }
 
 static acase *new_case(acase_op op, const char *id, const char *desc, const struct path_row *r,
-                       const plan *p) {
+                       const plan *p)
+{
     const char *rules[8];
     const int n = rules_of(r, p, op == ACASE_OP_SDPA, rules);
-    acase *c = op == ACASE_OP_SDPA
-                   ? cg_sdpa(id, desc, rules[0], r->dt, p->b, p->hq, p->hkv, p->lq, p->lk, p->d,
-                             p->d, 2.0)
-                   : cg_new(op, id, desc, rules[0]);
+    acase *c = op == ACASE_OP_SDPA ? cg_sdpa(id, desc, rules[0], r->dt, p->b, p->hq, p->hkv, p->lq,
+                                             p->lk, p->d, p->d, 2.0)
+                                   : cg_new(op, id, desc, rules[0]);
     for (int k = 1; k < n; k++)
         cg_rule(c, rules[k]);
     return c;
 }
 
-static void path_case(cg *g, const struct path_row *r) {
+static void path_case(cg *g, const struct path_row *r)
+{
     const struct shape_class *s = &CLASSES[r->cls];
     const plan p = make_plan(r);
     const int64_t *lengths = p.has_lengths ? p.lengths : NULL;
@@ -297,8 +306,8 @@ static void path_case(cg *g, const struct path_row *r) {
              attnref_dtype_name(r->dt), p.builder ? mask_kind_text(r->mk) : "none (causal flag)");
     acase *c = new_case(ACASE_OP_SDPA, id, desc, r, &p);
     if (p.builder) {
-        cg_builder_mask(c, r->mk == MK_FINITE_MIN ? r->dt : ATTNREF_BOOL, p.lq, p.offset,
-                        p.window, p.b, lengths, left_padding);
+        cg_builder_mask(c, r->mk == MK_FINITE_MIN ? r->dt : ATTNREF_BOOL, p.lq, p.offset, p.window,
+                        p.b, lengths, left_padding);
         if (r->mk == MK_NEG_INF)
             to_neg_inf(c, r->dt);
     } else {
@@ -336,7 +345,8 @@ static void path_case(cg *g, const struct path_row *r) {
     cg_emit(g, m);
 }
 
-void fam_paths(cg *g) {
+void fam_paths(cg *g)
+{
     for (size_t n = 0; n < sizeof PATHS / sizeof PATHS[0]; n++)
         path_case(g, &PATHS[n]);
 }

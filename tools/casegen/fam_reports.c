@@ -8,8 +8,8 @@
 #include "attnref/status.h"
 #include "casegen.h"
 
-
-static void fully_masked(cg *g) {
+static void fully_masked(cg *g)
+{
     char id[128];
     {
         const int64_t len[2] = {0, 5};
@@ -36,15 +36,16 @@ static void fully_masked(cg *g) {
                            "An additive mask whose row 1 is all -inf: that row keeps no key and "
                            "is exactly 0 (exp(-inf - -inf) must not produce NaN).",
                            "clause9.fully_masked_zero", CG_DTYPES[t], 1, 1, 1, 3, 4, 8, 8, 1.0);
-        const double vals[12] = {0, -1, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                                 0, 0, -INFINITY, 0.5};
+        const double vals[12] = {0,         -1,        0, -INFINITY, -INFINITY, -INFINITY,
+                                 -INFINITY, -INFINITY, 0, 0,         -INFINITY, 0.5};
         const int64_t s[2] = {3, 4};
         cg_inline(&c->mask, CG_DTYPES[t], 2, s, vals);
         cg_emit(g, c);
     }
 }
 
-static void poison(cg *g) {
+static void poison(cg *g)
+{
     /* q = k = v = arange(8) as (1,1,2,4); the bool mask keeps key 0 only. */
     struct {
         const char *id, *desc;
@@ -102,13 +103,13 @@ static void poison(cg *g) {
     }
     for (int t = 0; t < 2; t++) {
         /* Top-left (explicit offset 0), Lq=3, Lk=6: keys 3-5 are never kept by any row. */
-        acase *c = cg_sdpa(t == 0 ? "sdpa.poison.causal_excluded.f32"
-                                  : "sdpa.poison.causal_excluded.bf16",
-                           "Causal with explicit offset 0, Lq=3, Lk=6: keys 3-5 are excluded for "
-                           "every row and hold poison (K = NaN, +inf; V = NaN, -inf, 1e4). A "
-                           "backend that computes a dense P.V over causal-excluded keys leaks "
-                           "NaN; the output equals the clean problem.",
-                           "clause10.masked_slots", CG_DTYPES[t * 2], 1, 1, 1, 3, 6, 8, 8, 1.0);
+        acase *c =
+            cg_sdpa(t == 0 ? "sdpa.poison.causal_excluded.f32" : "sdpa.poison.causal_excluded.bf16",
+                    "Causal with explicit offset 0, Lq=3, Lk=6: keys 3-5 are excluded for "
+                    "every row and hold poison (K = NaN, +inf; V = NaN, -inf, 1e4). A "
+                    "backend that computes a dense P.V over causal-excluded keys leaks "
+                    "NaN; the output equals the clean problem.",
+                    "clause10.masked_slots", CG_DTYPES[t * 2], 1, 1, 1, 3, 6, 8, 8, 1.0);
         cg_rule(c, "clause3.explicit_offset");
         c->causal = 1;
         c->has_causal_offset = 1;
@@ -155,7 +156,8 @@ static void poison(cg *g) {
     }
 }
 
-static void overflow(cg *g) {
+static void overflow(cg *g)
+{
     {
         /* D = 1 and scale 1 make the raw scores exact: q0 * k = -4 * [5, 7.5] = [-20, -30]. */
         acase *c = cg_new(ACASE_OP_SDPA, "sdpa.overflow.f16_pad_row.f16",
@@ -199,8 +201,8 @@ static void overflow(cg *g) {
     };
     for (size_t n = 0; n < sizeof tp / sizeof tp[0]; n++) {
         const int64_t l = tp[n].l;
-        acase *c = cg_sdpa(tp[n].id, tp[n].desc, "clause11.finite_min", tp[n].dt, 1, 1, 1, l, l,
-                           8, 8, 1.0);
+        acase *c = cg_sdpa(tp[n].id, tp[n].desc, "clause11.finite_min", tp[n].dt, 1, 1, 1, l, l, 8,
+                           8, 1.0);
         cg_rule(c, "clause5.intersection");
         const double m = attnref_dtype_finite_min(tp[n].dt);
         double vals[25];
@@ -230,7 +232,8 @@ static void overflow(cg *g) {
     }
 }
 
-static void padding(cg *g) {
+static void padding(cg *g)
+{
     char id[128];
     const int64_t len[3] = {7, 5, 2};
     for (int t = 0; t < 3; t++) {
@@ -264,14 +267,15 @@ static void padding(cg *g) {
     }
 }
 
-static void sizes(cg *g) {
+static void sizes(cg *g)
+{
     struct {
         attnref_dtype dt;
         int64_t lk, d, dv;
     } sz[] = {
-        {ATTNREF_F32, 1, 64, 64},   {ATTNREF_F16, 7, 80, 80},    {ATTNREF_BF16, 113, 128, 128},
-        {ATTNREF_F32, 1025, 256, 256}, {ATTNREF_BF16, 7, 1, 1},  {ATTNREF_F16, 1, 128, 128},
-        {ATTNREF_F32, 113, 80, 64}, {ATTNREF_BF16, 1025, 64, 128}, {ATTNREF_F16, 1025, 128, 64},
+        {ATTNREF_F32, 1, 64, 64},      {ATTNREF_F16, 7, 80, 80},      {ATTNREF_BF16, 113, 128, 128},
+        {ATTNREF_F32, 1025, 256, 256}, {ATTNREF_BF16, 7, 1, 1},       {ATTNREF_F16, 1, 128, 128},
+        {ATTNREF_F32, 113, 80, 64},    {ATTNREF_BF16, 1025, 64, 128}, {ATTNREF_F16, 1025, 128, 64},
     };
     for (size_t n = 0; n < sizeof sz / sizeof sz[0]; n++) {
         char id[128], desc[256];
@@ -291,19 +295,20 @@ static void sizes(cg *g) {
                        "clause1.gqa_repeat_interleave", ATTNREF_F32, 1, 16, 2, 2, 5, 8, 8, 1.0));
 }
 
-static void stability(cg *g) {
+static void stability(cg *g)
+{
     /* q[..., 0] = +-100 and k[..., 0] = 40 add a common +-1000 to every logit (scale 1/4, D=16);
      * the other 15 dims, in [-3, 3), give O(1) differences that decide the answer. */
     for (int t = 0; t < 2; t++) {
-        acase *c = cg_sdpa(t == 0 ? "sdpa.nomask.large_logits_pos.f32"
-                                  : "sdpa.nomask.large_logits_neg.f32",
-                           t == 0 ? "Logits around +1000 with O(1) differences (q[...,0] = 100, "
-                                    "k[...,0] = 40, D=16): exp() overflows unless the row maximum "
-                                    "is subtracted first; the answer is that of the shifted problem."
-                                  : "Logits around -1000 with O(1) differences (q[...,0] = -100, "
-                                    "k[...,0] = 40, D=16): exp() underflows to 0/0 unless the row "
-                                    "maximum is subtracted first.",
-                           "clause12.stability", ATTNREF_F32, 1, 2, 2, 4, 9, 16, 8, 3.0);
+        acase *c = cg_sdpa(
+            t == 0 ? "sdpa.nomask.large_logits_pos.f32" : "sdpa.nomask.large_logits_neg.f32",
+            t == 0 ? "Logits around +1000 with O(1) differences (q[...,0] = 100, "
+                     "k[...,0] = 40, D=16): exp() overflows unless the row maximum "
+                     "is subtracted first; the answer is that of the shifted problem."
+                   : "Logits around -1000 with O(1) differences (q[...,0] = -100, "
+                     "k[...,0] = 40, D=16): exp() underflows to 0/0 unless the row "
+                     "maximum is subtracted first.",
+            "clause12.stability", ATTNREF_F32, 1, 2, 2, 4, 9, 16, 8, 3.0);
         for (int64_t r = 0; r < 2 * 4; r++)
             cg_poke(&c->q, r * 16, t == 0 ? 100.0 : -100.0);
         for (int64_t r = 0; r < 2 * 9; r++)
@@ -312,12 +317,12 @@ static void stability(cg *g) {
     }
     for (int t = 0; t < 2; t++) {
         const double shift = t == 0 ? 1000.0 : -1000.0;
-        acase *c = cg_sdpa(t == 0 ? "sdpa.additive.shift_plus1000.f32"
-                                  : "sdpa.additive.shift_minus1000.f32",
-                           "A scalar additive mask of +-1000 shifts every logit of a row by the same "
-                           "amount: the result equals the unshifted problem (softmax is "
-                           "shift-invariant once the row maximum is subtracted).",
-                           "clause12.stability", ATTNREF_F32, 1, 2, 2, 3, 6, 8, 8, 1.0);
+        acase *c = cg_sdpa(
+            t == 0 ? "sdpa.additive.shift_plus1000.f32" : "sdpa.additive.shift_minus1000.f32",
+            "A scalar additive mask of +-1000 shifts every logit of a row by the same "
+            "amount: the result equals the unshifted problem (softmax is "
+            "shift-invariant once the row maximum is subtracted).",
+            "clause12.stability", ATTNREF_F32, 1, 2, 2, 3, 6, 8, 8, 1.0);
         cg_rule(c, "clause6.additive_adds");
         cg_inline(&c->mask, ATTNREF_F32, 0, NULL, &shift);
         cg_emit(g, c);
@@ -326,7 +331,8 @@ static void stability(cg *g) {
 
 /* Inputs every clause says must be rejected (EINVAL for shapes and arguments, EDTYPE for
  * dtypes): a backend that computes something instead fails. */
-static void invalid(cg *g) {
+static void invalid(cg *g)
+{
     {
         acase *c = cg_sdpa("sdpa.invalid.mask_kv_heads.f32",
                            "A per-head mask with Hkv=2 heads for Hq=4 query heads: mask heads "
@@ -372,9 +378,9 @@ static void invalid(cg *g) {
         cg_emit(g, c);
     }
     {
-        acase *c = cg_sdpa("sdpa.invalid.head_dim_mismatch.f32",
-                           "q has D=8 but k has D=6: rejected.", "clause1.layout", ATTNREF_F32, 1,
-                           2, 2, 2, 4, 8, 8, 1.0);
+        acase *c =
+            cg_sdpa("sdpa.invalid.head_dim_mismatch.f32", "q has D=8 but k has D=6: rejected.",
+                    "clause1.layout", ATTNREF_F32, 1, 2, 2, 2, 4, 8, 8, 1.0);
         cg_gen4(c, &c->k, "k", ATTNREF_F32, 1, 2, 4, 6, -1.0, 1.0);
         cg_expect_error(c, ATTNREF_EINVAL);
         cg_emit(g, c);
@@ -392,8 +398,8 @@ static void invalid(cg *g) {
     struct {
         const char *id, *desc, *rule;
         int64_t lq, offset, window, batch;
-        int64_t len;  /* lengths[0], or -1: none */
-        int64_t lp;   /* left_padding[0], or 0: none */
+        int64_t len; /* lengths[0], or -1: none */
+        int64_t lp;  /* left_padding[0], or 0: none */
     } mk[] = {
         {"mask.invalid.window_negative", "A negative window W=-1 is rejected.",
          "clause4.window_counts_self", 3, 0, -1, 1, -1, 0},
@@ -425,7 +431,8 @@ static void invalid(cg *g) {
 }
 
 /* Clause 2 and 3 edges: negative scale, explicit offsets outside 0..Lk-Lq, empty Lk and Lq. */
-static void edges(cg *g) {
+static void edges(cg *g)
+{
     {
         acase *c = cg_sdpa("sdpa.scale.negative.f32",
                            "Explicit scale -0.5 is used as given (it inverts the preference), not "
@@ -478,7 +485,8 @@ static void edges(cg *g) {
                        "clause9.fully_masked_zero", ATTNREF_F32, 1, 2, 2, 3, 0, 8, 8, 1.0));
 }
 
-void fam_reports(cg *g) {
+void fam_reports(cg *g)
+{
     invalid(g);
     edges(g);
     stability(g);

@@ -20,7 +20,8 @@
 #define LOG2E_F 1.44269504f
 
 /* x rounded (RNE) to dt and back; the identity for f32. */
-static float rd(float x, attnref_dtype dt) {
+static float rd(float x, attnref_dtype dt)
+{
     switch (dt) {
     case ATTNREF_F16: return attnref_f16_to_f32(attnref_f32_to_f16(x));
     case ATTNREF_BF16: return attnref_bf16_to_f32(attnref_f32_to_bf16(x));
@@ -40,7 +41,8 @@ typedef struct hrow {
     double scale;
 } hrow;
 
-static float dot_f32(const hrow *r, int64_t j) {
+static float dot_f32(const hrow *r, int64_t j)
+{
     float acc = 0.0f;
     for (int64_t x = 0; x < r->d; x++)
         acc += r->q[x] * r->k[j * r->d + x];
@@ -49,7 +51,8 @@ static float dot_f32(const hrow *r, int64_t j) {
 
 /* The scale as a kernel holds it: a given scale as f32; the default 1/sqrt(D) computed in f32,
  * or held in the dtype (`in_dtype`). */
-static float scale_of(const hrow *r, int in_dtype) {
+static float scale_of(const hrow *r, int in_dtype)
+{
     if (r->has_scale)
         return (float)r->scale;
     const float s = 1.0f / sqrtf((float)r->d);
@@ -58,7 +61,8 @@ static float scale_of(const hrow *r, int in_dtype) {
 
 /* The kept scores s softmaxed in f32, P normalised and rounded to the dtype, P.V accumulated in
  * f32 into acc and copied to out. */
-static void rounded_p_times_v(const hrow *r, const float *s, float *out, float *acc) {
+static void rounded_p_times_v(const hrow *r, const float *s, float *out, float *acc)
+{
     float mx = -INFINITY, sum = 0.0f;
     for (int64_t j = 0; j < r->lk; j++)
         if (r->kept[j])
@@ -81,7 +85,8 @@ static void rounded_p_times_v(const hrow *r, const float *s, float *out, float *
 
 /* Materialised scores: S = q.k (f32) * scale (in the dtype), rounded to the dtype, mask added in
  * f32; softmax in f32; P normalised and rounded to the dtype; P.V accumulated in f32. */
-static void impl_materialised(const hrow *r, float *out, float *s, float *acc) {
+static void impl_materialised(const hrow *r, float *out, float *s, float *acc)
+{
     const float sc = scale_of(r, 1);
     for (int64_t j = 0; j < r->lk; j++)
         if (r->kept[j])
@@ -90,7 +95,8 @@ static void impl_materialised(const hrow *r, float *out, float *s, float *acc) {
 }
 
 /* Two passes, everything in f32 (P never rounded to the dtype). */
-static void impl_two_pass_f32(const hrow *r, float *out, float *s, float *acc) {
+static void impl_two_pass_f32(const hrow *r, float *out, float *s, float *acc)
+{
     const float sc = scale_of(r, 0);
     float mx = -INFINITY, sum = 0.0f;
     for (int64_t j = 0; j < r->lk; j++)
@@ -116,7 +122,8 @@ static void impl_two_pass_f32(const hrow *r, float *out, float *s, float *acc) {
  * P), P rounded to the dtype before P.V, accumulator rescaled when the max grows.  Returns the
  * partial (m, l, acc) of the range; m = -inf when it keeps no key. */
 static float online_range(const hrow *r, int64_t lo, int64_t hi, int64_t tile, float *l_out,
-                          float *acc, float *s) {
+                          float *acc, float *s)
+{
     const float sc = scale_of(r, 0);
     float m = -INFINITY, l = 0.0f;
     for (int64_t x = 0; x < r->dv; x++)
@@ -151,7 +158,8 @@ static float online_range(const hrow *r, int64_t lo, int64_t hi, int64_t tile, f
     return m;
 }
 
-static void impl_flash(const hrow *r, float *out, float *s, float *acc) {
+static void impl_flash(const hrow *r, float *out, float *s, float *acc)
+{
     float l;
     online_range(r, 0, r->lk, 16, &l, acc, s);
     for (int64_t x = 0; x < r->dv; x++)
@@ -160,7 +168,8 @@ static void impl_flash(const hrow *r, float *out, float *s, float *acc) {
 
 /* Flash decoding: the keys split into 3 contiguous ranges, each an online pass over 32-key
  * tiles, the partials combined in f32 with weights exp(m_s - m). */
-static void impl_split_k(const hrow *r, float *out, float *s, float *acc) {
+static void impl_split_k(const hrow *r, float *out, float *s, float *acc)
+{
     enum { SPLITS = 3 };
     float *part = acc + r->dv; /* scratch: SPLITS * dv */
     float ms[SPLITS], ls[SPLITS], m = -INFINITY, l = 0.0f;
@@ -185,7 +194,8 @@ static void impl_split_k(const hrow *r, float *out, float *s, float *acc) {
 
 /* A decode kernel: one key at a time, last to first, online softmax with f32 P; scores rounded
  * to the dtype after scaling by a scale held in the dtype. */
-static void impl_decode_reverse(const hrow *r, float *out, float *s, float *acc) {
+static void impl_decode_reverse(const hrow *r, float *out, float *s, float *acc)
+{
     (void)s;
     const float sc = scale_of(r, 1);
     float m = -INFINITY, l = 0.0f;
@@ -209,7 +219,8 @@ static void impl_decode_reverse(const hrow *r, float *out, float *s, float *acc)
 /* PyTorch's math path: q and k each scaled by sqrt(|scale|) in the dtype (q carrying the sign) before the product (every
  * input perturbed by u, beyond clause 13's model), the f32 product rounded to the dtype, P
  * normalised and rounded to the dtype.  Checked all the same: a case it fails is not written. */
-static void impl_prescaled(const hrow *r, float *out, float *s, float *acc) {
+static void impl_prescaled(const hrow *r, float *out, float *s, float *acc)
+{
     const float sc = scale_of(r, 0), rs = rd(sqrtf(fabsf(sc)), r->dt), qs = sc < 0 ? -rs : rs;
     for (int64_t j = 0; j < r->lk; j++)
         if (r->kept[j]) {
@@ -234,12 +245,19 @@ static const struct {
     {"q, k pre-scaled by sqrt(scale) in the dtype (PyTorch math)", impl_prescaled},
 };
 
-int cg_honest_count(void) { return (int)(sizeof IMPLS / sizeof IMPLS[0]); }
+int cg_honest_count(void)
+{
+    return (int)(sizeof IMPLS / sizeof IMPLS[0]);
+}
 
-const char *cg_honest_name(int which) { return IMPLS[which].name; }
+const char *cg_honest_name(int which)
+{
+    return IMPLS[which].name;
+}
 
 /* A whole tensor as f32 (exact for every float dtype). */
-static float *widen(const acase_tensor *t) {
+static float *widen(const acase_tensor *t)
+{
     float *f = malloc(((size_t)t->numel + 1) * sizeof *f);
     if (!f) {
         fprintf(stderr, "casegen: out of memory\n");
@@ -250,7 +268,8 @@ static float *widen(const acase_tensor *t) {
     return f;
 }
 
-void cg_honest_sdpa(const acase *c, int which, double *out) {
+void cg_honest_sdpa(const acase *c, int which, double *out)
+{
     const attnref_dtype dt = c->q.dtype;
     const int64_t B = c->q.shape[0], Hq = c->q.shape[1], Lq = c->q.shape[2], D = c->q.shape[3];
     const int64_t Hkv = c->k.shape[1], Lk = c->k.shape[2], Dv = c->v.shape[3];
@@ -258,13 +277,20 @@ void cg_honest_sdpa(const acase *c, int which, double *out) {
     uint8_t *kept = malloc((size_t)Lk + 1);
     double *add = malloc(((size_t)Lk + 1) * sizeof *add);
     float *s = malloc(((size_t)Lk + 1) * sizeof *s);
-    float *acc = malloc(((size_t)Dv * 4 + 1) * sizeof *acc), *row = malloc(((size_t)Dv + 1) * sizeof *row);
+    float *acc = malloc(((size_t)Dv * 4 + 1) * sizeof *acc),
+          *row = malloc(((size_t)Dv + 1) * sizeof *row);
     if (!kept || !add || !s || !acc || !row) {
         fprintf(stderr, "casegen: out of memory\n");
         exit(1);
     }
-    hrow r = {.dt = dt, .d = D, .dv = Dv, .lk = Lk, .kept = kept, .add = add,
-              .has_scale = c->has_scale, .scale = c->scale};
+    hrow r = {.dt = dt,
+              .d = D,
+              .dv = Dv,
+              .lk = Lk,
+              .kept = kept,
+              .add = add,
+              .has_scale = c->has_scale,
+              .scale = c->scale};
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < Lq; i++) {

@@ -11,12 +11,14 @@
 
 #include "casegen.h"
 
-static int usage(void) {
+static int usage(void)
+{
     fputs("usage: casegen --out DIR | --check DIR\n", stderr);
     return 2;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc != 3)
         return usage();
     cg g = {0};

@@ -16,7 +16,8 @@
 #include "attncase/sdpa_rows.h"
 #include "casegen.h"
 
-void cg_row_checks(acase *c) {
+void cg_row_checks(acase *c)
+{
     char err[256];
     if (acase_sdpa_set_row_checks(c, err, sizeof err) != 0) {
         fprintf(stderr, "casegen: %s: %s\n", c->id, err);
@@ -24,7 +25,8 @@ void cg_row_checks(acase *c) {
     }
 }
 
-void cg_rows_rounded(acase *c) {
+void cg_rows_rounded(acase *c)
+{
     char err[256];
     if (acase_sdpa_rows_rounded(c, err, sizeof err) != 0) {
         fprintf(stderr, "casegen: %s: %s\n", c->id, err);
@@ -32,20 +34,23 @@ void cg_rows_rounded(acase *c) {
     }
 }
 
-static uint8_t row_mode(const acase_expected *e, int64_t n) {
+static uint8_t row_mode(const acase_expected *e, int64_t n)
+{
     if (!e->row_check || e->shape[3] == 0)
         return ACASE_CHECK_CLOSE;
     return e->row_check[n / e->shape[3]];
 }
 
 /* The allowed error of element n (clause 13). */
-static double allowed(const acase *c, int64_t n) {
+static double allowed(const acase *c, int64_t n)
+{
     const acase_expected *e = &c->expected;
     return c->ulps * attnref_dtype_ulp(e->values[n], e->dtype) + c->row_atol[n / e->shape[3]];
 }
 
 /* 1 if got passes element n under its row's mode. */
-static int passes(const acase *c, int64_t n, double got) {
+static int passes(const acase *c, int64_t n, double got)
+{
     const acase_expected *e = &c->expected;
     const double x = e->values[n];
     switch (row_mode(e, n)) {
@@ -58,7 +63,8 @@ static int passes(const acase *c, int64_t n, double got) {
     }
 }
 
-void cg_tolerance(acase *c) {
+void cg_tolerance(acase *c)
+{
     const acase_expected *e = &c->expected;
     char err[256];
     if (acase_row_atol_alloc(c, err, sizeof err) != 0 ||
@@ -87,8 +93,8 @@ void cg_tolerance(acase *c) {
             fprintf(stderr,
                     "casegen: %s: honest implementation '%s' fails the clause 13 bound at row %lld "
                     "element %lld (row mode %d): got %.9g, expected %.17g, allowed %.3g\n",
-                    c->id, cg_honest_name(w), (long long)r, (long long)(n - r * dv),
-                    row_mode(e, n), got[n], e->values[n],
+                    c->id, cg_honest_name(w), (long long)r, (long long)(n - r * dv), row_mode(e, n),
+                    got[n], e->values[n],
                     row_mode(e, n) == ACASE_CHECK_CLOSE ? allowed(c, n) : 0.0);
             exit(1);
         }

@@ -136,7 +136,9 @@ static size_t gb_esize(int32_t dt)
 /* The ggml type a float attnconf dtype is stored as, bit for bit. */
 static enum ggml_type gb_type(int32_t dt)
 {
-    return dt == ATTNCONF_F16 ? GGML_TYPE_F16 : dt == ATTNCONF_BF16 ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+    return dt == ATTNCONF_F16    ? GGML_TYPE_F16
+           : dt == ATTNCONF_BF16 ? GGML_TYPE_BF16
+                                 : GGML_TYPE_F32;
 }
 
 static const char *gb_dtype_name(int32_t dt)
@@ -253,8 +255,8 @@ static int gb_mask(gb_ctx *ctx, struct ggml_context *cin, const attnconf_sdpa_ar
 {
     *out = NULL;
     *owned = NULL;
-    int64_t mb = 1, mh = 1, mq = Lq, mk = Lk;       /* extents ggml gets */
-    int64_t sb = 0, sh = 0, sq = 0, sk = 0;          /* source element strides (0: repeated) */
+    int64_t mb = 1, mh = 1, mq = Lq, mk = Lk; /* extents ggml gets */
+    int64_t sb = 0, sh = 0, sq = 0, sk = 0;   /* source element strides (0: repeated) */
     const attnconf_tensor *m = a->mask;
     if (m) {
         int st = gb_check_desc(ctx, m, "mask", 0);
@@ -369,7 +371,10 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
                        "sdpa: args.struct_size is smaller than the ABI v1 struct");
     if (!a->q || !a->k || !a->v || !a->out)
         return gb_fail(ctx, ATTNCONF_EINVAL, "sdpa: %s is NULL",
-                       !a->q ? "q" : !a->k ? "k" : !a->v ? "v" : "out");
+                       !a->q   ? "q"
+                       : !a->k ? "k"
+                       : !a->v ? "v"
+                               : "out");
     const attnconf_tensor *q = a->q, *k = a->k, *v = a->v;
     attnconf_tensor *out = a->out;
     int st;
@@ -380,7 +385,10 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
         const attnconf_tensor *t = i == 0 ? q : i == 1 ? k : v;
         if (t->dtype != ATTNCONF_F32 && t->dtype != ATTNCONF_F16 && t->dtype != ATTNCONF_BF16)
             return gb_fail(ctx, ATTNCONF_EDTYPE, "%s: dtype %s has no ggml float type",
-                           i == 0 ? "q" : i == 1 ? "k" : "v", gb_dtype_name(t->dtype));
+                           i == 0   ? "q"
+                           : i == 1 ? "k"
+                                    : "v",
+                           gb_dtype_name(t->dtype));
     }
     const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
     const int64_t Hkv = k->shape[1], Lk = k->shape[2], Dv = v->shape[3];
@@ -408,8 +416,7 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
                        "ggml_flash_attn_ext does not check V and would read past it",
                        (long long)v->shape[1], (long long)v->shape[2], (long long)Hkv,
                        (long long)Lk);
-    if (out->shape[0] != B || out->shape[1] != Hq || out->shape[2] != Lq ||
-        out->shape[3] != Dv)
+    if (out->shape[0] != B || out->shape[1] != Hq || out->shape[2] != Lq || out->shape[3] != Dv)
         return gb_fail(ctx, ATTNCONF_EINVAL, "out shape is not (B, Hq, Lq, Dv)");
 #if ATTNCONF_GGML_OPS
     if (Lk == 0)
@@ -452,9 +459,9 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
     const uint64_t n_out = (uint64_t)Dv * Hq * Lq * B;
     uint64_t data_bytes = n_out * 4;
 #if ATTNCONF_GGML_OPS
-    data_bytes += 2 * (uint64_t)Lk * Lq * Hq * B * 4;                   /* kq, softmax */
-    data_bytes += (uint64_t)Lk * Dv * Hkv * B * gb_esize(v->dtype);      /* cont(transpose(v)) */
-    data_bytes += n_out * 4;                                              /* permute + cont */
+    data_bytes += 2 * (uint64_t)Lk * Lq * Hq * B * 4;               /* kq, softmax */
+    data_bytes += (uint64_t)Lk * Dv * Hkv * B * gb_esize(v->dtype); /* cont(transpose(v)) */
+    data_bytes += n_out * 4;                                        /* permute + cont */
 #endif
     if (data_bytes > GB_MAX_BYTES)
         return gb_fail(ctx, ATTNCONF_ENOMEM, "the ggml tensors would need %llu bytes",
@@ -472,10 +479,10 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
         goto done;
     }
     /* Leaves (no allocation: their data is the host memory or our own buffers). */
-    cin = ggml_init((struct ggml_init_params){.mem_size = mem_in, .mem_buffer = pool_in,
-                                              .no_alloc = true});
-    c = ggml_init((struct ggml_init_params){.mem_size = mem, .mem_buffer = pool,
-                                            .no_alloc = false});
+    cin = ggml_init(
+        (struct ggml_init_params){.mem_size = mem_in, .mem_buffer = pool_in, .no_alloc = true});
+    c = ggml_init(
+        (struct ggml_init_params){.mem_size = mem, .mem_buffer = pool, .no_alloc = false});
     if (!cin || !c) {
         rc = gb_fail(ctx, ATTNCONF_EBACKEND, "ggml_init failed");
         goto done;
@@ -495,8 +502,8 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
     struct ggml_tensor *kq = ggml_mul_mat(c, gk, gq); /* [Lk, Lq, Hq, B] */
     ggml_mul_mat_set_prec(kq, ctx->prec);
     kq = ggml_soft_max_ext(c, kq, gm, scale, 0.0f);
-    struct ggml_tensor *vt = ggml_cont(c, ggml_transpose(c, gv));   /* [Lk, Dv, Hkv, B] */
-    struct ggml_tensor *kqv = ggml_mul_mat(c, vt, kq);              /* [Dv, Lq, Hq, B] */
+    struct ggml_tensor *vt = ggml_cont(c, ggml_transpose(c, gv));             /* [Lk, Dv, Hkv, B] */
+    struct ggml_tensor *kqv = ggml_mul_mat(c, vt, kq);                        /* [Dv, Lq, Hq, B] */
     struct ggml_tensor *res = ggml_cont(c, ggml_permute(c, kqv, 0, 2, 1, 3)); /* [Dv,Hq,Lq,B] */
 #else
     struct ggml_tensor *res = ggml_flash_attn_ext(c, gq, gk, gv, gm, scale, 0.0f, 0.0f);

@@ -78,7 +78,10 @@ static int quant_half_away(const attnref_tensor *t, int64_t g, int bits, attnref
             }
             /* scale rounded to the dtype, as the spec's (only the tie rule differs) */
             double sc = (mx - mn) / levels;
-            union { float f; uint16_t h; } u;
+            union {
+                float f;
+                uint16_t h;
+            } u;
             attnref_store(&u, t->dtype, 0, sc);
             sc = attnref_load(&u, t->dtype, 0);
             for (int64_t i = 0; i < g; i++) {
@@ -92,8 +95,7 @@ static int quant_half_away(const attnref_tensor *t, int64_t g, int bits, attnref
     return 0;
 }
 
-int rcm_update(attnref_cache *c, const attnref_tensor *k, const attnref_tensor *v,
-               attnref_diag *d)
+int rcm_update(attnref_cache *c, const attnref_tensor *k, const attnref_tensor *v, attnref_diag *d)
 {
     attnref_cache_info in;
     if (attnref_cache_get_info(c, &in, NULL) != ATTNREF_OK)

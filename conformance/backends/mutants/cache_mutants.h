@@ -11,13 +11,16 @@
 
 #include "attnref/cache.h"
 
-#define RCM_ROTATING_W1 1       /* a rotating cache retains max_size + 1 tokens [15] */
-#define RCM_TRIM_NEGATIVE 2     /* trim(n < 0) accepted, growing the offset (mlx-lm 0.32) [14] */
-#define RCM_LEFTPAD_DECODE 3    /* a batched cache's decode mask (N = 1) ignores left padding
+#define RCM_ROTATING_W1 1   /* a rotating cache retains max_size + 1 tokens [15] */
+#define RCM_TRIM_NEGATIVE 2 /* trim(n < 0) accepted, growing the offset (mlx-lm 0.32) [14] */
+#define RCM_LEFTPAD_DECODE                                                                         \
+    3 /* a batched cache's decode mask (N = 1) ignores left padding
                                    [18] */
-#define RCM_BATCH_WRITE_POS 4   /* a batched cache writes at the largest row offset instead of
+#define RCM_BATCH_WRITE_POS                                                                        \
+    4 /* a batched cache writes at the largest row offset instead of
                                    the stored length [18] */
-#define RCM_QUANT_HALF_AWAY 5   /* quantization codes rounded half away from zero instead of
+#define RCM_QUANT_HALF_AWAY                                                                        \
+    5 /* quantization codes rounded half away from zero instead of
                                    half to even [17] */
 
 #if !defined(ATTNCONF_CACHE_MUTANT)
@@ -43,8 +46,7 @@
 
 /* The hooks (each the correct call unless it is this mutant's bug). */
 void rcm_adjust_params(attnref_cache_params *p);
-int rcm_update(attnref_cache *c, const attnref_tensor *k, const attnref_tensor *v,
-               attnref_diag *d);
+int rcm_update(attnref_cache *c, const attnref_tensor *k, const attnref_tensor *v, attnref_diag *d);
 int rcm_trim(attnref_cache *c, int64_t n, int64_t *trimmed, attnref_diag *d);
 void rcm_after_mask(const attnref_cache *c, int64_t n, int64_t window, attnref_tensor *keep);
 

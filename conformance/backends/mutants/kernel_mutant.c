@@ -77,8 +77,8 @@ static void km_mask_strides(const attnref_tensor *m, int64_t st[4])
 }
 
 int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
-            const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out,
-            int bug, attnref_diag *diag)
+            const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out, int bug,
+            attnref_diag *diag)
 {
     const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
     const int64_t Lk = k->shape[2], Dv = v->shape[3], group = Hq / k->shape[1];
@@ -139,9 +139,9 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                         int keep = attnref_sdpa_key_kept(p, Lq, Lk, b, i, j);
                         float add = 0.0f;
                         if (keep && mask) {
-                            const double mv = attnref_load(
-                                mask->data, mask->dtype,
-                                b * mst[0] + mh * mst[1] + i * mst[2] + j * mst[3]);
+                            const double mv =
+                                attnref_load(mask->data, mask->dtype,
+                                             b * mst[0] + mh * mst[1] + i * mst[2] + j * mst[3]);
                             if (mask->dtype == ATTNREF_BOOL)
                                 keep = mv != 0.0;
                             else if (mv == -INFINITY)
@@ -173,10 +173,10 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                         const int64_t j = j0 + t;
                         float dot = 0.0f;
                         for (int64_t d = 0; d < D; d++) {
-                            const float qd = (float)attnref_load(
-                                q->data, dt,
-                                b * q->strides[0] + h * q->strides[1] + i * q->strides[2] +
-                                    d * q->strides[3]);
+                            const float qd =
+                                (float)attnref_load(q->data, dt,
+                                                    b * q->strides[0] + h * q->strides[1] +
+                                                        i * q->strides[2] + d * q->strides[3]);
                             const float kd = (float)attnref_load(
                                 k->data, dt,
                                 km_in(b * ks[0] + g * ks[1] + j * ks[2] + d * ks[3], kspan));

@@ -79,8 +79,7 @@ static int rbm_copy(const attnref_tensor *src, attnref_dtype dt, int64_t tile_he
         if (numel > ATTNREF_MAX_NUMEL)
             return rbm_fail(diag, ATTNREF_ERANGE,
                             "mutant: a copy of shape (%lld, %lld, %lld, %lld) is too large",
-                            (long long)sh[0], (long long)sh[1], (long long)sh[2],
-                            (long long)sh[3]);
+                            (long long)sh[0], (long long)sh[1], (long long)sh[2], (long long)sh[3]);
     }
     const size_t esz = attnref_dtype_size(dt);
     void *buf = malloc(numel > 0 ? (size_t)numel * esz : 1);
@@ -114,8 +113,8 @@ typedef struct rbm_view {
     const attnref_tensor *k, *v, *mask;
     const attnref_sdpa_params *p; /* causal, offset and the mask parameters (never NULL) */
     int64_t b, hq, lq, lk, d, dv;
-    int64_t group;              /* Hq / Hkv: query head h reads kv head h / group */
-    int64_t mst[4];             /* mask strides over (B, Hq, Lq, Lk); 0 where it broadcasts */
+    int64_t group;  /* Hq / Hkv: query head h reads kv head h / group */
+    int64_t mst[4]; /* mask strides over (B, Hq, Lq, Lk); 0 where it broadcasts */
 } rbm_view;
 
 /* Fill w from arguments attnref_sdpa has just validated (rank 4, Hq % Hkv == 0, Hkv >= 1,
@@ -206,16 +205,15 @@ static void rbm_row_fill(const rbm_view *w, attnref_tensor *out, int64_t b, int6
 /* Write the mean of V over all Lk keys of the row's kv head: uniform weights, what a softmax
  * gives when every key holds the same finite "masked" score.  With Lk = 0 the mean is 0 / 0,
  * NaN, as the plain arithmetic gives. */
-static void rbm_row_mean_v(const rbm_view *w, attnref_tensor *out, int64_t b, int64_t h,
-                           int64_t i)
+static void rbm_row_mean_v(const rbm_view *w, attnref_tensor *out, int64_t b, int64_t h, int64_t i)
 {
     const int64_t g = h / w->group;
     for (int64_t e = 0; e < w->dv; e++) {
         double sum = 0.0;
         for (int64_t j = 0; j < w->lk; j++)
             sum += attnref_load(w->v->data, w->v->dtype,
-                                b * w->v->strides[0] + g * w->v->strides[1] +
-                                    j * w->v->strides[2] + e * w->v->strides[3]);
+                                b * w->v->strides[0] + g * w->v->strides[1] + j * w->v->strides[2] +
+                                    e * w->v->strides[3]);
         attnref_store(out->data, out->dtype, rbm_out_off(out, b, h, i, e), sum / (double)w->lk);
     }
 }
@@ -224,9 +222,9 @@ static void rbm_row_mean_v(const rbm_view *w, attnref_tensor *out, int64_t b, in
 
 /* Bugs that only change some output rows: the reference computes the output, then the rows the
  * bug affects are rewritten. */
-static int rbm_sdpa_rows(const attnref_tensor *q, const attnref_tensor *k,
-                         const attnref_tensor *v, const attnref_tensor *mask,
-                         const attnref_sdpa_params *p, attnref_tensor *out, attnref_diag *diag)
+static int rbm_sdpa_rows(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                         const attnref_tensor *mask, const attnref_sdpa_params *p,
+                         attnref_tensor *out, attnref_diag *diag)
 {
     int st = attnref_sdpa(q, k, v, mask, p, out, diag);
     if (st != ATTNREF_OK)
@@ -274,8 +272,7 @@ static int rbm_sdpa_rows(const attnref_tensor *q, const attnref_tensor *k,
                     if (rbm_row_poisoned(&w, b, h, i))
                         rbm_row_fill(&w, out, b, h, i, NAN);
                     break;
-                default:
-                    break;
+                default: break;
                 }
             }
     return ATTNREF_OK;
@@ -285,8 +282,7 @@ static int rbm_sdpa_rows(const attnref_tensor *q, const attnref_tensor *k,
  * then the reference runs on the expanded copies with Hkv = Hq. */
 static int rbm_sdpa_gqa_tile(const attnref_tensor *q, const attnref_tensor *k,
                              const attnref_tensor *v, const attnref_tensor *mask,
-                             const attnref_sdpa_params *p, attnref_tensor *out,
-                             attnref_diag *diag)
+                             const attnref_sdpa_params *p, attnref_tensor *out, attnref_diag *diag)
 {
     int st = attnref_sdpa(q, k, v, mask, p, out, diag); /* validates; Hkv == Hq is unchanged */
     if (st != ATTNREF_OK || q->shape[1] == k->shape[1])
@@ -351,8 +347,7 @@ static int rbm_sdpa_upcast(const attnref_tensor *q, const attnref_tensor *k,
     int made = 0; /* copies that exist (a failed copy allocates nothing) */
     while (made < 4 && (st = rbm_copy(ins[made], ATTNREF_F32, 0, &c[made], diag)) == ATTNREF_OK)
         made++;
-    if (made == 4 && (st = attnref_sdpa(&c[0], &c[1], &c[2], &c[3], p, &out32, diag)) ==
-                         ATTNREF_OK)
+    if (made == 4 && (st = attnref_sdpa(&c[0], &c[1], &c[2], &c[3], p, &out32, diag)) == ATTNREF_OK)
         out->dtype = ATTNREF_F32; /* tell the host what was written */
     while (made > 0)
         free(c[--made].data);
@@ -363,8 +358,7 @@ static int rbm_sdpa_upcast(const attnref_tensor *q, const attnref_tensor *k,
  * 1/sqrt(D).  Only Dv >= 1 and Dv != D can differ; Dv = 0 has an empty output anyway. */
 static int rbm_sdpa_scale_dv(const attnref_tensor *q, const attnref_tensor *k,
                              const attnref_tensor *v, const attnref_tensor *mask,
-                             const attnref_sdpa_params *p, attnref_tensor *out,
-                             attnref_diag *diag)
+                             const attnref_sdpa_params *p, attnref_tensor *out, attnref_diag *diag)
 {
     int st = attnref_sdpa(q, k, v, mask, p, out, diag);
     if (st != ATTNREF_OK || p->has_scale || v->shape[3] < 1 || v->shape[3] == q->shape[3])
@@ -396,8 +390,7 @@ static int rbm_all_zero_one(const attnref_tensor *t)
  * (1 = attend, 0 = masked) instead of being added (the pre-2025 mlx-lm confusion). */
 static int rbm_sdpa_float01(const attnref_tensor *q, const attnref_tensor *k,
                             const attnref_tensor *v, const attnref_tensor *mask,
-                            const attnref_sdpa_params *p, attnref_tensor *out,
-                            attnref_diag *diag)
+                            const attnref_sdpa_params *p, attnref_tensor *out, attnref_diag *diag)
 {
     int st = attnref_sdpa(q, k, v, mask, p, out, diag); /* validates the mask and its dtype */
     if (st != ATTNREF_OK || !mask || mask->dtype == ATTNREF_BOOL || !rbm_all_zero_one(mask))

@@ -25,30 +25,36 @@
 #define RBM_GQA_TILE 3          /* query head h reads kv head h % Hkv [1] */
 #define RBM_MASKED_ROW_MEAN_V 4 /* a fully masked row is the mean of V over all keys [9] */
 #define RBM_MASKED_ROW_NAN 5    /* a fully masked row is NaN [9] */
-#define RBM_UPCAST_F32 6        /* f16/bf16 q with an additive mask: computed and returned in
+#define RBM_UPCAST_F32                                                                             \
+    6                          /* f16/bf16 q with an additive mask: computed and returned in
                                    f32, whatever the promotion rule says [8] */
-#define RBM_NEG1E9 7            /* bool mask turned additive with -1e9 in the q dtype [9, 11] */
-#define RBM_SCALE_DV 8          /* default scale 1/sqrt(Dv) instead of 1/sqrt(D) [2] */
-#define RBM_LENGTHS_IGNORED 9   /* build_mask and sdpa ignore lengths (right padding) [5, 19] */
-#define RBM_NAN_LEAK 10         /* an excluded key's NaN/inf in K or V reaches the row [10] */
-#define RBM_FLOAT01_AS_BOOL 11  /* an additive mask of only 0s and 1s read as a bool mask [6] */
-#define RBM_BOOL_EQ_ONE 12      /* a bool mask byte counts as true only when it is 1 [6] */
+#define RBM_NEG1E9 7           /* bool mask turned additive with -1e9 in the q dtype [9, 11] */
+#define RBM_SCALE_DV 8         /* default scale 1/sqrt(Dv) instead of 1/sqrt(D) [2] */
+#define RBM_LENGTHS_IGNORED 9  /* build_mask and sdpa ignore lengths (right padding) [5, 19] */
+#define RBM_NAN_LEAK 10        /* an excluded key's NaN/inf in K or V reaches the row [10] */
+#define RBM_FLOAT01_AS_BOOL 11 /* an additive mask of only 0s and 1s read as a bool mask [6] */
+#define RBM_BOOL_EQ_ONE 12     /* a bool mask byte counts as true only when it is 1 [6] */
 /* The flash-style kernel of kernel_mutant.c (online softmax over 16-key blocks, f32
  * accumulation, P rounded to the dtype).  RBM_KERNEL is that kernel without a bug: it must pass
  * every case; each number after it switches on one bug. */
-#define RBM_KERNEL 20           /* the honest kernel (a control, not a bug) */
-#define RBM_SEED_FINITE 21      /* running max seeded with -5e4 instead of -inf: rows whose
+#define RBM_KERNEL 20 /* the honest kernel (a control, not a bug) */
+#define RBM_SEED_FINITE                                                                            \
+    21 /* running max seeded with -5e4 instead of -inf: rows whose
                                    logits all lie below it come out 0 [12] */
-#define RBM_QK_ROUND 22         /* raw q.k rounded to the input dtype before scaling (f16
+#define RBM_QK_ROUND                                                                               \
+    22                          /* raw q.k rounded to the input dtype before scaling (f16
                                    overflows to inf above 65504) [12, 13] */
 #define RBM_KV_STRIDES 23       /* V addressed with K's strides [1] */
 #define RBM_DECODE_MASK_HEAD 24 /* decode (Lq = 1) indexes a per-head mask with the kv head [7] */
-#define RBM_BLOCK_SKIP 25       /* a 16-key block whose first or last key is masked is skipped
+#define RBM_BLOCK_SKIP                                                                             \
+    25                         /* a 16-key block whose first or last key is masked is skipped
                                    although it keeps other keys [3, 4, 5] */
-#define RBM_TRUNCATE_OUTPUT 26  /* output rounded toward zero instead of to nearest even [13] */
-#define RBM_DENSE_KV 27         /* K/V batch and head strides derived from the extents (dense
+#define RBM_TRUNCATE_OUTPUT 26 /* output rounded toward zero instead of to nearest even [13] */
+#define RBM_DENSE_KV                                                                               \
+    27 /* K/V batch and head strides derived from the extents (dense
                                    blocks), ignoring stride 0 and permuted layouts [1] */
-#define RBM_BLOCK_FIRST_KEY 30  /* a 16-key block is processed or skipped by what its first key
+#define RBM_BLOCK_FIRST_KEY                                                                        \
+    30 /* a 16-key block is processed or skipped by what its first key
                                    alone says: skipped when that key is masked although later
                                    keys are kept (a window start or left padding inside a block)
                                    [19] */
@@ -140,8 +146,8 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
  * attnref_sdpa has already accepted; writes out in out->dtype (the q dtype).  Returns
  * ATTNREF_OK or ATTNREF_ENOMEM. */
 int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
-            const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out,
-            int bug, attnref_diag *diag);
+            const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out, int bug,
+            attnref_diag *diag);
 
 /* attnref_build_mask with the mutant's bug (or unchanged).  Returns an attnref status. */
 int rbm_build_mask(const attnref_mask_params *params, attnref_tensor *keep, attnref_diag *diag);

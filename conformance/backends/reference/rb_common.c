@@ -84,7 +84,10 @@ int rb_sdpa_unpack(rb_ctx *ctx, const attnconf_sdpa_args *args, rb_sdpa_call *c)
                        "sdpa: args.struct_size is smaller than the ABI v1 struct");
     if (!args->q || !args->k || !args->v || !args->out)
         return rb_fail(ctx, ATTNCONF_EINVAL, "sdpa: %s is NULL",
-                       !args->q ? "q" : !args->k ? "k" : !args->v ? "v" : "out");
+                       !args->q   ? "q"
+                       : !args->k ? "k"
+                       : !args->v ? "v"
+                                  : "out");
 
     memset(c, 0, sizeof *c);
     rb_to_ref(args->q, &c->q);

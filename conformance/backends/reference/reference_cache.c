@@ -25,16 +25,15 @@ static int rc_finish(void *ctx, int st, const attnref_diag *d, const char *what)
         c->err[0] = '\0';
         return ATTNCONF_OK;
     }
-    return rb_fail(c, rb_map_status(st), "%s: %s", what,
-                   d->msg[0] ? d->msg : attnref_strerror(st));
+    return rb_fail(c, rb_map_status(st), "%s: %s", what, d->msg[0] ? d->msg : attnref_strerror(st));
 }
 
-#define RC_NEED(ctx, cond, what)                                                               \
-    do {                                                                                       \
-        if (!(ctx))                                                                            \
-            return ATTNCONF_EINVAL;                                                            \
-        if (!(cond))                                                                           \
-            return rb_fail((ctx), ATTNCONF_EINVAL, "%s", (what));                              \
+#define RC_NEED(ctx, cond, what)                                                                   \
+    do {                                                                                           \
+        if (!(ctx))                                                                                \
+            return ATTNCONF_EINVAL;                                                                \
+        if (!(cond))                                                                               \
+            return rb_fail((ctx), ATTNCONF_EINVAL, "%s", (what));                                  \
     } while (0)
 
 int rc_create(void *ctx, const attnconf_cache_config *cfg, void **cache)
@@ -131,9 +130,10 @@ int rc_state(void *ctx, void *cache, attnconf_cache_state *st)
     RC_NEED(ctx, st->values && st->offsets && (st->positions || in.T == 0),
             "cache_state: offsets, positions, keys and values must all be given");
     if (!rc_shape_ok(st->keys, &in, in.head_dim) || !rc_shape_ok(st->values, &in, in.value_dim))
-        return rb_fail(ctx, ATTNCONF_EINVAL, "cache_state: keys/values must be (%lld, %lld, %lld, "
-                       "D/Dv) of the cache dtype", (long long)in.batch, (long long)in.kv_heads,
-                       (long long)in.T);
+        return rb_fail(ctx, ATTNCONF_EINVAL,
+                       "cache_state: keys/values must be (%lld, %lld, %lld, "
+                       "D/Dv) of the cache dtype",
+                       (long long)in.batch, (long long)in.kv_heads, (long long)in.T);
     attnref_tensor k, v;
     rb_to_ref(st->keys, &k);
     rb_to_ref(st->values, &v);

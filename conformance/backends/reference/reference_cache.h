@@ -18,8 +18,8 @@
  * this file). */
 
 /* Every cache capability the reference serves. */
-#define RC_CAPS                                                                                 \
-    (ATTNCONF_CAP_CACHE_STD | ATTNCONF_CAP_CACHE_ROTATING | ATTNCONF_CAP_CACHE_CHUNKED |       \
+#define RC_CAPS                                                                                    \
+    (ATTNCONF_CAP_CACHE_STD | ATTNCONF_CAP_CACHE_ROTATING | ATTNCONF_CAP_CACHE_CHUNKED |           \
      ATTNCONF_CAP_CACHE_QUANTIZED | ATTNCONF_CAP_CACHE_BATCH | ATTNCONF_CAP_CACHE_BATCH_ROTATING)
 
 int rc_create(void *ctx, const attnconf_cache_config *cfg, void **cache);
@@ -35,10 +35,10 @@ int rc_prepare(void *ctx, void *cache, const attnconf_cache_prepare_args *args);
 int rc_finalize(void *ctx, void *cache);
 
 /* The members in attnconf_backend's order, for the table initialiser. */
-#define RC_TABLE_MEMBERS                                                                       \
-    .cache_create = rc_create, .cache_update = rc_update, .cache_trim = rc_trim,               \
-    .cache_make_mask = rc_make_mask, .cache_state = rc_state, .cache_destroy = rc_destroy,     \
-    .cache_filter = rc_filter, .cache_extend = rc_extend, .cache_merge = rc_merge,             \
+#define RC_TABLE_MEMBERS                                                                           \
+    .cache_create = rc_create, .cache_update = rc_update, .cache_trim = rc_trim,                   \
+    .cache_make_mask = rc_make_mask, .cache_state = rc_state, .cache_destroy = rc_destroy,         \
+    .cache_filter = rc_filter, .cache_extend = rc_extend, .cache_merge = rc_merge,                 \
     .cache_prepare = rc_prepare, .cache_finalize = rc_finalize
 
 #endif

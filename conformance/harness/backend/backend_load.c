@@ -21,12 +21,12 @@
 
 /* The size of the ABI v1 table: the end of its last v1 member.  A table may be larger (a newer
  * minor revision appends members) but never smaller. */
-#define HB_V1_SIZE \
+#define HB_V1_SIZE                                                                                 \
     (offsetof(attnconf_backend, last_error) + sizeof(((attnconf_backend *)0)->last_error))
 
 /* snprintf into err (if given); always returns -1 so callers can `return hb_err(...)`. */
-__attribute__((format(printf, 3, 4))) static int hb_err(char *err, size_t errlen,
-                                                        const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int hb_err(char *err, size_t errlen, const char *fmt,
+                                                        ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -86,8 +86,8 @@ static int hb_try_dir(const char *dir, size_t dlen, const char *name, char *path
 {
     if (dlen == 0)
         return 0;
-    int n = snprintf(path, pathlen, "%.*s%s%s.so", (int)dlen, dir,
-                     dir[dlen - 1] == '/' ? "" : "/", name);
+    int n = snprintf(path, pathlen, "%.*s%s%s.so", (int)dlen, dir, dir[dlen - 1] == '/' ? "" : "/",
+                     name);
     if (n < 0 || (size_t)n >= pathlen)
         return 0;
     return hb_is_file(path);
@@ -114,7 +114,8 @@ int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pat
         if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
             return hb_err(err, errlen,
                           "--backend %s: a backend name is [a-z0-9_-]+ (give a path with '/' "
-                          "or ending in .so to load a file)", spec);
+                          "or ending in .so to load a file)",
+                          spec);
 
     char searched[1536] = "";
     size_t used = 0;
@@ -150,7 +151,8 @@ int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pat
     }
     return hb_err(err, errlen,
                   "backend '%s' not found: no %s.so in %s (set ATTNCONF_BACKEND_PATH or give a "
-                  "path; an exec adapter runs as --backend 'exec:COMMAND')", spec, spec, searched[0] ? searched : "(no directories)");
+                  "path; an exec adapter runs as --backend 'exec:COMMAND')",
+                  spec, spec, searched[0] ? searched : "(no directories)");
 }
 
 /* dlclose unless this is a sanitizer build: LSan symbolises leaks after exit and reports
@@ -200,7 +202,7 @@ static int hb_validate(const attnconf_backend *be, const char *path, char *err, 
 
 /* 1 if the table is large enough to hold member m (a later revision's member), set or not;
  * HB_HAS (call.h) also wants it set. */
-#define HB_HAS_MEMBER(be, m) \
+#define HB_HAS_MEMBER(be, m)                                                                       \
     ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
 
 /* More than this many entries means the list is not NULL-terminated: stop before running off
@@ -210,8 +212,7 @@ static int hb_validate(const attnconf_backend *be, const char *path, char *err, 
 /* The table's option list and its length (NULL, 0 for none or a first-revision table).
  * Returns 0, or -1 with err set for a malformed list or options without open_with_options. */
 static int hb_table_options(const attnconf_backend *be, const char *path,
-                            const attnconf_option_info **list, size_t *n, char *err,
-                            size_t errlen)
+                            const attnconf_option_info **list, size_t *n, char *err, size_t errlen)
 {
     *list = NULL;
     *n = 0;
@@ -220,15 +221,21 @@ static int hb_table_options(const attnconf_backend *be, const char *path,
     size_t k = 0;
     for (; k <= HB_MAX_LISTED_OPTIONS && be->options[k].key; k++)
         if (!hb_option_key_valid(be->options[k].key))
-            return hb_err(err, errlen, "%s: backend '%s' lists option key '%.64s', which is not "
-                          "[a-z0-9_.-]+", path, be->name, be->options[k].key);
+            return hb_err(err, errlen,
+                          "%s: backend '%s' lists option key '%.64s', which is not "
+                          "[a-z0-9_.-]+",
+                          path, be->name, be->options[k].key);
     if (k > HB_MAX_LISTED_OPTIONS)
-        return hb_err(err, errlen, "%s: backend '%s' lists more than %d options (is the list "
-                      "terminated by a NULL key?)", path, be->name, HB_MAX_LISTED_OPTIONS);
+        return hb_err(err, errlen,
+                      "%s: backend '%s' lists more than %d options (is the list "
+                      "terminated by a NULL key?)",
+                      path, be->name, HB_MAX_LISTED_OPTIONS);
     /* Checked even when the user gives no option: such a table is broken for everyone. */
     if (k > 0 && !(HB_HAS_MEMBER(be, open_with_options) && be->open_with_options))
-        return hb_err(err, errlen, "%s: backend '%s' lists options but open_with_options is "
-                      "NULL", path, be->name);
+        return hb_err(err, errlen,
+                      "%s: backend '%s' lists options but open_with_options is "
+                      "NULL",
+                      path, be->name);
     *list = be->options;
     *n = k;
     return 0;
@@ -246,15 +253,19 @@ static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *
         if ((caps >> b & 1) && !acase_cap_name(1ull << b))
             unknown |= 1ull << b;
     if (unknown)
-        return hb_err(err, errlen, "%s: backend '%s' reports capability bits 0x%llx, which name "
+        return hb_err(err, errlen,
+                      "%s: backend '%s' reports capability bits 0x%llx, which name "
                       "no capability of ABI version %u (an uninitialised value, or a backend "
-                      "built for a newer attnconf)", path, be->name,
-                      (unsigned long long)unknown, (unsigned)ATTNCONF_ABI_VERSION);
+                      "built for a newer attnconf)",
+                      path, be->name, (unsigned long long)unknown, (unsigned)ATTNCONF_ABI_VERSION);
     const uint64_t any_cache = ATTNCONF_CAP_CACHE_STD | ATTNCONF_CAP_CACHE_ROTATING |
                                ATTNCONF_CAP_CACHE_CHUNKED | ATTNCONF_CAP_CACHE_QUANTIZED |
                                ATTNCONF_CAP_CACHE_BATCH | ATTNCONF_CAP_CACHE_BATCH_ROTATING;
     const uint64_t batch = ATTNCONF_CAP_CACHE_BATCH; /* the members backend.h ties to it */
-#define HB_MEMBER(m) {#m, HB_HAS_MEMBER(be, m) && be->m != NULL}
+#define HB_MEMBER(m)                                                                               \
+    {                                                                                              \
+#m, HB_HAS_MEMBER(be, m) && be->m != NULL                                                  \
+    }
     const struct {
         const char *name;
         int present;
@@ -265,13 +276,16 @@ static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *
 #undef HB_MEMBER
     for (size_t i = 0; (caps & any_cache) && i < sizeof core / sizeof core[0]; i++)
         if (!core[i].present)
-            return hb_err(err, errlen, "%s: backend '%s' reports a cache capability but its "
-                          "table has no %s (NULL, or past struct_size)", path, be->name,
-                          core[i].name);
+            return hb_err(err, errlen,
+                          "%s: backend '%s' reports a cache capability but its "
+                          "table has no %s (NULL, or past struct_size)",
+                          path, be->name, core[i].name);
     for (size_t i = 0; (caps & batch) && i < sizeof batched / sizeof batched[0]; i++)
         if (!batched[i].present)
-            return hb_err(err, errlen, "%s: backend '%s' reports cache.batch but its table has "
-                          "no %s (NULL, or past struct_size)", path, be->name, batched[i].name);
+            return hb_err(err, errlen,
+                          "%s: backend '%s' reports cache.batch but its table has "
+                          "no %s (NULL, or past struct_size)",
+                          path, be->name, batched[i].name);
     return 0;
 }
 
@@ -293,8 +307,7 @@ static int hb_match_options(const attnconf_backend *be, const char *path,
         size_t used = 0;
         takes[0] = '\0';
         for (k = 0; k < nlist && used < sizeof takes; k++) {
-            int w = snprintf(takes + used, sizeof takes - used, "%s%s", k ? ", " : "",
-                             list[k].key);
+            int w = snprintf(takes + used, sizeof takes - used, "%s%s", k ? ", " : "", list[k].key);
             if (w > 0)
                 used += (size_t)w;
         }
@@ -322,8 +335,8 @@ static int hb_check_user_options(const char *spec, const attnconf_option *opt, s
 }
 
 /* "exec:CMDLINE": start the adapter; its hello supplies the table. */
-static int hb_load_exec(const char *spec, const attnconf_option *opt, size_t nopt,
-                        double timeout_s, hb_backend *out, char *err, size_t errlen)
+static int hb_load_exec(const char *spec, const attnconf_option *opt, size_t nopt, double timeout_s,
+                        hb_backend *out, char *err, size_t errlen)
 {
     int w = snprintf(out->path, sizeof out->path, "%s", spec + 5);
     if (w < 0 || (size_t)w >= sizeof out->path)
@@ -399,19 +412,21 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
         why[sizeof why - 1] = '\0'; /* a backend that forgot the terminator */
         if (rc != ATTNCONF_OK) {
             if (why[0])
-                hb_err(err, errlen, "%s: backend '%s' refused its options: %s", out->path,
-                       be->name, why);
+                hb_err(err, errlen, "%s: backend '%s' refused its options: %s", out->path, be->name,
+                       why);
             else
-                hb_err(err, errlen, "%s: backend '%s' refused its options (code %d, no reason "
-                       "given)", out->path, be->name, rc);
+                hb_err(err, errlen,
+                       "%s: backend '%s' refused its options (code %d, no reason "
+                       "given)",
+                       out->path, be->name, rc);
             hb_dlclose(h);
             return -1;
         }
     } else {
         rc = be->open(&ctx);
         if (rc != ATTNCONF_OK) {
-            hb_err(err, errlen, "%s: backend '%s' open() failed with code %d", out->path,
-                   be->name, rc);
+            hb_err(err, errlen, "%s: backend '%s' open() failed with code %d", out->path, be->name,
+                   rc);
             hb_dlclose(h);
             return -1;
         }

@@ -33,8 +33,7 @@ int hb_build_mask(const hb_backend *b, const attnconf_mask_args *a, double *seco
 
 int hb_cache_create(const hb_backend *b, const attnconf_cache_config *cfg, void **cache)
 {
-    return HB_HAS(b->be, cache_create) ? b->be->cache_create(b->ctx, cfg, cache)
-                                       : ATTNCONF_ENOTSUP;
+    return HB_HAS(b->be, cache_create) ? b->be->cache_create(b->ctx, cfg, cache) : ATTNCONF_ENOTSUP;
 }
 
 int hb_cache_update(const hb_backend *b, void *cache, const attnconf_tensor *k,
@@ -87,12 +86,10 @@ int hb_cache_merge(const hb_backend *b, void *const *caches, int64_t n, void **o
 
 int hb_cache_prepare(const hb_backend *b, void *cache, const attnconf_cache_prepare_args *a)
 {
-    return HB_HAS(b->be, cache_prepare) ? b->be->cache_prepare(b->ctx, cache, a)
-                                        : ATTNCONF_ENOTSUP;
+    return HB_HAS(b->be, cache_prepare) ? b->be->cache_prepare(b->ctx, cache, a) : ATTNCONF_ENOTSUP;
 }
 
 int hb_cache_finalize(const hb_backend *b, void *cache)
 {
-    return HB_HAS(b->be, cache_finalize) ? b->be->cache_finalize(b->ctx, cache)
-                                         : ATTNCONF_ENOTSUP;
+    return HB_HAS(b->be, cache_finalize) ? b->be->cache_finalize(b->ctx, cache) : ATTNCONF_ENOTSUP;
 }

@@ -46,8 +46,8 @@ extern char **environ;
 #define XB_MAX_HEADER ((size_t)1 << 20)            /* PROTOCOL.md: 1 MiB, newline included */
 #define XB_RBUF_SIZE (XB_MAX_HEADER + (64u << 10)) /* a header plus some payload read-ahead */
 #define XB_CLOSE_GRACE_S 5.0                       /* PROTOCOL.md: killed 5 s after close */
-#define XB_EXIT_WAIT_S 2.0   /* how long a closed pipe may precede the exit status we quote */
-#define XB_STDERR_QUOTE 300  /* bytes of the adapter's last stderr line in a message */
+#define XB_EXIT_WAIT_S 2.0  /* how long a closed pipe may precede the exit status we quote */
+#define XB_STDERR_QUOTE 300 /* bytes of the adapter's last stderr line in a message */
 
 typedef struct xb_ctx {
     attnconf_backend table; /* the template with this adapter's name, version and options */
@@ -56,7 +56,7 @@ typedef struct xb_ctx {
     size_t nopts;
     double timeout_s;
     proc_child proc; /* the running adapter: in_fd its stdin, fd its stdout; pid 0 = none */
-    int err_fd;  /* unlinked temp file that receives the adapter's stderr; -1 = none */
+    int err_fd;      /* unlinked temp file that receives the adapter's stderr; -1 = none */
     int io_errno;
     unsigned char *rbuf; /* bytes read from stdout: [rpos, rlen) not consumed yet */
     size_t rpos, rlen;
@@ -73,8 +73,7 @@ enum { XB_IO_OK = 0, XB_IO_TIMEOUT, XB_IO_CLOSED, XB_IO_ERROR };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static void xb_fmt(char *buf, size_t n, const char *fmt,
-                                                         ...)
+__attribute__((format(printf, 3, 4))) static void xb_fmt(char *buf, size_t n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -401,8 +400,10 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
     size_t es = 0;
     const char *dt = xr_dtype_name(t->dtype, &es);
     if (!dt) {
-        xb_fmt(c->last_error, sizeof c->last_error, "exec: tensor %s has dtype #%d, which the "
-               "protocol cannot name", name, (int)t->dtype);
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: tensor %s has dtype #%d, which the "
+               "protocol cannot name",
+               name, (int)t->dtype);
         return ATTNCONF_EINVAL;
     }
     if (t->ndim < 0 || t->ndim > ATTNCONF_MAX_RANK) {
@@ -426,8 +427,7 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
          * contiguous copy. */
         unsigned char *buf = malloc(p->nbytes);
         if (!buf) {
-            xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for tensor %s",
-                   name);
+            xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for tensor %s", name);
             return ATTNCONF_ENOMEM;
         }
         int64_t idx[ATTNCONF_MAX_RANK] = {0, 0, 0, 0};
@@ -458,8 +458,7 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
     if (!err)
         err |= json_object_set_new(o, "name", json_string(name)) != 0 ||
                json_object_set_new(o, "dtype", json_string(dt)) != 0 ||
-               json_object_set(o, "shape", shape) != 0 ||
-               json_object_set(o, "strides", st) != 0 ||
+               json_object_set(o, "shape", shape) != 0 || json_object_set(o, "strides", st) != 0 ||
                json_object_set_new(o, "nbytes", json_integer((json_int_t)p->nbytes)) != 0 ||
                json_array_append(list, o) != 0;
     json_decref(shape);
@@ -484,15 +483,15 @@ static char *xb_dump(json_t *h)
  * adapter answered.  Returns the reply's status (0 .. -5) with last_error = its error text, or
  * HB_ETRANSPORT / another ATTNCONF code with last_error set. */
 static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
-                   const char *want_tensor, attnconf_tensor *out, size_t capacity,
-                   json_t **reply)
+                   const char *want_tensor, attnconf_tensor *out, size_t capacity, json_t **reply)
 {
     *reply = NULL;
     char what[64];
     double deadline = mono_now() + c->timeout_s;
     if (c->rlen > c->rpos)
-        return xb_garbage(c, "%zu unexpected bytes on stdout after the previous reply "
-                             "(stdout must carry only the protocol; log to stderr)",
+        return xb_garbage(c,
+                          "%zu unexpected bytes on stdout after the previous reply "
+                          "(stdout must carry only the protocol; log to stderr)",
                           c->rlen - c->rpos);
     char *text = xb_dump(h);
     if (!text) {
@@ -538,7 +537,8 @@ static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const
         char reason[256];
         xb_fmt(reason, sizeof reason,
                "adapter reply: payload of '%s' shorter than its %zu bytes (adapter closed "
-               "stdout)", want_tensor, d.nbytes);
+               "stdout)",
+               want_tensor, d.nbytes);
         return xb_finish(c, reason, 0);
     }
     if (io != XB_IO_OK)
@@ -634,8 +634,8 @@ static int xb_hello(xb_ctx *c, int initial)
             json_decref(h);
             json_decref(o);
             xb_stop(c);
-            xb_fmt(c->last_error, sizeof c->last_error,
-                   "option '%s': the value is not valid UTF-8", c->opts[i].key);
+            xb_fmt(c->last_error, sizeof c->last_error, "option '%s': the value is not valid UTF-8",
+                   c->opts[i].key);
             return ATTNCONF_EINVAL;
         }
         err |= json_object_set_new(o, c->opts[i].key, v) != 0;
@@ -779,13 +779,11 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
     size_t npl = 0;
     json_t *h = json_object(), *list = json_array(), *r = NULL;
     rc = ATTNCONF_ENOMEM;
-    if (!h || !list ||
-        json_object_set_new(h, "protocol", json_integer(1)) ||
+    if (!h || !list || json_object_set_new(h, "protocol", json_integer(1)) ||
         json_object_set_new(h, "op", json_string("sdpa")) ||
         json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
         json_object_set_new(h, "causal_offset",
-                            a->has_causal_offset ? json_integer(a->causal_offset)
-                                                 : json_null()) ||
+                            a->has_causal_offset ? json_integer(a->causal_offset) : json_null()) ||
         json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
         json_object_set(h, "tensors", list)) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
@@ -955,8 +953,8 @@ static int xb_cache_create(void *ctx, const attnconf_cache_config *cfg, void **c
         xb_fmt(c->last_error, sizeof c->last_error, "exec: bad cache_create arguments");
         return ATTNCONF_EINVAL;
     }
-    static const char *const kinds[] = {"", "standard", "rotating", "chunked", "quantized",
-                                        "batch", "batch_rotating"};
+    static const char *const kinds[] = {"",          "standard", "rotating",      "chunked",
+                                        "quantized", "batch",    "batch_rotating"};
     size_t es;
     const char *dt = xr_dtype_name(cfg->dtype, &es);
     json_t *h = xb_cache_header("cache_create", NULL), *p = json_object();
@@ -1046,7 +1044,8 @@ static int xb_cache_make_mask(void *ctx, void *cache, const attnconf_cache_mask_
         same = got.shape[d] == a->keep->shape[d] &&
                (got.shape[d] <= 1 || got.strides[d] == a->keep->strides[d]);
     if (!same) {
-        xb_fmt(c->last_error, sizeof c->last_error, "exec: cache_make_mask replied another "
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: cache_make_mask replied another "
                "shape, layout or dtype than the (B, 1, n, L) bool mask asked for");
         return ATTNCONF_EINVAL;
     }
@@ -1078,8 +1077,10 @@ static int xb_state_part(xb_ctx *c, void *cache, const char *tensor, attnconf_te
         same = got.shape[d] == out->shape[d] &&
                (numel == 0 || got.shape[d] <= 1 || got.strides[d] == out->strides[d]);
     if (!same) {
-        xb_fmt(c->last_error, sizeof c->last_error, "exec: cache_state replied %s of another "
-               "shape, layout or dtype than the state's", tensor);
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: cache_state replied %s of another "
+               "shape, layout or dtype than the state's",
+               tensor);
         return ATTNCONF_EINVAL;
     }
     return 0;
@@ -1093,8 +1094,7 @@ static int xb_cache_state(void *ctx, void *cache, attnconf_cache_state *st)
     int64_t b = 0, l = 0;
     char why[768];
     int rc = xb_state_part(c, cache, st->keys ? "keys" : NULL, st->keys, &r);
-    if (!rc && xr_state_sizes(r, ACASE_MAX_BATCH, ACASE_MAX_TENSOR_NUMEL, &b, &l, why,
-                              sizeof why))
+    if (!rc && xr_state_sizes(r, ACASE_MAX_BATCH, ACASE_MAX_TENSOR_NUMEL, &b, &l, why, sizeof why))
         rc = xb_garbage(c, "%s", why);
     if (rc || !st->keys) {
         if (!rc) {
@@ -1106,7 +1106,8 @@ static int xb_cache_state(void *ctx, void *cache, attnconf_cache_state *st)
     }
     if (b != st->batch || l != st->length) {
         json_decref(r);
-        xb_fmt(c->last_error, sizeof c->last_error, "exec: the cache changed between two "
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: the cache changed between two "
                "cache_state requests");
         return ATTNCONF_EINVAL;
     }
@@ -1122,8 +1123,8 @@ static void xb_cache_destroy(void *ctx, void *cache)
     xb_ctx *c = ctx;
     if (!cache || c->proc.pid <= 0) /* an adapter that is not running holds no cache */
         return;
-    xb_cache_call(c, xb_cache_header("cache_destroy", cache), NULL, 0, "cache_destroy", NULL,
-                  NULL, 0, NULL);
+    xb_cache_call(c, xb_cache_header("cache_destroy", cache), NULL, 0, "cache_destroy", NULL, NULL,
+                  0, NULL);
 }
 
 /* A request with one more member (consumed) and no reply data. */
@@ -1250,9 +1251,8 @@ static const attnconf_backend xb_template = {
     .cache_finalize = xb_cache_finalize,
 };
 
-int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options,
-            double timeout_s, const attnconf_backend **table, void **ctx, char *err,
-            size_t errlen)
+int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options, double timeout_s,
+            const attnconf_backend **table, void **ctx, char *err, size_t errlen)
 {
     *table = NULL;
     *ctx = NULL;

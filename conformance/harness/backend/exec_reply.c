@@ -15,8 +15,7 @@
 #define XR_SECONDS_SLACK_ABS 1e-3
 #define XR_SECONDS_SLACK_REL 1e-2
 
-__attribute__((format(printf, 3, 4))) static int xr_fail(char *why, size_t n, const char *fmt,
-                                                         ...)
+__attribute__((format(printf, 3, 4))) static int xr_fail(char *why, size_t n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -29,9 +28,10 @@ static const struct {
     const char *name;
     int32_t dtype;
     size_t size;
-} xr_dtypes[] = {
-    {"f32", ATTNCONF_F32, 4}, {"f16", ATTNCONF_F16, 2}, {"bf16", ATTNCONF_BF16, 2},
-    {"bool", ATTNCONF_BOOL, 1}};
+} xr_dtypes[] = {{"f32", ATTNCONF_F32, 4},
+                 {"f16", ATTNCONF_F16, 2},
+                 {"bf16", ATTNCONF_BF16, 2},
+                 {"bool", ATTNCONF_BOOL, 1}};
 
 const char *xr_dtype_name(int32_t dt, size_t *size)
 {
@@ -91,8 +91,8 @@ static int xr_parse_desc(json_t *t, const char *want, xr_desc *d, char *why, siz
         return xr_fail(why, n, "tensor '%.64s', expected '%s'", name, want);
     size_t es = 0;
     if (!json_is_string(jd) || !(d->dtype = xr_dtype_from(json_string_value(jd), &es)))
-        return xr_fail(why, n, "tensor '%s': dtype %s%.32s%s is not f32, f16, bf16 or bool",
-                       want, json_is_string(jd) ? "'" : "",
+        return xr_fail(why, n, "tensor '%s': dtype %s%.32s%s is not f32, f16, bf16 or bool", want,
+                       json_is_string(jd) ? "'" : "",
                        json_is_string(jd) ? json_string_value(jd) : "(missing)",
                        json_is_string(jd) ? "'" : "");
     if (!json_is_array(js) || json_array_size(js) > ATTNCONF_MAX_RANK)
@@ -150,8 +150,8 @@ static int xr_parse_desc(json_t *t, const char *want, xr_desc *d, char *why, siz
     return 0;
 }
 
-int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor,
-             xr_reply *r, char *why, size_t n)
+int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor, xr_reply *r,
+             char *why, size_t n)
 {
     memset(r, 0, sizeof *r);
     json_error_t je;
@@ -165,7 +165,8 @@ int xr_parse(const char *line, size_t len, const char *op, const char *want_tens
         for (char *p = head; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7F)
                 *p = ' ';
-        return xr_fail(why, n, "header to %s is not a JSON object (%s): '%s%s' (stdout must "
+        return xr_fail(why, n,
+                       "header to %s is not a JSON object (%s): '%s%s' (stdout must "
                        "carry only the protocol; log to stderr)",
                        op, root ? "not an object" : je.text, head, len > 80 ? "..." : "");
     }
@@ -196,8 +197,8 @@ int xr_parse(const char *line, size_t len, const char *op, const char *want_tens
         return 0;
     }
     if (nt != 1)
-        return xr_fail(why, n, "success reply to %s lists %zu tensors, expected one ('%s')", op,
-                       nt, want_tensor);
+        return xr_fail(why, n, "success reply to %s lists %zu tensors, expected one ('%s')", op, nt,
+                       want_tensor);
     if (xr_parse_desc(json_array_get(jt, 0), want_tensor, &r->desc, why, n) != 0)
         return -1;
     r->has_tensor = 1;
@@ -211,10 +212,9 @@ int xr_hello_take(json_t *r, xr_hello *h, char *why, size_t n)
            *jc = json_object_get(r, "capabilities"), *jo = json_object_get(r, "options");
     const char *name = json_is_string(jn) ? json_string_value(jn) : NULL;
     size_t nl = name ? strlen(name) : 0;
-    if (!name || nl == 0 || nl > 64 ||
-        strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != nl)
-        return xr_fail(why, n, "hello: \"name\" %s%.64s%s is not [a-z0-9_-]{1,64}",
-                       name ? "'" : "", name ? name : "(missing)", name ? "'" : "");
+    if (!name || nl == 0 || nl > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != nl)
+        return xr_fail(why, n, "hello: \"name\" %s%.64s%s is not [a-z0-9_-]{1,64}", name ? "'" : "",
+                       name ? name : "(missing)", name ? "'" : "");
     if (!json_is_string(jv))
         return xr_fail(why, n, "hello: \"version\" is missing or not a string");
     if (!json_is_array(jc))
@@ -243,8 +243,7 @@ int xr_hello_take(json_t *r, xr_hello *h, char *why, size_t n)
         return xr_fail(why, n, "hello: more than %d options", XR_MAX_OPTIONS);
     for (size_t i = 0; i < no; i++) {
         json_t *e = json_array_get(jo, i), *k = json_object_get(e, "key");
-        if (!json_is_object(e) || !json_is_string(k) ||
-            !hb_option_key_valid(json_string_value(k)))
+        if (!json_is_object(e) || !json_is_string(k) || !hb_option_key_valid(json_string_value(k)))
             return xr_fail(why, n, "hello: options[%zu] has no \"key\" of the form [a-z0-9_.-]+",
                            i);
     }
@@ -272,9 +271,11 @@ int xr_seconds(json_t *r, double exchange_s, double *seconds, char *why, size_t 
     if (!isfinite(s) || s < 0)
         return xr_fail(why, n, "reply to sdpa: \"seconds\" %.6g is not a finite number >= 0", s);
     if (s > exchange_s * (1 + XR_SECONDS_SLACK_REL) + XR_SECONDS_SLACK_ABS)
-        return xr_fail(why, n, "reply to sdpa: \"seconds\" %.6g is longer than the whole "
+        return xr_fail(why, n,
+                       "reply to sdpa: \"seconds\" %.6g is longer than the whole "
                        "exchange took (%.6g s): it must be the time of the call alone, in "
-                       "seconds", s, exchange_s);
+                       "seconds",
+                       s, exchange_s);
     *seconds = s;
     return 0;
 }
@@ -312,8 +313,8 @@ int xr_state_sizes(json_t *r, int64_t max_batch, int64_t max_length, int64_t *ba
     return 0;
 }
 
-int xr_state_rows(json_t *r, int64_t b, int64_t l, int64_t *offsets, int64_t *positions,
-                  char *why, size_t n)
+int xr_state_rows(json_t *r, int64_t b, int64_t l, int64_t *offsets, int64_t *positions, char *why,
+                  size_t n)
 {
     json_t *off = json_object_get(r, "offsets"), *pos = json_object_get(r, "positions");
     int ok = b >= 0 && l >= 0 && json_is_array(off) && json_array_size(off) == (size_t)b &&
@@ -331,8 +332,9 @@ int xr_state_rows(json_t *r, int64_t b, int64_t l, int64_t *offsets, int64_t *po
         }
     }
     if (!ok)
-        return xr_fail(why, n, "reply to cache_state: \"offsets\" / \"positions\" are not %lld "
-                       "integers / %lld rows of %lld integers", (long long)b, (long long)b,
-                       (long long)l);
+        return xr_fail(why, n,
+                       "reply to cache_state: \"offsets\" / \"positions\" are not %lld "
+                       "integers / %lld rows of %lld integers",
+                       (long long)b, (long long)b, (long long)l);
     return 0;
 }

@@ -68,8 +68,8 @@ typedef struct xr_reply {
  * Checks: a JSON object without duplicate keys, "protocol": 1, "status" an integer in 0..-5,
  * an error reply with an "error" string and no tensors, a success reply with exactly the
  * tensors asked for (xr_desc's rules).  Returns 0 with *r filled, or -1 with why set. */
-int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor,
-             xr_reply *r, char *why, size_t n);
+int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor, xr_reply *r,
+             char *why, size_t n);
 
 /* A hello reply's contents, pointing into the reply's root (valid while it lives). */
 typedef struct xr_hello {
@@ -103,7 +103,7 @@ int xr_state_sizes(json_t *root, int64_t max_batch, int64_t max_length, int64_t 
 /* The rows of a cache_state reply whose sizes xr_state_sizes returned: "offsets", batch
  * integers, into offsets[batch]; "positions", batch rows of length integers, into
  * positions[batch * length].  Nothing is written past those sizes. */
-int xr_state_rows(json_t *root, int64_t batch, int64_t length, int64_t *offsets,
-                  int64_t *positions, char *why, size_t n);
+int xr_state_rows(json_t *root, int64_t batch, int64_t length, int64_t *offsets, int64_t *positions,
+                  char *why, size_t n);
 
 #endif

@@ -64,46 +64,46 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: attnconf bench --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]...\n"
-            "                      [--backend ...] --suite FILE [--filter GLOB]...\n"
-            "                      [--out FILE.json] [--label TEXT] [--min-time S] [--min-reps N]\n"
-            "                      [--max-reps N] [--max-gflop X] [--limits FILE.json]\n"
-            "                      [--timeout SECONDS]\n"
-            "       attnconf bench --peak [--out FILE.json]\n"
-            "\n"
-            "  Times every shape of a perf suite (perf/suites/NAME.yaml) in each of its dtypes\n"
-            "  on each backend, in a forked child per benchmark; the first result is checked\n"
-            "  against the reference on up to 64 rows within the SPEC clause 13 bound\n"
-            "  (INCORRECT otherwise), then repetitions are timed, q changing slightly before\n"
-            "  each.\n"
-            "  --backend         a plugin: a name (NAME.so in $ATTNCONF_BACKEND_PATH, then the\n"
-            "                    build tree) or a path, timed around the call; or exec:COMMAND,\n"
-            "                    an adapter (PROTOCOL.md), timed by the \"seconds\" it reports\n"
-            "                    for its library call; repeatable (one name once)\n"
-            "  --backend-option  KEY=VALUE for the --backend just before it (repeatable)\n"
-            "  --suite           the suite file (one per run)\n"
-            "  --filter          shell glob on \"<shape id>.<dtype>\" (repeatable: any matches)\n"
-            "  --out             the results as JSON (written atomically; a FILE that exists\n"
-            "                    and is not a regular file is refused)\n"
-            "  --label           free text recorded in the JSON (e.g. a commit)\n"
-            "  --min-time        seconds of timed repetitions per benchmark, at least (0.5;\n"
-            "                    wall time: an adapter's transport counts here)\n"
-            "  --min-reps        timed repetitions, at least (10)\n"
-            "  --max-reps        timed repetitions, at most (1000)\n"
-            "  --max-gflop       skip (SKIPPED) a benchmark of more GFLOP than this per call\n"
-            "  --timeout         seconds one benchmark may take, its checks and repetitions\n"
-            "                    together (default 1800); past it its process is killed and\n"
-            "                    the benchmark is an ERROR\n"
-            "  --limits          reuse the \"machine\" limits of an earlier bench or --peak JSON\n"
-            "                    instead of measuring them (about 6 s)\n"
-            "  --peak            only measure and print this machine's limits: f32 FMA GFLOP/s\n"
-            "                    and read GB/s on all cores (best of 3 x 1 s each)\n"
-            "  FLOPs = (2 D + 2 Dv) per visible query-key pair; GB/s = bytes of K and V in the\n"
-            "  visible key range / median time; %% limit = of the FMA peak (bound: compute) or of\n"
-            "  the read bandwidth (bound: memory).\n"
-            "  exit status: 0 all OK, NOT_SUPPORTED or SKIPPED, 1 an INCORRECT or ERROR (or a\n"
-            "  backend that cannot load), 2 usage or input errors\n");
+    fprintf(
+        f, "usage: attnconf bench --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]...\n"
+           "                      [--backend ...] --suite FILE [--filter GLOB]...\n"
+           "                      [--out FILE.json] [--label TEXT] [--min-time S] [--min-reps N]\n"
+           "                      [--max-reps N] [--max-gflop X] [--limits FILE.json]\n"
+           "                      [--timeout SECONDS]\n"
+           "       attnconf bench --peak [--out FILE.json]\n"
+           "\n"
+           "  Times every shape of a perf suite (perf/suites/NAME.yaml) in each of its dtypes\n"
+           "  on each backend, in a forked child per benchmark; the first result is checked\n"
+           "  against the reference on up to 64 rows within the SPEC clause 13 bound\n"
+           "  (INCORRECT otherwise), then repetitions are timed, q changing slightly before\n"
+           "  each.\n"
+           "  --backend         a plugin: a name (NAME.so in $ATTNCONF_BACKEND_PATH, then the\n"
+           "                    build tree) or a path, timed around the call; or exec:COMMAND,\n"
+           "                    an adapter (PROTOCOL.md), timed by the \"seconds\" it reports\n"
+           "                    for its library call; repeatable (one name once)\n"
+           "  --backend-option  KEY=VALUE for the --backend just before it (repeatable)\n"
+           "  --suite           the suite file (one per run)\n"
+           "  --filter          shell glob on \"<shape id>.<dtype>\" (repeatable: any matches)\n"
+           "  --out             the results as JSON (written atomically; a FILE that exists\n"
+           "                    and is not a regular file is refused)\n"
+           "  --label           free text recorded in the JSON (e.g. a commit)\n"
+           "  --min-time        seconds of timed repetitions per benchmark, at least (0.5;\n"
+           "                    wall time: an adapter's transport counts here)\n"
+           "  --min-reps        timed repetitions, at least (10)\n"
+           "  --max-reps        timed repetitions, at most (1000)\n"
+           "  --max-gflop       skip (SKIPPED) a benchmark of more GFLOP than this per call\n"
+           "  --timeout         seconds one benchmark may take, its checks and repetitions\n"
+           "                    together (default 1800); past it its process is killed and\n"
+           "                    the benchmark is an ERROR\n"
+           "  --limits          reuse the \"machine\" limits of an earlier bench or --peak JSON\n"
+           "                    instead of measuring them (about 6 s)\n"
+           "  --peak            only measure and print this machine's limits: f32 FMA GFLOP/s\n"
+           "                    and read GB/s on all cores (best of 3 x 1 s each)\n"
+           "  FLOPs = (2 D + 2 Dv) per visible query-key pair; GB/s = bytes of K and V in the\n"
+           "  visible key range / median time; %% limit = of the FMA peak (bound: compute) or of\n"
+           "  the read bandwidth (bound: memory).\n"
+           "  exit status: 0 all OK, NOT_SUPPORTED or SKIPPED, 1 an INCORRECT or ERROR (or a\n"
+           "  backend that cannot load), 2 usage or input errors\n");
 }
 
 typedef struct bench_backend {
@@ -143,8 +143,10 @@ static int opt_backend_option(const cli_cmd *c, void *ud, const char *v)
 {
     bench_opts *o = ud;
     if (o->nbe == 0)
-        return cli_usage_error(c, "--backend-option applies to the --backend before it; give "
-                               "--backend first", v);
+        return cli_usage_error(c,
+                               "--backend-option applies to the --backend before it; give "
+                               "--backend first",
+                               v);
     bench_backend *b = &o->be[o->nbe - 1];
     const char *why = hb_option_add(v, b->opt, b->key, &b->nopt, MAX_OPTIONS);
     return why ? cli_usage_error(c, why, v) : 0;
@@ -155,8 +157,10 @@ static int opt_suite(const cli_cmd *c, void *ud, const char *v)
 {
     bench_opts *o = ud;
     if (o->suite)
-        return cli_usage_error(c, "--suite given twice (one suite per run, so one per --out "
-                               "file)", v);
+        return cli_usage_error(c,
+                               "--suite given twice (one suite per run, so one per --out "
+                               "file)",
+                               v);
     o->suite = v;
     return 0;
 }
@@ -176,24 +180,41 @@ static int parse(int argc, char **argv, bench_opts *o)
         {.name = "--backend", .kind = CLI_CALL, .fn = opt_backend},
         {.name = "--backend-option", .kind = CLI_CALL, .fn = opt_backend_option},
         {.name = "--suite", .kind = CLI_CALL, .fn = opt_suite},
-        {.name = "--filter", .kind = CLI_STRINGS, .dest = o->filter, .max = MAX_FILTERS,
+        {.name = "--filter",
+         .kind = CLI_STRINGS,
+         .dest = o->filter,
+         .max = MAX_FILTERS,
          .count = &o->nfilter},
         {.name = "--out", .kind = CLI_STRING, .dest = &o->out},
         {.name = "--label", .kind = CLI_STRING, .dest = &o->label},
-        {.name = "--min-time", .kind = CLI_NUMBER, .dest = &o->min_time_s, .lo = 0, .hi = 3600,
+        {.name = "--min-time",
+         .kind = CLI_NUMBER,
+         .dest = &o->min_time_s,
+         .lo = 0,
+         .hi = 3600,
          .raw = &given[0]},
-        {.name = "--min-reps", .kind = CLI_COUNT, .dest = &o->min_reps, .hi = MAX_REPS_LIMIT,
+        {.name = "--min-reps",
+         .kind = CLI_COUNT,
+         .dest = &o->min_reps,
+         .hi = MAX_REPS_LIMIT,
          .raw = &given[1]},
-        {.name = "--max-reps", .kind = CLI_COUNT, .dest = &o->max_reps, .hi = MAX_REPS_LIMIT,
+        {.name = "--max-reps",
+         .kind = CLI_COUNT,
+         .dest = &o->max_reps,
+         .hi = MAX_REPS_LIMIT,
          .raw = &given[2]},
-        {.name = "--max-gflop", .kind = CLI_NUMBER, .dest = &o->max_gflop, .lo = 0, .hi = 1e12,
+        {.name = "--max-gflop",
+         .kind = CLI_NUMBER,
+         .dest = &o->max_gflop,
+         .lo = 0,
+         .hi = 1e12,
          .raw = &given[3]},
         {.name = "--limits", .kind = CLI_STRING, .dest = &o->limits},
         {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &given[4]},
         {.name = "--peak", .kind = CLI_FLAG, .dest = &o->peak},
     };
-    const cli_cmd c = {.name = "bench", .usage = usage, .opts = opts,
-                       .nopts = CLI_COUNT_OF(opts), .ud = o};
+    const cli_cmd c = {
+        .name = "bench", .usage = usage, .opts = opts, .nopts = CLI_COUNT_OF(opts), .ud = o};
     int rc = cli_parse(&c, argc, argv);
     if (rc)
         return rc;
@@ -246,13 +267,12 @@ static void bench_child(int fd, void *arg)
     if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, sizeof err) != 0) {
         json_object_set_new(o, "message", json_string(err));
     } else {
-        bb_run(hb.be, hb.ctx, a->s, a->dt, a->via, a->cfg, b->adapter ? xb_last_seconds : NULL,
-               o, a->progress, a->prefix);
+        bb_run(hb.be, hb.ctx, a->s, a->dt, a->via, a->cfg, b->adapter ? xb_last_seconds : NULL, o,
+               a->progress, a->prefix);
         hb_unload(&hb); /* an adapter: closed, exited and reaped */
         struct rusage ru;
         if (b->adapter && getrusage(RUSAGE_CHILDREN, &ru) == 0) /* KiB on Linux */
-            json_object_set_new(o, "peak_rss_bytes",
-                                json_integer((json_int_t)ru.ru_maxrss * 1024));
+            json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
     }
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
@@ -296,8 +316,10 @@ static json_t *run_child(const bench_backend *b, const bs_shape *s, attnref_dtyp
     json_decref(o);
     char msg[256], how[128];
     if (timed_out) {
-        snprintf(msg, sizeof msg, "no result after %g s (--timeout): the benchmark process was "
-                 "killed", cfg->timeout_s);
+        snprintf(msg, sizeof msg,
+                 "no result after %g s (--timeout): the benchmark process was "
+                 "killed",
+                 cfg->timeout_s);
     } else if (st != -1 && WIFSIGNALED(st)) {
         proc_describe_signal(WTERMSIG(st), how, sizeof how);
         snprintf(msg, sizeof msg, "the backend crashed: %s%s", how,
@@ -325,8 +347,7 @@ typedef struct widths {
 static void print_header(const widths *w)
 {
     printf("%-*s %-*s %-13s %11s %9s %8s %7s %6s %9s %7s\n", w->backend, "backend", w->id,
-           "benchmark", "status", "median", "GFLOP/s", "GB/s", "%limit", "reps", "peak RSS",
-           "err");
+           "benchmark", "status", "median", "GFLOP/s", "GB/s", "%limit", "reps", "peak RSS", "err");
 }
 
 /* One benchmark's line: "err" is the validation's worst error / allowed error. */
@@ -430,9 +451,10 @@ static int load_backends(bench_opts *o, char *err, size_t errlen)
         b->caps = h.caps;
         for (int y = 0; y < x; y++)
             if (!strcmp(o->be[y].name, b->name)) {
-                fprintf(stderr, "attnconf bench: backend '%s' given twice (%s, %s): results are "
-                        "keyed by name; compare options in separate --out files\n", b->name,
-                        o->be[y].spec, b->spec);
+                fprintf(stderr,
+                        "attnconf bench: backend '%s' given twice (%s, %s): results are "
+                        "keyed by name; compare options in separate --out files\n",
+                        b->name, o->be[y].spec, b->spec);
                 return CLI_EXIT_USAGE;
             }
     }
@@ -442,8 +464,7 @@ static int load_backends(bench_opts *o, char *err, size_t errlen)
 /* One benchmark's result: SKIPPED (--max-gflop), NOT_SUPPORTED (a capability, or the mask a
  * backend without the parameters needs would not fit), else what its child reports. */
 static json_t *bench_one(const bench_opts *o, const bench_backend *b, const bs_shape *s,
-                         attnref_dtype dt, const bb_config *cfg, FILE *progress,
-                         const char *prefix)
+                         attnref_dtype dt, const bb_config *cfg, FILE *progress, const char *prefix)
 {
     bs_counts c;
     bs_count(s, dt, &c);
@@ -459,9 +480,11 @@ static json_t *bench_one(const bench_opts *o, const bench_backend *b, const bs_s
     const double mem = (double)cfg->machine->mem_bytes;
     if (via == BB_VIA_MASK && (double)c.io_bytes + mask_bytes(s) > mem / 2) {
         /* The suite's size check counted q, k, v and out; this mask comes on top. */
-        snprintf(why, sizeof why, "the boolean mask this backend needs (it lacks the sdpa "
+        snprintf(why, sizeof why,
+                 "the boolean mask this backend needs (it lacks the sdpa "
                  "parameters) takes %.2f GiB: with the inputs, over half of the %.2f GiB of "
-                 "memory", mask_bytes(s) / 1073741824.0, mem / 1073741824.0);
+                 "memory",
+                 mask_bytes(s) / 1073741824.0, mem / 1073741824.0);
         return bb_shape_json(s, dt, via, "NOT_SUPPORTED", why);
     }
     json_t *r = run_child(b, s, dt, via, cfg, progress, prefix);
@@ -521,7 +544,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
         }
     } else {
         fprintf(stderr, "attnconf bench: measuring this machine's limits (about 6 s; --limits "
-                "FILE reuses earlier ones)\n");
+                        "FILE reuses earlier ones)\n");
         if (bp_measure(&m, 1.0, stderr, err, sizeof err) != 0) {
             fprintf(stderr, "attnconf bench: cannot measure the machine's limits: %s\n", err);
             status = CLI_EXIT_FAIL;
@@ -530,8 +553,9 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     }
     printf("suite %s (%s): %s\n", suite.name, o.suite, suite.description);
     printf("machine: %s, %d cores, %.1f GiB; limits (%s): %.1f GFLOP/s f32 FMA, %.1f GB/s "
-           "read\n", m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, m.limits_from,
-           m.fma_gflops, m.mem_read_gbs);
+           "read\n",
+           m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, m.limits_from, m.fma_gflops,
+           m.mem_read_gbs);
     widths w = {(int)strlen("backend"), (int)strlen("benchmark")};
     for (int x = 0; x < o.nbe; x++)
         if ((int)strlen(o.be[x].name) > w.backend)
@@ -542,7 +566,8 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     for (int x = 0; x < o.nbe; x++)
         if (o.be[x].adapter)
             printf("%s: an exec: adapter, timed by the seconds it reports for its library call "
-                   "(the pipe transport not included)\n", o.be[x].name);
+                   "(the pipe transport not included)\n",
+                   o.be[x].name);
     print_header(&w);
 
     char started[32];

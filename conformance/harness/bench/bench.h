@@ -48,25 +48,25 @@
 typedef enum bs_bound { BS_BOUND_COMPUTE = 0, BS_BOUND_MEMORY = 1 } bs_bound;
 
 typedef struct bs_shape {
-    char id[ACASE_ID_MAX];         /* [A-Za-z0-9_.-]+, unique in the suite, without the dtype */
-    int line;                      /* 1-based line of the entry in the suite file */
+    char id[ACASE_ID_MAX]; /* [A-Za-z0-9_.-]+, unique in the suite, without the dtype */
+    int line;              /* 1-based line of the entry in the suite file */
     attnref_dtype dtypes[BS_MAX_DTYPES];
-    int ndtypes;                   /* 1..3, distinct, in file order */
+    int ndtypes; /* 1..3, distinct, in file order */
     int64_t b, hq, hkv, lq, lk, d, dv;
-    int causal;                    /* 1: causal (bottom-right unless has_causal_offset) */
+    int causal; /* 1: causal (bottom-right unless has_causal_offset) */
     int has_causal_offset;
-    int64_t causal_offset;         /* |offset| <= BS_MAX_OFFSET */
-    int64_t window;                /* 0 = none; needs causal */
-    int64_t *lengths;              /* [b] in 0..lk, or NULL (owned) */
-    int64_t *left_padding;         /* [b] in 0..lk, or NULL (owned) */
+    int64_t causal_offset; /* |offset| <= BS_MAX_OFFSET */
+    int64_t window;        /* 0 = none; needs causal */
+    int64_t *lengths;      /* [b] in 0..lk, or NULL (owned) */
+    int64_t *left_padding; /* [b] in 0..lk, or NULL (owned) */
     bs_bound bound;
 } bs_shape;
 
 typedef struct bs_suite {
-    char name[BS_NAME_MAX];        /* [a-z0-9_-]+ */
-    char *description;             /* one line (owned) */
-    char *path;                    /* the file it was read from (owned) */
-    bs_shape *shapes;              /* owned, n entries */
+    char name[BS_NAME_MAX]; /* [a-z0-9_-]+ */
+    char *description;      /* one line (owned) */
+    char *path;             /* the file it was read from (owned) */
+    bs_shape *shapes;       /* owned, n entries */
     size_t n;
 } bs_suite;
 
@@ -91,12 +91,12 @@ attnref_dtype bs_dtype_from_name(const char *name);
  * rule; off = causal_offset, or Lk - Lq).  Both bounds are piecewise linear in i, so each batch
  * row is summed in closed form over at most five intervals of i, whatever Lq. */
 typedef struct bs_counts {
-    int64_t visible_pairs;  /* kept (query, key) pairs over b, query heads and rows */
-    double flops;           /* (2 D + 2 Dv) per visible pair: q.k and p.v, one multiply and one
+    int64_t visible_pairs; /* kept (query, key) pairs over b, query heads and rows */
+    double flops;          /* (2 D + 2 Dv) per visible pair: q.k and p.v, one multiply and one
                                add each; the softmax and masked pairs are not counted */
-    int64_t kv_bytes;       /* bytes of K and V in the keys some row of batch row b keeps (one
+    int64_t kv_bytes;      /* bytes of K and V in the keys some row of batch row b keeps (one
                                interval: the rows' intervals overlap), once per (b, kv head) */
-    int64_t io_bytes;       /* bytes of q, k, v and out in the dtype */
+    int64_t io_bytes;      /* bytes of q, k, v and out in the dtype */
 } bs_counts;
 
 /* The counts of shape s in dtype dt (f32, f16 or bf16). */
@@ -163,11 +163,11 @@ uint64_t bp_read_avx2(const uint64_t *buf, size_t n);
 /* ---- one timed shape (bench_run.c, bench_validate.c) ------------------------------------ */
 
 typedef struct bb_config {
-    double min_time_s;      /* timed repetitions add up to at least this (wall time)... */
-    int64_t min_reps;       /* ...and number at least this... */
-    int64_t max_reps;       /* ...but never more than this */
+    double min_time_s; /* timed repetitions add up to at least this (wall time)... */
+    int64_t min_reps;  /* ...and number at least this... */
+    int64_t max_reps;  /* ...but never more than this */
     const bp_machine *machine;
-    double timeout_s;       /* one benchmark's process is killed after this (--timeout) */
+    double timeout_s; /* one benchmark's process is killed after this (--timeout) */
 } bb_config;
 
 /* How the structural parameters reach the backend. */
@@ -200,16 +200,16 @@ typedef double (*bb_reported_fn)(void *ctx);
  * OK / INCORRECT / ERROR / NOT_SUPPORTED (ENOTSUP) with its message, the measurements and
  * peak_rss_bytes (getrusage: this process's peak resident memory).  progress (may be NULL)
  * gets a status line while it runs (a terminal). */
-void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt,
-            bb_via via, const bb_config *cfg, bb_reported_fn reported, struct json_t *o,
-            FILE *progress, const char *progress_prefix);
+void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt, bb_via via,
+            const bb_config *cfg, bb_reported_fn reported, struct json_t *o, FILE *progress,
+            const char *progress_prefix);
 
 /* The validation's verdict. */
 typedef struct bv_outcome {
-    int ok;                 /* 1: every sampled element within its clause-13 bound */
-    int rows;               /* rows checked */
-    double max_err_ratio;   /* max |got - exp| / allowed over them (0 / 0 counts 0) */
-    char message[512];      /* why not ok: the first bad row, element and error */
+    int ok;               /* 1: every sampled element within its clause-13 bound */
+    int rows;             /* rows checked */
+    double max_err_ratio; /* max |got - exp| / allowed over them (0 / 0 counts 0) */
+    char message[512];    /* why not ok: the first bad row, element and error */
 } bv_outcome;
 
 /* Check the output `out` of shape s in dtype dt (the descriptor as the backend left it, already

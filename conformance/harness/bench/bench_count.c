@@ -133,7 +133,7 @@ void bs_count(const bs_shape *s, attnref_dtype dt, bs_counts *out)
 int bb_supported(const bs_shape *s, attnref_dtype dt, uint64_t caps, bb_via *via, char *why,
                  size_t whylen)
 {
-    uint64_t need = dt == ATTNREF_F32 ? ATTNCONF_CAP_F32
+    uint64_t need = dt == ATTNREF_F32   ? ATTNCONF_CAP_F32
                     : dt == ATTNREF_F16 ? ATTNCONF_CAP_F16
                                         : ATTNCONF_CAP_BF16;
     if (s->hq != s->hkv)

@@ -35,7 +35,7 @@
 #include "common/clock.h"
 
 #define BP_RUNS 3
-#define BP_FMA_CHUNK 200000u            /* iterations between looks at the clock (~0.3 ms) */
+#define BP_FMA_CHUNK 200000u             /* iterations between looks at the clock (~0.3 ms) */
 #define BP_READ_PIECE ((size_t)16 << 20) /* bytes between looks at the clock */
 #define BP_MAX_THREADS 1024
 
@@ -155,12 +155,12 @@ static uint64_t read_portable(const uint64_t *p, size_t n)
 typedef struct job {
     atomic_int *go, *stop;
     int avx2;
-    int fma;                    /* 1: FMA chains; 0: read part [part, part + part_words) */
+    int fma; /* 1: FMA chains; 0: read part [part, part + part_words) */
     const uint64_t *part;
     size_t part_words;
-    double work;                /* FLOPs or bytes done */
+    double work; /* FLOPs or bytes done */
     double end;
-    volatile uint64_t sink;     /* keeps the results alive */
+    volatile uint64_t sink; /* keeps the results alive */
 } job;
 
 static void *worker(void *arg)
@@ -221,8 +221,8 @@ static double measure(int threads, int fma, const uint64_t *buf, size_t words, d
     const size_t per = words / (size_t)threads / 16 * 16;
     int started = 0;
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (job){&go, &stop, bp_have_avx2_fma(), fma, buf ? buf + (size_t)t * per : NULL,
-                        per, 0, 0, 0};
+        jobs[t] = (job){
+            &go, &stop, bp_have_avx2_fma(), fma, buf ? buf + (size_t)t * per : NULL, per, 0, 0, 0};
         if (pthread_create(&tid[t], NULL, worker, &jobs[t]) != 0)
             break;
         started++;
@@ -249,7 +249,8 @@ static double measure(int threads, int fma, const uint64_t *buf, size_t words, d
 static void share_note(FILE *log, double share, int threads)
 {
     if (log && share < 0.9)
-        fprintf(log, "  warning: the measuring threads had only %.0f%% of the %d CPUs (other "
+        fprintf(log,
+                "  warning: the measuring threads had only %.0f%% of the %d CPUs (other "
                 "processes were running): this limit is too low; measure on an idle machine\n",
                 100 * share, threads);
 }
@@ -310,9 +311,11 @@ int bp_measure(bp_machine *m, double seconds_each, FILE *log, char *err, size_t 
     m->mem_read_gbs = best / 1e9;
     m->read_buffer_bytes = size;
     if (log)
-        fprintf(log, "memory read (%d threads, %.2f GiB buffer, last-level cache %.0f MiB): "
-                "%.1f GB/s (best of %d x %.1f s)\n", threads, (double)size / 1073741824.0,
-                (double)llc / 1048576.0, m->mem_read_gbs, BP_RUNS, seconds_each);
+        fprintf(log,
+                "memory read (%d threads, %.2f GiB buffer, last-level cache %.0f MiB): "
+                "%.1f GB/s (best of %d x %.1f s)\n",
+                threads, (double)size / 1073741824.0, (double)llc / 1048576.0, m->mem_read_gbs,
+                BP_RUNS, seconds_each);
     share_note(log, best_share, threads);
     if (best_share < m->cpu_share)
         m->cpu_share = best_share;
@@ -364,17 +367,18 @@ int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen)
     json_t *cs = json_object_get(mo, "cpu_share");
     m->cpu_share = json_is_number(cs) ? json_number_value(cs) : 0;
     json_t *rb = json_object_get(mo, "read_buffer_bytes");
-    m->read_buffer_bytes = json_is_integer(rb) && json_integer_value(rb) > 0
-                               ? (uint64_t)json_integer_value(rb)
-                               : 0;
+    m->read_buffer_bytes =
+        json_is_integer(rb) && json_integer_value(rb) > 0 ? (uint64_t)json_integer_value(rb) : 0;
     /* Limits measured on another machine describe that machine: say so, keep them (the user
      * asked), and keep this machine's own description. */
     const char *model = json_string_value(json_object_get(mo, "cpu_model"));
     json_t *cores = json_object_get(mo, "cores");
     if ((model && strcmp(model, m->cpu_model) != 0) ||
         (json_is_integer(cores) && json_integer_value(cores) != m->cores))
-        fprintf(stderr, "attnconf bench: warning: --limits %s was measured on '%s' with %lld "
-                "cores; this is '%s' with %d\n", path, model ? model : "?",
+        fprintf(stderr,
+                "attnconf bench: warning: --limits %s was measured on '%s' with %lld "
+                "cores; this is '%s' with %d\n",
+                path, model ? model : "?",
                 json_is_integer(cores) ? (long long)json_integer_value(cores) : 0LL, m->cpu_model,
                 m->cores);
     snprintf(m->limits_from, sizeof m->limits_from, "file:%s", path);

@@ -69,8 +69,8 @@ json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, const cha
     json_object_set_new(o, "io_bytes", json_integer(c.io_bytes));
     json_object_set_new(o, "reps", json_integer(0));
     json_object_set_new(o, "times_s", json_array());
-    static const char *const unmeasured[] = {"median_s", "min_s", "iqr_s", "gflops", "kv_gbs",
-                                             "pct_limit", "peak_rss_bytes"};
+    static const char *const unmeasured[] = {"median_s", "min_s",     "iqr_s",         "gflops",
+                                             "kv_gbs",   "pct_limit", "peak_rss_bytes"};
     for (size_t x = 0; x < sizeof unmeasured / sizeof unmeasured[0]; x++)
         json_object_set_new(o, unmeasured[x], json_null());
     json_object_set_new(o, "validated_rows", json_integer(0));
@@ -144,8 +144,9 @@ static void *alloc(size_t bytes)
  * same keys (neither causal nor window). */
 static void fill_mask(const bs_shape *s, uint8_t *m, int64_t rows)
 {
-    const attnref_sdpa_params p = {0, 0.0, s->causal, s->has_causal_offset, s->causal_offset,
-                                   s->window, s->b, s->lengths, s->left_padding};
+    const attnref_sdpa_params p = {
+        0,         0.0,  s->causal,  s->has_causal_offset, s->causal_offset,
+        s->window, s->b, s->lengths, s->left_padding};
     for (int64_t b = 0; b < s->b; b++)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < s->lk; j++)
@@ -176,8 +177,8 @@ static const char *output_problem(const attnconf_tensor *before, const attnconf_
         return "the backend replaced the output data pointer";
     if (after->dtype != before->dtype) {
         snprintf(buf, n, "output dtype %s, expected %s (SPEC clause 8: never upcast)",
-                 after->dtype >= 1 && after->dtype <= 3
-                     ? bs_dtype_name((attnref_dtype)after->dtype) : "unknown",
+                 after->dtype >= 1 && after->dtype <= 3 ? bs_dtype_name((attnref_dtype)after->dtype)
+                                                        : "unknown",
                  bs_dtype_name((attnref_dtype)before->dtype));
         return buf;
     }
@@ -218,8 +219,9 @@ static void stats(json_t *o, double *t, int64_t n, const bs_shape *s, attnref_dt
     json_object_set_new(o, "kv_gbs", json_real(gbs));
     const double limit = s->bound == BS_BOUND_MEMORY ? m->mem_read_gbs : m->fma_gflops;
     if (limit > 0)
-        json_object_set_new(o, "pct_limit", json_real(100.0 * (s->bound == BS_BOUND_MEMORY
-                                                                   ? gbs : gflops) / limit));
+        json_object_set_new(
+            o, "pct_limit",
+            json_real(100.0 * (s->bound == BS_BOUND_MEMORY ? gbs : gflops) / limit));
 }
 
 static void progress_line(FILE *f, const char *prefix, const char *fmt, ...)
@@ -236,9 +238,9 @@ static void progress_line(FILE *f, const char *prefix, const char *fmt, ...)
     fflush(f);
 }
 
-void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt,
-            bb_via via, const bb_config *cfg, bb_reported_fn reported, json_t *o,
-            FILE *progress, const char *progress_prefix)
+void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt, bb_via via,
+            const bb_config *cfg, bb_reported_fn reported, json_t *o, FILE *progress,
+            const char *progress_prefix)
 {
     const hb_backend hb = {.be = be, .ctx = ctx}; /* a view for the call layer (call.h) */
     const size_t es = attnref_dtype_size(dt);
@@ -331,9 +333,11 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         }
         const double t = reported ? reported(ctx) : wall;
         if (!(t >= 0)) {
-            set_status(o, "ERROR", "repetition %lld: the adapter reported no time for its call: "
+            set_status(o, "ERROR",
+                       "repetition %lld: the adapter reported no time for its call: "
                        "an exec: backend is timed by the \"seconds\" of its sdpa reply "
-                       "(PROTOCOL.md), which this reply lacks", (long long)n + 1);
+                       "(PROTOCOL.md), which this reply lacks",
+                       (long long)n + 1);
             goto done;
         }
         times[n++] = t;

@@ -71,8 +71,8 @@ static const char *scalar(const yaml_node_t *n)
 }
 
 /* A plain decimal integer in [lo, hi]. */
-static int get_int(const reader *r, const yaml_node_t *n, const char *field, int64_t lo,
-                   int64_t hi, int64_t *out)
+static int get_int(const reader *r, const yaml_node_t *n, const char *field, int64_t lo, int64_t hi,
+                   int64_t *out)
 {
     const char *s = scalar(n);
     if (!s || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || !s[0])
@@ -175,11 +175,28 @@ static int64_t numel4(int64_t a, int64_t b, int64_t c, int64_t d)
     return n;
 }
 
-enum { K_ID, K_DTYPES, K_BATCH, K_HQ, K_HKV, K_LQ, K_LK, K_D, K_DV, K_CAUSAL, K_OFFSET, K_WINDOW,
-       K_LENGTHS, K_LEFTPAD, K_BOUND, K_COUNT };
+enum {
+    K_ID,
+    K_DTYPES,
+    K_BATCH,
+    K_HQ,
+    K_HKV,
+    K_LQ,
+    K_LK,
+    K_D,
+    K_DV,
+    K_CAUSAL,
+    K_OFFSET,
+    K_WINDOW,
+    K_LENGTHS,
+    K_LEFTPAD,
+    K_BOUND,
+    K_COUNT
+};
 static const char *const shape_keys[K_COUNT] = {
-    "id", "dtypes", "batch", "q_heads", "kv_heads", "lq", "lk", "head_dim", "v_head_dim",
-    "causal", "causal_offset", "window", "lengths", "left_padding", "bound"};
+    "id",      "dtypes",       "batch",      "q_heads", "kv_heads",      "lq",
+    "lk",      "head_dim",     "v_head_dim", "causal",  "causal_offset", "window",
+    "lengths", "left_padding", "bound"};
 
 static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_t mem_bytes,
                       bs_shape *sh)
@@ -198,9 +215,11 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
     if (walked == AYR_WALK_DUPLICATE)
         return fail(r, at.key, FIELD(at.index), "given twice");
     if (walked != AYR_WALK_OK)
-        return fail(r, at.key, f, "unknown key '%s' (known: id, dtypes, batch, q_heads, "
+        return fail(r, at.key, f,
+                    "unknown key '%s' (known: id, dtypes, batch, q_heads, "
                     "kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, window, "
-                    "lengths, left_padding, bound)", at.name ? at.name : "?");
+                    "lengths, left_padding, bound)",
+                    at.name ? at.name : "?");
     const yaml_node_t *v[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
         v[k] = keys[k].val;
@@ -245,8 +264,7 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
         if (sh->window > 0 && !sh->causal)
             return fail(r, v[K_WINDOW], FIELD(K_WINDOW), "needs causal: true (SPEC clause 4)");
     }
-    if (v[K_LENGTHS] &&
-        get_per_row(r, v[K_LENGTHS], FIELD(K_LENGTHS), sh->b, sh->lk, &sh->lengths))
+    if (v[K_LENGTHS] && get_per_row(r, v[K_LENGTHS], FIELD(K_LENGTHS), sh->b, sh->lk, &sh->lengths))
         return -1;
     if (v[K_LEFTPAD] &&
         get_per_row(r, v[K_LEFTPAD], FIELD(K_LEFTPAD), sh->b, sh->lk, &sh->left_padding))
@@ -264,21 +282,26 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
     const int64_t no = numel4(sh->b, sh->hq, sh->lq, sh->dv);
     if (nq < 0 || nk < 0 || nv < 0 || no < 0)
         return fail(r, m, f, "%s has more than 2^31 elements (the reference's limit)",
-                    nq < 0 ? "q" : nk < 0 ? "k" : nv < 0 ? "v" : "out");
+                    nq < 0   ? "q"
+                    : nk < 0 ? "k"
+                    : nv < 0 ? "v"
+                             : "out");
     const int64_t dmax = sh->d > sh->dv ? sh->d : sh->dv;
     if (sh->lk * dmax > ACASE_MAX_TENSOR_NUMEL)
-        return fail(r, m, f, "lk x max(head_dim, v_head_dim) = %" PRId64 " is over %" PRId64
-                    " (the one-row slice the validation bounds)", sh->lk * dmax,
-                    (int64_t)ACASE_MAX_TENSOR_NUMEL);
+        return fail(r, m, f,
+                    "lk x max(head_dim, v_head_dim) = %" PRId64 " is over %" PRId64
+                    " (the one-row slice the validation bounds)",
+                    sh->lk * dmax, (int64_t)ACASE_MAX_TENSOR_NUMEL);
     size_t es = 0;
     for (int x = 0; x < sh->ndtypes; x++)
         if (attnref_dtype_size(sh->dtypes[x]) > es)
             es = attnref_dtype_size(sh->dtypes[x]);
     const double bytes = (double)(nq + nk + nv + no) * (double)es;
     if (mem_bytes && bytes > (double)mem_bytes / 2)
-        return fail(r, m, f, "q, k, v and out need %.2f GiB, over half of this machine's "
-                    "%.2f GiB of physical memory", bytes / 1073741824.0,
-                    (double)mem_bytes / 1073741824.0);
+        return fail(r, m, f,
+                    "q, k, v and out need %.2f GiB, over half of this machine's "
+                    "%.2f GiB of physical memory",
+                    bytes / 1073741824.0, (double)mem_bytes / 1073741824.0);
     return 0;
 #undef FIELD
 }
@@ -290,14 +313,17 @@ static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
         return fail(r, NULL, "attnconf_perf_suite", "empty file");
     if (root->type != YAML_MAPPING_NODE)
         return fail(r, root, "attnconf_perf_suite", "the document must be a mapping");
-    ayr_field keys[] = {{"attnconf_perf_suite", 0, NULL}, {"name", 0, NULL},
-                        {"description", 0, NULL},         {"shapes", 0, NULL}};
+    ayr_field keys[] = {{"attnconf_perf_suite", 0, NULL},
+                        {"name", 0, NULL},
+                        {"description", 0, NULL},
+                        {"shapes", 0, NULL}};
     ayr_walk_at at;
     ayr_walk_result walked = ayr_walk(r->doc, root, keys, 4, NULL, NULL, &at);
     if (walked == AYR_WALK_DUPLICATE)
         return fail(r, at.key, at.name, "given twice");
     if (walked != AYR_WALK_OK)
-        return fail(r, at.key, at.name ? at.name : "?", "unknown key (known: attnconf_perf_suite, "
+        return fail(r, at.key, at.name ? at.name : "?",
+                    "unknown key (known: attnconf_perf_suite, "
                     "name, description, shapes)");
     const yaml_node_t *ver = keys[0].val, *name = keys[1].val, *desc = keys[2].val,
                       *shapes = keys[3].val;
@@ -352,8 +378,7 @@ int bs_suite_load(const char *path, uint64_t mem_bytes, bs_suite *out, char *err
     struct stat sb;
     if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > BS_MAX_FILE_BYTES) {
         fclose(fp);
-        return fail(&r, NULL, "file", "not a regular file of at most %d bytes",
-                    BS_MAX_FILE_BYTES);
+        return fail(&r, NULL, "file", "not a regular file of at most %d bytes", BS_MAX_FILE_BYTES);
     }
     unsigned char *buf = malloc((size_t)sb.st_size + 1);
     size_t len = buf ? fread(buf, 1, (size_t)sb.st_size + 1, fp) : 0;
@@ -383,8 +408,7 @@ int bs_suite_load(const char *path, uint64_t mem_bytes, bs_suite *out, char *err
     }
     yaml_parser_set_input_string(&parser, buf, len);
     if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errlen, "%s:%lu: yaml: %s", path,
-                 (unsigned long)parser.problem_mark.line + 1,
+        snprintf(err, errlen, "%s:%lu: yaml: %s", path, (unsigned long)parser.problem_mark.line + 1,
                  parser.problem ? parser.problem : "syntax error");
     } else {
         r.doc = &doc;

@@ -95,8 +95,8 @@ static int check_row(const bs_shape *s, attnref_dtype dt, const char *q, const c
     c.op = ACASE_OP_SDPA;
     snprintf(c.id, sizeof c.id, "bench.row.%lld_%lld_%lld", (long long)b, (long long)h,
              (long long)i);
-    const acase_tensor base = {1, dt, 4, {1, 1, 1, 1}, ACASE_LAYOUT_BHLD, 0, ACASE_SRC_INLINE,
-                               0, 0, 0, 0, NULL};
+    const acase_tensor base = {1, dt, 4, {1, 1, 1, 1}, ACASE_LAYOUT_BHLD, 0, ACASE_SRC_INLINE, 0,
+                               0, 0,  0, NULL};
     c.q = c.k = c.v = base;
     memcpy(c.q.shape, qs, sizeof qs);
     memcpy(c.k.shape, ks, sizeof ks);
@@ -137,8 +137,8 @@ static int check_row(const bs_shape *s, attnref_dtype dt, const char *q, const c
     if (!ok) {
         char m[400];
         hc_failure_message(&st, &tol, m, sizeof m);
-        snprintf(msg, msglen, "row [%lld,%lld,%lld]: %s", (long long)b, (long long)h,
-                 (long long)i, m);
+        snprintf(msg, msglen, "row [%lld,%lld,%lld]: %s", (long long)b, (long long)h, (long long)i,
+                 m);
     }
     free(c.expected.row_check);
     return ok;
@@ -165,8 +165,8 @@ int bv_validate(const bs_shape *s, attnref_dtype dt, const void *q, const void *
             break;
         double ratio = 0;
         char msg[sizeof res->message];
-        int ok = check_row(s, dt, q, k, v, out, bh / s->hq, bh % s->hq, i, exp, &ratio, msg,
-                           sizeof msg);
+        int ok =
+            check_row(s, dt, q, k, v, out, bh / s->hq, bh % s->hq, i, exp, &ratio, msg, sizeof msg);
         if (ok < 0) {
             snprintf(res->message, sizeof res->message, "%s", msg);
             free(exp);

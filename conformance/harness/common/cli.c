@@ -68,9 +68,7 @@ static int store(const cli_opt *o, const char *v, char *why, size_t n)
     double x;
     uint64_t u;
     switch (o->kind) {
-    case CLI_STRING:
-        *(const char **)o->dest = v;
-        return 0;
+    case CLI_STRING: *(const char **)o->dest = v; return 0;
     case CLI_SECONDS:
         if (full_double(v, &x) || !(x > 0) || x > CLI_MAX_SECONDS) {
             snprintf(why, n, "%s: expected a positive number of seconds", o->name);
@@ -112,8 +110,7 @@ static int store(const cli_opt *o, const char *v, char *why, size_t n)
         return 0;
     case CLI_FLAG:
     case CLI_STRINGS:
-    case CLI_CALL:
-        break; /* handled by the caller: they need the count or the command */
+    case CLI_CALL: break; /* handled by the caller: they need the count or the command */
     }
     return 0;
 }

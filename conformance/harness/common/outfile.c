@@ -15,12 +15,15 @@ int of_check(const char *path, char *why, size_t n)
     struct stat st;
     if (lstat(path, &st) != 0 || S_ISREG(st.st_mode))
         return 0;
-    snprintf(why, n, "exists and is %s, not a regular file: the output is written to a new "
+    snprintf(why, n,
+             "exists and is %s, not a regular file: the output is written to a new "
              "file renamed over FILE, which would replace it (give a new path, or the link's "
              "target)",
-             S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
-             : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
-                                                  ? "a device" : "a special file");
+             S_ISDIR(st.st_mode)                          ? "a directory"
+             : S_ISLNK(st.st_mode)                        ? "a symbolic link"
+             : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+             : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                          : "a special file");
     return -1;
 }
 

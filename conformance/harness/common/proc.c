@@ -129,8 +129,8 @@ static void proc_close_fd(int *fd)
 
 /* The spawned child between fork and exec: async-signal-safe calls only (the parent may have
  * threads).  A failed exec reports its errno on `report` (close on exec: EOF means it ran). */
-static void proc_exec_child(pid_t parent, const int in[2], const int out[2], int err_fd,
-                            int report, const char *cmd, char *const envp[])
+static void proc_exec_child(pid_t parent, const int in[2], const int out[2], int err_fd, int report,
+                            const char *cmd, char *const envp[])
 {
     proc_die_with(parent);
     setpgid(0, 0); /* one kill reaches whatever the shell starts */
@@ -155,8 +155,7 @@ static void proc_exec_child(pid_t parent, const int in[2], const int out[2], int
     _exit(127);
 }
 
-int proc_spawn(proc_child *c, const char *cmd, char *const envp[], int err_fd, char *err,
-               size_t n)
+int proc_spawn(proc_child *c, const char *cmd, char *const envp[], int err_fd, char *err, size_t n)
 {
     *c = (proc_child)PROC_CHILD_NONE;
     proc_guard_signals();
@@ -305,9 +304,9 @@ int proc_wait_exit(pid_t pid, double until, int *status)
         if (w == 0 && si.si_pid == pid) {
             /* waitpid's encoding, for the WIF* macros. */
             if (status)
-                *status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
-                                                   : (si.si_status & 0x7f) |
-                                                         (si.si_code == CLD_DUMPED ? 0x80 : 0);
+                *status = si.si_code == CLD_EXITED
+                              ? (si.si_status & 0xff) << 8
+                              : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
             return 1;
         }
         if ((w != 0 && (pid <= 0 || errno != EINTR)) || mono_now() >= until)

@@ -19,25 +19,25 @@
 enum { HF_MASK_NONE = 0, HF_MASK_BOOL = 1, HF_MASK_ADD = 2 };
 
 typedef struct hf_call {
-    attnref_dtype dt;             /* q, k, v and output dtype */
+    attnref_dtype dt; /* q, k, v and output dtype */
     int64_t B, Hq, Hkv, Lq, Lk, D, Dv;
-    acase_layout layout[3];       /* q, k, v */
-    uint8_t stride0[3];           /* q, k, v: bit 0 batch, bit 1 heads (values constant there) */
+    acase_layout layout[3]; /* q, k, v */
+    uint8_t stride0[3];     /* q, k, v: bit 0 batch, bit 1 heads (values constant there) */
     int has_scale;
     double scale;
     int causal, has_offset;
     int64_t offset;
-    int64_t window;               /* 0 = none (needs causal) */
-    int64_t *lengths;             /* [B] or NULL */
-    int64_t *left_padding;        /* [B] or NULL */
-    int mask_kind;                /* HF_MASK_* */
+    int64_t window;        /* 0 = none (needs causal) */
+    int64_t *lengths;      /* [B] or NULL */
+    int64_t *left_padding; /* [B] or NULL */
+    int mask_kind;         /* HF_MASK_* */
     attnref_dtype mask_dt;
-    int32_t mask_ndim;            /* 1..4: the mask's rank as passed */
-    int64_t mshape[4];            /* the mask's shape padded to rank 4 (leading 1s); each
+    int32_t mask_ndim;        /* 1..4: the mask's rank as passed */
+    int64_t mshape[4];        /* the mask's shape padded to rank 4 (leading 1s); each
                                      extent 1 or the full (B, Hq, Lq, Lk) extent */
-    double *q, *k, *v, *mask;     /* logical row-major values (mask: numel of mshape) */
-    int poison;                   /* 1: some excluded K/V slots hold NaN/inf */
-    int exact;                    /* 1: a correctly rounded call (hf_exact_ok holds): every
+    double *q, *k, *v, *mask; /* logical row-major values (mask: numel of mshape) */
+    int poison;               /* 1: some excluded K/V slots hold NaN/inf */
+    int exact;                /* 1: a correctly rounded call (hf_exact_ok holds): every
                                      row EXACT, holding the reference rounded once (RNE) */
 } hf_call;
 

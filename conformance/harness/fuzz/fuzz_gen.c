@@ -52,9 +52,18 @@ static double in_dtype(double x, attnref_dtype dt)
 
 /* ---- hf_call bookkeeping ------------------------------------------------------------------- */
 
-static int64_t q_numel(const hf_call *c) { return c->B * c->Hq * c->Lq * c->D; }
-static int64_t k_numel(const hf_call *c) { return c->B * c->Hkv * c->Lk * c->D; }
-static int64_t v_numel(const hf_call *c) { return c->B * c->Hkv * c->Lk * c->Dv; }
+static int64_t q_numel(const hf_call *c)
+{
+    return c->B * c->Hq * c->Lq * c->D;
+}
+static int64_t k_numel(const hf_call *c)
+{
+    return c->B * c->Hkv * c->Lk * c->D;
+}
+static int64_t v_numel(const hf_call *c)
+{
+    return c->B * c->Hkv * c->Lk * c->Dv;
+}
 static int64_t m_numel(const hf_call *c)
 {
     return c->mask_kind ? c->mshape[0] * c->mshape[1] * c->mshape[2] * c->mshape[3] : 0;
@@ -86,9 +95,15 @@ static void *dup_n(const void *p, int64_t n, size_t es, int *bad)
     return d;
 }
 
-static double *dup_d(const double *p, int64_t n, int *bad) { return dup_n(p, n, sizeof *p, bad); }
+static double *dup_d(const double *p, int64_t n, int *bad)
+{
+    return dup_n(p, n, sizeof *p, bad);
+}
 
-static int64_t *dup_i(const int64_t *p, int64_t n, int *bad) { return dup_n(p, n, sizeof *p, bad); }
+static int64_t *dup_i(const int64_t *p, int64_t n, int *bad)
+{
+    return dup_n(p, n, sizeof *p, bad);
+}
 
 int hf_call_copy(hf_call *dst, const hf_call *src)
 {
@@ -111,12 +126,12 @@ void hf_call_text(const hf_call *c, char *buf, size_t n)
 {
     static const char *const mk[] = {"none", "bool", "additive"};
     size_t j = 0;
-#define ADD(...)                                                                                  \
-    do {                                                                                          \
-        if (j < n) {                                                                              \
-            int w_ = snprintf(buf + j, n - j, __VA_ARGS__);                                       \
-            j += w_ > 0 ? (size_t)w_ : 0;                                                         \
-        }                                                                                         \
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (j < n) {                                                                               \
+            int w_ = snprintf(buf + j, n - j, __VA_ARGS__);                                        \
+            j += w_ > 0 ? (size_t)w_ : 0;                                                          \
+        }                                                                                          \
     } while (0)
     ADD("%s B=%lld Hq=%lld Hkv=%lld Lq=%lld Lk=%lld D=%lld Dv=%lld mask=%s",
         attnref_dtype_name(c->dt), (long long)c->B, (long long)c->Hq, (long long)c->Hkv,
@@ -143,7 +158,7 @@ void hf_call_text(const hf_call *c, char *buf, size_t n)
         if (c->layout[t] == ACASE_LAYOUT_BLHD)
             ADD(" %c:blhd", "qkv"[t]);
         if (c->stride0[t])
-            ADD(" %c:stride0=%u", "qkv"[t], (unsigned)c->stride0[t]);
+            ADD(" %c:stride0=%u", "qkv"[t], (unsigned)c -> stride0[t]);
     }
     if (c->poison)
         ADD(" poison");
@@ -155,8 +170,8 @@ void hf_call_text(const hf_call *c, char *buf, size_t n)
 /* Whether row (b, h, i) keeps key j (the parameters by the reference's rule, then the mask). */
 static int call_keeps(const hf_call *c, int64_t b, int64_t h, int64_t i, int64_t j)
 {
-    const attnref_sdpa_params p = {c->has_scale, c->scale, c->causal, c->has_offset, c->offset,
-                                   c->window, c->B, c->lengths, c->left_padding};
+    const attnref_sdpa_params p = {c->has_scale, c->scale, c->causal,  c->has_offset,  c->offset,
+                                   c->window,    c->B,     c->lengths, c->left_padding};
     if (!attnref_sdpa_key_kept(&p, c->Lq, c->Lk, b, i, j))
         return 0;
     if (!c->mask_kind)
@@ -189,8 +204,8 @@ static int64_t draw_len(uint64_t *rng, int allow0)
 static double draw_value(uint64_t *rng, attnref_dtype dt, double a, int edges)
 {
     if (edges && chance(rng, 1, 16)) {
-        static const double e[] = {0.0, -0.0, 1.0, -1.0, 0.5, 1e-3, -1e-3, 6e-8, -6e-8, 30.0,
-                                   -30.0, 1.0 / 3.0};
+        static const double e[] = {0.0,   -0.0, 1.0,   -1.0, 0.5,   1e-3,
+                                   -1e-3, 6e-8, -6e-8, 30.0, -30.0, 1.0 / 3.0};
         return in_dtype(PICK(rng, e), dt);
     }
     return in_dtype(a * (2.0 * unit(rng) - 1.0), dt);
@@ -211,8 +226,7 @@ static void make_stride0(double *x, int64_t B, int64_t H, int64_t L, int64_t X, 
             int64_t sb = (s0 & 1) ? 0 : b, sh = (s0 & 2) ? 0 : h;
             if (sb == b && sh == h)
                 continue;
-            memcpy(x + (b * H + h) * L * X, x + (sb * H + sh) * L * X,
-                   (size_t)(L * X) * sizeof *x);
+            memcpy(x + (b * H + h) * L * X, x + (sb * H + sh) * L * X, (size_t)(L * X) * sizeof *x);
         }
 }
 
@@ -249,7 +263,8 @@ static void draw_mask_values(uint64_t *rng, hf_call *c)
         if (shift < fmin)
             shift = -6e4;
         for (int64_t e = 0; e < n; e++)
-            c->mask[e] = chance(rng, 1, 10) ? -INFINITY : in_dtype(shift + 6.0 * unit(rng) - 3.0, mdt);
+            c->mask[e] =
+                chance(rng, 1, 10) ? -INFINITY : in_dtype(shift + 6.0 * unit(rng) - 3.0, mdt);
         return;
     }
     for (int64_t e = 0; e < n; e++) {
@@ -260,7 +275,8 @@ static void draw_mask_values(uint64_t *rng, hf_call *c)
                      : r < 19 ? fmin
                               : in_dtype(-1e4, mdt);
     }
-    if (lk > 0 && n >= lk && chance(rng, 1, 4)) { /* a row masked only by -inf or only by the minimum */
+    if (lk > 0 && n >= lk &&
+        chance(rng, 1, 4)) { /* a row masked only by -inf or only by the minimum */
         int64_t row = (int64_t)below(rng, (uint64_t)(n / lk));
         double fill = chance(rng, 1, 2) ? -INFINITY : fmin;
         for (int64_t j = 0; j < lk; j++)
@@ -284,9 +300,11 @@ static void draw_poison(uint64_t *rng, hf_call *c)
                     continue;
                 double x = in_dtype(PICK(rng, bad), c->dt);
                 if (!c->stride0[1] && chance(rng, 1, 2))
-                    c->k[((b * c->Hkv + hk) * c->Lk + j) * c->D + (int64_t)below(rng, (uint64_t)c->D)] = x;
+                    c->k[((b * c->Hkv + hk) * c->Lk + j) * c->D +
+                         (int64_t)below(rng, (uint64_t)c->D)] = x;
                 else if (!c->stride0[2] && c->Dv > 0)
-                    c->v[((b * c->Hkv + hk) * c->Lk + j) * c->Dv + (int64_t)below(rng, (uint64_t)c->Dv)] = x;
+                    c->v[((b * c->Hkv + hk) * c->Lk + j) * c->Dv +
+                         (int64_t)below(rng, (uint64_t)c->Dv)] = x;
                 else
                     continue;
                 c->poison = 1;
@@ -327,7 +345,10 @@ static void fit_budget(hf_call *c)
  * The expectation is the mean of V rounded once, and every row is EXACT (hf_exact_ok). */
 #define HF_EXACT_DEN 8
 
-static int is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+static int is_pow2(int64_t n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
 
 int hf_exact_ok(const hf_call *c)
 {
@@ -417,7 +438,8 @@ static int draw_exact(uint64_t *rng, uint64_t caps, attnref_dtype dt, hf_call *c
         while (((int64_t)1 << lg) < c->Lk)
             lg++;
         for (int64_t r = 0; r < rows; r++) {
-            const int64_t keep = chance(rng, 1, 10) ? 0 : (int64_t)1 << below(rng, (uint64_t)lg + 1);
+            const int64_t keep =
+                chance(rng, 1, 10) ? 0 : (int64_t)1 << below(rng, (uint64_t)lg + 1);
             for (int64_t j = 0; j < c->Lk; j++)
                 perm[j] = j;
             for (int64_t t = 0; t < keep; t++) {
@@ -634,8 +656,10 @@ acase *hf_build(const hf_call *c, const char *id, char *err, size_t errlen)
     snprintf(a->id, sizeof a->id, "%s", id);
     hf_call_text(c, text, sizeof text);
     char desc[700];
-    snprintf(desc, sizeof desc, "attnconf fuzz: a random call (%s) checked against the reference "
-             "within the clause 13 bound.", text);
+    snprintf(desc, sizeof desc,
+             "attnconf fuzz: a random call (%s) checked against the reference "
+             "within the clause 13 bound.",
+             text);
     a->description = strdup(desc);
     a->rules[0] = strdup("clause13.fuzz");
     a->nrules = 1;
@@ -660,9 +684,9 @@ acase *hf_build(const hf_call *c, const char *id, char *err, size_t errlen)
     if (fill_tensor(&a->q, c->dt, 4, qs, c->q, c->layout[0], c->stride0[0], err, errlen) ||
         fill_tensor(&a->k, c->dt, 4, ks, c->k, c->layout[1], c->stride0[1], err, errlen) ||
         fill_tensor(&a->v, c->dt, 4, vs, c->v, c->layout[2], c->stride0[2], err, errlen) ||
-        (c->mask_kind && fill_tensor(&a->mask, c->mask_dt, c->mask_ndim,
-                                     c->mshape + (4 - c->mask_ndim), c->mask, ACASE_LAYOUT_BHLD,
-                                     0, err, errlen)))
+        (c->mask_kind &&
+         fill_tensor(&a->mask, c->mask_dt, c->mask_ndim, c->mshape + (4 - c->mask_ndim), c->mask,
+                     ACASE_LAYOUT_BHLD, 0, err, errlen)))
         goto fail;
 
     /* Expected: the reference in binary64, unrounded (what casegen stores). */
@@ -680,13 +704,13 @@ acase *hf_build(const hf_call *c, const char *id, char *err, size_t errlen)
     if (attnref_tensor_init(&tq, a->q.data, c->dt, 4, qs, &diag) ||
         attnref_tensor_init(&tk, a->k.data, c->dt, 4, ks, &diag) ||
         attnref_tensor_init(&tv, a->v.data, c->dt, 4, vs, &diag) ||
-        (c->mask_kind && attnref_tensor_init(&tm, a->mask.data, c->mask_dt, a->mask.ndim,
-                                             a->mask.shape, &diag))) {
+        (c->mask_kind &&
+         attnref_tensor_init(&tm, a->mask.data, c->mask_dt, a->mask.ndim, a->mask.shape, &diag))) {
         snprintf(err, errlen, "%s: %s", id, diag.msg);
         goto fail;
     }
-    const attnref_sdpa_params p = {c->has_scale, c->scale, c->causal, c->has_offset, c->offset,
-                                   c->window, c->B, c->lengths, c->left_padding};
+    const attnref_sdpa_params p = {c->has_scale, c->scale, c->causal,  c->has_offset,  c->offset,
+                                   c->window,    c->B,     c->lengths, c->left_padding};
     int rc = attnref_sdpa_f64(&tq, &tk, &tv, c->mask_kind ? &tm : NULL, &p, e->values, &diag);
     if (rc != ATTNREF_OK) {
         snprintf(err, errlen, "%s: the reference rejected the call: %s", id, diag.msg);
@@ -771,8 +795,8 @@ int hf_call_unpack(const void *buf, hf_call *out, char *id, size_t idlen)
     double **dp[4] = {&out->q, &out->k, &out->v, &out->mask};
     int bad = 0;
     for (int a = 0; a < 4; a++) {
-        *dp[a] = (a < 3 || out->mask_kind) ? dup_d((const double *)(const void *)p, nd[a], &bad)
-                                           : NULL;
+        *dp[a] =
+            (a < 3 || out->mask_kind) ? dup_d((const double *)(const void *)p, nd[a], &bad) : NULL;
         p += (size_t)nd[a] * sizeof(double);
     }
     const int has[2] = {w.has_lengths, w.has_left_padding};

@@ -68,8 +68,6 @@ static int hf_run(hf_ctx *x, const hf_call *call, const acase *built, hr_result 
 
 /* ---- checks ---------------------------------------------------------------------------- */
 
-
-
 /* Differential check of one call: 1 failing (*r bad), 0 passing, 2 not run (unsupported, or a
  * capability the call needs is missing), -1 internal error. */
 int hf_check_call(hf_ctx *x, const hf_call *call, const char *id, hr_result *r, acase **keep,
@@ -126,8 +124,7 @@ int hf_check_meta(hf_ctx *x, int rel, uint64_t pick, const hf_call *base, const 
     if (rc != 0)
         return rc < 0 ? -1 : 2;
     for (int k = 0; k < n; k++) /* GQA repetition multiplies K/V: keep the calls cheap */
-        if (d[k].B * d[k].Hkv * d[k].Lk * (d[k].D > d[k].Dv ? d[k].D : d[k].Dv) >
-            HF_META_MAX_KV) {
+        if (d[k].B * d[k].Hkv * d[k].Lk * (d[k].D > d[k].Dv ? d[k].D : d[k].Dv) > HF_META_MAX_KV) {
             for (int j = 0; j < n; j++)
                 hf_call_free(&d[j]);
             return 2;
@@ -189,15 +186,15 @@ int hf_check_meta(hf_ctx *x, int rel, uint64_t pick, const hf_call *base, const 
             if (mode == ACASE_CHECK_FINITE)
                 snprintf(f->message, sizeof f->message,
                          "metamorphic %s: row %lld must be finite: base output %.9g at flat index "
-                         "%lld, the derived call gives %.9g", hf_meta_name(rel), (long long)row,
-                         a, (long long)e, v);
+                         "%lld, the derived call gives %.9g",
+                         hf_meta_name(rel), (long long)row, a, (long long)e, v);
             else
                 snprintf(f->message, sizeof f->message,
                          "metamorphic %s: base output %.9g at flat index %lld, the derived call "
-                         "gives %.9g (bound %.3g)", hf_meta_name(rel), a, (long long)e, v,
+                         "gives %.9g (bound %.3g)",
+                         hf_meta_name(rel), a, (long long)e, v,
                          bc->ulps * attnref_dtype_ulp(a, base->dt) + bc->row_atol[row] +
-                             dc[k]->ulps * attnref_dtype_ulp(a, base->dt) +
-                             dc[k]->row_atol[drow]);
+                             dc[k]->ulps * attnref_dtype_ulp(a, base->dt) + dc[k]->row_atol[drow]);
             result = 1;
         }
     }
@@ -215,10 +212,11 @@ int hf_check_meta(hf_ctx *x, int rel, uint64_t pick, const hf_call *base, const 
             }
             dc[k]->ulps += bc->ulps;
             char desc[2048];
-            snprintf(desc, sizeof desc, "attnconf fuzz, metamorphic %s: expected values are the "
+            snprintf(desc, sizeof desc,
+                     "attnconf fuzz, metamorphic %s: expected values are the "
                      "backend's own output of the base call %s (that run's output), with the sum "
-                     "of both calls' clause 13 bounds; %s", hf_meta_name(rel), bc->id,
-                     dc[k]->description);
+                     "of both calls' clause 13 bounds; %s",
+                     hf_meta_name(rel), bc->id, dc[k]->description);
             free(dc[k]->description);
             dc[k]->description = strdup(desc);
             acase *w[2] = {bc, dc[k]};
@@ -266,8 +264,7 @@ static int hf_still_fails(hf_ctx *x, const hf_call *call, const char *id, const 
     }
     hf_fail g;
     memset(&g, 0, sizeof g);
-    return hf_check_meta(x, f->meta, f->pick, call, id, &g, NULL, NULL, NULL, err, sizeof err) ==
-           1;
+    return hf_check_meta(x, f->meta, f->pick, call, id, &g, NULL, NULL, NULL, err, sizeof err) == 1;
 }
 
 /* Greedy shrinking: take the first candidate that still fails, start over from it; stop when

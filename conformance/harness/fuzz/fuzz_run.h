@@ -40,9 +40,9 @@ typedef struct hf_ctx {
 
 /* What went wrong with a call, so shrinking keeps failing the same way. */
 typedef struct hf_fail {
-    int meta;            /* -1 differential, else the HF_META_* relation */
-    hr_status status;    /* differential: the status */
-    uint64_t pick;       /* metamorphic: the derivation's choice */
+    int meta;         /* -1 differential, else the HF_META_* relation */
+    hr_status status; /* differential: the status */
+    uint64_t pick;    /* metamorphic: the derivation's choice */
     char message[600];
 } hf_fail;
 

@@ -62,8 +62,8 @@ typedef struct hf_opts {
     double timeout_s, case_timeout_s;
     uint64_t seed;
     const char *seed_given;
-    int64_t count;        /* 0 = until --seconds */
-    double seconds;       /* 0 = until --count */
+    int64_t count;  /* 0 = until --seconds */
+    double seconds; /* 0 = until --count */
     int in_process, no_meta, meta_only;
     attnconf_option opt[HF_MAX_OPTIONS];
     char key[HF_MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
@@ -103,33 +103,57 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
     o->timeout_s = HB_DEFAULT_TIMEOUT_S;
     o->case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
     const cli_opt opts[] = {
-        {.name = "--backend", .kind = CLI_STRING, .dest = &o->backend,
+        {.name = "--backend",
+         .kind = CLI_STRING,
+         .dest = &o->backend,
          .help = "the backend: a plugin name or path, or exec:CMD (an adapter)"},
-        {.name = "--seed", .kind = CLI_UINT64, .dest = &o->seed, .raw = &o->seed_given,
+        {.name = "--seed",
+         .kind = CLI_UINT64,
+         .dest = &o->seed,
+         .raw = &o->seed_given,
          .help = "the run's seed (an unsigned integer; default a fresh one)"},
-        {.name = "--count", .kind = CLI_COUNT, .dest = &o->count,
-         .help = "stop after N calls"},
-        {.name = "--seconds", .kind = CLI_SECONDS, .dest = &o->seconds,
+        {.name = "--count", .kind = CLI_COUNT, .dest = &o->count, .help = "stop after N calls"},
+        {.name = "--seconds",
+         .kind = CLI_SECONDS,
+         .dest = &o->seconds,
          .help = "stop after T seconds"},
-        {.name = "--out-dir", .kind = CLI_STRING, .dest = &o->out_dir,
+        {.name = "--out-dir",
+         .kind = CLI_STRING,
+         .dest = &o->out_dir,
          .help = "where the failing case files go (default attnconf-fuzz)"},
-        {.name = "--json", .kind = CLI_STRING, .dest = &o->json,
+        {.name = "--json",
+         .kind = CLI_STRING,
+         .dest = &o->json,
          .help = "the run as JSON (attnconf-fuzz/1), written atomically"},
-        {.name = "--backend-option", .kind = CLI_CALL, .fn = hf_backend_option,
+        {.name = "--backend-option",
+         .kind = CLI_CALL,
+         .fn = hf_backend_option,
          .help = "KEY=VALUE passed to the backend (repeatable, each KEY once)"},
-        {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &o->timeout,
+        {.name = "--timeout",
+         .kind = CLI_SECONDS,
+         .dest = &o->timeout_s,
+         .raw = &o->timeout,
          .help = "seconds an exec: adapter may take per call"},
-        {.name = "--case-timeout", .kind = CLI_SECONDS, .dest = &o->case_timeout_s,
-         .raw = &o->case_timeout, .help = "seconds a plugin may take per call (in its worker)"},
-        {.name = "--in-process", .kind = CLI_FLAG, .dest = &o->in_process,
+        {.name = "--case-timeout",
+         .kind = CLI_SECONDS,
+         .dest = &o->case_timeout_s,
+         .raw = &o->case_timeout,
+         .help = "seconds a plugin may take per call (in its worker)"},
+        {.name = "--in-process",
+         .kind = CLI_FLAG,
+         .dest = &o->in_process,
          .help = "run a plugin inside the harness, without a worker"},
-        {.name = "--no-meta", .kind = CLI_FLAG, .dest = &o->no_meta,
+        {.name = "--no-meta",
+         .kind = CLI_FLAG,
+         .dest = &o->no_meta,
          .help = "no metamorphic checks"},
-        {.name = "--meta-only", .kind = CLI_FLAG, .dest = &o->meta_only,
+        {.name = "--meta-only",
+         .kind = CLI_FLAG,
+         .dest = &o->meta_only,
          .help = "only the metamorphic checks judge values"},
     };
-    const cli_cmd c = {.name = "fuzz", .usage = hf_usage, .opts = opts,
-                       .nopts = CLI_COUNT_OF(opts), .ud = o};
+    const cli_cmd c = {
+        .name = "fuzz", .usage = hf_usage, .opts = opts, .nopts = CLI_COUNT_OF(opts), .ud = o};
     int rc = cli_parse(&c, argc, argv);
     if (rc)
         return rc;
@@ -220,8 +244,8 @@ static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long l
 }
 
 /* Write one differential case file; returns 0 and the path in out. */
-static int hf_write_case(const hf_call *call, const char *dir, const char *id, char *out,
-                         char *err, size_t errlen)
+static int hf_write_case(const hf_call *call, const char *dir, const char *id, char *out, char *err,
+                         size_t errlen)
 {
     acase *c = hf_build(call, id, err, errlen);
     if (!c)
@@ -282,8 +306,8 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     x.rn = (run_ctx){&x.hb, a0, be, dir_abs, o.opt, o.nopt, o.timeout, o.case_timeout};
-    x.wc = (hw_config){o.backend, hl_backend_dir(), &x.oo, &x.rn, o.case_timeout_s, 0,
-                       hf_worker_case, x.sh};
+    x.wc = (hw_config){o.backend, hl_backend_dir(), &x.oo, &x.rn, o.case_timeout_s,
+                       0,         hf_worker_case,   x.sh};
     if (x.isolated) {
         hw_hello hello;
         if (hw_start(&x.w, &x.wc, &hello) != 0 || !hello.ok) {
@@ -357,12 +381,14 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
             skipped++;
         } else if (!o.no_meta) {
             const int rel = (int)(n % HF_META_COUNT);
-            rc = hf_check_meta(&x, rel, acase_splitmix64_next(&st), &call, id, &f, NULL, NULL,
-                               NULL, err, sizeof err);
+            rc = hf_check_meta(&x, rel, acase_splitmix64_next(&st), &call, id, &f, NULL, NULL, NULL,
+                               err, sizeof err);
             metas += rc == 0 || rc == 1;
             if (rc < 0) {
-                fprintf(stderr, "%sattnconf fuzz: internal error in a metamorphic check at call "
-                        "%lld: %s\n", tty ? "\n" : "", n, err);
+                fprintf(stderr,
+                        "%sattnconf fuzz: internal error in a metamorphic check at call "
+                        "%lld: %s\n",
+                        tty ? "\n" : "", n, err);
                 hf_call_free(&call);
                 internal = 1;
                 break;
@@ -390,9 +416,9 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     if (fail_n >= 0) {
         hf_call_text(&failing, orig_text, sizeof orig_text);
         printf("attnconf fuzz: %s %s, seed %llu: call %lld failed after %.1f s (%s check)\n"
-               "  %s\n  call: %s\n", x.name, x.version, (unsigned long long)o.seed, fail_n,
-               fail_s, f.meta < 0 ? "differential" : hf_meta_name(f.meta), f.message,
-               orig_text);
+               "  %s\n  call: %s\n",
+               x.name, x.version, (unsigned long long)o.seed, fail_n, fail_s,
+               f.meta < 0 ? "differential" : hf_meta_name(f.meta), f.message, orig_text);
         fflush(stdout);
         char id[ACASE_ID_MAX];
         snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, fail_n);
@@ -420,8 +446,10 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
             }
         } else {
             hf_fail g = f;
-            wrc = hf_check_meta(&x, f.meta, f.pick, &best, mid, &g, dir_abs, files, &nfiles,
-                                err, sizeof err) == 1 ? 0 : -1;
+            wrc = hf_check_meta(&x, f.meta, f.pick, &best, mid, &g, dir_abs, files, &nfiles, err,
+                                sizeof err) == 1
+                      ? 0
+                      : -1;
             if (wrc != 0 && !err[0])
                 snprintf(err, sizeof err, "the shrunk pair no longer fails when written");
         }
@@ -441,13 +469,17 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
             size_t l = strlen(opts);
             snprintf(opts + l, sizeof opts - l, " --backend-option %s", q);
         }
-        int w = snprintf(replay[nreplay], sizeof replay[0],
-                         "%s run --backend %s%s --cases %s --filter '%s.*'", qa0, qbe, opts, qdir,
-                         id);
+        int w =
+            snprintf(replay[nreplay], sizeof replay[0],
+                     "%s run --backend %s%s --cases %s --filter '%s.*'", qa0, qbe, opts, qdir, id);
         nreplay += w > 0 && (size_t)w < sizeof replay[0];
-        w = snprintf(replay[nreplay], sizeof replay[0], "%s fuzz --backend %s%s --seed %llu "
-                     "--count %lld%s", qa0, qbe, opts, (unsigned long long)o.seed, fail_n + 1,
-                     o.no_meta ? " --no-meta" : o.meta_only ? " --meta-only" : "");
+        w = snprintf(replay[nreplay], sizeof replay[0],
+                     "%s fuzz --backend %s%s --seed %llu "
+                     "--count %lld%s",
+                     qa0, qbe, opts, (unsigned long long)o.seed, fail_n + 1,
+                     o.no_meta     ? " --no-meta"
+                     : o.meta_only ? " --meta-only"
+                                   : "");
         nreplay += w > 0 && (size_t)w < sizeof replay[0];
         printf("replay:\n");
         for (int k = 0; k < nreplay; k++)
@@ -455,12 +487,12 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         hf_call_free(&best);
     } else if (!internal) {
         printf("attnconf fuzz: %s %s, seed %llu: %lld calls (%lld not supported, %lld metamorphic "
-               "checks) in %.1f s, no failure\n", x.name, x.version, (unsigned long long)o.seed,
-               n, skipped, metas, elapsed);
+               "checks) in %.1f s, no failure\n",
+               x.name, x.version, (unsigned long long)o.seed, n, skipped, metas, elapsed);
     }
-    if (o.json && hf_write_json(&jf, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0,
-                                fail_n, fail_s, &f, orig_text, min_text, steps, files, nfiles,
-                                replay, nreplay) != 0) {
+    if (o.json &&
+        hf_write_json(&jf, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0, fail_n, fail_s, &f,
+                      orig_text, min_text, steps, files, nfiles, replay, nreplay) != 0) {
         fprintf(stderr, "attnconf fuzz: cannot write %s\n", o.json);
         internal = 1;
     }

@@ -237,15 +237,21 @@ static int feature_step(const hf_call *c, int f, hf_call *out)
     switch (f) {
     case 0: ok = c->mask_kind != HF_MASK_NONE; break;
     case 1: ok = c->mask_kind == HF_MASK_ADD; break;
-    case 2: case 3: case 4: ok = c->mask_kind && c->mshape[f - 2] > 1; break;
+    case 2:
+    case 3:
+    case 4: ok = c->mask_kind && c->mshape[f - 2] > 1; break;
     case 5: ok = c->window != 0; break;
     case 6: ok = c->lengths != NULL; break;
     case 7: ok = c->left_padding != NULL; break;
     case 8: ok = c->causal && !c->window; break;
     case 9: ok = c->has_offset; break;
     case 10: ok = c->has_scale; break;
-    case 11: case 12: case 13: ok = c->layout[f - 11] != ACASE_LAYOUT_BHLD; break;
-    case 14: case 15: case 16: ok = c->stride0[f - 14] != 0; break;
+    case 11:
+    case 12:
+    case 13: ok = c->layout[f - 11] != ACASE_LAYOUT_BHLD; break;
+    case 14:
+    case 15:
+    case 16: ok = c->stride0[f - 14] != 0; break;
     case 17: ok = c->poison; break;
     default: return 2;
     }
@@ -269,7 +275,9 @@ static int feature_step(const hf_call *c, int f, hf_call *out)
         out->mask_dt = ATTNREF_BOOL;
         break;
     }
-    case 2: case 3: case 4: {
+    case 2:
+    case 3:
+    case 4: {
         keeps k;
         memset(&k, 0, sizeof k);
         /* index 0 along that mask dimension, then broadcast: restrict a copy whose other
@@ -299,13 +307,33 @@ static int feature_step(const hf_call *c, int f, hf_call *out)
         break;
     }
     case 5: out->window = 0; break;
-    case 6: free(out->lengths); out->lengths = NULL; break;
-    case 7: free(out->left_padding); out->left_padding = NULL; break;
-    case 8: out->causal = 0; out->has_offset = 0; out->offset = 0; break;
-    case 9: out->has_offset = 0; out->offset = 0; break;
-    case 10: out->has_scale = 0; out->scale = 0; break;
-    case 11: case 12: case 13: out->layout[f - 11] = ACASE_LAYOUT_BHLD; break;
-    case 14: case 15: case 16: out->stride0[f - 14] = 0; break;
+    case 6:
+        free(out->lengths);
+        out->lengths = NULL;
+        break;
+    case 7:
+        free(out->left_padding);
+        out->left_padding = NULL;
+        break;
+    case 8:
+        out->causal = 0;
+        out->has_offset = 0;
+        out->offset = 0;
+        break;
+    case 9:
+        out->has_offset = 0;
+        out->offset = 0;
+        break;
+    case 10:
+        out->has_scale = 0;
+        out->scale = 0;
+        break;
+    case 11:
+    case 12:
+    case 13: out->layout[f - 11] = ACASE_LAYOUT_BHLD; break;
+    case 14:
+    case 15:
+    case 16: out->stride0[f - 14] = 0; break;
     case 17: {
         const int64_t nk = c->B * c->Hkv * c->Lk * c->D, nv = c->B * c->Hkv * c->Lk * c->Dv;
         for (int64_t e = 0; e < nk; e++)

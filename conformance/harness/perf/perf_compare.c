@@ -51,24 +51,25 @@
 static void usage(FILE *f)
 {
     fputs(
-    "usage: attnconf perf-compare BASE.json NEW.json [--threshold T] [--alpha A]\n"
-    "                             [--out FILE.md]\n"
-    "Compare two `attnconf bench` result files of one suite, shape by shape: a shape regressed\n"
-    "when NEW's median time is more than T above BASE's (default 0.05: 5 %) and a one-sided\n"
-    "Mann-Whitney U test over the repetitions gives p < A (default 0.01), or when its status\n"
-    "got worse (e.g. OK -> INCORRECT).  Runs on different machines are compared as fractions\n"
-    "of each run's measured limits.  Writes a Markdown report (stdout unless --out).\n"
-    "exit status: 0 no regression, 1 a regression, 2 usage or bad input\n", f);
+        "usage: attnconf perf-compare BASE.json NEW.json [--threshold T] [--alpha A]\n"
+        "                             [--out FILE.md]\n"
+        "Compare two `attnconf bench` result files of one suite, shape by shape: a shape regressed\n"
+        "when NEW's median time is more than T above BASE's (default 0.05: 5 %) and a one-sided\n"
+        "Mann-Whitney U test over the repetitions gives p < A (default 0.01), or when its status\n"
+        "got worse (e.g. OK -> INCORRECT).  Runs on different machines are compared as fractions\n"
+        "of each run's measured limits.  Writes a Markdown report (stdout unless --out).\n"
+        "exit status: 0 no regression, 1 a regression, 2 usage or bad input\n",
+        f);
 }
 
 /* Where a shape stands; K_REGRESSION is the only kind that sets exit status 1. */
 typedef enum kind {
     K_REGRESSION,
     K_IMPROVED,
-    K_UNCHANGED,      /* compared, nothing significant over the threshold */
-    K_TOO_FEW,        /* compared medians only: fewer than PS_MIN_REPS repetitions */
-    K_STATUS,         /* a status change that is not a regression, or the same non-OK status */
-    K_NOT_COMPARED,   /* SKIPPED on a side, or the shape changed */
+    K_UNCHANGED,    /* compared, nothing significant over the threshold */
+    K_TOO_FEW,      /* compared medians only: fewer than PS_MIN_REPS repetitions */
+    K_STATUS,       /* a status change that is not a regression, or the same non-OK status */
+    K_NOT_COMPARED, /* SKIPPED on a side, or the shape changed */
     K_ONLY_BASE,
     K_ONLY_NEW
 } kind;
@@ -112,8 +113,7 @@ static void judge(const params *P, row *r)
         if ((bad_new && status_rank(n->status) > status_rank(b->status)) ||
             (b->status == PJ_OK && n->status == PJ_NOT_SUPPORTED)) {
             r->k = K_REGRESSION;
-            snprintf(r->verdict, sizeof r->verdict, "**REGRESSION**: status %s" ARROW "%s", sb,
-                     sn);
+            snprintf(r->verdict, sizeof r->verdict, "**REGRESSION**: status %s" ARROW "%s", sb, sn);
         } else if (b->status == n->status) {
             r->k = K_STATUS;
             snprintf(r->verdict, sizeof r->verdict, "%s in both", sb);
@@ -137,8 +137,10 @@ static void judge(const params *P, row *r)
     r->ratio = mn / mb;
     if (b->reps < PS_MIN_REPS || n->reps < PS_MIN_REPS) {
         r->k = K_TOO_FEW;
-        snprintf(r->verdict, sizeof r->verdict, "too few repetitions (%zu and %zu; the test "
-                 "needs %d per side)", b->reps, n->reps, PS_MIN_REPS);
+        snprintf(r->verdict, sizeof r->verdict,
+                 "too few repetitions (%zu and %zu; the test "
+                 "needs %d per side)",
+                 b->reps, n->reps, PS_MIN_REPS);
         return;
     }
     double *x = malloc((b->reps + n->reps) * sizeof *x);
@@ -265,7 +267,8 @@ static void write_backend(FILE *f, const pj_backend *bb, const pj_backend *bn, c
     if (!bb || !bn)
         fprintf(f, " " EM_DASH " only in %s", bb ? "BASE" : "NEW");
     fputs("\n\n| Shape | BASE median | NEW median | Ratio | p (slower) | Verdict |\n"
-          "| --- | ---: | ---: | ---: | ---: | --- |\n", f);
+          "| --- | ---: | ---: | ---: | ---: | --- |\n",
+          f);
     for (size_t i = 0; i < nr; i++) {
         const row *r = &rows[i];
         fputs("| ", f);
@@ -290,8 +293,8 @@ static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_fi
 {
     /* Backends: BASE's in order, then those only in NEW. */
     size_t nbk = fb->nb + fn->nb, k = 0;
-    const pj_backend **pb = calloc(nbk ? nbk : 1, sizeof *pb), **pn = calloc(nbk ? nbk : 1,
-                                                                              sizeof *pn);
+    const pj_backend **pb = calloc(nbk ? nbk : 1, sizeof *pb),
+                     **pn = calloc(nbk ? nbk : 1, sizeof *pn);
     row **rows = calloc(nbk ? nbk : 1, sizeof *rows);
     size_t *nr = calloc(nbk ? nbk : 1, sizeof *nr);
     int rc = 0;
@@ -320,8 +323,7 @@ static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_fi
         }
     }
     size_t reg = c.n[K_REGRESSION];
-    size_t compared = c.n[K_REGRESSION] - c.status_regressions + c.n[K_IMPROVED] +
-                      c.n[K_UNCHANGED];
+    size_t compared = c.n[K_REGRESSION] - c.status_regressions + c.n[K_IMPROVED] + c.n[K_UNCHANGED];
     *n_regressions = reg;
     if (reg)
         fprintf(f, "**perf-compare: %zu regression%s**", reg, reg == 1 ? "" : "s");
@@ -329,27 +331,32 @@ static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_fi
         fputs("**perf-compare: no regression**", f);
     fprintf(f, " (suite ");
     md_text(f, fb->suite);
-    fprintf(f, "): %zu shape%s compared by the test, %zu improved, %zu with too few repetitions, "
+    fprintf(f,
+            "): %zu shape%s compared by the test, %zu improved, %zu with too few repetitions, "
             "%zu status regression%s, %zu not compared, %zu only in BASE, %zu only in NEW.\n\n",
             compared, compared == 1 ? "" : "s", c.n[K_IMPROVED], c.n[K_TOO_FEW],
             c.status_regressions, c.status_regressions == 1 ? "" : "s",
             c.n[K_NOT_COMPARED] + c.n[K_STATUS], c.n[K_ONLY_BASE], c.n[K_ONLY_NEW]);
     run_line(f, "BASE", fb);
     run_line(f, "NEW", fn);
-    fprintf(f, "- Rule: a shape regressed when NEW's median time is more than %g %% above BASE's "
+    fprintf(f,
+            "- Rule: a shape regressed when NEW's median time is more than %g %% above BASE's "
             "(ratio > %g) **and** a one-sided Mann\xE2\x80\x93Whitney U test over the "
             "repetitions says NEW is slower with p < %g (normal approximation with tie and "
             "continuity corrections; used from %d repetitions per side, fewer is \"too few "
             "repetitions\" and never flagged), or when its status got worse (e.g. OK" ARROW
-            "INCORRECT).\n", P->threshold * 100, 1 + P->threshold, P->alpha, PS_MIN_REPS);
+            "INCORRECT).\n",
+            P->threshold * 100, 1 + P->threshold, P->alpha, PS_MIN_REPS);
     if (P->same_machine)
         fputs("- Same machine (CPU model, and limits within 10 %): raw times compared.\n", f);
     else
         fputs("- **Different machines** (CPU model, or a limit more than 10 % apart): each time "
-              "is scaled by its own run's limit before comparing (time " "\xC3\x97"
+              "is scaled by its own run's limit before comparing (time "
+              "\xC3\x97"
               " FMA GFLOP/s for compute-bound shapes, time \xC3\x97 GB/s of memory read for "
               "memory-bound ones), so ratios and p compare fractions of each machine's limit; "
-              "the medians shown are raw times.\n", f);
+              "the medians shown are raw times.\n",
+              f);
     for (size_t i = 0; i < nbk; i++)
         write_backend(f, pb[i], pn[i], rows[i], nr[i]);
 done:
@@ -369,14 +376,27 @@ int cmd_perf_compare(const char *argv0, int argc, char **argv)
     size_t nfiles = 0;
     params P = {0.05, 0.01, 0, NULL, NULL};
     const cli_opt opts[] = {
-        {.name = "--threshold", .kind = CLI_NUMBER, .dest = &P.threshold, .lo = 0, .hi = 10,
+        {.name = "--threshold",
+         .kind = CLI_NUMBER,
+         .dest = &P.threshold,
+         .lo = 0,
+         .hi = 10,
          .hi_open = 1},
-        {.name = "--alpha", .kind = CLI_NUMBER, .dest = &P.alpha, .lo = 1e-12, .hi = 1,
+        {.name = "--alpha",
+         .kind = CLI_NUMBER,
+         .dest = &P.alpha,
+         .lo = 1e-12,
+         .hi = 1,
          .hi_open = 1},
         {.name = "--out", .kind = CLI_STRING, .dest = &out},
     };
-    const cli_cmd c = {.name = "perf-compare", .usage = usage, .opts = opts,
-                       .nopts = CLI_COUNT_OF(opts), .pos = files, .npos = &nfiles, .maxpos = 2};
+    const cli_cmd c = {.name = "perf-compare",
+                       .usage = usage,
+                       .opts = opts,
+                       .nopts = CLI_COUNT_OF(opts),
+                       .pos = files,
+                       .npos = &nfiles,
+                       .maxpos = 2};
     int rc = cli_parse(&c, argc, argv);
     if (rc)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
@@ -394,8 +414,10 @@ int cmd_perf_compare(const char *argv0, int argc, char **argv)
     if (lb || ln)
         goto done;
     if (strcmp(fb.suite, fn.suite)) {
-        fprintf(stderr, "%s: %s: suite \"%s\", but %s is suite \"%s\": compare runs of one "
-                "suite\n", PROG, files[1], fn.suite, files[0], fb.suite);
+        fprintf(stderr,
+                "%s: %s: suite \"%s\", but %s is suite \"%s\": compare runs of one "
+                "suite\n",
+                PROG, files[1], fn.suite, files[0], fb.suite);
         goto done;
     }
     P.same_machine = pj_same_machine(&fb.machine, &fn.machine);

@@ -25,8 +25,8 @@ typedef struct at {
     char ctx[96];
 } at;
 
-__attribute__((format(printf, 3, 4))) static int fail(const at *a, const char *key,
-                                                     const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(const at *a, const char *key, const char *fmt,
+                                                      ...)
 {
     va_list ap;
     fprintf(stderr, "%s: %s: ", a->prog, a->file);
@@ -204,8 +204,10 @@ static int read_shape(at *a, const json_t *o, pj_shape *s)
         if (!strcmp(status, status_names[k]))
             s->status = (pj_status)k;
     if (s->status == PJ_STATUS_COUNT)
-        return fail(a, "status", "unknown status \"%s\" (expected OK, NOT_SUPPORTED, ERROR, "
-                    "INCORRECT or SKIPPED)", status);
+        return fail(a, "status",
+                    "unknown status \"%s\" (expected OK, NOT_SUPPORTED, ERROR, "
+                    "INCORRECT or SKIPPED)",
+                    status);
     json_t *via = json_object_get(o, "via");
     s->via = json_is_string(via) ? json_string_value(via) : "";
     double pairs, io;
@@ -229,7 +231,8 @@ static int options_text(const at *a, const json_t *opts, char **out)
         return fail(a, "options", "out of memory");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)opts, k, v) {
+    json_object_foreach((json_t *)opts, k, v)
+    {
         if (!json_is_string(v)) {
             free(keys);
             return fail(a, "options", "value of \"%s\": expected a string, got %s", k,
@@ -268,9 +271,8 @@ static int read_backend(at *a, const json_t *o, pj_backend *be)
         return fail(a, "name", "empty");
     /* Optional (files written before it existed were all timed in process). */
     const json_t *timing = json_object_get(o, "timing");
-    if (timing && !(json_is_string(timing) &&
-                    (!strcmp(json_string_value(timing), "in-process") ||
-                     !strcmp(json_string_value(timing), "adapter"))))
+    if (timing && !(json_is_string(timing) && (!strcmp(json_string_value(timing), "in-process") ||
+                                               !strcmp(json_string_value(timing), "adapter"))))
         return fail(a, "timing", "expected \"in-process\" or \"adapter\", got %s%s%s",
                     json_is_string(timing) ? "\"" : "",
                     json_is_string(timing) ? json_string_value(timing) : type_name(timing),
@@ -319,7 +321,8 @@ int pj_load(const char *prog, const char *path, pj_file *f)
         return fail(&a, NULL, "expected a JSON object, got %s", type_name(f->root));
     json_t *ver = json_object_get(f->root, "attnconf_bench");
     if (!ver)
-        return fail(&a, "attnconf_bench", "missing: not a bench results file (attnconf bench "
+        return fail(&a, "attnconf_bench",
+                    "missing: not a bench results file (attnconf bench "
                     "--out)");
     if (!json_is_integer(ver) || json_integer_value(ver) != 1)
         return fail(&a, "attnconf_bench", "schema version %s, this attnconf reads 1",
@@ -344,9 +347,10 @@ int pj_load(const char *prog, const char *path, pj_file *f)
             return -1;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(f->backends[j].name, f->backends[i].name))
-                return fail(&a, "name", "backend \"%s\" listed twice (also backends[%zu]): "
-                            "bench one configuration of a backend per file", f->backends[i].name,
-                            j);
+                return fail(&a, "name",
+                            "backend \"%s\" listed twice (also backends[%zu]): "
+                            "bench one configuration of a backend per file",
+                            f->backends[i].name, j);
     }
     return 0;
 }
@@ -399,7 +403,7 @@ int pj_same_machine(const pj_machine *a, const pj_machine *b)
 
 int pj_same_geometry(const pj_shape *a, const pj_shape *b)
 {
-    return !strcmp(a->dtype, b->dtype) && a->bound == b->bound && a->b == b->b &&
-           a->hq == b->hq && a->hkv == b->hkv && a->lq == b->lq && a->lk == b->lk &&
-           a->d == b->d && a->dv == b->dv && a->causal == b->causal && a->window == b->window;
+    return !strcmp(a->dtype, b->dtype) && a->bound == b->bound && a->b == b->b && a->hq == b->hq &&
+           a->hkv == b->hkv && a->lq == b->lq && a->lk == b->lk && a->d == b->d && a->dv == b->dv &&
+           a->causal == b->causal && a->window == b->window;
 }

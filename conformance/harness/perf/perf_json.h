@@ -50,25 +50,25 @@ typedef struct pj_shape {
     int causal;
     pj_bound bound;
     pj_status status;
-    double flops;         /* 2 (D + Dv) per visible query-key pair */
-    double kv_bytes;      /* K and V bytes in the visible key range */
-    int timed;            /* 1: the timing fields below are present (always for OK) */
-    size_t reps;          /* = number of times */
-    double *times;        /* every timed repetition, seconds, in order (owned) */
+    double flops;    /* 2 (D + Dv) per visible query-key pair */
+    double kv_bytes; /* K and V bytes in the visible key range */
+    int timed;       /* 1: the timing fields below are present (always for OK) */
+    size_t reps;     /* = number of times */
+    double *times;   /* every timed repetition, seconds, in order (owned) */
     double median_s, min_s, iqr_s, gflops, kv_gbs, pct_limit; /* as bench computed them */
 } pj_shape;
 
 typedef struct pj_backend {
     const char *name, *version;
-    char *options;        /* "k=v, k=v" sorted by key, "" when none (owned) */
-    int adapter_timing;   /* 1: "timing": "adapter" (times an exec: adapter measured around
+    char *options;      /* "k=v, k=v" sorted by key, "" when none (owned) */
+    int adapter_timing; /* 1: "timing": "adapter" (times an exec: adapter measured around
                              its library call); 0: "in-process", or no "timing" (older files) */
     pj_shape *shapes;
     size_t n;
 } pj_backend;
 
 typedef struct pj_file {
-    const char *path;     /* as given to pj_load */
+    const char *path; /* as given to pj_load */
     json_t *root;
     const char *suite, *suite_file, *label, *started;
     pj_machine machine;

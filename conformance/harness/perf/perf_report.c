@@ -53,14 +53,15 @@
 static void usage(FILE *f)
 {
     fputs(
-    "usage: attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"
-    "                            [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
-    "Write the Markdown performance section of REPORT.md from `attnconf bench` result files:\n"
-    "per suite, a row per shape and, per backend, the median time, GFLOP/s or GB/s, the % of\n"
-    "the machine's limit, the ratio to the reference backend and to a --baseline file.\n"
-    "--plot links an image (under the suite it is named after), --hyperfine adds a table of\n"
-    "whole-process timings, --note adds a sentence after the machine line.  Same arguments and\n"
-    "files, same bytes.  Exit status: 0 written, 2 usage or bad input.\n", f);
+        "usage: attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"
+        "                            [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
+        "Write the Markdown performance section of REPORT.md from `attnconf bench` result files:\n"
+        "per suite, a row per shape and, per backend, the median time, GFLOP/s or GB/s, the % of\n"
+        "the machine's limit, the ratio to the reference backend and to a --baseline file.\n"
+        "--plot links an image (under the suite it is named after), --hyperfine adds a table of\n"
+        "whole-process timings, --note adds a sentence after the machine line.  Same arguments and\n"
+        "files, same bytes.  Exit status: 0 written, 2 usage or bad input.\n",
+        f);
 }
 
 /* One backend column group of a suite's table. */
@@ -79,7 +80,7 @@ typedef struct suite {
     size_t ncols;
     const char **ids; /* every shape id, first appearance first */
     size_t nids;
-    const col *ref;   /* the reference backend's column, or NULL */
+    const col *ref; /* the reference backend's column, or NULL */
 } suite;
 
 typedef struct ctx {
@@ -139,9 +140,10 @@ static int index_suites(ctx *c)
             if (!s->files || !s->cols || !s->ids)
                 return fprintf(stderr, "%s: out of memory\n", PROG), CLI_EXIT_USAGE;
         } else if (!pj_same_machine(&s->files[0]->machine, &f->machine)) {
-            fprintf(stderr, "%s: %s: suite \"%s\" also comes from %s, measured on another "
-                    "machine (CPU model or limits): report one machine's runs together\n", PROG,
-                    f->path, f->suite, s->files[0]->path);
+            fprintf(stderr,
+                    "%s: %s: suite \"%s\" also comes from %s, measured on another "
+                    "machine (CPU model or limits): report one machine's runs together\n",
+                    PROG, f->path, f->suite, s->files[0]->path);
             return CLI_EXIT_USAGE;
         }
         s->files[s->nfiles++] = f;
@@ -149,9 +151,10 @@ static int index_suites(ctx *c)
             const pj_backend *be = &f->backends[b];
             for (size_t k = 0; k < s->ncols; k++)
                 if (!strcmp(s->cols[k].be->name, be->name)) {
-                    fprintf(stderr, "%s: %s: backend \"%s\" of suite \"%s\" is also in %s: give "
-                            "each backend's results once\n", PROG, f->path, be->name, f->suite,
-                            s->cols[k].file->path);
+                    fprintf(stderr,
+                            "%s: %s: backend \"%s\" of suite \"%s\" is also in %s: give "
+                            "each backend's results once\n",
+                            PROG, f->path, be->name, f->suite, s->cols[k].file->path);
                     return CLI_EXIT_USAGE;
                 }
             col *cl = &s->cols[s->ncols++];
@@ -169,9 +172,8 @@ static int index_suites(ctx *c)
         for (size_t j = 0; j < s->ncols; j++) {
             const pj_backend *bb;
             s->cols[j].ref_col = s->ref && s->ref != &s->cols[j];
-            s->cols[j].base_col =
-                file_of_suite_backend(c->bases, c->nbases, s->name, s->cols[j].be->name, &bb) !=
-                NULL;
+            s->cols[j].base_col = file_of_suite_backend(c->bases, c->nbases, s->name,
+                                                        s->cols[j].be->name, &bb) != NULL;
         }
     }
     return 0;
@@ -235,8 +237,8 @@ static int col_has(const col *cl, int m)
 
 /* A shape that was not timed OK shows its status in every measure's table, so each table reads
  * on its own. */
-static void write_cell(FILE *f, const ctx *c, const suite *s, const col *cl, const char *id,
-                       int m, int bound)
+static void write_cell(FILE *f, const ctx *c, const suite *s, const col *cl, const char *id, int m,
+                       int bound)
 {
     const pj_shape *sh = pj_find_shape(cl->be, id);
     if (!sh || sh->status != PJ_OK) {
@@ -263,8 +265,9 @@ static void write_cell(FILE *f, const ctx *c, const suite *s, const col *cl, con
         const pj_shape *b = pj_find_shape(bb, id);
         if (b && b->status == PJ_OK && b->timed && b->median_s > 0 && pj_same_geometry(b, sh)) {
             int scale = !pj_same_machine(&bf->machine, &cl->file->machine);
-            fprintf(f, "%.2f", scaled_median(sh, &cl->file->machine, scale) /
-                                   scaled_median(b, &bf->machine, scale));
+            fprintf(f, "%.2f",
+                    scaled_median(sh, &cl->file->machine, scale) /
+                        scaled_median(b, &bf->machine, scale));
         } else {
             fputs(EM_DASH, f);
         }
@@ -280,9 +283,10 @@ static void write_measure(FILE *f, const ctx *c, const suite *s, int m, int boun
         n += (size_t)col_has(&s->cols[k], m);
     if (!n)
         return;
-    const char *rate = bound == PJ_COMPUTE ? "GFLOP/s" : bound == PJ_MEMORY ? "GB/s"
-                                                                           : "GFLOP/s or GB/s";
-    const char *pct = bound == PJ_COMPUTE   ? "% of the FMA peak"
+    const char *rate = bound == PJ_COMPUTE  ? "GFLOP/s"
+                       : bound == PJ_MEMORY ? "GB/s"
+                                            : "GFLOP/s or GB/s";
+    const char *pct = bound == PJ_COMPUTE  ? "% of the FMA peak"
                       : bound == PJ_MEMORY ? "% of the memory read bandwidth"
                                            : "% of the machine's limit";
     const char *label[M_COUNT] = {"Median time", rate, pct,
@@ -344,8 +348,8 @@ static void write_messages(FILE *f, const suite *s)
                 continue;
             size_t n = 0;
             for (size_t j = i; j < be->n; j++)
-                n += be->shapes[j].status == a->status &&
-                     !strcmp(be->shapes[j].message, a->message);
+                n +=
+                    be->shapes[j].status == a->status && !strcmp(be->shapes[j].message, a->message);
             fputs(any++ ? "- " : "\n- ", f);
             md_code(f, be->name);
             fprintf(f, " %s", pj_status_name(a->status));
@@ -415,8 +419,7 @@ static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine
         size_t n = 0;
         for (size_t k = 0; k < s->ncols; k++) {
             const pj_backend *bb;
-            if (file_of_suite_backend(c->bases, c->nbases, s->name, s->cols[k].be->name,
-                                      &bb) != bf)
+            if (file_of_suite_backend(c->bases, c->nbases, s->name, s->cols[k].be->name, &bb) != bf)
                 continue;
             if (!n++) {
                 fputs("Baseline ", f);
@@ -448,7 +451,8 @@ static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine
         }
     if (nadapter)
         fputs(": time measured inside the adapter around the library call (reported by the "
-              "exec: adapter, so the pipe transport is not included).\n", f);
+              "exec: adapter, so the pipe transport is not included).\n",
+              f);
     write_messages(f, s);
     for (size_t i = 0; i < c->nplots; i++)
         if (plot_of_suite(c->plots[i], s->name)) {
@@ -466,29 +470,41 @@ static int check_hyperfine(const ctx *c)
     const json_t *res = json_object_get(c->hf, "results");
     const char *p = c->hyperfine;
     if (!json_is_array(res) || json_array_size(res) == 0)
-        return fprintf(stderr, "%s: %s: results: expected a non-empty array (hyperfine "
-                       "--export-json)\n", PROG, p), CLI_EXIT_USAGE;
+        return fprintf(stderr,
+                       "%s: %s: results: expected a non-empty array (hyperfine "
+                       "--export-json)\n",
+                       PROG, p),
+               CLI_EXIT_USAGE;
     for (size_t i = 0; i < json_array_size(res); i++) {
         const json_t *r = json_array_get(res, i), *t = json_object_get(r, "times");
         if (!json_is_string(json_object_get(r, "command")))
-            return fprintf(stderr, "%s: %s: results[%zu].command: expected a string\n", PROG, p,
-                           i), CLI_EXIT_USAGE;
+            return fprintf(stderr, "%s: %s: results[%zu].command: expected a string\n", PROG, p, i),
+                   CLI_EXIT_USAGE;
         if (!json_is_array(t) || json_array_size(t) == 0)
-            return fprintf(stderr, "%s: %s: results[%zu].times: expected a non-empty array of "
-                           "seconds\n", PROG, p, i), CLI_EXIT_USAGE;
+            return fprintf(stderr,
+                           "%s: %s: results[%zu].times: expected a non-empty array of "
+                           "seconds\n",
+                           PROG, p, i),
+                   CLI_EXIT_USAGE;
         const json_t *ec = json_object_get(r, "exit_codes");
         for (size_t k = 0; ec && k < json_array_size(ec); k++)
             if (!json_is_integer(json_array_get(ec, k)) && !json_is_null(json_array_get(ec, k)))
                 ec = NULL;
         if (json_object_get(r, "exit_codes") && !json_is_array(ec))
-            return fprintf(stderr, "%s: %s: results[%zu].exit_codes: expected an array of "
-                           "integers (null: killed by a signal)\n", PROG, p, i), CLI_EXIT_USAGE;
+            return fprintf(stderr,
+                           "%s: %s: results[%zu].exit_codes: expected an array of "
+                           "integers (null: killed by a signal)\n",
+                           PROG, p, i),
+                   CLI_EXIT_USAGE;
         static const char *const keys[] = {"median", "min", "max"};
         for (int k = 0; k < 3; k++) {
             const json_t *v = json_object_get(r, keys[k]);
             if (!json_is_number(v) || !(json_number_value(v) >= 0))
-                return fprintf(stderr, "%s: %s: results[%zu].%s: expected a number of seconds "
-                               ">= 0\n", PROG, p, i, keys[k]), CLI_EXIT_USAGE;
+                return fprintf(stderr,
+                               "%s: %s: results[%zu].%s: expected a number of seconds "
+                               ">= 0\n",
+                               PROG, p, i, keys[k]),
+                       CLI_EXIT_USAGE;
         }
     }
     return 0;
@@ -498,10 +514,12 @@ static void write_hyperfine(FILE *f, const ctx *c)
 {
     const json_t *res = json_object_get(c->hf, "results");
     fputs("\n### Whole-process timings\n\nWall time of the commands as run from the repository "
-          "root (hyperfine, from ", f);
+          "root (hyperfine, from ",
+          f);
     md_code(f, c->hyperfine);
     fputs("; case loading, process start and everything else included).\n\n"
-          "| Command | Runs | Median | Min | Max |\n| --- | ---: | ---: | ---: | ---: |\n", f);
+          "| Command | Runs | Median | Min | Max |\n| --- | ---: | ---: | ---: | ---: |\n",
+          f);
     for (size_t i = 0; i < json_array_size(res); i++) {
         const json_t *r = json_array_get(res, i);
         const json_t *ec = json_object_get(r, "exit_codes");
@@ -518,8 +536,7 @@ static void write_hyperfine(FILE *f, const ctx *c)
         md_code_cell(f, json_string_value(json_object_get(r, "command")));
         /* Timed anyway (perf/hyperfine runs hyperfine -i): say so, the time may be short. */
         if (failed && code >= 0)
-            fprintf(f, " (exit status %lld in %zu of %zu runs)", code, failed,
-                    json_array_size(ec));
+            fprintf(f, " (exit status %lld in %zu of %zu runs)", code, failed, json_array_size(ec));
         else if (failed)
             fprintf(f, " (killed by a signal in %zu of %zu runs)", failed, json_array_size(ec));
         fprintf(f, " | %zu | ", json_array_size(json_object_get(r, "times")));
@@ -561,9 +578,11 @@ static void write_report(FILE *f, const ctx *c)
     for (size_t i = 0; i < c->nfiles; i++)
         for (size_t b = 0; b < c->files[i].nb; b++)
             adapter |= c->files[i].backends[b].adapter_timing;
-    fputs(adapter ? "\n\nTimes are medians, in-process (inside the adapter for a backend marked "
-                    DAGGER ")"
-                  : "\n\nTimes are in-process medians", f);
+    fputs(adapter
+              ? "\n\nTimes are medians, in-process (inside the adapter for a backend marked " DAGGER
+                ")"
+              : "\n\nTimes are in-process medians",
+          f);
     if (rmax && rmin == rmax)
         fprintf(f, " of %zu repetitions per shape", rmin);
     else if (rmax)
@@ -576,7 +595,8 @@ static void write_report(FILE *f, const ctx *c)
           "machine's limit (FMA peak for compute-bound shapes, memory read bandwidth for "
           "memory-bound ones), so it compares across machines.  " TIMES " ref = the reference "
           "backend's time / this backend's (same machine); vs base = this time / the "
-          "baseline's (> 1: slower than the baseline).\n", f);
+          "baseline's (> 1: slower than the baseline).\n",
+          f);
     for (size_t k = 0; k < c->nsuites; k++)
         write_suite(f, c, &c->suites[k], !one);
     int header = 0;
@@ -637,8 +657,13 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
         {.name = "--note", .kind = CLI_STRING, .dest = &c.note},
         {.name = "--out", .kind = CLI_STRING, .dest = &out},
     };
-    const cli_cmd cc = {.name = "perf-report", .usage = usage, .opts = opts,
-                        .nopts = CLI_COUNT_OF(opts), .pos = files, .npos = &nf, .maxpos = cap};
+    const cli_cmd cc = {.name = "perf-report",
+                        .usage = usage,
+                        .opts = opts,
+                        .nopts = CLI_COUNT_OF(opts),
+                        .pos = files,
+                        .npos = &nf,
+                        .maxpos = cap};
     rc = cli_parse(&cc, argc, argv);
     if (rc) {
         rc = rc == CLI_HELP ? CLI_EXIT_OK : rc;
@@ -672,9 +697,11 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
             for (size_t b = 0; b < c.bases[i].nb; b++)
                 if (!strcmp(c.bases[i].suite, c.bases[j].suite) &&
                     pj_find_backend(&c.bases[j], c.bases[i].backends[b].name)) {
-                    fprintf(stderr, "%s: %s: backend \"%s\" of suite \"%s\" is also in baseline "
-                            "%s: give one baseline per suite and backend\n", PROG, bases[i],
-                            c.bases[i].backends[b].name, c.bases[i].suite, bases[j]);
+                    fprintf(stderr,
+                            "%s: %s: backend \"%s\" of suite \"%s\" is also in baseline "
+                            "%s: give one baseline per suite and backend\n",
+                            PROG, bases[i], c.bases[i].backends[b].name, c.bases[i].suite,
+                            bases[j]);
                     rc = CLI_EXIT_USAGE;
                     goto done;
                 }

@@ -213,9 +213,11 @@ static void put_matrix(FILE *f, const rp_data *d)
             fputc('\n', f);
         }
     }
-    fputs("\nA cell is passed/run cases, or **failed** / run cases; n/s: cases the backend does not "
-          "support (not run); " EM_DASH " means the family has no cases in the backend's "
-          "results. Backends:\n\n", f);
+    fputs(
+        "\nA cell is passed/run cases, or **failed** / run cases; n/s: cases the backend does not "
+        "support (not run); " EM_DASH " means the family has no cases in the backend's "
+        "results. Backends:\n\n",
+        f);
     for (size_t b = 0; b < d->nb; b++) {
         const rp_backend *be = &d->backends[b];
         if (be->mutant)
@@ -240,7 +242,8 @@ static void put_matrix(FILE *f, const rp_data *d)
 static void put_mutants(FILE *f, const rp_data *d)
 {
     fputs("| Mutant | Caught | Catching cases | Catching dtypes | Catching families (cases) |\n"
-          "| --- | --- | ---: | --- | --- |\n", f);
+          "| --- | --- | ---: | --- | --- |\n",
+          f);
     for (size_t b = 0; b < d->nb; b++) {
         if (!d->backends[b].mutant)
             continue;
@@ -332,7 +335,8 @@ static int put_error_ratios(FILE *f, const rp_data *d)
                       "|got - expected| / allowed of each case (SPEC.md clause 13; 1 is the "
                       "limit), its median over the cases and the largest.\n\n"
                       "| Backend | Dtype | Cases | Median | Largest | Case with the largest |\n"
-                      "| --- | --- | ---: | ---: | ---: | --- |\n", f);
+                      "| --- | --- | ---: | ---: | ---: | --- |\n",
+                      f);
             qsort(v, n, sizeof *v, cmp_double);
             const double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
             fputs("| ", f);
@@ -361,9 +365,13 @@ static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
     if (c->has_stats) {
         fputs("  - ", f);
         /* The same line the harness prints, from the fields the JSON carried. */
-        hr_result r = {.first_bad = c->first_bad, .bad_ndim = c->ndim, .bad_got = c->got,
-                       .bad_expected = c->expected, .max_abs_err = c->max_abs_err,
-                       .max_rel_err = c->max_rel_err, .max_ratio = c->max_ratio};
+        hr_result r = {.first_bad = c->first_bad,
+                       .bad_ndim = c->ndim,
+                       .bad_got = c->got,
+                       .bad_expected = c->expected,
+                       .max_abs_err = c->max_abs_err,
+                       .max_rel_err = c->max_rel_err,
+                       .max_ratio = c->max_ratio};
         for (int k = 0; k < c->ndim && k < 4; k++)
             r.bad_index[k] = c->index[k];
         hr_write_stats(f, &r);
@@ -397,9 +405,8 @@ static void put_failures(FILE *f, const rp_data *d)
     for (size_t b = 0; b < d->nb; b++)
         thirdparty |= d->backends[b].expect_file != NULL && !d->backends[b].mutant;
     if (!any)
-        fputs(thirdparty ? "No failures outside the third-party sections.\n\n"
-                         : "No failures.\n\n", f);
-
+        fputs(thirdparty ? "No failures outside the third-party sections.\n\n" : "No failures.\n\n",
+              f);
 }
 
 /* ---- third-party implementations (runs with an expected-results file) ---------------------- */
@@ -451,9 +458,13 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
          * compare the other rows with the reference. */
         if (c->has_stats && c->first_bad >= 0 && strncmp(c->message, "row ", 4) != 0) {
             fputs(" Measured: ", f);
-            hr_result r = {.first_bad = c->first_bad, .bad_ndim = c->ndim, .bad_got = c->got,
-                           .bad_expected = c->expected, .max_abs_err = c->max_abs_err,
-                           .max_rel_err = c->max_rel_err, .max_ratio = c->max_ratio};
+            hr_result r = {.first_bad = c->first_bad,
+                           .bad_ndim = c->ndim,
+                           .bad_got = c->got,
+                           .bad_expected = c->expected,
+                           .max_abs_err = c->max_abs_err,
+                           .max_rel_err = c->max_rel_err,
+                           .max_ratio = c->max_ratio};
             for (int j = 0; j < c->ndim && j < 4; j++)
                 r.bad_index[j] = c->index[j];
             hr_write_stats(f, &r);
@@ -495,8 +506,7 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
         fputs(". ", f);
     }
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "ctest --test-dir build/default -R 'thirdparty\\.%s$' -V",
-             be->name);
+    snprintf(cmd, sizeof cmd, "ctest --test-dir build/default -R 'thirdparty\\.%s$' -V", be->name);
     fputs("Rerun: ", f);
     md_code(f, cmd);
     fputs(". Expected results: ", f);
@@ -514,8 +524,10 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
     if (nu == 0) {
         fputs("Every observed status is the recorded one.\n\n", f);
     } else {
-        fprintf(f, "**%zu observed status%s differ%s from the recorded ones** (an upstream change, "
-                "or a stale file):\n\n", nu, nu == 1 ? "" : "es", nu == 1 ? "s" : "");
+        fprintf(f,
+                "**%zu observed status%s differ%s from the recorded ones** (an upstream change, "
+                "or a stale file):\n\n",
+                nu, nu == 1 ? "" : "es", nu == 1 ? "s" : "");
         for (size_t k = 0; k < nu; k++) {
             fputs("- ", f);
             md_code(f, v[k]->id);
@@ -623,7 +635,8 @@ static int put_path_coverage(FILE *f, const rp_data *d)
     fputs("## Kernel-path coverage\n\nThe `" PATHS_FAMILY "` cases repeat the semantics that "
           "break most often (masked-slot poison, fully masked rows, windows, left padding, GQA "
           "with causal) at shapes that make real kernels take different code paths: the "
-          "shape class in each id (`q1_k600`: Lq = 1 over 600 keys) is a column here.\n", f);
+          "shape class in each id (`q1_k600`: Lq = 1 over 600 keys) is a column here.\n",
+          f);
     /* More than 11 classes: several tables, each with the backend column. */
     const size_t parts = table_parts(ncls);
     for (size_t p = 0; p < parts; p++) {
@@ -685,10 +698,10 @@ static int put_thirdparty(FILE *f, const rp_data *d)
           "expected-results file with the clause, what the library returned and what upstream "
           "says; ctest passes while every observed status is the recorded one, so a fix or a "
           "regression upstream shows at once. Each divergence lists the cases it covers: what "
-          "the case checks, then the first element that broke the tolerance.\n\n", f);
+          "the case checks, then the first element that broke the tolerance.\n\n",
+          f);
     for (size_t b = 0; b < d->nb; b++)
-        if (d->backends[b].expect_file && !d->backends[b].mutant &&
-            put_thirdparty_backend(f, d, b))
+        if (d->backends[b].expect_file && !d->backends[b].mutant && put_thirdparty_backend(f, d, b))
             return -1;
     return 0;
 }
@@ -807,7 +820,8 @@ static int put_clauses(FILE *f, const rp_data *d)
         return -1;
     }
     fputs("| Clause | Rules | Cases | Passing on non-mutant backends | Mutants caught |\n"
-          "| --- | --- | ---: | --- | --- |\n", f);
+          "| --- | --- | ---: | --- | --- |\n",
+          f);
     for (int k = 1; k <= CLAUSE_OTHER; k++) {
         if (!(present & (1u << k)))
             continue;
@@ -846,7 +860,8 @@ static int put_clauses(FILE *f, const rp_data *d)
           "\"other\". Cases: distinct case ids citing the clause, over all result files. Passing: "
           "passed/run cases citing the clause, per non-mutant backend. Mutants caught: mutants "
           "whose bug breaks the clause (as their version says) with the number of cases citing "
-          "it that they FAIL, have an INCORRECT_DTYPE on or ERROR on.\n\n", f);
+          "it that they FAIL, have an INCORRECT_DTYPE on or ERROR on.\n\n",
+          f);
     return 0;
 }
 
@@ -926,7 +941,8 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
           "process or wrote outside a buffer) and TIMEOUT (no result within the case timeout) "
           "count as failed, and so does CASE_ERROR (the case file could not be read: the "
           "suite's problem); NOT_SUPPORTED (the "
-          "backend lacks a capability the case requires) is neither. ", f);
+          "backend lacks a capability the case requires) is neither. ",
+          f);
     fprintf(f, "It was generated from %zu result file%s with:\n\n", nfiles, nfiles == 1 ? "" : "s");
     char *cmd = rp_relative(d, command);
     put_fenced(f, cmd ? cmd : command);
@@ -964,13 +980,15 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
     }
     if (mutants) {
         fputs("## Mutants (test-only backends with one deliberate bug; a caught mutant is the "
-              "expected result)\n\n", f);
+              "expected result)\n\n",
+              f);
         put_mutants(f, d);
         fputs("\nCatching cases: cases on which the mutant FAILed, had an INCORRECT_DTYPE, "
               "ERRORed, crashed or timed out. Catching dtypes: the distinct float dtypes of "
               "those cases (q's, or the cache's; mask-builder cases have none). The suite "
               "requires at least three catching cases in at least two dtypes of every mutant "
-              "whose bug can show in two (ctest conformance.mutant_proof.*).\n\n", f);
+              "whose bug can show in two (ctest conformance.mutant_proof.*).\n\n",
+              f);
     }
 
     fputs("## Spec clauses\n\n", f);
@@ -1003,7 +1021,8 @@ static void usage(FILE *f)
           "draws the pass-rate chart).  --diff: compare two runs instead (newly failing, newly\n"
           "passing, other status changes, error growth).\n"
           "exit status: 0 written (--diff: nothing newly failing), 1 bad input (--diff: a case\n"
-          "newly failing), 2 usage (--diff: or bad input)\n", f);
+          "newly failing), 2 usage (--diff: or bad input)\n",
+          f);
 }
 
 /* Append s to the memstream, single-quoted for a POSIX shell if it needs it. */
@@ -1057,15 +1076,22 @@ int cmd_report(const char *argv0, int argc, char **argv)
         {.name = "--chart", .kind = CLI_STRING, .dest = &chart},
         {.name = "--diff", .kind = CLI_FLAG, .dest = &diff},
     };
-    const cli_cmd c = {.name = "report", .usage = usage, .opts = opts,
-                       .nopts = CLI_COUNT_OF(opts), .pos = files, .npos = &nfiles,
+    const cli_cmd c = {.name = "report",
+                       .usage = usage,
+                       .opts = opts,
+                       .nopts = CLI_COUNT_OF(opts),
+                       .pos = files,
+                       .npos = &nfiles,
                        .maxpos = (size_t)argc};
     int rc = cli_parse(&c, argc, argv);
     if (rc) {
         free(files);
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     }
-    const char *not_diff = title_given ? "--title" : command ? "--command" : chart ? "--chart" : NULL;
+    const char *not_diff = title_given ? "--title"
+                           : command   ? "--command"
+                           : chart     ? "--chart"
+                                       : NULL;
     if (diff && not_diff)
         rc = cli_usage_error(&c, "not with --diff", not_diff);
     else if (diff && nfiles != 2)

@@ -103,7 +103,8 @@ static void put_section(FILE *f, const rp_data *d, const dpair *v, size_t n, int
     fprintf(f, "## %s (%zu)\n\n%s\n\n", title, count, what);
     if (cls == D_GROWTH) {
         fputs("| Case | Old error / allowed | New error / allowed | Growth |\n"
-              "| --- | ---: | ---: | ---: |\n", f);
+              "| --- | ---: | ---: | ---: |\n",
+              f);
         for (size_t k = 0; k < n; k++) {
             if (v[k].cls != cls)
                 continue;
@@ -127,7 +128,11 @@ static void put_section(FILE *f, const rp_data *d, const dpair *v, size_t n, int
         const rp_case *c = v[k].n ? v[k].n : v[k].o;
         fputs("- ", f);
         md_code(f, c->id);
-        fprintf(f, ": %s " "\xE2\x86\x92" " %s", v[k].o ? hr_status_name(v[k].o->status) : "(absent)",
+        fprintf(f,
+                ": %s "
+                "\xE2\x86\x92"
+                " %s",
+                v[k].o ? hr_status_name(v[k].o->status) : "(absent)",
                 v[k].n ? hr_status_name(v[k].n->status) : "(absent)");
         if (v[k].n && v[k].n->message[0] && v[k].n->status != HR_PASS) {
             fputs(": ", f);
@@ -157,15 +162,19 @@ static void write_diff(FILE *f, const rp_data *od, const rp_data *nd, const char
         cnt[v[k].cls]++;
     fputs("# Conformance diff: ", f);
     put_backend(f, ob);
-    fputs(" " "\xE2\x86\x92" " ", f);
+    fputs(" "
+          "\xE2\x86\x92"
+          " ",
+          f);
     put_backend(f, nb);
     fputs("\n\nOld: ", f);
     rp_code_rel(f, nd, old_path);
     fputs(", new: ", f);
     rp_code_rel(f, nd, new_path);
     fputs(". Cases are matched by id.\n\n", f);
-    fprintf(f, "**%zu newly failing**, %zu newly passing, %zu other status changes, %zu with "
-               "error growth, %zu only in the old run, %zu only in the new run, %zu unchanged.\n\n",
+    fprintf(f,
+            "**%zu newly failing**, %zu newly passing, %zu other status changes, %zu with "
+            "error growth, %zu only in the old run, %zu only in the new run, %zu unchanged.\n\n",
             cnt[D_NEW_FAIL], cnt[D_NEW_PASS], cnt[D_CHANGED], cnt[D_GROWTH], cnt[D_ONLY_OLD],
             cnt[D_ONLY_NEW], cnt[D_SAME]);
     put_section(f, nd, v, n, D_NEW_FAIL, "Newly failing",
@@ -179,7 +188,8 @@ static void write_diff(FILE *f, const rp_data *od, const rp_data *nd, const char
     char what[256];
     snprintf(what, sizeof what,
              "PASS in both, but the largest error in units of the allowed error (SPEC.md clause "
-             "13) grew at least %.3gx, to at least %.3g.", GROWTH_FACTOR, GROWTH_FLOOR);
+             "13) grew at least %.3gx, to at least %.3g.",
+             GROWTH_FACTOR, GROWTH_FLOOR);
     put_section(f, nd, v, n, D_GROWTH, "Error growth", what);
     put_section(f, nd, v, n, D_ONLY_OLD, "Only in the old run",
                 "Removed, renamed or filtered out since.");

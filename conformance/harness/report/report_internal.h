@@ -26,13 +26,13 @@ typedef struct rp_case {
     hr_status status;
     int has_stats;
     double max_abs_err, max_rel_err;
-    double max_ratio;                          /* 0 when the file has none (older runs) */
+    double max_ratio; /* 0 when the file has none (older runs) */
     int64_t first_bad;
     int ndim;
     int64_t index[4];
     double got, expected;
-    const char *description;                   /* "" when the file has none */
-    const char *dtype;                         /* "f32"/"f16"/"bf16"/"bool"; "" when none */
+    const char *description; /* "" when the file has none */
+    const char *dtype;       /* "f32"/"f16"/"bf16"/"bool"; "" when none */
     /* run --expect only (x_* borrowed; x_case "" when no entry matched) */
     int has_expect, as_expected;
     const char *x_status, *x_case, *x_reason, *x_upstream;
@@ -58,13 +58,14 @@ typedef struct rp_data {
     const char **families;
     size_t nf;
     size_t *counts; /* [nb][nf][HR_STATUS_COUNT] */
-    char cwd[4096];  /* "" when unknown or "/": no path rewriting */
+    char cwd[4096]; /* "" when unknown or "/": no path rewriting */
 } rp_data;
 
 /* ---- report_load.c: strict reading of result files (see report.c's top comment) ---- */
 
 /* "attnconf report: FILE: field "F": message" on stderr (field may be NULL). */
-__attribute__((format(printf, 3, 4))) void rp_errf(const char *file, const char *field, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void rp_errf(const char *file, const char *field,
+                                                   const char *fmt, ...);
 /* Load one result file into d (merging with a backend of the same name already there).  Prints
  * its own error and returns -1 on failure; d keeps the parsed JSON either way (rp_free). */
 int rp_load_file(rp_data *d, const char *path);

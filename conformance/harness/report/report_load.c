@@ -14,7 +14,7 @@
 #include "results/results_json.h"
 
 __attribute__((format(printf, 3, 4))) void rp_errf(const char *file, const char *field,
-                                                      const char *fmt, ...)
+                                                   const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "attnconf report: %s: ", file);
@@ -127,9 +127,11 @@ int rp_load_file(rp_data *d, const char *path)
      * refused: a report of some of the cases would read as the backend's conformance. */
     if (!doc.complete) {
         size_t n = json_array_size(doc.results);
-        rp_errf(path, "complete", "false: results incomplete (%zu case%s so far, from an "
-             "interrupted or unfinished run); finish it with `attnconf run ... --out FILE "
-             "--resume` and report FILE", n, n == 1 ? "" : "s");
+        rp_errf(path, "complete",
+                "false: results incomplete (%zu case%s so far, from an "
+                "interrupted or unfinished run); finish it with `attnconf run ... --out FILE "
+                "--resume` and report FILE",
+                n, n == 1 ? "" : "s");
         return -1;
     }
     if (!doc.backend_name[0]) {
@@ -139,7 +141,7 @@ int rp_load_file(rp_data *d, const char *path)
     rp_backend *b = find_backend(d, doc.backend_name);
     if (b && strcmp(b->version, doc.backend_version) != 0) {
         rp_errf(path, "backend.version", "backend \"%s\" is version \"%s\" here but \"%s\" in %s",
-             doc.backend_name, doc.backend_version, b->version, b->file);
+                doc.backend_name, doc.backend_version, b->version, b->file);
         return -1;
     }
     if (!b) {
@@ -200,7 +202,6 @@ int rp_load_file(rp_data *d, const char *path)
     return 0;
 }
 
-
 int rp_cmp_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -238,8 +239,8 @@ int rp_index_data(rp_data *d)
         for (size_t k = 1; k < b->n; k++) {
             if (!strcmp(b->cases[k - 1].id, b->cases[k].id)) {
                 rp_errf(b->cases[k].file, NULL,
-                     "case \"%s\" of backend \"%s\" appears twice (in %s and %s)", b->cases[k].id,
-                     b->name, b->cases[k - 1].file, b->cases[k].file);
+                        "case \"%s\" of backend \"%s\" appears twice (in %s and %s)",
+                        b->cases[k].id, b->name, b->cases[k - 1].file, b->cases[k].file);
                 return -1;
             }
         }

@@ -26,8 +26,7 @@ typedef struct hx_reader {
     size_t errlen;
 } hx_reader;
 
-__attribute__((format(printf, 3, 4))) static int hx_fail(const hx_reader *r,
-                                                         const yaml_node_t *at,
+__attribute__((format(printf, 3, 4))) static int hx_fail(const hx_reader *r, const yaml_node_t *at,
                                                          const char *fmt, ...)
 {
     char msg[512];
@@ -112,9 +111,11 @@ static int hx_read_patterns(const hx_reader *r, const yaml_node_t *n, hx_entry *
     }
     /* Results carry the joined list (hr_result.expect_pattern) and reports group by it: it must
      * arrive whole. */
-    if (joined >= sizeof ((hr_result *)0)->expect_pattern)
-        return hx_fail(r, n, "case: the patterns add up to %zu characters, over %zu: split the "
-                       "entry", joined, sizeof ((hr_result *)0)->expect_pattern - 1);
+    if (joined >= sizeof((hr_result *)0)->expect_pattern)
+        return hx_fail(r, n,
+                       "case: the patterns add up to %zu characters, over %zu: split the "
+                       "entry",
+                       joined, sizeof((hr_result *)0)->expect_pattern - 1);
     if (!(e->pattern = malloc(joined + 1)))
         return hx_fail(r, n, "out of memory");
     e->pattern[0] = '\0';
@@ -148,8 +149,11 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
 {
     if (m->type != YAML_MAPPING_NODE)
         return hx_fail(r, m, "expect: each entry must be a mapping (case, status, clause, reason)");
-    ayr_field keys[HX_NKEYS] = {{"case", 0, NULL},     {"status", 0, NULL}, {"reason", 0, NULL},
-                                {"upstream", 0, NULL}, {"clause", 0, NULL}};
+    ayr_field keys[HX_NKEYS] = {{"case", 0, NULL},
+                                {"status", 0, NULL},
+                                {"reason", 0, NULL},
+                                {"upstream", 0, NULL},
+                                {"clause", 0, NULL}};
     hx_entry_walk w = {r, keys, {NULL}};
     ayr_walk_at at;
     ayr_walk_result walked = ayr_walk(r->doc, m, keys, HX_NKEYS, hx_entry_value, &w, &at);
@@ -158,7 +162,8 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
     if (walked == AYR_WALK_UNKNOWN)
         return hx_fail(r, at.key,
                        "expect entry: unknown key '%s' (known: case, status, clause, reason, "
-                       "upstream)", at.name);
+                       "upstream)",
+                       at.name);
     if (walked == AYR_WALK_DUPLICATE)
         return hx_fail(r, at.key, "expect entry: duplicate key '%s'", at.name);
     if (walked != AYR_WALK_OK)
@@ -169,13 +174,17 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
                       *case_node = keys[HX_CASE].val;
     if (!case_node || !status || !reason || !clause_node)
         return hx_fail(r, m, "expect entry: missing '%s'",
-                       !case_node ? "case" : !status ? "status" : !reason ? "reason" : "clause");
+                       !case_node ? "case"
+                       : !status  ? "status"
+                       : !reason  ? "reason"
+                                  : "clause");
     if (hx_read_patterns(r, case_node, e))
         return -1;
     if (hx_parse_status(status, &e->status))
         return hx_fail(r, status_node,
                        "status: unknown '%s' (PASS, EXPECTED_ERROR, NOT_SUPPORTED, FAIL, "
-                       "INCORRECT_DTYPE, ERROR, CRASH, TIMEOUT)", status);
+                       "INCORRECT_DTYPE, ERROR, CRASH, TIMEOUT)",
+                       status);
     /* A plain integer as YAML reads it ("9", not "09" or a quoted "9"), so every YAML reader
      * sees the same number. */
     const char *cl = hx_scalar(clause_node);
@@ -184,7 +193,8 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
     long c = cl ? strtol(cl, &end, 10) : 0;
     if (!cl || clause_node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || cl[0] < '1' ||
         cl[0] > '9' || *end || errno || c < 1 || c > SPEC_CLAUSES)
-        return hx_fail(r, clause_node, "clause: expected a SPEC.md clause number 1..%d", SPEC_CLAUSES);
+        return hx_fail(r, clause_node, "clause: expected a SPEC.md clause number 1..%d",
+                       SPEC_CLAUSES);
     e->clause = (int)c;
     e->line = (int)m->start_mark.line + 1;
     e->reason = hx_dup(reason);
@@ -201,8 +211,10 @@ static int hx_read_root(const hx_reader *r, hx_file *f)
         return hx_fail(r, NULL, "empty file");
     if (root->type != YAML_MAPPING_NODE)
         return hx_fail(r, root, "the document must be a mapping");
-    ayr_field keys[] = {{"attnconf_expected", 0, NULL}, {"backend", 0, NULL},
-                        {"version", 0, NULL},           {"expect", 0, NULL}};
+    ayr_field keys[] = {{"attnconf_expected", 0, NULL},
+                        {"backend", 0, NULL},
+                        {"version", 0, NULL},
+                        {"expect", 0, NULL}};
     ayr_walk_at at;
     ayr_walk_result walked = ayr_walk(r->doc, root, keys, 4, NULL, NULL, &at);
     if (walked == AYR_WALK_DUPLICATE)
@@ -217,8 +229,10 @@ static int hx_read_root(const hx_reader *r, hx_file *f)
         return hx_fail(r, root, "attnconf_expected: missing (the format version, 1)");
     const char *vs = hx_scalar(ver);
     if (!vs || strcmp(vs, "1") != 0)
-        return hx_fail(r, ver, "attnconf_expected: unsupported format version '%s' (this "
-                       "harness reads 1)", vs ? vs : "?");
+        return hx_fail(r, ver,
+                       "attnconf_expected: unsupported format version '%s' (this "
+                       "harness reads 1)",
+                       vs ? vs : "?");
     const char *s;
     if (!backend)
         return hx_fail(r, root, "backend: missing");
@@ -234,8 +248,7 @@ static int hx_read_root(const hx_reader *r, hx_file *f)
         return hx_fail(r, expect, "expect: must be a list of entries");
     size_t n = (size_t)(expect->data.sequence.items.top - expect->data.sequence.items.start);
     if (n > HX_MAX_ENTRIES)
-        return hx_fail(r, expect, "expect: %zu entries, over the limit of %d", n,
-                       HX_MAX_ENTRIES);
+        return hx_fail(r, expect, "expect: %zu entries, over the limit of %d", n, HX_MAX_ENTRIES);
     f->entries = calloc(n ? n : 1, sizeof *f->entries);
     if (!f->entries)
         return hx_fail(r, expect, "out of memory");

@@ -373,9 +373,8 @@ static void write_text(const hr_run *run, FILE *f)
         put_line(f, FIELD(r->id), 0);
         fputc('\n', f);
         if (r->has_expect && !hx_status_matches(r)) {
-            fprintf(f, "    UNEXPECTED: expected %s", r->expect_entry
-                                                    ? status_name(r->expect_status)
-                                                    : "PASS or EXPECTED_ERROR");
+            fprintf(f, "    UNEXPECTED: expected %s",
+                    r->expect_entry ? status_name(r->expect_status) : "PASS or EXPECTED_ERROR");
             if (r->expect_entry) {
                 fputs(" (entry ", f);
                 put_line(f, FIELD(r->expect_pattern), 0);
@@ -590,8 +589,8 @@ static void write_junit(const hr_run *run, FILE *f)
         for (size_t i = 0; i < run->count; i++) {
             const hr_result *r = &run->results[i];
             failures += judged_bad(r);
-            c.skipped += !judged_bad(r) && (known_divergence(r) ||
-                                            norm_status(r->status) == HR_NOT_SUPPORTED);
+            c.skipped += !judged_bad(r) &&
+                         (known_divergence(r) || norm_status(r->status) == HR_NOT_SUPPORTED);
         }
     }
     double total = 0.0;
@@ -599,13 +598,18 @@ static void write_junit(const hr_run *run, FILE *f)
         total += sane_seconds(run->results[i].seconds);
 
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-    fprintf(f, "<testsuites name=\"attnconf\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
-            "skipped=\"%zu\" time=\"%.6f\">\n", run->count, failures, errors, c.skipped, total);
+    fprintf(f,
+            "<testsuites name=\"attnconf\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
+            "skipped=\"%zu\" time=\"%.6f\">\n",
+            run->count, failures, errors, c.skipped, total);
     fputs("  <testsuite name=\"attnconf.", f);
     put_xml(f, FIELD(run->backend_name));
     fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.6f\">\n",
             run->count, failures, errors, c.skipped, total);
-    static const struct { const char *name; size_t off, cap; } props[] = {
+    static const struct {
+        const char *name;
+        size_t off, cap;
+    } props[] = {
         {"backend.version", offsetof(hr_run, backend_version), sizeof run->backend_version},
         {"backend.path", offsetof(hr_run, backend_path), sizeof run->backend_path},
         {"cases_dir", offsetof(hr_run, cases_dir), sizeof run->cases_dir},
@@ -648,8 +652,9 @@ static void write_junit(const hr_run *run, FILE *f)
             put_xml_details(f, r);
             fputs("</failure>\n", f);
         } else if (known_divergence(r)) {
-            fprintf(f, "      <skipped message=\"known divergence, clause %d (%s): ",
-                    r->expect_clause, status_name(s));
+            fprintf(f,
+                    "      <skipped message=\"known divergence, clause %d (%s): ", r->expect_clause,
+                    status_name(s));
             put_xml(f, FIELD(r->expect_reason));
             fputs("\"/>\n", f);
         } else if (s == HR_NOT_SUPPORTED) {

@@ -72,12 +72,14 @@ int hr_partial_load(const char *path, hr_run *run, char *err, size_t cap)
         return -1;
     int bad = 0;
     if (doc.complete) {
-        snprintf(err, cap, "%s: field \"complete\": not false: this is not the partial results "
-                 "of an interrupted run", path);
+        snprintf(err, cap,
+                 "%s: field \"complete\": not false: this is not the partial results "
+                 "of an interrupted run",
+                 path);
         bad = 1;
     }
-    bad = bad || copy(&r, "backend.name", doc.backend_name, run->backend_name,
-                      sizeof run->backend_name) ||
+    bad = bad ||
+          copy(&r, "backend.name", doc.backend_name, run->backend_name, sizeof run->backend_name) ||
           copy(&r, "backend.version", doc.backend_version, run->backend_version,
                sizeof run->backend_version) ||
           copy(&r, "cases_dir", doc.cases_dir, run->cases_dir, sizeof run->cases_dir) ||

@@ -28,7 +28,10 @@ int hr_status_is_bad(hr_status s)
 
 int hr_format_parse(const char *name, hr_format *out)
 {
-    static const struct { const char *name; hr_format fmt; } tab[] = {
+    static const struct {
+        const char *name;
+        hr_format fmt;
+    } tab[] = {
         {"text", HR_FMT_TEXT}, {"tap", HR_FMT_TAP}, {"junit", HR_FMT_JUNIT}, {"json", HR_FMT_JSON}};
     if (!name)
         return -1;

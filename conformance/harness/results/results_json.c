@@ -34,7 +34,7 @@ static const char *type_name(const json_t *j)
 
 /* "FILE: field "CTX.KEY": message" (key NULL: "FILE: message") into r->err; returns -1. */
 __attribute__((format(printf, 3, 4))) static int ferr(const rj_reader *r, const char *key,
-                                                     const char *fmt, ...)
+                                                      const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -42,8 +42,8 @@ __attribute__((format(printf, 3, 4))) static int ferr(const rj_reader *r, const 
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (key)
-        snprintf(r->err, r->cap, "%s: field \"%s%s%s\": %s", r->file, r->ctx,
-                 r->ctx[0] ? "." : "", key, msg);
+        snprintf(r->err, r->cap, "%s: field \"%s%s%s\": %s", r->file, r->ctx, r->ctx[0] ? "." : "",
+                 key, msg);
     else
         snprintf(r->err, r->cap, "%s: %s", r->file, msg);
     return -1;
@@ -252,7 +252,7 @@ static int read_stats(const rj_reader *r, const json_t *o, rj_result *c)
         c->index[k] = (int64_t)json_integer_value(e);
     }
     return get_num(r, o, "bad_got", &c->got) || get_num(r, o, "bad_expected", &c->expected) ? -1
-                                                                                             : 0;
+                                                                                            : 0;
 }
 
 int rj_result_read(rj_reader *r, const rj_doc *doc, size_t i, rj_result *c)

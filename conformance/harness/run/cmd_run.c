@@ -52,7 +52,7 @@ void run_usage_options(FILE *f)
 {
     fprintf(f,
             "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
-"             or a path to a plugin (contains '/' or ends in .so)\n"
+            "             or a path to a plugin (contains '/' or ends in .so)\n"
             "             or exec:CMD, an adapter process run by /bin/sh -c CMD that speaks\n"
             "             the exec protocol (conformance/include/attnconf/PROTOCOL.md)\n"
             "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
@@ -94,7 +94,8 @@ void run_usage_options(FILE *f)
 
 static void usage(FILE *f)
 {
-    fputs("usage: " RUN_USAGE_RUN "       " RUN_USAGE_BACKEND_INFO "       " RUN_USAGE_LIST "\n", f);
+    fputs("usage: " RUN_USAGE_RUN "       " RUN_USAGE_BACKEND_INFO "       " RUN_USAGE_LIST "\n",
+          f);
     run_usage_options(f);
 }
 
@@ -134,17 +135,28 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
     const cli_opt all[] = {
         {.name = "--backend", .kind = CLI_STRING, .dest = &o->backend},
         {.name = "--cases", .kind = CLI_STRING, .dest = &o->cases},
-        {.name = "--filter", .kind = CLI_STRINGS, .dest = o->filters, .max = MAX_GLOBS,
+        {.name = "--filter",
+         .kind = CLI_STRINGS,
+         .dest = o->filters,
+         .max = MAX_GLOBS,
          .count = &o->n_filters},
-        {.name = "--exclude", .kind = CLI_STRINGS, .dest = o->excludes, .max = MAX_GLOBS,
+        {.name = "--exclude",
+         .kind = CLI_STRINGS,
+         .dest = o->excludes,
+         .max = MAX_GLOBS,
          .count = &o->n_excludes},
         {.name = "--format", .kind = CLI_STRING, .dest = &o->format},
         {.name = "--out", .kind = CLI_STRING, .dest = &o->out},
         {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &o->timeout},
-        {.name = "--backend-option", .kind = CLI_STRINGS, .dest = o->backend_option,
-         .max = MAX_BACKEND_OPTIONS, .count = &o->n_backend_option},
+        {.name = "--backend-option",
+         .kind = CLI_STRINGS,
+         .dest = o->backend_option,
+         .max = MAX_BACKEND_OPTIONS,
+         .count = &o->n_backend_option},
         {.name = "--expect", .kind = CLI_STRING, .dest = &o->expect},
-        {.name = "--case-timeout", .kind = CLI_SECONDS, .dest = &o->case_timeout_s,
+        {.name = "--case-timeout",
+         .kind = CLI_SECONDS,
+         .dest = &o->case_timeout_s,
          .raw = &o->case_timeout},
         {.name = "--memory-limit", .kind = CLI_MIB, .dest = &o->memory_limit_mib, .lo = 64},
         {.name = "--in-process", .kind = CLI_FLAG, .dest = &o->in_process},
@@ -220,8 +232,10 @@ static int parse_backend_opts(const char *cmd, const opts *o, backend_opts *b)
         /* Recorded whole in the results, or refused: a cut summary would name other options. */
         int w = snprintf(b->summary + used, sizeof b->summary - used, "%s%s", i ? "," : "", kv);
         if (w < 0 || (size_t)w >= sizeof b->summary - used)
-            return usage_error(cmd, "--backend-option: the options add up to more than 511 "
-                               "characters", kv);
+            return usage_error(cmd,
+                               "--backend-option: the options add up to more than 511 "
+                               "characters",
+                               kv);
         used += (size_t)w;
     }
     return 0;
@@ -454,16 +468,16 @@ typedef struct session {
     opts o;
     backend_opts bo;
     hr_format fmt;
-    const char *dir;           /* --cases, or the default */
-    char side[PATH_MAX];       /* FILE.partial.json of --out FILE; "" without --out */
-    hr_run prev;               /* the sidecar's results (--resume) */
+    const char *dir;     /* --cases, or the default */
+    char side[PATH_MAX]; /* FILE.partial.json of --out FILE; "" without --out */
+    hr_run prev;         /* the sidecar's results (--resume) */
     int resuming;
-    hx_file xf;                /* --expect */
-    of_file out;               /* --out FILE, written to a temporary until committed */
-    int isolated;              /* plugins run in a worker (worker.h) */
-    hb_backend hb;             /* the backend, loaded here when not isolated */
+    hx_file xf;    /* --expect */
+    of_file out;   /* --out FILE, written to a temporary until committed */
+    int isolated;  /* plugins run in a worker (worker.h) */
+    hb_backend hb; /* the backend, loaded here when not isolated */
     hb_open_opts oo;
-    entry *e;                  /* the selected case files, sorted by id */
+    entry *e; /* the selected case files, sorted by id */
     size_t n;
     char a0[PATH_MAX], be_arg[PATH_MAX], dir_abs[PATH_MAX]; /* as re-run commands spell them */
     run_ctx rn;
@@ -472,8 +486,8 @@ typedef struct session {
     hw_hello hello;
     const char *be_name, *be_version, *be_path;
     hr_run run;
-    unsigned char *done;       /* done[i]: case i has its result */
-    hr_result *view;           /* room for save_partial's view of the done results */
+    unsigned char *done; /* done[i]: case i has its result */
+    hr_result *view;     /* room for save_partial's view of the done results */
     size_t passed, failed, skipped, unreadable;
 } session;
 
@@ -538,12 +552,16 @@ static int session_resume_load(session *s)
                        : !same_dir(s->prev.cases_dir, s->dir)              ? "cases dir"
                                                                            : NULL;
     if (what) {
-        fprintf(stderr, "attnconf: --resume: %s was made with %s '%s', this run has "
+        fprintf(stderr,
+                "attnconf: --resume: %s was made with %s '%s', this run has "
                 "'%s': rerun with the same options, or without --resume to start over\n",
                 s->side, what,
-                what[0] == 'b' ? s->prev.backend_options
-                : what[0] == 'f' ? s->prev.filter : s->prev.cases_dir,
-                what[0] == 'b' ? s->bo.summary : what[0] == 'f' ? filter : s->dir);
+                what[0] == 'b'   ? s->prev.backend_options
+                : what[0] == 'f' ? s->prev.filter
+                                 : s->prev.cases_dir,
+                what[0] == 'b'   ? s->bo.summary
+                : what[0] == 'f' ? filter
+                                 : s->dir);
         return CLI_EXIT_USAGE;
     }
     s->resuming = 1;
@@ -615,8 +633,8 @@ static int session_load_cases(session *s)
     else
         snprintf(s->be_arg, sizeof s->be_arg, "%s", s->o.backend);
     absolute_path(s->dir, s->dir_abs, sizeof s->dir_abs);
-    s->rn = (run_ctx){&s->hb, s->a0, s->be_arg, s->dir_abs, s->bo.opt, s->bo.n, s->o.timeout,
-                        s->o.case_timeout};
+    s->rn = (run_ctx){&s->hb,    s->a0,   s->be_arg,    s->dir_abs,
+                      s->bo.opt, s->bo.n, s->o.timeout, s->o.case_timeout};
     /* Every failure prints the command that re-runs it: if that command would not fit for the
      * longest possible case id, say so now rather than print none later. */
     char longest[ACASE_ID_MAX];
@@ -625,7 +643,8 @@ static int session_load_cases(session *s)
     hr_result probe;
     run_result_begin(&s->rn, longest, &probe);
     if (!probe.rerun[0]) {
-        fprintf(stderr, "attnconf: the command that re-runs a case would be over %zu bytes "
+        fprintf(stderr,
+                "attnconf: the command that re-runs a case would be over %zu bytes "
                 "(a very long --backend, --cases or --backend-option): shorten it\n",
                 sizeof probe.rerun - 1);
         return CLI_EXIT_USAGE;
@@ -638,8 +657,8 @@ static int session_load_cases(session *s)
  * --expect and --resume, and the run's header is filled.  Returns 0 or an exit status. */
 static int session_start(session *s)
 {
-    s->wc = (hw_config){s->o.backend, ATTNCONF_BACKEND_DIR, &s->oo, &s->rn, s->o.case_timeout_s,
-                        s->o.memory_limit_mib, entry_case, s->e};
+    s->wc = (hw_config){s->o.backend,        ATTNCONF_BACKEND_DIR,  &s->oo,     &s->rn,
+                        s->o.case_timeout_s, s->o.memory_limit_mib, entry_case, s->e};
     s->w = (hw_worker){0, -1, NULL, 0};
     if (s->isolated) {
         if (hw_start(&s->w, &s->wc, &s->hello) != 0 || !s->hello.ok) {
@@ -661,9 +680,10 @@ static int session_start(session *s)
     }
     if (s->resuming && (strcmp(s->prev.backend_name, s->be_name) != 0 ||
                         strcmp(s->prev.backend_version, s->be_version) != 0)) {
-        fprintf(stderr, "attnconf: --resume: %s was made with backend '%s' %s, this is '%s' %s: "
-                "rerun with the same backend, or without --resume to start over\n", s->side,
-                s->prev.backend_name, s->prev.backend_version, s->be_name, s->be_version);
+        fprintf(stderr,
+                "attnconf: --resume: %s was made with backend '%s' %s, this is '%s' %s: "
+                "rerun with the same backend, or without --resume to start over\n",
+                s->side, s->prev.backend_name, s->prev.backend_version, s->be_name, s->be_version);
         return CLI_EXIT_USAGE;
     }
     hr_run *run = &s->run;
@@ -705,9 +725,10 @@ static void session_resume_merge(session *s)
             }
     }
     free(used);
-    fprintf(stderr, "attnconf: --resume: %zu of %zu selected cases done in %s (%zu of its "
-            "%zu results kept); running the other %zu\n", kept, s->n, s->side, kept, prev->count,
-            s->n - kept);
+    fprintf(stderr,
+            "attnconf: --resume: %zu of %zu selected cases done in %s (%zu of its "
+            "%zu results kept); running the other %zu\n",
+            kept, s->n, s->side, kept, prev->count, s->n - kept);
 }
 
 /* Case i, into its result: a case file that did not load or repeats an id is the suite's
@@ -722,8 +743,8 @@ static void session_run_one(session *s, size_t i)
         snprintf(r->message, sizeof r->message, "%s", e->err);
     } else if (i > 0 && strcmp(e->id, s->e[i - 1].id) == 0) {
         r->status = HR_CASE_ERROR;
-        snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)",
-                 e->path, e->id, s->e[i - 1].path);
+        snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)", e->path,
+                 e->id, s->e[i - 1].path);
     } else if (!s->isolated) {
         run_case(&s->rn, e->c, r);
     } else {
@@ -758,9 +779,10 @@ static void session_run_all(session *s)
         s->run.count = s->n;
         if (s->o.out && save_partial(&s->run, s->done, s->n, s->view, s->side) != 0 &&
             !side_warned) {
-            fprintf(stderr, "attnconf: warning: cannot save the results so far to %s: %s "
-                    "(the run goes on; an interrupted run cannot be resumed)\n", s->side,
-                    strerror(errno));
+            fprintf(stderr,
+                    "attnconf: warning: cannot save the results so far to %s: %s "
+                    "(the run goes on; an interrupted run cannot be resumed)\n",
+                    s->side, strerror(errno));
             side_warned = 1;
         }
     }
@@ -777,8 +799,8 @@ static int session_judge(session *s)
     for (size_t i = 0; i < run->count; i++)
         counts[run->results[i].status]++;
     s->passed = counts[HR_PASS] + counts[HR_EXPECTED_ERROR];
-    s->failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR] +
-                counts[HR_CRASH] + counts[HR_TIMEOUT];
+    s->failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR] + counts[HR_CRASH] +
+                counts[HR_TIMEOUT];
     s->skipped = counts[HR_NOT_SUPPORTED];
     s->unreadable = counts[HR_CASE_ERROR];
     if (!s->o.expect) {
@@ -786,7 +808,7 @@ static int session_judge(session *s)
          * fixing, and the backend's is what a CI run of a backend is about. */
         return s->failed       ? CLI_EXIT_FAIL
                : s->unreadable ? CLI_EXIT_CASE_ERROR
-               : (s->skipped == run->count ? CLI_EXIT_SKIP : 0);
+                               : (s->skipped == run->count ? CLI_EXIT_SKIP : 0);
     }
     /* Judged against the file instead: a recorded divergence passes, any change fails. */
     hx_file *xf = &s->xf;
@@ -832,8 +854,8 @@ static int session_write(session *s, int status)
         return CLI_EXIT_FAIL;
     }
     if (s->o.out) {
-        printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported",
-               s->run.backend_name, s->run.backend_version, s->passed, s->failed, s->skipped);
+        printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported", s->run.backend_name,
+               s->run.backend_version, s->passed, s->failed, s->skipped);
         if (s->unreadable)
             printf("; %zu case file%s unreadable", s->unreadable, s->unreadable == 1 ? "" : "s");
         printf(" (results in %s)\n", s->o.out);
@@ -844,10 +866,9 @@ static int session_write(session *s, int status)
 int cmd_run(const char *argv0, int argc, char **argv)
 {
     static const char *const allowed[] = {
-        "--backend",        "--cases",  "--filter",       "--exclude",      "--format", "--out",
-        "--timeout",
-        "--backend-option", "--expect", "--case-timeout", "--memory-limit", "--in-process",
-        "--resume",         NULL};
+        "--backend",      "--cases",      "--filter",         "--exclude", "--format",
+        "--out",          "--timeout",    "--backend-option", "--expect",  "--case-timeout",
+        "--memory-limit", "--in-process", "--resume",         NULL};
     /* The session holds paths and buffers of a few tens of KiB: on the heap, not the stack. */
     session *s = calloc(1, sizeof *s);
     if (!s) {

@@ -110,8 +110,9 @@ int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64
             if (e != 0.0)
                 hc_max(&st->max_rel_err, abs_err / fabs(e));
             if (mode == HC_ROW_CLOSE && !exact)
-                hc_max(&st->max_ratio, abs_err == 0.0 ? 0.0
-                                       : allowed > 0.0 ? abs_err / allowed : INFINITY);
+                hc_max(&st->max_ratio, abs_err == 0.0  ? 0.0
+                                       : allowed > 0.0 ? abs_err / allowed
+                                                       : INFINITY);
         } else if (!ok) {
             /* A non-finite mismatch has no finite error: NaN if a NaN is involved, else
              * (an infinity against a number or the other infinity) unbounded. */
@@ -185,7 +186,8 @@ void hc_failure_message(const hc_stats *st, const hc_tol *tol, char *buf, size_t
                 snprintf(ratio, sizeof ratio, "%.3g", st->max_ratio);
             else
                 hc_num_text(st->max_ratio, ratio);
-            w = snprintf(buf, n, "%lld of %lld elements out of tolerance (worst %s times the "
+            w = snprintf(buf, n,
+                         "%lld of %lld elements out of tolerance (worst %s times the "
                          "allowed error; first at %s: got %s, expected %s, allowed %.3g)",
                          (long long)nclose, (long long)st->numel, ratio, at, got, want,
                          st->bad_allowed);
@@ -197,13 +199,14 @@ void hc_failure_message(const hc_stats *st, const hc_tol *tol, char *buf, size_t
     }
     if (st->bad_mode == HC_ROW_EXACT)
         snprintf(buf, n, "row %lld must be exactly %s: got %s at %s; %lld of %lld elements fail",
-                 (long long)st->bad_row, want, got, at, (long long)st->nbad,
-                 (long long)st->numel);
+                 (long long)st->bad_row, want, got, at, (long long)st->nbad, (long long)st->numel);
     else if (st->bad_mode == HC_ROW_FINITE)
         snprintf(buf, n, "row %lld must be finite: got %s at %s; %lld of %lld elements fail",
                  (long long)st->bad_row, got, at, (long long)st->nbad, (long long)st->numel);
     else
-        snprintf(buf, n, "row %lld has unknown check mode %d: got %s at %s; %lld of %lld "
-                 "elements fail", (long long)st->bad_row, st->bad_mode, got, at,
-                 (long long)st->nbad, (long long)st->numel);
+        snprintf(buf, n,
+                 "row %lld has unknown check mode %d: got %s at %s; %lld of %lld "
+                 "elements fail",
+                 (long long)st->bad_row, st->bad_mode, got, at, (long long)st->nbad,
+                 (long long)st->numel);
 }

@@ -51,12 +51,12 @@
 #define HR_GUARD_BYTES ((size_t)1 << 20)
 
 typedef struct run_guarded {
-    unsigned char *map;  /* the whole mapping, guard pages included; NULL = none */
+    unsigned char *map; /* the whole mapping, guard pages included; NULL = none */
     size_t map_len;
     unsigned char *data; /* what the backend gets */
     size_t len;
     unsigned char *lo, *hi; /* the canaries span [lo, data) and [data + len, hi) */
-    const char *name;    /* "output buffer", "input q", ... for messages */
+    const char *name;       /* "output buffer", "input q", ... for messages */
     int readonly;
 } run_guarded;
 
@@ -101,8 +101,8 @@ static int run_guarded_alloc(run_guarded *g, size_t len, const char *name)
         return -1;
     const size_t guard = (HR_GUARD_BYTES + page - 1) / page * page;
     /* Reserved PROT_NONE whole, then the body opened: the guards never take memory. */
-    unsigned char *m = mmap(NULL, body + 2 * guard, PROT_NONE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    unsigned char *m =
+        mmap(NULL, body + 2 * guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
     if (mprotect(m + guard, body, PROT_READ | PROT_WRITE) != 0) {
@@ -246,8 +246,8 @@ static int run_altstack_install(void)
     if ((size_t)SIGSTKSZ * 4 > size)
         size = ((size_t)SIGSTKSZ * 4 + page - 1) / page * page;
     /* A guard page below it: a handler that overran it would fault, not corrupt memory. */
-    unsigned char *m = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *m =
+        mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return -1;
     if (mprotect(m, page, PROT_NONE) != 0) {
@@ -422,7 +422,7 @@ void run_result_begin(const run_ctx *rn, const char *id, hr_result *r)
 /* ---- helpers -------------------------------------------------------------------------- */
 
 __attribute__((format(printf, 3, 4))) static void run_set(hr_result *r, hr_status s,
-                                                         const char *fmt, ...)
+                                                          const char *fmt, ...)
 {
     r->status = s;
     va_list ap;
@@ -446,9 +446,10 @@ static int run_guarded_check(const run_guarded *g, hr_result *r)
             bad_hi = p;
         }
     if (bad_lo) {
-        run_set(r, HR_FAIL, "backend wrote %zu bytes before the start of the %s (offset -%zu..-%zu)",
-               (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(g->data - bad_lo),
-               (size_t)(g->data - bad_hi));
+        run_set(r, HR_FAIL,
+                "backend wrote %zu bytes before the start of the %s (offset -%zu..-%zu)",
+                (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(g->data - bad_lo),
+                (size_t)(g->data - bad_hi));
         return 1;
     }
     const unsigned char *end = g->data + g->len;
@@ -460,8 +461,8 @@ static int run_guarded_check(const run_guarded *g, hr_result *r)
         }
     if (bad_lo) {
         run_set(r, HR_FAIL, "backend wrote %zu bytes past the end of the %s (offset +%zu..+%zu)",
-               (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(bad_lo - end),
-               (size_t)(bad_hi - end));
+                (size_t)(bad_hi - bad_lo) + 1, g->name, (size_t)(bad_lo - end),
+                (size_t)(bad_hi - end));
         return 1;
     }
     return 0;
@@ -493,7 +494,7 @@ static void run_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *
  * tensor, constant along those dimensions: index 0 is the slice.  Returns 0, or -1 on
  * allocation failure. */
 static int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded *owned,
-                       const char *name)
+                        const char *name)
 {
     memset(out, 0, sizeof *out);
     memset(owned, 0, sizeof *owned);
@@ -544,7 +545,7 @@ static int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded
 /* A read-only guarded copy of n int64 entries (lengths, left_padding), like the tensor inputs:
  * *out = NULL when src is NULL.  Returns 0, or -1 on allocation or protection failure. */
 static int run_readonly_ints(const int64_t *src, size_t n, run_guarded *g, const char *name,
-                            const int64_t **out)
+                             const int64_t **out)
 {
     *out = NULL;
     if (!src)
@@ -582,13 +583,13 @@ static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result 
     if (want != 0) {
         if (rc == want)
             run_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hb_code_name(rc),
-                   why);
+                    why);
         else if (rc == ATTNCONF_OK)
             run_set(r, HR_FAIL, "accepted a case that must be rejected (expected %s)",
-                   hb_code_name(want));
+                    hb_code_name(want));
         else
             run_set(r, HR_FAIL, "rejected with %s (%d), expected %s (%d): %s", hb_code_name(rc), rc,
-                   hb_code_name(want), want, why);
+                    hb_code_name(want), want, why);
         return 1;
     }
     if (rc == ATTNCONF_OK)
@@ -603,7 +604,7 @@ static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result 
 /* Compare a produced tensor with the expected values and fill the statistics.  Sets PASS or
  * FAIL unless `keep_status` (an INCORRECT_DTYPE whose values are still worth reporting). */
 static void run_check_values(const acase *c, const attnconf_tensor *t, int exact, int keep_status,
-                            hr_result *r)
+                             hr_result *r)
 {
     _Static_assert((int)HC_ROW_CLOSE == (int)ACASE_CHECK_CLOSE &&
                        (int)HC_ROW_EXACT == (int)ACASE_CHECK_EXACT &&
@@ -617,13 +618,13 @@ static void run_check_values(const acase *c, const attnconf_tensor *t, int exact
     if (rows && (t->ndim < 1 || nrows != c->expected.nrows)) {
         if (!keep_status)
             run_set(r, HR_ERROR, "case: row_checks has %lld rows, the output has %lld",
-                   (long long)c->expected.nrows, (long long)nrows);
+                    (long long)c->expected.nrows, (long long)nrows);
         return;
     }
     /* The tolerance of SPEC clause 13, counted in ulps of the EXPECTED dtype (an output of
      * another dtype is INCORRECT_DTYPE anyway; its values are still measured in these units). */
-    const hc_tol tol = {.ulps = c->ulps, .ulp_dtype = c->expected.dtype,
-                        .row_atol = c->row_atol, .exact = exact};
+    const hc_tol tol = {
+        .ulps = c->ulps, .ulp_dtype = c->expected.dtype, .row_atol = c->row_atol, .exact = exact};
     hc_stats st;
     int ok = hc_compare_rows(t->data, (attnref_dtype)t->dtype, t->ndim, t->shape, t->strides,
                              c->expected.values, &tol, rows, row_len, &st);
@@ -656,8 +657,7 @@ static void run_check_values(const acase *c, const attnconf_tensor *t, int exact
  * known dtype is INCORRECT_DTYPE with the value statistics attached, so a report can tell a
  * pure upcast (right values) from a wrong result. */
 static void run_check_output(const acase *c, const attnconf_tensor *before,
-                            const attnconf_tensor *after, size_t capacity, int exact,
-                            hr_result *r)
+                             const attnconf_tensor *after, size_t capacity, int exact, hr_result *r)
 {
     char b1[32], b2[32];
     if (after->data != before->data) {
@@ -667,8 +667,8 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
     int wrong_dtype = after->dtype != (int32_t)c->expected.dtype;
     if (wrong_dtype)
         run_set(r, HR_INCORRECT_DTYPE, "output dtype %s, expected %s",
-               run_dtype_text(after->dtype, b1, sizeof b1),
-               run_dtype_text((int32_t)c->expected.dtype, b2, sizeof b2));
+                run_dtype_text(after->dtype, b1, sizeof b1),
+                run_dtype_text((int32_t)c->expected.dtype, b2, sizeof b2));
     size_t es = (after->dtype >= ATTNCONF_F32 && after->dtype <= ATTNCONF_BOOL)
                     ? attnref_dtype_size((attnref_dtype)after->dtype)
                     : 0;
@@ -683,10 +683,10 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
             return;
         char s1[96], s2[96];
         run_shape_text(after->ndim < 0 || after->ndim > 4 ? 0 : after->ndim, after->shape, s1,
-                      sizeof s1);
+                       sizeof s1);
         run_shape_text(before->ndim, before->shape, s2, sizeof s2);
         run_set(r, HR_FAIL, "backend changed the output shape to %s (rank %d), expected %s", s1,
-               (int)after->ndim, s2);
+                (int)after->ndim, s2);
         return;
     }
     int64_t last = 0, numel = 1;
@@ -699,7 +699,7 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
         if (after->strides[d] < 0 || after->strides[d] > ACASE_MAX_TENSOR_NUMEL * 8) {
             if (!wrong_dtype)
                 run_set(r, HR_FAIL, "backend set output stride %d to %lld", (int)d,
-                       (long long)after->strides[d]);
+                        (long long)after->strides[d]);
             return;
         }
         last += (after->shape[d] - 1) * after->strides[d];
@@ -707,7 +707,7 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
     if (numel > 0 && (uint64_t)(last + 1) * es > capacity) {
         if (!wrong_dtype)
             run_set(r, HR_FAIL, "backend output strides address past the %zu-byte buffer",
-                   capacity);
+                    capacity);
         return;
     }
     /* The buffer is larger than the result (room for a wrong, wider dtype), so the canaries
@@ -722,9 +722,10 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
             hi = i;
         }
     if (lo < capacity) {
-        run_set(r, HR_FAIL, "backend wrote %zu bytes past the end of its output (offset +%zu..+%zu "
-               "from the end of the %zu bytes its dtype and shape take)", hi - lo + 1, lo - used,
-               hi - used, used);
+        run_set(r, HR_FAIL,
+                "backend wrote %zu bytes past the end of its output (offset +%zu..+%zu "
+                "from the end of the %zu bytes its dtype and shape take)",
+                hi - lo + 1, lo - used, hi - used, used);
         return;
     }
     run_capture_output(after);
@@ -746,17 +747,20 @@ static void run_sdpa(const run_ctx *rn, const acase *c, hr_result *r)
      * differs cannot be posed (the reference API can: attnref_sdpa_params.batch). */
     const int64_t *lengths = NULL, *left_padding = NULL;
     if ((c->lengths || c->left_padding) && (c->q.ndim < 1 || c->batch != c->q.shape[0])) {
-        run_set(r, HR_ERROR, "case: %s has %lld entries but q has batch %lld: the ABI passes one "
-               "per batch row", c->lengths ? "params.lengths" : "params.left_padding",
-               (long long)c->batch, (long long)(c->q.ndim >= 1 ? c->q.shape[0] : 0));
+        run_set(r, HR_ERROR,
+                "case: %s has %lld entries but q has batch %lld: the ABI passes one "
+                "per batch row",
+                c->lengths ? "params.lengths" : "params.left_padding", (long long)c->batch,
+                (long long)(c->q.ndim >= 1 ? c->q.shape[0] : 0));
         goto done;
     }
-    if (run_describe(&c->q, &q, &own[0], "input q") || run_describe(&c->k, &k, &own[1], "input k") ||
+    if (run_describe(&c->q, &q, &own[0], "input q") ||
+        run_describe(&c->k, &k, &own[1], "input k") ||
         run_describe(&c->v, &v, &own[2], "input v") ||
         (c->mask.present && run_describe(&c->mask, &mask, &own[3], "input mask")) ||
         run_readonly_ints(c->lengths, (size_t)c->batch, &own[4], "input lengths", &lengths) ||
         run_readonly_ints(c->left_padding, (size_t)c->batch, &own[5], "input left_padding",
-                         &left_padding)) {
+                          &left_padding)) {
         run_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
         goto done;
     }
@@ -782,7 +786,7 @@ static void run_sdpa(const run_ctx *rn, const acase *c, hr_result *r)
         char s[96];
         run_shape_text(out.ndim, out.shape, s, sizeof s);
         run_set(r, HR_ERROR, "case: output shape %s is invalid or over the %lld-element limit", s,
-               (long long)ACASE_MAX_TENSOR_NUMEL);
+                (long long)ACASE_MAX_TENSOR_NUMEL);
         goto done;
     }
     run_contiguous_strides(out.ndim, out.shape, out.strides);
@@ -864,7 +868,7 @@ static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
         char s[96];
         run_shape_text(keep.ndim, keep.shape, s, sizeof s);
         run_set(r, HR_ERROR, "case: keep mask shape %s is over the %lld-element limit", s,
-               (long long)ACASE_MAX_TENSOR_NUMEL);
+                (long long)ACASE_MAX_TENSOR_NUMEL);
         return;
     }
     run_contiguous_strides(keep.ndim, keep.shape, keep.strides);

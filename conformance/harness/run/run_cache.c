@@ -30,12 +30,11 @@ typedef struct rch {
     const acase *c;
     hr_result *r;
     void *caches[ACASE_MAX_CACHES];
-    int64_t i;          /* the current step */
-    char where[64];     /* "step 7 (update)" */
+    int64_t i;      /* the current step */
+    char where[64]; /* "step 7 (update)" */
 } rch;
 
-__attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, const char *fmt,
-                                                          ...)
+__attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, const char *fmt, ...)
 {
     char why[448];
     va_list ap;
@@ -212,8 +211,7 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     a.values = &st->vt;
     rc = hb_cache_state(x->hb, cache, &a);
     if (rc != ATTNCONF_OK || a.batch != st->batch || a.length != st->length) {
-        rch_set(x, HR_FAIL, "cache_state (filling) returned %s: %s", hb_code_name(rc),
-                rch_err(x));
+        rch_set(x, HR_FAIL, "cache_state (filling) returned %s: %s", hb_code_name(rc), rch_err(x));
         return -1;
     }
     return 0;
@@ -265,10 +263,11 @@ static int rch_check_state(rch *x, const acase_cache_step *s, const acase_cache_
                         double g = attnref_load(got, p->dtype, at);
                         if (g == want[at] || (isnan(g) && isnan(want[at])))
                             continue;
-                        rch_set(x, HR_FAIL, "%s of position %lld (row %lld, head %lld, element "
-                                "%lld) is %.9g, expected %.9g", kv ? "value" : "key",
-                                (long long)s->positions[r * s->length + j], (long long)r,
-                                (long long)h, (long long)e, g, want[at]);
+                        rch_set(x, HR_FAIL,
+                                "%s of position %lld (row %lld, head %lld, element "
+                                "%lld) is %.9g, expected %.9g",
+                                kv ? "value" : "key", (long long)s->positions[r * s->length + j],
+                                (long long)r, (long long)h, (long long)e, g, want[at]);
                         return -1;
                     }
                 }
@@ -433,7 +432,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     }
     /* fall through */
     case ACASE_CSTEP_UPDATE:
-    update: {
+    update : {
         attnconf_tensor k, v;
         void *km, *vm;
         size_t kl, vl;
@@ -494,9 +493,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         if (rch_rc(x, s, "cache_finalize", rc))
             goto done;
         break;
-    default:
-        rch_set(x, HR_ERROR, "case: unknown step op %d", (int)s->op);
-        goto done;
+    default: rch_set(x, HR_ERROR, "case: unknown step op %d", (int)s->op); goto done;
     }
     if (!cache) {
         rch_set(x, HR_FAIL, "the backend returned no cache handle");
@@ -532,16 +529,15 @@ void run_cache_case(const run_ctx *rn, const acase *c, hr_result *r)
     x.r = r;
     snprintf(x.where, sizeof x.where, "create");
     if (!HB_HAS(be, cache_create) || !HB_HAS(be, cache_update) || !HB_HAS(be, cache_trim) ||
-        !HB_HAS(be, cache_make_mask) || !HB_HAS(be, cache_state) ||
-        !HB_HAS(be, cache_destroy)) {
+        !HB_HAS(be, cache_make_mask) || !HB_HAS(be, cache_state) || !HB_HAS(be, cache_destroy)) {
         rch_set(&x, HR_NOT_SUPPORTED, "backend has no KV cache members");
         return;
     }
     const acase_cache *cc = c->cache;
     int batch_ops = (c->requires & ATTNCONF_CAP_CACHE_BATCH) != 0;
-    if (batch_ops && (!HB_HAS(be, cache_filter) || !HB_HAS(be, cache_extend) ||
-                      !HB_HAS(be, cache_merge) || !HB_HAS(be, cache_prepare) ||
-                      !HB_HAS(be, cache_finalize))) {
+    if (batch_ops &&
+        (!HB_HAS(be, cache_filter) || !HB_HAS(be, cache_extend) || !HB_HAS(be, cache_merge) ||
+         !HB_HAS(be, cache_prepare) || !HB_HAS(be, cache_finalize))) {
         rch_set(&x, HR_ERROR, "backend reports cache.batch without the batch members");
         return;
     }

@@ -28,7 +28,7 @@ void hw_describe(const hb_backend *hb, hw_hello *hello)
     /* A first-revision table has no options member (hb_load's rule). */
     const attnconf_option_info *list =
         be->struct_size >= offsetof(attnconf_backend, options) + sizeof be->options ? be->options
-                                                                                   : NULL;
+                                                                                    : NULL;
     size_t n = 0;
     while (list && list[n].key && n < 256)
         n++;
@@ -242,7 +242,8 @@ void hw_run(hw_worker *w, const hw_config *cfg, size_t i, hr_result *r)
         snprintf(r->message, sizeof r->message,
                  "the worker answered with the result of case '%.200s' (a process the backend "
                  "forked, or a stray write to the harness's socket, broke the exchange): the "
-                 "worker and its process group were killed", other);
+                 "worker and its process group were killed",
+                 other);
         return;
     }
     rc = hw_after_eof(w, rc, deadline);
@@ -280,15 +281,17 @@ void hw_stop(hw_worker *w)
      * would leak or corrupt in real use, so it is said. */
     if (hung)
         fprintf(stderr, "attnconf: warning: the backend's close() did not return within 5 s: "
-                "its worker was killed\n");
+                        "its worker was killed\n");
     else if (st != -1 && WIFSIGNALED(st)) {
         char sig[128];
         proc_describe_signal(WTERMSIG(st), sig, sizeof sig);
         fprintf(stderr, "attnconf: warning: the backend's close() killed its worker with %s\n",
                 sig);
     } else if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0)
-        fprintf(stderr, "attnconf: warning: the backend's close() made its worker exit with "
-                "status %d\n", WEXITSTATUS(st));
+        fprintf(stderr,
+                "attnconf: warning: the backend's close() made its worker exit with "
+                "status %d\n",
+                WEXITSTATUS(st));
 }
 
 int hw_probe(const char *spec, const char *builtin_dir, const hb_open_opts *oo, double timeout_s,

@@ -101,8 +101,8 @@ typedef enum attnconf_dtype {
  * Attention tensors are (B, H, L, D).  Host-memory only in ABI v1. */
 typedef struct attnconf_tensor {
     void *data;
-    int32_t dtype;                      /* attnconf_dtype */
-    int32_t ndim;                       /* 0..4 */
+    int32_t dtype; /* attnconf_dtype */
+    int32_t ndim;  /* 0..4 */
     int64_t shape[ATTNCONF_MAX_RANK];
     int64_t strides[ATTNCONF_MAX_RANK]; /* elements; may be permuted (non-contiguous) */
 } attnconf_tensor;
@@ -111,98 +111,106 @@ typedef struct attnconf_tensor {
  * lacking one gets NOT_SUPPORTED for that case (neither pass nor fail).  Each comment starts
  * with the bit's one name everywhere else: in case files (`requires:`), in the harness's
  * messages ("requires capability mask.additive") and in `attnconf backend-info`. */
-#define ATTNCONF_CAP_F32          (1ull << 0)  /* "f32": q/k/v/out in f32 */
-#define ATTNCONF_CAP_F16          (1ull << 1)  /* "f16": q/k/v/out in f16 */
-#define ATTNCONF_CAP_BF16         (1ull << 2)  /* "bf16": q/k/v/out in bf16 */
-#define ATTNCONF_CAP_MASK_BOOL    (1ull << 3)  /* "mask.bool": boolean mask tensor */
-#define ATTNCONF_CAP_MASK_ADD     (1ull << 4)  /* "mask.additive": additive mask tensor */
-#define ATTNCONF_CAP_CAUSAL       (1ull << 5)  /* "causal": causal flag, bottom-right */
+#define ATTNCONF_CAP_F32 (1ull << 0)           /* "f32": q/k/v/out in f32 */
+#define ATTNCONF_CAP_F16 (1ull << 1)           /* "f16": q/k/v/out in f16 */
+#define ATTNCONF_CAP_BF16 (1ull << 2)          /* "bf16": q/k/v/out in bf16 */
+#define ATTNCONF_CAP_MASK_BOOL (1ull << 3)     /* "mask.bool": boolean mask tensor */
+#define ATTNCONF_CAP_MASK_ADD (1ull << 4)      /* "mask.additive": additive mask tensor */
+#define ATTNCONF_CAP_CAUSAL (1ull << 5)        /* "causal": causal flag, bottom-right */
 #define ATTNCONF_CAP_CAUSAL_OFFSET (1ull << 6) /* "causal.offset": causal with an explicit offset */
-#define ATTNCONF_CAP_GQA          (1ull << 7)  /* "gqa": Hq > Hkv */
-#define ATTNCONF_CAP_DV_NE_D      (1ull << 8)  /* "dv_ne_d": Dv != D */
-#define ATTNCONF_CAP_STRIDED      (1ull << 9)  /* "strided": non-contiguous q/k/v */
-#define ATTNCONF_CAP_SCALE        (1ull << 10) /* "scale": an explicit scale */
-#define ATTNCONF_CAP_MASK_BCAST   (1ull << 11) /* "mask.broadcast": masks of any broadcastable
+#define ATTNCONF_CAP_GQA (1ull << 7)           /* "gqa": Hq > Hkv */
+#define ATTNCONF_CAP_DV_NE_D (1ull << 8)       /* "dv_ne_d": Dv != D */
+#define ATTNCONF_CAP_STRIDED (1ull << 9)       /* "strided": non-contiguous q/k/v */
+#define ATTNCONF_CAP_SCALE (1ull << 10)        /* "scale": an explicit scale */
+#define ATTNCONF_CAP_MASK_BCAST                                                                    \
+    (1ull << 11)                             /* "mask.broadcast": masks of any broadcastable
                                                   shape */
-#define ATTNCONF_CAP_BUILD_MASK   (1ull << 12) /* "build_mask": causal + offset */
-#define ATTNCONF_CAP_WINDOW       (1ull << 13) /* "window": build_mask: sliding window */
-#define ATTNCONF_CAP_LENGTHS      (1ull << 14) /* "lengths": build_mask: per-sequence lengths */
-#define ATTNCONF_CAP_LEFT_PAD     (1ull << 15) /* "left_padding": build_mask: per-sequence left
+#define ATTNCONF_CAP_BUILD_MASK (1ull << 12) /* "build_mask": causal + offset */
+#define ATTNCONF_CAP_WINDOW (1ull << 13)     /* "window": build_mask: sliding window */
+#define ATTNCONF_CAP_LENGTHS (1ull << 14)    /* "lengths": build_mask: per-sequence lengths */
+#define ATTNCONF_CAP_LEFT_PAD                                                                      \
+    (1ull << 15) /* "left_padding": build_mask: per-sequence left
                                                   padding */
 /* Third revision of ABI v1: the kernels' own mask parameters (attnconf_sdpa_args.window,
  * .lengths, .left_padding), static key buffers and stride-0 inputs.  The host never passes a
  * parameter whose bit the backend does not report. */
-#define ATTNCONF_CAP_SDPA_WINDOW  (1ull << 16) /* "sdpa.window": sliding window parameter (with
+#define ATTNCONF_CAP_SDPA_WINDOW                                                                   \
+    (1ull << 16) /* "sdpa.window": sliding window parameter (with
                                                   causal) */
-#define ATTNCONF_CAP_SDPA_LENGTHS (1ull << 17) /* "sdpa.lengths": per-sequence key lengths
+#define ATTNCONF_CAP_SDPA_LENGTHS                                                                  \
+    (1ull << 17) /* "sdpa.lengths": per-sequence key lengths
                                                   parameter */
-#define ATTNCONF_CAP_SDPA_LEFT_PAD (1ull << 18) /* "sdpa.left_padding": per-sequence left
+#define ATTNCONF_CAP_SDPA_LEFT_PAD                                                                 \
+    (1ull << 18) /* "sdpa.left_padding": per-sequence left
                                                    padding parameter */
-#define ATTNCONF_CAP_KV_LEN       (1ull << 19) /* "mask.kv_len": build_mask with a key buffer
+#define ATTNCONF_CAP_KV_LEN                                                                        \
+    (1ull << 19) /* "mask.kv_len": build_mask with a key buffer
                                                   longer than offset + lq */
-#define ATTNCONF_CAP_STRIDE0      (1ull << 20) /* "stride0": q/k/v with stride 0 on the batch or
+#define ATTNCONF_CAP_STRIDE0                                                                       \
+    (1ull << 20) /* "stride0": q/k/v with stride 0 on the batch or
                                                   head axis */
 /* Fourth revision of ABI v1: the KV cache members at the end of attnconf_backend (bits 32..47
  * are the cache's).  A backend reports a kind's bit only with cache_create, cache_update,
  * cache_trim, cache_make_mask, cache_state and cache_destroy all set; CACHE_BATCH also needs
  * cache_filter, cache_extend, cache_merge, cache_prepare and cache_finalize. */
-#define ATTNCONF_CAP_CACHE_STD       (1ull << 32) /* "cache.standard": growing cache [14] */
-#define ATTNCONF_CAP_CACHE_ROTATING  (1ull << 33) /* "cache.rotating": max_size, keep [15] */
-#define ATTNCONF_CAP_CACHE_CHUNKED   (1ull << 34) /* "cache.chunked": Llama 4 style [16] */
+#define ATTNCONF_CAP_CACHE_STD (1ull << 32)       /* "cache.standard": growing cache [14] */
+#define ATTNCONF_CAP_CACHE_ROTATING (1ull << 33)  /* "cache.rotating": max_size, keep [15] */
+#define ATTNCONF_CAP_CACHE_CHUNKED (1ull << 34)   /* "cache.chunked": Llama 4 style [16] */
 #define ATTNCONF_CAP_CACHE_QUANTIZED (1ull << 35) /* "cache.quantized": affine [17] */
-#define ATTNCONF_CAP_CACHE_BATCH     (1ull << 36) /* "cache.batch": batched, left padding, and
+#define ATTNCONF_CAP_CACHE_BATCH                                                                   \
+    (1ull << 36)                                       /* "cache.batch": batched, left padding, and
                                                      its ops [18] */
 #define ATTNCONF_CAP_CACHE_BATCH_ROTATING (1ull << 37) /* "cache.batch_rotating" [18] */
 
 /* Arguments of `sdpa`.  out = softmax(scale * q.k^T + mask) . v, semantics as attnref/sdpa.h:
  * q (B,Hq,Lq,D), k (B,Hkv,Lk,D), v (B,Hkv,Lk,Dv), out (B,Hq,Lq,Dv). */
 typedef struct attnconf_sdpa_args {
-    uint32_t struct_size;         /* sizeof(attnconf_sdpa_args) as compiled by the host */
+    uint32_t struct_size; /* sizeof(attnconf_sdpa_args) as compiled by the host */
     const attnconf_tensor *q;
     const attnconf_tensor *k;
     const attnconf_tensor *v;
-    const attnconf_tensor *mask;  /* NULL, BOOL (true = attend) or additive float; rank <= 4,
+    const attnconf_tensor *mask; /* NULL, BOOL (true = attend) or additive float; rank <= 4,
                                      broadcast to (B,Hq,Lq,Lk) */
-    int32_t causal;               /* 1 = causal mask; then mask is NULL */
-    int32_t has_causal_offset;    /* 0 = bottom-right: offset = Lk - Lq */
-    int64_t causal_offset;        /* query i keeps key j iff j <= causal_offset + i */
-    int32_t has_scale;            /* 0 = 1/sqrt(D) */
+    int32_t causal;              /* 1 = causal mask; then mask is NULL */
+    int32_t has_causal_offset;   /* 0 = bottom-right: offset = Lk - Lq */
+    int64_t causal_offset;       /* query i keeps key j iff j <= causal_offset + i */
+    int32_t has_scale;           /* 0 = 1/sqrt(D) */
     double scale;
     /* Output.  The host sets data (a buffer of out_capacity bytes), shape (B,Hq,Lq,Dv),
      * contiguous strides and dtype = q's dtype.  The backend writes the result and MUST set
      * out->dtype (and strides, if it writes another layout) to what it actually produced, so
      * the host can report a silent upcast as INCORRECT_DTYPE. */
     attnconf_tensor *out;
-    size_t out_capacity;          /* bytes at out->data; at least numel * 4 */
+    size_t out_capacity; /* bytes at out->data; at least numel * 4 */
 
     /* ---- third revision: the kernels' own mask parameters (SPEC.md clause 19).  Read only
      * when struct_size covers them; the host sets them only for a backend that reports the
      * matching ATTNCONF_CAP_SDPA_* bit.  Each excludes keys; they compose with the causal flag
      * and with a mask tensor by intersection (clause 5).  A row left with no key is 0 [9]. ---- */
-    int64_t window;               /* 0 = none; W >= 1 (needs causal): query i also drops key j
+    int64_t window;              /* 0 = none; W >= 1 (needs causal): query i also drops key j
                                      when j <= off + i - W, off the causal offset; W counts the
                                      query's own key [4] */
-    const int64_t *lengths;       /* [B] or NULL: batch row b keeps only keys j < lengths[b]
+    const int64_t *lengths;      /* [B] or NULL: batch row b keeps only keys j < lengths[b]
                                      (right padding; 0 <= lengths[b] <= Lk).  Never moves the
                                      causal offset. */
-    const int64_t *left_padding;  /* [B] or NULL: batch row b keeps only keys
+    const int64_t *left_padding; /* [B] or NULL: batch row b keeps only keys
                                      j >= left_padding[b] (0 <= left_padding[b] <= Lk) */
 } attnconf_sdpa_args;
 
 /* Arguments of `build_mask` (semantics as attnref/mask.h). */
 typedef struct attnconf_mask_args {
-    uint32_t struct_size;         /* sizeof(attnconf_mask_args) as compiled by the host */
-    int64_t lq;                   /* new queries */
-    int64_t offset;               /* tokens already in the KV cache */
-    int64_t window;               /* sliding window in keys (own included); 0 = none */
-    int64_t batch;                /* B (>= 1) when lengths or left_padding is set; else 1 */
-    const int64_t *lengths;       /* [batch] total valid keys, cache included; NULL = none */
-    const int64_t *left_padding;  /* [batch] first valid key; NULL = none */
-    attnconf_tensor *keep;        /* host-allocated BOOL (B,1,Lq,Lk), contiguous; Lk = kv_len
+    uint32_t struct_size;        /* sizeof(attnconf_mask_args) as compiled by the host */
+    int64_t lq;                  /* new queries */
+    int64_t offset;              /* tokens already in the KV cache */
+    int64_t window;              /* sliding window in keys (own included); 0 = none */
+    int64_t batch;               /* B (>= 1) when lengths or left_padding is set; else 1 */
+    const int64_t *lengths;      /* [batch] total valid keys, cache included; NULL = none */
+    const int64_t *left_padding; /* [batch] first valid key; NULL = none */
+    attnconf_tensor *keep;       /* host-allocated BOOL (B,1,Lq,Lk), contiguous; Lk = kv_len
                                      when set, else offset + Lq */
     /* ---- third revision (read only when struct_size covers it; set only for a backend with
      * ATTNCONF_CAP_KV_LEN) ---- */
-    int64_t kv_len;               /* 0 = offset + lq; else the length of a static key buffer,
+    int64_t kv_len; /* 0 = offset + lq; else the length of a static key buffer,
                                      >= offset + lq: slots past offset + lq are never kept */
 } attnconf_mask_args;
 
@@ -211,39 +219,39 @@ typedef struct attnconf_mask_args {
  * which absolute positions each row retains, in time order, on the keys/values seen there and
  * on attention through the cache, never on the physical layout (a ring buffer is fine). ---- */
 typedef enum attnconf_cache_kind {
-    ATTNCONF_CACHE_STANDARD = 1,  /* grows; trim lowers the offset [14] */
-    ATTNCONF_CACHE_ROTATING = 2,  /* keeps `keep` first tokens and a window of max_size [15] */
-    ATTNCONF_CACHE_CHUNKED = 3,   /* drops keys before the current chunk [16] */
-    ATTNCONF_CACHE_QUANTIZED = 4, /* affine quantization per group of group_size values [17] */
-    ATTNCONF_CACHE_BATCH = 5,     /* standard cache with per-row left padding [18] */
+    ATTNCONF_CACHE_STANDARD = 1,      /* grows; trim lowers the offset [14] */
+    ATTNCONF_CACHE_ROTATING = 2,      /* keeps `keep` first tokens and a window of max_size [15] */
+    ATTNCONF_CACHE_CHUNKED = 3,       /* drops keys before the current chunk [16] */
+    ATTNCONF_CACHE_QUANTIZED = 4,     /* affine quantization per group of group_size values [17] */
+    ATTNCONF_CACHE_BATCH = 5,         /* standard cache with per-row left padding [18] */
     ATTNCONF_CACHE_BATCH_ROTATING = 6 /* rotating cache with per-row left padding [18] */
 } attnconf_cache_kind;
 
 /* Arguments of cache_create.  EINVAL for any value outside its range. */
 typedef struct attnconf_cache_config {
-    uint32_t struct_size;     /* sizeof(attnconf_cache_config) as compiled by the host */
-    int32_t kind;             /* attnconf_cache_kind */
-    int32_t dtype;            /* F32, F16 or BF16: keys, values (and quantization scales/biases) */
-    int64_t batch;            /* B >= 1 */
-    int64_t kv_heads;         /* Hkv >= 1 */
-    int64_t head_dim;         /* D >= 1 (keys) */
-    int64_t v_head_dim;       /* Dv >= 1 (values) */
-    int64_t max_size;         /* ROTATING, BATCH_ROTATING: >= 1; else 0 */
-    int64_t keep;             /* ROTATING: 0 <= keep < max_size; else 0 */
-    int64_t chunk_size;       /* CHUNKED: >= 1; else 0 */
-    int64_t group_size;       /* QUANTIZED: 32, 64 or 128, dividing D and Dv; else 0 */
-    int64_t bits;             /* QUANTIZED: 4 or 8; else 0 */
+    uint32_t struct_size; /* sizeof(attnconf_cache_config) as compiled by the host */
+    int32_t kind;         /* attnconf_cache_kind */
+    int32_t dtype;        /* F32, F16 or BF16: keys, values (and quantization scales/biases) */
+    int64_t batch;        /* B >= 1 */
+    int64_t kv_heads;     /* Hkv >= 1 */
+    int64_t head_dim;     /* D >= 1 (keys) */
+    int64_t v_head_dim;   /* Dv >= 1 (values) */
+    int64_t max_size;     /* ROTATING, BATCH_ROTATING: >= 1; else 0 */
+    int64_t keep;         /* ROTATING: 0 <= keep < max_size; else 0 */
+    int64_t chunk_size;   /* CHUNKED: >= 1; else 0 */
+    int64_t group_size;   /* QUANTIZED: 32, 64 or 128, dividing D and Dv; else 0 */
+    int64_t bits;         /* QUANTIZED: 4 or 8; else 0 */
     const int64_t *left_padding; /* BATCH, BATCH_ROTATING: [batch] (each >= 0) or NULL = all 0:
                                     row b starts at offset -left_padding[b] [18]; else NULL */
 } attnconf_cache_config;
 
 /* Arguments of cache_make_mask. */
 typedef struct attnconf_cache_mask_args {
-    uint32_t struct_size;     /* sizeof(attnconf_cache_mask_args) as compiled by the host */
-    int64_t n;                /* queries: the n tokens the NEXT update appends (n >= 1) */
-    int64_t window;           /* 0 = the cache's own (rotating: max_size); W >= 1: a model's
+    uint32_t struct_size;  /* sizeof(attnconf_cache_mask_args) as compiled by the host */
+    int64_t n;             /* queries: the n tokens the NEXT update appends (n >= 1) */
+    int64_t window;        /* 0 = the cache's own (rotating: max_size); W >= 1: a model's
                                  sliding window, counted in slots (CHUNKED: must be 0) */
-    attnconf_tensor *keep;    /* host-allocated BOOL (B, 1, n, L), contiguous, L = the length
+    attnconf_tensor *keep; /* host-allocated BOOL (B, 1, n, L), contiguous, L = the length
                                  the state will have after that update (EINVAL if not); the
                                  backend writes every element (1 = attend) */
 } attnconf_cache_mask_args;
@@ -254,22 +262,22 @@ typedef struct attnconf_cache_mask_args {
  * fills them: slot s of row b holds the token at absolute position positions[b*L + s]
  * (increasing along s), or is a padding slot (-1) whose keys/values are not compared. */
 typedef struct attnconf_cache_state {
-    uint32_t struct_size;     /* sizeof(attnconf_cache_state) as compiled by the host */
-    int64_t batch;            /* out: B (filter/extend change it) */
-    int64_t length;           /* out: L, the slots the next attention sees, padding included */
-    int64_t *offsets;         /* [B] out: tokens written to row b minus its left padding (a batched
+    uint32_t struct_size;    /* sizeof(attnconf_cache_state) as compiled by the host */
+    int64_t batch;           /* out: B (filter/extend change it) */
+    int64_t length;          /* out: L, the slots the next attention sees, padding included */
+    int64_t *offsets;        /* [B] out: tokens written to row b minus its left padding (a batched
                                  cache's row offsets may be negative before its prompt) */
-    int64_t *positions;       /* [B*L] out */
-    attnconf_tensor *keys;    /* (B, Hkv, L, D) host-allocated, contiguous, cache dtype; values
+    int64_t *positions;      /* [B*L] out */
+    attnconf_tensor *keys;   /* (B, Hkv, L, D) host-allocated, contiguous, cache dtype; values
                                  as stored (dequantized for a quantized cache) */
-    attnconf_tensor *values;  /* (B, Hkv, L, Dv) likewise */
+    attnconf_tensor *values; /* (B, Hkv, L, Dv) likewise */
 } attnconf_cache_state;
 
 /* Arguments of cache_prepare (batched cache, before its first update) [18]: */
 typedef struct attnconf_cache_prepare_args {
-    uint32_t struct_size;     /* sizeof(attnconf_cache_prepare_args) as compiled by the host */
-    const int64_t *left_padding;  /* [B] or NULL: more left padding (each >= 0) */
-    const int64_t *lengths;   /* [B] or NULL: only the next lengths[b] tokens appended to row b
+    uint32_t struct_size;        /* sizeof(attnconf_cache_prepare_args) as compiled by the host */
+    const int64_t *left_padding; /* [B] or NULL: more left padding (each >= 0) */
+    const int64_t *lengths;      /* [B] or NULL: only the next lengths[b] tokens appended to row b
                                  are valid, the rest is right padding until cache_finalize moves
                                  it to the left */
 } attnconf_cache_prepare_args;
@@ -290,10 +298,10 @@ typedef struct attnconf_option_info {
 
 typedef struct attnconf_backend {
     /* ---- ABI version 1 ---- */
-    uint32_t abi_version;   /* ATTNCONF_ABI_VERSION the backend was built against */
-    uint32_t struct_size;   /* sizeof(attnconf_backend) as compiled by the backend */
-    const char *name;       /* short identifier, [a-z0-9_-]+, e.g. "reference" */
-    const char *version;    /* free-form version of the implementation */
+    uint32_t abi_version; /* ATTNCONF_ABI_VERSION the backend was built against */
+    uint32_t struct_size; /* sizeof(attnconf_backend) as compiled by the backend */
+    const char *name;     /* short identifier, [a-z0-9_-]+, e.g. "reference" */
+    const char *version;  /* free-form version of the implementation */
 
     /* Create a context (required).  Returns ATTNCONF_OK and sets *ctx, or an error code (then
      * last_error cannot be asked; the host reports the code alone). */
@@ -339,8 +347,7 @@ typedef struct attnconf_backend {
      * sees (the keys mlx-lm's update_and_fetch returns, in time order).  k and v are borrowed
      * for the call only (the host unmaps them after it): the cache copies what it keeps.
      * EINVAL: a shape that does not match the cache. */
-    int (*cache_update)(void *ctx, void *cache, const attnconf_tensor *k,
-                        const attnconf_tensor *v);
+    int (*cache_update)(void *ctx, void *cache, const attnconf_tensor *k, const attnconf_tensor *v);
     /* Remove the newest n tokens: *trimmed = the number removed, min(n, trimmable) [14]; a
      * rotating cache whose offset reached max_size trims nothing (*trimmed = 0) [15].
      * EINVAL: n < 0 (the cache is unchanged). */

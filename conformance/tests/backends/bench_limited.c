@@ -16,9 +16,9 @@
 #undef attnconf_backend_entry
 
 typedef struct bl_ctx {
-    void *ref;           /* the reference's context */
-    long long crash_lk;  /* 0 = never */
-    int calls;           /* sdpa calls with Lk = crash_lk */
+    void *ref;          /* the reference's context */
+    long long crash_lk; /* 0 = never */
+    int calls;          /* sdpa calls with Lk = crash_lk */
 } bl_ctx;
 
 static const attnconf_backend *bl_ref;

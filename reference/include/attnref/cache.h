@@ -51,12 +51,12 @@ extern "C" {
 
 /* Cache kinds.  Values are stable (files, plugin ABI). */
 typedef enum attnref_cache_kind {
-    ATTNREF_CACHE_STANDARD = 1,       /* clause 14; mlx-lm KVCache */
-    ATTNREF_CACHE_ROTATING = 2,       /* clause 15; mlx-lm RotatingKVCache(max_size, keep) */
-    ATTNREF_CACHE_CHUNKED = 3,        /* clause 16; mlx-lm ChunkedKVCache(chunk_size) (Llama 4) */
-    ATTNREF_CACHE_QUANTIZED = 4,      /* clause 17; mlx-lm QuantizedKVCache(group_size, bits) */
-    ATTNREF_CACHE_BATCH = 5,          /* clause 18; mlx-lm BatchKVCache(left_padding) */
-    ATTNREF_CACHE_BATCH_ROTATING = 6  /* clause 18; mlx-lm BatchRotatingKVCache(max_size, lp) */
+    ATTNREF_CACHE_STANDARD = 1,      /* clause 14; mlx-lm KVCache */
+    ATTNREF_CACHE_ROTATING = 2,      /* clause 15; mlx-lm RotatingKVCache(max_size, keep) */
+    ATTNREF_CACHE_CHUNKED = 3,       /* clause 16; mlx-lm ChunkedKVCache(chunk_size) (Llama 4) */
+    ATTNREF_CACHE_QUANTIZED = 4,     /* clause 17; mlx-lm QuantizedKVCache(group_size, bits) */
+    ATTNREF_CACHE_BATCH = 5,         /* clause 18; mlx-lm BatchKVCache(left_padding) */
+    ATTNREF_CACHE_BATCH_ROTATING = 6 /* clause 18; mlx-lm BatchRotatingKVCache(max_size, lp) */
 } attnref_cache_kind;
 
 /* Canonical name: "standard", "rotating", "chunked", "quantized", "batch", "batch_rotating";
@@ -71,17 +71,17 @@ int attnref_cache_kind_parse(const char *name, attnref_cache_kind *out);
  * not use must be 0 (NULL), so a misplaced parameter is an error rather than silently ignored. */
 typedef struct attnref_cache_params {
     attnref_cache_kind kind;
-    attnref_dtype dtype;          /* storage dtype: ATTNREF_F32, _F16 or _BF16 */
-    int64_t batch;                /* B >= 1 (every kind; non-batched kinds share one offset) */
-    int64_t kv_heads;             /* Hkv >= 1 */
-    int64_t head_dim;             /* D >= 1 (keys) */
-    int64_t value_dim;            /* Dv >= 1 (values) */
-    int64_t max_size;             /* ROTATING, BATCH_ROTATING: 1..ATTNREF_CACHE_MAX_LEN */
-    int64_t keep;                 /* ROTATING only: 0 <= keep < max_size (never evicted) */
-    int64_t chunk_size;           /* CHUNKED: 1..ATTNREF_CACHE_MAX_LEN */
-    int64_t group_size;           /* QUANTIZED: 32, 64 or 128, dividing D and Dv */
-    int64_t bits;                 /* QUANTIZED: 4 or 8 */
-    const int64_t *left_padding;  /* BATCH, BATCH_ROTATING: [batch] entries
+    attnref_dtype dtype;         /* storage dtype: ATTNREF_F32, _F16 or _BF16 */
+    int64_t batch;               /* B >= 1 (every kind; non-batched kinds share one offset) */
+    int64_t kv_heads;            /* Hkv >= 1 */
+    int64_t head_dim;            /* D >= 1 (keys) */
+    int64_t value_dim;           /* Dv >= 1 (values) */
+    int64_t max_size;            /* ROTATING, BATCH_ROTATING: 1..ATTNREF_CACHE_MAX_LEN */
+    int64_t keep;                /* ROTATING only: 0 <= keep < max_size (never evicted) */
+    int64_t chunk_size;          /* CHUNKED: 1..ATTNREF_CACHE_MAX_LEN */
+    int64_t group_size;          /* QUANTIZED: 32, 64 or 128, dividing D and Dv */
+    int64_t bits;                /* QUANTIZED: 4 or 8 */
+    const int64_t *left_padding; /* BATCH, BATCH_ROTATING: [batch] entries
                                      0..ATTNREF_CACHE_MAX_LEN, or NULL = all 0; copied */
 } attnref_cache_params;
 
@@ -108,8 +108,8 @@ typedef struct attnref_cache_info {
     attnref_dtype dtype;
     int64_t batch, kv_heads, head_dim, value_dim;
     int64_t max_size, keep, chunk_size, group_size, bits; /* as created (0 where unused) */
-    int64_t T;          /* slots held per row (the length of the visible keys) */
-    int prepared;       /* 1 between attnref_cache_prepare(lengths) and attnref_cache_finalize */
+    int64_t T;    /* slots held per row (the length of the visible keys) */
+    int prepared; /* 1 between attnref_cache_prepare(lengths) and attnref_cache_finalize */
 } attnref_cache_info;
 
 /* Fill *info.  Errors: ATTNREF_EINVAL (NULL). */
@@ -187,8 +187,8 @@ int attnref_cache_mask_shape(const attnref_cache *c, int64_t n, int64_t shape[4]
  * Errors: those of attnref_cache_mask_shape, ATTNREF_EINVAL (window < 0, window > 0 on a
  * CHUNKED cache, keep shape mismatch or bad descriptor), ATTNREF_EDTYPE (keep not BOOL).
  * Nothing is written on error. */
-int attnref_cache_make_mask(const attnref_cache *c, int64_t n, int64_t window,
-                            attnref_tensor *keep, attnref_diag *diag);
+int attnref_cache_make_mask(const attnref_cache *c, int64_t n, int64_t window, attnref_tensor *keep,
+                            attnref_diag *diag);
 
 /* Attend a block through the cache: attnref_cache_update(c, k, v), then attnref_sdpa_f64 of q
  * (B, Hq, N, D; Hq % Hkv == 0, GQA as attnref_sdpa; dtype = cache dtype) over the visible

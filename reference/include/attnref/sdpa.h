@@ -60,16 +60,16 @@ extern "C" {
 #endif
 
 typedef struct attnref_sdpa_params {
-    int has_scale;             /* 0: scale = 1/sqrt(D) */
-    double scale;              /* used iff has_scale */
-    int causal;                /* 1: bottom-right causal mask (see above); mask must be NULL */
-    int has_causal_offset;     /* 0: offset = Lk - Lq */
-    int64_t causal_offset;     /* absolute position of query 0; used iff causal && has_causal_offset */
+    int has_scale;         /* 0: scale = 1/sqrt(D) */
+    double scale;          /* used iff has_scale */
+    int causal;            /* 1: bottom-right causal mask (see above); mask must be NULL */
+    int has_causal_offset; /* 0: offset = Lk - Lq */
+    int64_t causal_offset; /* absolute position of query 0; used iff causal && has_causal_offset */
     /* Mask parameters (see above, SPEC clause 19).  Zero / NULL: not given. */
-    int64_t window;            /* 0 = none; W >= 1 needs causal */
-    int64_t batch;             /* entries of lengths / left_padding; must equal B when either is
+    int64_t window;              /* 0 = none; W >= 1 needs causal */
+    int64_t batch;               /* entries of lengths / left_padding; must equal B when either is
                                   given (ignored otherwise) */
-    const int64_t *lengths;    /* [batch] keys kept from the start, 0..Lk; NULL = none */
+    const int64_t *lengths;      /* [batch] keys kept from the start, 0..Lk; NULL = none */
     const int64_t *left_padding; /* [batch] first key kept, 0..Lk; NULL = none */
 } attnref_sdpa_params;
 
@@ -99,8 +99,8 @@ int attnref_sdpa_key_kept(const attnref_sdpa_params *p, int64_t lq, int64_t lk, 
  *   ATTNREF_ENOMEM  the O(Lk) scratch row could not be allocated.
  * Nothing is written to out on error. */
 int attnref_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
-                 const attnref_tensor *mask, const attnref_sdpa_params *params,
-                 attnref_tensor *out, attnref_diag *diag);
+                 const attnref_tensor *mask, const attnref_sdpa_params *params, attnref_tensor *out,
+                 attnref_diag *diag);
 
 /* Validate the arguments of attnref_sdpa without computing anything: the same checks in the
  * same order, so the same status and the same diag message for every invalid call (what a fast
@@ -117,8 +117,8 @@ int attnref_sdpa_check(const attnref_tensor *q, const attnref_tensor *k, const a
  * the conformance cases store.  Errors: as attnref_sdpa, except that there is no out tensor to
  * validate (out_f64 NULL -> ATTNREF_EINVAL); the output dtype is the q dtype. */
 int attnref_sdpa_f64(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
-                     const attnref_tensor *mask, const attnref_sdpa_params *params,
-                     double *out_f64, attnref_diag *diag);
+                     const attnref_tensor *mask, const attnref_sdpa_params *params, double *out_f64,
+                     attnref_diag *diag);
 
 #ifdef __cplusplus
 }

@@ -15,11 +15,11 @@ extern "C" {
 
 enum {
     ATTNREF_OK = 0,
-    ATTNREF_EINVAL = -1,  /* invalid argument: rank, shape, broadcast, range, NULL pointer */
-    ATTNREF_EDTYPE = -2,  /* dtype not allowed: q/k/v differ, output dtype != q dtype, or an
+    ATTNREF_EINVAL = -1, /* invalid argument: rank, shape, broadcast, range, NULL pointer */
+    ATTNREF_EDTYPE = -2, /* dtype not allowed: q/k/v differ, output dtype != q dtype, or an
                              additive mask whose dtype does not promote to the q dtype */
-    ATTNREF_ENOMEM = -3,  /* a scratch allocation failed */
-    ATTNREF_ERANGE = -4   /* a size is too large to index or allocate safely (see tensor.h) */
+    ATTNREF_ENOMEM = -3, /* a scratch allocation failed */
+    ATTNREF_ERANGE = -4  /* a size is too large to index or allocate safely (see tensor.h) */
 };
 
 /* Detail for a failed call.  msg is always NUL-terminated; empty when the call succeeded. */

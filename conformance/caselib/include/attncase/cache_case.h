@@ -35,12 +35,12 @@ typedef enum acase_cache_kind {
 /* `params` of a cache case, or of a `create` step: attnconf_cache_config's fields. */
 typedef struct acase_cache_params {
     acase_cache_kind kind;
-    attnref_dtype dtype;       /* f32, f16, bf16 */
+    attnref_dtype dtype; /* f32, f16, bf16 */
     int64_t batch, kv_heads, head_dim, v_head_dim;
-    int64_t max_size, keep;    /* max_size: rotating, batch_rotating; keep: rotating */
-    int64_t chunk_size;        /* chunked */
-    int64_t group_size, bits;  /* quantized */
-    int64_t *left_padding;     /* owned, [batch], or NULL (all 0): batch kinds only */
+    int64_t max_size, keep;   /* max_size: rotating, batch_rotating; keep: rotating */
+    int64_t chunk_size;       /* chunked */
+    int64_t group_size, bits; /* quantized */
+    int64_t *left_padding;    /* owned, [batch], or NULL (all 0): batch kinds only */
 } acase_cache_params;
 
 typedef enum acase_cache_op {
@@ -58,41 +58,41 @@ typedef enum acase_cache_op {
 /* One step and what must hold after it. */
 typedef struct acase_cache_step {
     acase_cache_op op;
-    int64_t cache;              /* the cache it acts on (CREATE / MERGE: the one it makes) */
-    acase_cache_params params;  /* CREATE */
-    acase_tensor k, v, q;       /* UPDATE, ATTEND (q: ATTEND only) */
-    int64_t n;                  /* TRIM: n (may be negative in a rejection step) */
-    int64_t window;             /* ATTEND: 0 = the cache's own, else a model's window */
-    int64_t *rows;              /* owned: FILTER row indices, MERGE cache indices */
+    int64_t cache;             /* the cache it acts on (CREATE / MERGE: the one it makes) */
+    acase_cache_params params; /* CREATE */
+    acase_tensor k, v, q;      /* UPDATE, ATTEND (q: ATTEND only) */
+    int64_t n;                 /* TRIM: n (may be negative in a rejection step) */
+    int64_t window;            /* ATTEND: 0 = the cache's own, else a model's window */
+    int64_t *rows;             /* owned: FILTER row indices, MERGE cache indices */
     int64_t nrows;
-    int64_t other;              /* EXTEND: the cache whose rows are appended */
+    int64_t other;                   /* EXTEND: the cache whose rows are appended */
     int64_t *left_padding, *lengths; /* owned, PREPARE: [npad] or NULL */
     int64_t npad;
 
     /* expect: */
-    int error;                  /* 0, or ATTNREF_EINVAL / ATTNREF_EDTYPE: the step must be
+    int error;             /* 0, or ATTNREF_EINVAL / ATTNREF_EDTYPE: the step must be
                                    rejected and the cache left unchanged (the state below) */
-    int64_t returns;            /* TRIM: tokens removed */
-    int64_t batch, length;      /* the state: B rows of L slots */
-    int64_t *offsets;           /* owned [batch] */
-    int64_t *positions;         /* owned [batch*length], -1 = padding slot */
-    double *keys, *values;      /* owned (B,Hkv,L,D) / (B,Hkv,L,Dv), exact (dequantized); a
+    int64_t returns;       /* TRIM: tokens removed */
+    int64_t batch, length; /* the state: B rows of L slots */
+    int64_t *offsets;      /* owned [batch] */
+    int64_t *positions;    /* owned [batch*length], -1 = padding slot */
+    double *keys, *values; /* owned (B,Hkv,L,D) / (B,Hkv,L,Dv), exact (dequantized); a
                                    padding slot's entries are not compared (written 0) */
     /* ATTEND: */
-    uint8_t *keep;              /* owned (B,1,S,L): the mask the cache builds (file: `sees`) */
+    uint8_t *keep; /* owned (B,1,S,L): the mask the cache builds (file: `sees`) */
     attnref_dtype out_dtype;
-    int64_t out_shape[4];       /* (B,Hq,S,Dv) */
-    double *out;                /* owned, f64 reference values */
-    uint8_t *row_check;         /* owned [B*Hq*S] ACASE_CHECK_* per output row, or NULL (all
+    int64_t out_shape[4]; /* (B,Hq,S,Dv) */
+    double *out;          /* owned, f64 reference values */
+    uint8_t *row_check;   /* owned [B*Hq*S] ACASE_CHECK_* per output row, or NULL (all
                                    CLOSE): file `row_checks`, as expected.row_checks */
-    double ulps;                /* tolerance as acase.ulps / row_atol (SPEC clause 13) */
-    double *row_atol;           /* owned [B*Hq*S] */
+    double ulps;          /* tolerance as acase.ulps / row_atol (SPEC clause 13) */
+    double *row_atol;     /* owned [B*Hq*S] */
 } acase_cache_step;
 
 typedef struct acase_cache {
-    acase_cache_params params;  /* cache 0 */
+    acase_cache_params params; /* cache 0 */
     int64_t nsteps;
-    acase_cache_step *steps;    /* owned [nsteps] */
+    acase_cache_step *steps; /* owned [nsteps] */
 } acase_cache;
 
 /* Names: "standard", "rotating", "chunked", "quantized", "batch", "batch_rotating"; "update",

@@ -27,8 +27,8 @@ extern "C" {
  * many tensors each within ACASE_MAX_TENSOR_NUMEL cannot add up to a huge allocation
  * (committed: 1051648, sdpa.sizes.lk1025_d256_dv256.f32; at most 16 MiB of f32). */
 #define ACASE_MAX_CASE_NUMEL ((int64_t)1 << 22)
-#define ACASE_MAX_FILE_BYTES ((int64_t)16 << 20)  /* per case file: bounds libyaml's memory */
-#define ACASE_MAX_BATCH 4096                      /* lengths / left_padding entries */
+#define ACASE_MAX_FILE_BYTES ((int64_t)16 << 20) /* per case file: bounds libyaml's memory */
+#define ACASE_MAX_BATCH 4096                     /* lengths / left_padding entries */
 #define ACASE_MAX_RULES 16
 /* The bounds on the YAML stream (ACASE_MAX_DEPTH, ACASE_MAX_NODES, ACASE_MAX_SCALAR_BYTES) are
  * attncase/ylimits.h's, checked while libyaml parses, before the document tree is built, so a
@@ -38,7 +38,7 @@ extern "C" {
 typedef enum acase_op {
     ACASE_OP_MASK = 1,
     ACASE_OP_SDPA = 2,
-    ACASE_OP_CACHE = 3  /* a sequence of KV cache operations (attncase/cache_case.h) */
+    ACASE_OP_CACHE = 3 /* a sequence of KV cache operations (attncase/cache_case.h) */
 } acase_op;
 
 struct acase_cache; /* the cache part of an ACASE_OP_CACHE case, attncase/cache_case.h */
@@ -52,7 +52,7 @@ typedef enum acase_source { ACASE_SRC_INLINE = 0, ACASE_SRC_UNIFORM = 1 } acase_
 /* An input tensor.  `data` always holds the materialised values in logical row-major order of
  * `shape`, in the storage of `dtype` (float, uint16_t bit patterns, or uint8_t 0/1). */
 typedef struct acase_tensor {
-    int present;               /* 0: the input is absent (only the mask may be) */
+    int present; /* 0: the input is absent (only the mask may be) */
     attnref_dtype dtype;
     int32_t ndim;
     int64_t shape[4];
@@ -62,10 +62,10 @@ typedef struct acase_tensor {
      * full logical tensor, constant along those dimensions; the file stores one slice. */
     uint8_t stride0;
     acase_source source;
-    uint64_t seed;             /* ACASE_SRC_UNIFORM: SplitMix64 seed */
-    double lo, hi;             /* ACASE_SRC_UNIFORM: half-open range [lo, hi) */
+    uint64_t seed; /* ACASE_SRC_UNIFORM: SplitMix64 seed */
+    double lo, hi; /* ACASE_SRC_UNIFORM: half-open range [lo, hi) */
     int64_t numel;
-    void *data;                /* owned; numel * attnref_dtype_size(dtype) bytes */
+    void *data; /* owned; numel * attnref_dtype_size(dtype) bytes */
 } acase_tensor;
 
 /* Per-row check modes of an SDPA output (`expected.row_checks`, FORMAT.md).  A row is one
@@ -82,27 +82,27 @@ enum { ACASE_CHECK_CLOSE = 0, ACASE_CHECK_EXACT = 1, ACASE_CHECK_FINITE = 2 };
 
 /* Expected result.  Exactly one of: error (a rejection), mask keep values, SDPA output. */
 typedef struct acase_expected {
-    int error;                 /* 0, or the attnref status the input must be rejected with
+    int error;           /* 0, or the attnref status the input must be rejected with
                                   (ATTNREF_EDTYPE or ATTNREF_EINVAL) */
-    attnref_dtype dtype;       /* output dtype (BOOL for mask cases) */
+    attnref_dtype dtype; /* output dtype (BOOL for mask cases) */
     int32_t ndim;
     int64_t shape[4];
     int64_t numel;
-    double *values;            /* owned; f64 reference values (0/1 for mask cases) */
+    double *values; /* owned; f64 reference values (0/1 for mask cases) */
     /* SDPA output only: the check mode of each row, ACASE_CHECK_*.  NULL (and nrows 0): every
      * row is CLOSE.  Otherwise nrows entries, nrows = B*Hq*Lq (the product of every extent but
      * the last); allocate with acase_expected_alloc_rows. */
-    uint8_t *row_check;        /* owned, [nrows], or NULL */
+    uint8_t *row_check; /* owned, [nrows], or NULL */
     int64_t nrows;
 } acase_expected;
 
 typedef struct acase {
-    char id[ACASE_ID_MAX];     /* hierarchical, [a-z0-9_]+ joined by '.', >= 3 components */
-    char *description;         /* owned */
+    char id[ACASE_ID_MAX]; /* hierarchical, [a-z0-9_]+ joined by '.', >= 3 components */
+    char *description;     /* owned */
     int nrules;
     char *rules[ACASE_MAX_RULES]; /* owned; spec rule ids, e.g. "mask.causal" */
     acase_op op;
-    uint64_t requires;         /* ATTNCONF_CAP_* bits the backend must have */
+    uint64_t requires; /* ATTNCONF_CAP_* bits the backend must have */
 
     /* op == ACASE_OP_MASK.  batch: the number of lengths / left_padding entries; the reader
      * sets 1 when neither is given.  kv_len: 0 = offset + lq (format v2 `kv_len`: a static key
@@ -111,8 +111,8 @@ typedef struct acase {
      * window (0 = none; needs causal), lengths / left_padding ([batch] with batch == B, or
      * NULL) are passed as attnconf_sdpa_args.window / .lengths / .left_padding. */
     int64_t lq, offset, window, batch, kv_len;
-    int64_t *lengths;          /* owned, [batch], or NULL */
-    int64_t *left_padding;     /* owned, [batch], or NULL */
+    int64_t *lengths;      /* owned, [batch], or NULL */
+    int64_t *left_padding; /* owned, [batch], or NULL */
 
     /* op == ACASE_OP_SDPA */
     int has_scale;
@@ -132,7 +132,7 @@ typedef struct acase {
     /* op == ACASE_OP_CACHE: owned, NULL otherwise. */
     struct acase_cache *cache;
 
-    char *path;                /* owned; the file it was read from (NULL if built in memory) */
+    char *path; /* owned; the file it was read from (NULL if built in memory) */
 } acase;
 
 /* Family of an id: its first two components ("sdpa.causal" for "sdpa.causal.lq_lt_lk.f16").
@@ -158,8 +158,7 @@ uint64_t acase_derive_requires(const acase *c);
 int acase_validate(const acase *c, char *err, size_t errlen);
 /* acase_validate with the dotted field path (fieldlen bytes) and the reason (whylen bytes)
  * apart, so a reader can point the error at the field's line. */
-int acase_validate_field(const acase *c, char *field, size_t fieldlen, char *why,
-                         size_t whylen);
+int acase_validate_field(const acase *c, char *field, size_t fieldlen, char *why, size_t whylen);
 
 /* The generator of format v1 (FORMAT.md, "Generated inputs"): SplitMix64 from `seed`; for each
  * element in logical row-major order x = lo + (hi - lo) * ((u >> 11) * 2^-53) in binary64, then

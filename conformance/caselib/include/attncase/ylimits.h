@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#define ACASE_MAX_DEPTH 64                       /* nested sequences/mappings (committed: 4) */
-#define ACASE_MAX_NODES ((int64_t)1 << 20)       /* scalars + collections (committed: 137060) */
+#define ACASE_MAX_DEPTH 64                         /* nested sequences/mappings (committed: 4) */
+#define ACASE_MAX_NODES ((int64_t)1 << 20)         /* scalars + collections (committed: 137060) */
 #define ACASE_MAX_SCALAR_BYTES ((int64_t)64 << 10) /* one scalar's text (committed: 452) */
 
 #endif

@@ -131,8 +131,8 @@ int ayr_str(ayr *y, const yaml_node_t *n, const char *field, const char **out);
 int ayr_items(ayr *y, const yaml_node_t *n, const char *field, size_t len, int64_t *ints,
               double *dbls);
 /* A sequence of 1..max_len integers, allocated into *out (*count of them). */
-int ayr_int_list(ayr *y, const yaml_node_t *n, const char *field, int64_t max_len,
-                 int64_t **out, int64_t *count);
+int ayr_int_list(ayr *y, const yaml_node_t *n, const char *field, int64_t max_len, int64_t **out,
+                 int64_t *count);
 
 /* ---- mappings ---------------------------------------------------------------------------- */
 
@@ -169,9 +169,8 @@ typedef struct ayr_walk_at {
  * order, each key matched against spec (val set, `required` not looked at), hook(ctx, i) (may
  * be NULL) called as spec[i] is found, so value errors keep their order among key errors.
  * Stops at the first problem and says where in *at.  Reports, formats nothing. */
-ayr_walk_result ayr_walk(yaml_document_t *doc, const yaml_node_t *m, ayr_field *spec,
-                         size_t nspec, int (*hook)(void *ctx, size_t i), void *ctx,
-                         ayr_walk_at *at);
+ayr_walk_result ayr_walk(yaml_document_t *doc, const yaml_node_t *m, ayr_field *spec, size_t nspec,
+                         int (*hook)(void *ctx, size_t i), void *ctx, ayr_walk_at *at);
 
 #ifdef __cplusplus
 }

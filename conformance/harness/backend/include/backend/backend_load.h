@@ -12,17 +12,17 @@
 typedef struct hb_open_opts {
     const attnconf_option *options; /* KEY=VALUE pairs, keys unique; may be NULL when n == 0 */
     size_t n_options;
-    double timeout_s;               /* per-call limit for exec: adapters (> 0) */
+    double timeout_s; /* per-call limit for exec: adapters (> 0) */
 } hb_open_opts;
 
 /* A loaded, validated backend with one open context. */
 typedef struct hb_backend {
-    void *handle;                /* dlopen handle; NULL for exec: */
-    const attnconf_backend *be;  /* the plugin's table (validated) */
-    void *ctx;                   /* from be->open */
-    uint64_t caps;               /* be->capabilities(ctx), with the mask-builder bits cleared
+    void *handle;               /* dlopen handle; NULL for exec: */
+    const attnconf_backend *be; /* the plugin's table (validated) */
+    void *ctx;                  /* from be->open */
+    uint64_t caps;              /* be->capabilities(ctx), with the mask-builder bits cleared
                                     when build_mask is NULL */
-    char path[4096];             /* the file that was loaded; for exec: the command line */
+    char path[4096];            /* the file that was loaded; for exec: the command line */
 } hb_backend;
 
 /* 1 if rc from backend hb is an exec: transport failure: HB_ETRANSPORT from an adapter's

@@ -20,8 +20,8 @@
 #include "backend/backend_load.h"
 
 /* 1 if the table is large enough to hold member m (a later revision's member) and m is set. */
-#define HB_HAS(be, m)                                                                             \
-    ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m) &&  \
+#define HB_HAS(be, m)                                                                              \
+    ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m) &&    \
      (be)->m != NULL)
 
 /* The backend's last_error text for its context; "" when it has none (NULL). */

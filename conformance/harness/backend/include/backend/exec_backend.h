@@ -15,9 +15,8 @@
  * start a fresh one (with the same hello) at the next call.  Each call may take up to timeout_s
  * seconds.  Returns -1 with err = the problem (without the "exec:CMD: " prefix; an adapter's
  * refusal reads "adapter refused hello: ERROR") and nothing left running. */
-int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options,
-            double timeout_s, const attnconf_backend **table, void **ctx, char *err,
-            size_t errlen);
+int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options, double timeout_s,
+            const attnconf_backend **table, void **ctx, char *err, size_t errlen);
 
 /* The "seconds" of the last sdpa call's success reply on ctx (PROTOCOL.md "sdpa": the wall time
  * the adapter spent in its implementation's own call, transport and conversions excluded), or

@@ -63,14 +63,14 @@ typedef struct cli_opt {
 } cli_opt;
 
 typedef struct cli_cmd {
-    const char *name;           /* "bench": messages read "attnconf bench: ..."; NULL: "attnconf" */
-    void (*usage)(FILE *f);     /* the command's usage text */
+    const char *name;       /* "bench": messages read "attnconf bench: ..."; NULL: "attnconf" */
+    void (*usage)(FILE *f); /* the command's usage text */
     const cli_opt *opts;
     size_t nopts;
-    const char **pos;           /* positional arguments go here, at most maxpos of them... */
-    size_t *npos;               /* ...counted here; pos NULL: the command takes none */
+    const char **pos; /* positional arguments go here, at most maxpos of them... */
+    size_t *npos;     /* ...counted here; pos NULL: the command takes none */
     size_t maxpos;
-    void *ud;                   /* passed to every CLI_CALL option */
+    void *ud; /* passed to every CLI_CALL option */
 } cli_cmd;
 
 /* Parse argv[1..argc) (argv[0] is the command's name) into the table's destinations; a

@@ -18,7 +18,7 @@
 #define OF_PATH_MAX 4096
 
 typedef struct of_file {
-    FILE *f;             /* the temporary file, open for writing; NULL once committed/discarded */
+    FILE *f; /* the temporary file, open for writing; NULL once committed/discarded */
     char path[OF_PATH_MAX]; /* FILE */
     char tmp[OF_PATH_MAX];  /* DIR/.BASE.XXXXXX; "" once renamed or removed */
 } of_file;

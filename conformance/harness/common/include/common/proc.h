@@ -26,7 +26,10 @@ typedef struct proc_child {
     int in_fd; /* proc_spawn: the child's stdin (non-blocking); -1 = none */
 } proc_child;
 
-#define PROC_CHILD_NONE {0, -1, -1}
+#define PROC_CHILD_NONE                                                                            \
+    {                                                                                              \
+        0, -1, -1                                                                                  \
+    }
 
 /* What proc_poll saw. */
 enum { PROC_IO_ERROR = -1, PROC_IO_TIMEOUT = 0, PROC_IO_READY = 1, PROC_IO_EXITED = 2 };
@@ -55,8 +58,7 @@ int proc_fork(proc_child *c, void (*fn)(int fd, void *arg), void *arg, char *err
  * SIGHUP or SIGQUIT this process receives (where it has no handler of its own) kills that
  * child's group before it ends this process.  Returns 0, or -1 with err (n bytes)
  * "cannot create pipes: REASON" or "cannot start /bin/sh: REASON" and nothing left running. */
-int proc_spawn(proc_child *c, const char *cmd, char *const envp[], int err_fd, char *err,
-               size_t n);
+int proc_spawn(proc_child *c, const char *cmd, char *const envp[], int err_fd, char *err, size_t n);
 
 /* Wait until fd is ready for `events` (poll's POLLIN, POLLOUT), or until deadline (mono_now
  * seconds).  With pid > 0, also until process pid has exited with nothing left to read on fd

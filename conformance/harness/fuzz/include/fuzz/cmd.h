@@ -2,9 +2,9 @@
 #ifndef ATTNCONF_FUZZ_CMD_H
 #define ATTNCONF_FUZZ_CMD_H
 
-#define FUZZ_USAGE                                                                                \
-    "attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"                                  \
-    "                    [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"               \
+#define FUZZ_USAGE                                                                                 \
+    "attnconf fuzz --backend NAME|PATH.so|exec:CMD [--seed S]\n"                                   \
+    "                    [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"                \
     "                    (random calls against the reference; `attnconf fuzz --help`)\n"
 
 /* Random calls against the reference (fuzz_session.c).  Exit 0 no failure, 1 a failure (or the backend

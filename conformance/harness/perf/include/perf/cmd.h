@@ -3,11 +3,11 @@
 #ifndef ATTNCONF_PERF_CMD_H
 #define ATTNCONF_PERF_CMD_H
 
-#define PERF_USAGE_COMPARE                                                                        \
-    "attnconf perf-compare BASE.json NEW.json [--threshold 0.05] [--alpha 0.01]\n"                \
+#define PERF_USAGE_COMPARE                                                                         \
+    "attnconf perf-compare BASE.json NEW.json [--threshold 0.05] [--alpha 0.01]\n"                 \
     "                    [--out FILE.md]   (bench results: did NEW get slower?)\n"
-#define PERF_USAGE_REPORT                                                                         \
-    "attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"              \
+#define PERF_USAGE_REPORT                                                                          \
+    "attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"               \
     "                    [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
 
 /* `attnconf perf-compare BASE.json NEW.json [--threshold T] [--alpha A] [--out FILE.md]`

@@ -2,9 +2,9 @@
 #ifndef ATTNCONF_REPORT_CMD_H
 #define ATTNCONF_REPORT_CMD_H
 
-#define REPORT_USAGE                                                                              \
-    "attnconf report [--out FILE] [--title TITLE] [--command CMD] [--chart PATH]\n"              \
-    "                    RESULTS.json...\n"                                                      \
+#define REPORT_USAGE                                                                               \
+    "attnconf report [--out FILE] [--title TITLE] [--command CMD] [--chart PATH]\n"                \
+    "                    RESULTS.json...\n"                                                        \
     "       attnconf report --diff OLD.json NEW.json [--out FILE]\n"
 
 /* `attnconf report [--out FILE] RESULTS.json...`: results -> REPORT.md (report.c); with --diff,

@@ -41,13 +41,13 @@
 typedef struct hx_entry {
     char **patterns; /* case ids or globs (at least one) */
     size_t npatterns;
-    char *pattern;   /* the patterns joined by ", ": how reports name the entry */
+    char *pattern; /* the patterns joined by ", ": how reports name the entry */
     hr_status status;
-    int clause;      /* 1..SPEC_CLAUSES (results/result.h) */
-    char *reason;    /* one line */
-    char *upstream;  /* one line, or NULL */
-    int line;        /* 1-based line of the entry in the file, for messages */
-    size_t *hits;    /* [npatterns]: cases each pattern matched first in the run */
+    int clause;     /* 1..SPEC_CLAUSES (results/result.h) */
+    char *reason;   /* one line */
+    char *upstream; /* one line, or NULL */
+    int line;       /* 1-based line of the entry in the file, for messages */
+    size_t *hits;   /* [npatterns]: cases each pattern matched first in the run */
 } hx_entry;
 
 typedef struct hx_file {

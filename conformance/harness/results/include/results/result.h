@@ -11,17 +11,17 @@
 
 /* Result of one case on one backend (Khronos CTS style: "not supported" is its own result). */
 typedef enum hr_status {
-    HR_PASS = 0,            /* output within tolerance */
-    HR_EXPECTED_ERROR,      /* the case must be rejected and the backend rejected it correctly */
-    HR_NOT_SUPPORTED,       /* the backend lacks a capability the case requires */
-    HR_FAIL,                /* wrong values, or accepted a case that must be rejected, or the
+    HR_PASS = 0,        /* output within tolerance */
+    HR_EXPECTED_ERROR,  /* the case must be rejected and the backend rejected it correctly */
+    HR_NOT_SUPPORTED,   /* the backend lacks a capability the case requires */
+    HR_FAIL,            /* wrong values, or accepted a case that must be rejected, or the
                                wrong kind of rejection */
-    HR_INCORRECT_DTYPE,     /* the output dtype is not the q dtype (a silent upcast/downcast) */
-    HR_ERROR,               /* the backend failed where an output was expected */
-    HR_CRASH,               /* the backend killed its worker process (signal, exit) or wrote
+    HR_INCORRECT_DTYPE, /* the output dtype is not the q dtype (a silent upcast/downcast) */
+    HR_ERROR,           /* the backend failed where an output was expected */
+    HR_CRASH,           /* the backend killed its worker process (signal, exit) or wrote
                                outside its buffers (run.c's guards) */
-    HR_TIMEOUT,             /* no result within --case-timeout: the worker was killed */
-    HR_CASE_ERROR,          /* the case file cannot be read (or its id is a duplicate): a
+    HR_TIMEOUT,         /* no result within --case-timeout: the worker was killed */
+    HR_CASE_ERROR,      /* the case file cannot be read (or its id is a duplicate): a
                                problem of the suite, not of the backend, so it is kept out of
                                the backend's passed/failed/skipped counts (exit 3) */
     HR_STATUS_COUNT
@@ -49,27 +49,27 @@ typedef struct hr_result {
     char rules[ACASE_MAX_RULES][HR_RULE_MAX];
     int nrules;
     hr_status status;
-    char message[512];       /* one line: why it failed / which capability is missing */
+    char message[512]; /* one line: why it failed / which capability is missing */
     /* Comparison statistics (valid when has_stats). */
     int has_stats;
     double max_abs_err;
     double max_rel_err;
-    double max_ratio;        /* max |got - exp| / allowed over CLOSE rows (SPEC clause 13) */
-    int64_t first_bad;       /* flat row-major index of the first failing element, -1 if none */
+    double max_ratio;  /* max |got - exp| / allowed over CLOSE rows (SPEC clause 13) */
+    int64_t first_bad; /* flat row-major index of the first failing element, -1 if none */
     int32_t bad_ndim;
-    int64_t bad_index[4];    /* first_bad as a multi-index of the output shape */
+    int64_t bad_index[4]; /* first_bad as a multi-index of the output shape */
     double bad_got, bad_expected;
-    double seconds;          /* wall time of the backend call */
-    char rerun[4096];        /* the exact command that re-runs this case alone (exec: command
+    double seconds;        /* wall time of the backend call */
+    char rerun[4096];      /* the exact command that re-runs this case alone (exec: command
                                 lines and --backend-option words make it long) */
-    char description[512];   /* what the case checks (its `description`), "" if not loaded */
-    char dtype[8];           /* the case's dtype: q's for sdpa, "bool" for mask; "" if not
+    char description[512]; /* what the case checks (its `description`), "" if not loaded */
+    char dtype[8];         /* the case's dtype: q's for sdpa, "bool" for mask; "" if not
                                 loaded (the report counts the dtypes that catch a mutant) */
     /* What an expected-results file says of this case (expect.h; run --expect only). */
-    int has_expect;          /* 1: the run had an expected-results file */
-    int expect_entry;        /* 1: an entry matched; 0: the case is expected to conform */
-    hr_status expect_status; /* the entry's status; PASS (= conforms) without an entry */
-    int expect_clause;       /* the entry's SPEC clause, 0 without an entry */
+    int has_expect;            /* 1: the run had an expected-results file */
+    int expect_entry;          /* 1: an entry matched; 0: the case is expected to conform */
+    hr_status expect_status;   /* the entry's status; PASS (= conforms) without an entry */
+    int expect_clause;         /* the entry's SPEC clause, 0 without an entry */
     char expect_pattern[2048]; /* the entry's case ids or globs, joined by ", " */
     char expect_reason[512];
     char expect_upstream[256];
@@ -87,9 +87,9 @@ typedef struct hr_run {
     size_t count;
     /* The expected-results file of `run --expect` (expect.h); expect_file "" = none. */
     char expect_file[1024];
-    char expect_version[128];  /* the version the file's statuses were observed with */
-    size_t unexpected;         /* results whose status is not the expected one */
-    size_t stale;              /* entries that matched no case of an unfiltered run */
+    char expect_version[128]; /* the version the file's statuses were observed with */
+    size_t unexpected;        /* results whose status is not the expected one */
+    size_t stale;             /* entries that matched no case of an unfiltered run */
     /* 1: the results so far of a run still going (or interrupted): the sidecar
      * FILE.partial.json of `run --out FILE`, written with "complete": false (JSON only). */
     int partial;

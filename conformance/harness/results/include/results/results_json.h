@@ -30,12 +30,12 @@ typedef struct rj_reader {
 typedef struct rj_doc {
     const char *backend_name, *backend_version, *backend_path;
     const char *cases_dir, *filter;
-    const char *backend_options;   /* "" when the file has none */
-    int complete;                  /* 0: "complete": false (a sidecar); 1: true or absent */
-    const json_t *results;         /* an array (its entries are checked by rj_result_read) */
+    const char *backend_options; /* "" when the file has none */
+    int complete;                /* 0: "complete": false (a sidecar); 1: true or absent */
+    const json_t *results;       /* an array (its entries are checked by rj_result_read) */
     /* run --expect: the expected-results file and its version; NULL when the run had none. */
     const char *expect_file, *expect_version;
-    const json_t *summary;         /* NULL when none (rj_summary_check requires it) */
+    const json_t *summary; /* NULL when none (rj_summary_check requires it) */
 } rj_doc;
 
 /* One result as read (borrowed). */
@@ -43,7 +43,7 @@ typedef struct rj_result {
     const char *id, *family, *message, *rerun;
     const char *description, *dtype; /* "" when the file has none */
     hr_status status;
-    const json_t *rules;             /* an array of strings */
+    const json_t *rules; /* an array of strings */
     double seconds;
     int has_stats;
     double max_abs_err, max_rel_err, max_ratio; /* max_ratio 0 when the file has none */

@@ -6,16 +6,16 @@
 
 #include <stdio.h>
 
-#define RUN_USAGE_RUN                                                                             \
-    "attnconf run --backend NAME|PATH.so|exec:CMD [--cases DIR]\n"                                \
-    "                    [--filter GLOB]... [--exclude GLOB]...\n"                                \
-    "                    [--format text|tap|junit|json] [--out FILE]\n"                           \
-    "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                   \
-    "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"         \
+#define RUN_USAGE_RUN                                                                              \
+    "attnconf run --backend NAME|PATH.so|exec:CMD [--cases DIR]\n"                                 \
+    "                    [--filter GLOB]... [--exclude GLOB]...\n"                                 \
+    "                    [--format text|tap|junit|json] [--out FILE]\n"                            \
+    "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
+    "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"          \
     "                    [--in-process] [--resume]\n"
-#define RUN_USAGE_BACKEND_INFO                                                                    \
-    "attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"                                     \
-    "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                   \
+#define RUN_USAGE_BACKEND_INFO                                                                     \
+    "attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"                                      \
+    "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
     "                    [--case-timeout SECONDS]\n"
 #define RUN_USAGE_LIST "attnconf list [--cases DIR] [--filter GLOB]... [--exclude GLOB]...\n"
 

@@ -23,34 +23,34 @@ enum { HC_ROW_CLOSE = 0, HC_ROW_EXACT = 1, HC_ROW_FINITE = 2 };
  * and it passes iff |got - e| <= allowed.  exact: every element must be equal (bool/mask outputs;
  * ulps and row_atol are ignored). */
 typedef struct hc_tol {
-    double ulps;              /* >= 0 */
-    attnref_dtype ulp_dtype;  /* the output dtype the ulps are counted in */
-    const double *row_atol;   /* [rows] (rows = numel / last extent), or NULL for 0 */
+    double ulps;             /* >= 0 */
+    attnref_dtype ulp_dtype; /* the output dtype the ulps are counted in */
+    const double *row_atol;  /* [rows] (rows = numel / last extent), or NULL for 0 */
     int exact;
 } hc_tol;
 
 /* Statistics of one comparison. */
 typedef struct hc_stats {
-    int64_t numel;          /* elements compared */
-    int64_t nbad;           /* elements that failed */
-    double max_abs_err;     /* max |got - exp| over the elements where both are finite; NaN if
+    int64_t numel;      /* elements compared */
+    int64_t nbad;       /* elements that failed */
+    double max_abs_err; /* max |got - exp| over the elements where both are finite; NaN if
                                a NaN stands against a non-NaN anywhere, else +inf if an
                                infinity is matched wrongly; matching non-finite pairs count 0.
                                Over CLOSE and EXACT rows only: a FINITE row has no meaningful
                                expected value. */
-    double max_rel_err;     /* the same for |got - exp| / |exp|, over exp != 0 */
-    double max_ratio;       /* the same for |got - exp| / allowed over CLOSE rows: the error in
+    double max_rel_err; /* the same for |got - exp| / |exp|, over exp != 0 */
+    double max_ratio;   /* the same for |got - exp| / allowed over CLOSE rows: the error in
                                units of the allowed error (<= 1 passes; 0 / 0 counts 0, x / 0
                                with x > 0 counts +inf); 0 with `exact` */
-    int64_t first_bad;      /* flat row-major index of the first failing element, -1 if none */
+    int64_t first_bad;  /* flat row-major index of the first failing element, -1 if none */
     int32_t ndim;
-    int64_t bad_index[4];   /* first_bad as a multi-index of the shape (valid if first_bad >= 0) */
+    int64_t bad_index[4]; /* first_bad as a multi-index of the shape (valid if first_bad >= 0) */
     double bad_got, bad_expected;
-    double bad_allowed;     /* the allowed error at first_bad (0 in EXACT/FINITE rows) */
+    double bad_allowed; /* the allowed error at first_bad (0 in EXACT/FINITE rows) */
     /* Per-row checks (hc_compare_rows; 0 / HC_ROW_CLOSE for hc_compare). */
-    int64_t nbad_mode[3];   /* failing elements by the mode of their row, HC_ROW_* */
-    int bad_mode;           /* the mode of the row holding first_bad */
-    int64_t bad_row;        /* that row (first_bad / row_len), -1 without row checks or none */
+    int64_t nbad_mode[3]; /* failing elements by the mode of their row, HC_ROW_* */
+    int bad_mode;         /* the mode of the row holding first_bad */
+    int64_t bad_row;      /* that row (first_bad / row_len), -1 without row checks or none */
 } hc_stats;
 
 /* The per-element rule.  Passes iff both are NaN, or both are infinite with the same sign, or

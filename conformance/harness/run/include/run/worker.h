@@ -32,7 +32,7 @@ typedef struct hw_config {
     const char *builtin_dir;
     const hb_open_opts *oo;
     const run_ctx *rn;
-    double case_timeout_s;    /* > 0 */
+    double case_timeout_s;     /* > 0 */
     uint64_t memory_limit_mib; /* RLIMIT_AS of the worker; 0 = none */
     const acase *(*get_case)(void *ud, size_t i);
     void *ud;
@@ -44,20 +44,20 @@ typedef struct hw_config {
 /* The worker's first message: everything `attnconf backend-info` prints about the backend.
  * Fixed-size, as it crosses a socketpair. */
 typedef struct hw_hello {
-    int ok;                 /* 1 loaded and opened; 0 err says why */
+    int ok; /* 1 loaded and opened; 0 err says why */
     char err[1024];
     char name[128];
     char version[256];
     char path[4096];
     uint64_t caps;
-    uint32_t noptions;      /* options the table lists (at most 256 are read) */
+    uint32_t noptions;             /* options the table lists (at most 256 are read) */
     char options[HW_OPTIONS_TEXT]; /* one "  KEY (default: D): HELP\n" line per option */
 } hw_hello;
 
 typedef struct hw_worker {
-    pid_t pid;              /* 0 = none running */
-    int fd;                 /* the parent's end of the socketpair */
-    char *note;             /* shared page: the fault handler's explanation (run.h) */
+    pid_t pid;  /* 0 = none running */
+    int fd;     /* the parent's end of the socketpair */
+    char *note; /* shared page: the fault handler's explanation (run.h) */
     size_t note_len;
 } hw_worker;
 
