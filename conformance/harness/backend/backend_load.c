@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "attncase/case.h"
+#include "backend/call.h"
 #include "backend/exec_backend.h"
 
 /* The size of the ABI v1 table: the end of its last v1 member.  A table may be larger (a newer
@@ -200,11 +201,6 @@ static int hb_validate(const attnconf_backend *be, const char *path, char *err, 
     return 0;
 }
 
-/* 1 if the table is large enough to hold member m (a later revision's member), set or not;
- * HB_HAS (call.h) also wants it set. */
-#define HB_HAS_MEMBER(be, m)                                                                       \
-    ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
-
 /* More than this many entries means the list is not NULL-terminated: stop before running off
  * into unrelated memory. */
 #define HB_MAX_LISTED_OPTIONS 256
@@ -216,7 +212,7 @@ static int hb_table_options(const attnconf_backend *be, const char *path,
 {
     *list = NULL;
     *n = 0;
-    if (!HB_HAS_MEMBER(be, options) || !be->options)
+    if (!HB_HAS(be, options))
         return 0;
     size_t k = 0;
     for (; k <= HB_MAX_LISTED_OPTIONS && be->options[k].key; k++)
@@ -231,7 +227,7 @@ static int hb_table_options(const attnconf_backend *be, const char *path,
                       "terminated by a NULL key?)",
                       path, be->name, HB_MAX_LISTED_OPTIONS);
     /* Checked even when the user gives no option: such a table is broken for everyone. */
-    if (k > 0 && !(HB_HAS_MEMBER(be, open_with_options) && be->open_with_options))
+    if (k > 0 && !HB_HAS(be, open_with_options))
         return hb_err(err, errlen,
                       "%s: backend '%s' lists options but open_with_options is "
                       "NULL",
@@ -262,10 +258,10 @@ static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *
                                ATTNCONF_CAP_CACHE_CHUNKED | ATTNCONF_CAP_CACHE_QUANTIZED |
                                ATTNCONF_CAP_CACHE_BATCH | ATTNCONF_CAP_CACHE_BATCH_ROTATING;
     const uint64_t batch = ATTNCONF_CAP_CACHE_BATCH; /* the members backend.h ties to it */
-#define HB_MEMBER(m)                                                                               \
-    {                                                                                              \
-#m, HB_HAS_MEMBER(be, m) && be->m != NULL                                                  \
-    }
+    /* clang-format would break this braced initializer over three lines */
+    /* clang-format off */
+#define HB_MEMBER(m) {#m, HB_HAS(be, m)}
+    /* clang-format on */
     const struct {
         const char *name;
         int present;

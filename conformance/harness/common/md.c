@@ -78,3 +78,14 @@ void md_code_cell(FILE *f, const char *s)
 {
     md_code_span(f, s, 1);
 }
+
+size_t md_table_parts(size_t n)
+{
+    return n ? (n + MD_TABLE_MAX_COLS - 2) / (MD_TABLE_MAX_COLS - 1) : 1;
+}
+
+void md_table_part(size_t p, size_t parts, size_t n, size_t *lo, size_t *hi)
+{
+    *lo = p * n / parts;
+    *hi = (p + 1) * n / parts;
+}

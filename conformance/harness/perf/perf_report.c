@@ -225,11 +225,6 @@ static double scaled_median(const pj_shape *sh, const pj_machine *m, int scale)
  * measure of every backend is 24 columns wide for six backends. */
 enum { M_TIME, M_RATE, M_PCT, M_REF, M_BASE, M_COUNT };
 
-/* No table wider than this (conformance/tests/check_md_table_width.py, ctest
- * report.table_width): the shape column and at most 11 backends; more backends split a measure
- * into tables of near-equal width, each repeating the shape column. */
-#define TABLE_MAX_COLS 12
-
 static int col_has(const col *cl, int m)
 {
     return m == M_REF ? cl->ref_col : m == M_BASE ? cl->base_col : 1;
@@ -293,38 +288,37 @@ static void write_measure(FILE *f, const ctx *c, const suite *s, int m, int boun
                                   TIMES " ref (the reference's time / the backend's)",
                                   "vs base (the time / the baseline's; > 1: slower)"};
     fprintf(f, "\n**%s**\n", label[m]);
-    const size_t per = TABLE_MAX_COLS - 1, nparts = (n + per - 1) / per;
+    /* More than MD_TABLE_MAX_COLS - 1 backends: several tables, each repeating the shape
+     * column (common/md.h). */
+    const size_t nparts = md_table_parts(n);
     for (size_t p = 0; p < nparts; p++) {
-        const size_t lo = p * n / nparts, hi = (p + 1) * n / nparts;
+        size_t lo, hi, np = 0;
+        md_table_part(p, nparts, n, &lo, &hi);
+        const col *part[MD_TABLE_MAX_COLS - 1];
+        for (size_t k = 0, rank = 0; k < s->ncols; k++) {
+            if (!col_has(&s->cols[k], m))
+                continue;
+            if (rank >= lo && rank < hi)
+                part[np++] = &s->cols[k];
+            rank++;
+        }
         fputs("\n| Shape |", f);
-        for (size_t k = 0, r = 0; k < s->ncols; k++) {
-            const col *cl = &s->cols[k];
-            if (!col_has(cl, m))
-                continue;
-            const size_t rank = r++;
-            if (rank < lo || rank >= hi)
-                continue;
+        for (size_t k = 0; k < np; k++) {
             fputc(' ', f);
-            md_text(f, cl->be->name);
-            fputs(cl->be->adapter_timing ? DAGGER " |" : " |", f);
+            md_text(f, part[k]->be->name);
+            fputs(part[k]->be->adapter_timing ? DAGGER " |" : " |", f);
         }
         fputs("\n| --- |", f);
-        for (size_t i = lo; i < hi; i++)
+        for (size_t k = 0; k < np; k++)
             fputs(" ---: |", f);
         fputc('\n', f);
         for (size_t i = 0; i < s->nids; i++) {
             fputs("| ", f);
             md_code_cell(f, s->ids[i]);
             fputs(" |", f);
-            for (size_t k = 0, r = 0; k < s->ncols; k++) {
-                const col *cl = &s->cols[k];
-                if (!col_has(cl, m))
-                    continue;
-                const size_t rank = r++;
-                if (rank < lo || rank >= hi)
-                    continue;
+            for (size_t k = 0; k < np; k++) {
                 fputc(' ', f);
-                write_cell(f, c, s, cl, s->ids[i], m, bound);
+                write_cell(f, c, s, part[k], s->ids[i], m, bound);
                 fputs(" |", f);
             }
             fputc('\n', f);

@@ -147,19 +147,6 @@ static void put_short_cell(FILE *f, const tally *t)
         fprintf(f, " + %zu n/s", t->ns);
 }
 
-/* No table wider than this (conformance/tests/check_md_table_width.py, ctest
- * report.table_width): a key column and at most 11 others.  A table that would be wider is
- * split into tables of near-equal width, each repeating the key column, rather than one that no
- * page or terminal shows whole. */
-#define TABLE_MAX_COLS 12
-
-/* The number of tables n columns (beside the key column) take; part p of them holds the columns
- * of rank [p * n / parts, (p + 1) * n / parts). */
-static size_t table_parts(size_t n)
-{
-    return n ? (n + TABLE_MAX_COLS - 2) / (TABLE_MAX_COLS - 1) : 1;
-}
-
 /* Families as rows, real backends as columns (readable with many families and several
  * backends), a total row, then the backends' versions and options as a list.  More than 11 real
  * backends: several such tables, each with the family column and the total row. */
@@ -168,9 +155,10 @@ static void put_matrix(FILE *f, const rp_data *d)
     size_t nreal = 0;
     for (size_t b = 0; b < d->nb; b++)
         nreal += !d->backends[b].mutant;
-    const size_t parts = table_parts(nreal);
+    const size_t parts = md_table_parts(nreal);
     for (size_t p = 0; p < parts; p++) {
-        const size_t lo = p * nreal / parts, hi = (p + 1) * nreal / parts;
+        size_t lo, hi;
+        md_table_part(p, parts, nreal, &lo, &hi);
         fputs(p ? "\n| Family |" : "| Family |", f);
         for (size_t b = 0, r = 0; b < d->nb; b++) {
             if (d->backends[b].mutant)
@@ -638,9 +626,10 @@ static int put_path_coverage(FILE *f, const rp_data *d)
           "shape class in each id (`q1_k600`: Lq = 1 over 600 keys) is a column here.\n",
           f);
     /* More than 11 classes: several tables, each with the backend column. */
-    const size_t parts = table_parts(ncls);
+    const size_t parts = md_table_parts(ncls);
     for (size_t p = 0; p < parts; p++) {
-        const size_t lo = p * ncls / parts, hi = (p + 1) * ncls / parts;
+        size_t lo, hi;
+        md_table_part(p, parts, ncls, &lo, &hi);
         fputs("\n| Backend |", f);
         for (size_t i = lo; i < hi; i++)
             fprintf(f, " %s |", cls[i]);

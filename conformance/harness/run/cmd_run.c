@@ -767,13 +767,14 @@ static void session_run_all(session *s)
 {
     int side_warned = 0;
     for (size_t i = 0; i < s->n; i++) {
-        if (!s->done[i])
+        int kept = s->done[i]; /* from the sidecar: it has that result already */
+        if (!kept)
             session_run_one(s, i);
         /* Free each case as soon as it has run: only results are kept (a worker forked
          * later never asks for an earlier case). */
         acase_free(s->e[i].c);
         s->e[i].c = NULL;
-        if (s->done[i]) /* kept from the sidecar: it has that result already */
+        if (kept)
             continue;
         s->done[i] = 1;
         s->run.count = s->n;

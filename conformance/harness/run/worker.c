@@ -26,9 +26,7 @@ void hw_describe(const hb_backend *hb, hw_hello *hello)
     snprintf(hello->path, sizeof hello->path, "%s", hb->path);
     hello->caps = hb->caps;
     /* A first-revision table has no options member (hb_load's rule). */
-    const attnconf_option_info *list =
-        be->struct_size >= offsetof(attnconf_backend, options) + sizeof be->options ? be->options
-                                                                                    : NULL;
+    const attnconf_option_info *list = HB_HAS_MEMBER(be, options) ? be->options : NULL;
     size_t n = 0;
     while (list && list[n].key && n < 256)
         n++;

@@ -26,6 +26,11 @@ static inline int hb_option_key_valid(const char *key)
            strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
+/* 1 if the backend table be is large enough to hold member m (a later revision's member), set
+ * or not; the table only grows at the end, gated by struct_size. */
+#define HB_HAS_MEMBER(be, m)                                                                       \
+    ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
+
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
  * "ebackend"; "unknown" for anything else. */
 const char *hb_code_name(int code);
