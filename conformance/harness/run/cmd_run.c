@@ -659,7 +659,6 @@ static int session_start(session *s)
 {
     s->wc = (hw_config){s->o.backend,        ATTNCONF_BACKEND_DIR,  &s->oo,     &s->rn,
                         s->o.case_timeout_s, s->o.memory_limit_mib, entry_case, s->e};
-    s->w = (hw_worker){0, -1, NULL, 0};
     if (s->isolated) {
         if (hw_start(&s->w, &s->wc, &s->hello) != 0 || !s->hello.ok) {
             fprintf(stderr, "attnconf: %s\n", s->hello.err);
@@ -877,7 +876,7 @@ int cmd_run(const char *argv0, int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     s->argv0 = argv0;
-    s->w = (hw_worker){0, -1, NULL, 0};
+    s->w = (hw_worker){0, -1, NULL, 0}; /* no worker yet: session_free's hw_stop does nothing */
     int status = parse_opts("run", argc, argv, allowed, &s->o);
     if (status == CLI_HELP) {
         session_free(s);
