@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 
 #include "attncase/case.h"
-#include "backend/call.h"
 #include "backend/exec_backend.h"
 
 /* The size of the ABI v1 table: the end of its last v1 member.  A table may be larger (a newer

@@ -19,9 +19,6 @@
 #include "attnconf/backend.h"
 #include "backend/backend_load.h"
 
-/* 1 if the table holds member m (plugin.h) and m is set. */
-#define HB_HAS(be, m) (HB_HAS_MEMBER(be, m) && (be)->m != NULL)
-
 /* The backend's last_error text for its context; "" when it has none (NULL). */
 const char *hb_last_error(const hb_backend *b);
 

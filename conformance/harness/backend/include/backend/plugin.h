@@ -31,6 +31,9 @@ static inline int hb_option_key_valid(const char *key)
 #define HB_HAS_MEMBER(be, m)                                                                       \
     ((be)->struct_size >= offsetof(attnconf_backend, m) + sizeof(((attnconf_backend *)0)->m))
 
+/* 1 if the table holds member m and m is set: the test before any call of an optional member. */
+#define HB_HAS(be, m) (HB_HAS_MEMBER(be, m) && (be)->m != NULL)
+
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
  * "ebackend"; "unknown" for anything else. */
 const char *hb_code_name(int code);
