@@ -404,6 +404,61 @@ Test(caselib, list_dir_recursive_sorted)
     cr_assert_not_null(strstr(err, "No such file"), "%s", err);
 }
 
+/* acase_peek_id reads the top-level id only, and says "don't know" (-1) for anything it cannot
+ * be sure of, so that `run --filter` never skips a file on a guess. */
+Test(caselib, peek_id)
+{
+    char p[] = "/tmp/attncase_peek.XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    char id[ACASE_ID_MAX];
+    static const struct {
+        const char *text, *id; /* id NULL: expect -1 */
+    } rows[] = {
+        {"attnconf_case: 2\nid: sdpa.nomask.basic.f32\nop: sdpa\n", "sdpa.nomask.basic.f32"},
+        /* after nested values of every kind, and quoted */
+        {"a: {x: [1, {y: 2}], id: nested.not.this}\nb: [[id, z]]\nc: &k 3\nd: *k\n"
+         "id: \"x.y.z\"\n",
+         "x.y.z"},
+        {"id: [a.b.c]\n", NULL},            /* not a scalar */
+        {"a: 1\n", NULL},                   /* no id */
+        {"- id: a.b.c\n", NULL},            /* not a mapping */
+        {"? [id]\n: a.b.c\n", NULL},        /* complex key */
+        {"id: a.b.c\nb: [1,\n", "a.b.c"},   /* stops at the id: a later error unseen */
+        {"a: [1,\nid: a.b.c\n", NULL},      /* a syntax error before the id */
+        {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        write_file(p, rows[i].text);
+        int rc = acase_peek_id(p, id, sizeof id);
+        if (rows[i].id) {
+            cr_assert_eq(rc, 0, "row %zu", i);
+            cr_assert_str_eq(id, rows[i].id, "row %zu", i);
+        } else {
+            cr_assert_eq(rc, -1, "row %zu: got '%s'", i, id);
+        }
+    }
+    /* An id that does not fit, and deep nesting before the id: both "don't know", bounded. */
+    cr_assert_eq(acase_peek_id(p, id, 0), -1);
+    write_file(p, "id: abcdefgh\n");
+    cr_assert_eq(acase_peek_id(p, id, 8), -1);
+    cr_assert_eq(acase_peek_id(p, id, 9), 0);
+    cr_assert_str_eq(id, "abcdefgh");
+    {
+        FILE *f = fopen(p, "w");
+        cr_assert_not_null(f);
+        fputs("a: ", f);
+        for (int i = 0; i < 20000; i++)
+            fputc('[', f);
+        fclose(f);
+        cr_assert_eq(acase_peek_id(p, id, sizeof id), -1);
+    }
+    unlink(p);
+    cr_assert_eq(acase_peek_id(p, id, sizeof id), -1); /* gone */
+    cr_assert_eq(acase_peek_id(NULL, id, sizeof id), -1);
+}
+
 Test(caselib, list_dir_does_not_follow_directory_links)
 {
     /* A link to the tree itself (a loop) and one to / (out of the tree) are skipped; a link to

@@ -336,7 +336,8 @@ static void entries_free(entry *e, size_t n)
 
 /* Load every case file under dir whose id the --filter/--exclude globs select (all when there
  * are none), sorted by id.  A file that fails to load becomes an entry with err set (kept if its
- * pseudo-id is selected; otherwise only warned about on stderr).  Returns 0 with *out / *n, or
+ * pseudo-id is selected; otherwise only warned about on stderr, unless its header already named
+ * an unselected id, so it was never read in full).  Returns 0 with *out / *n, or
  * -1 with a message printed (the directory could not be read). */
 static int load_cases(const char *dir, const opts *o, entry **out, size_t *n)
 {
@@ -359,6 +360,15 @@ static int load_cases(const char *dir, const opts *o, entry **out, size_t *n)
     for (int i = 0; i < np; i++) {
         acase *c = NULL;
         err[0] = '\0';
+        /* A file neither its header's id nor its name selects is not read in full: a filtered
+         * run costs what it selects, not the whole directory. */
+        char hid[ACASE_ID_MAX], pid[ACASE_ID_MAX];
+        pseudo_id(paths[i], pid, sizeof pid);
+        if (acase_peek_id(paths[i], hid, sizeof hid) == 0 && !selected(o, hid) &&
+            !selected(o, pid)) {
+            free(paths[i]);
+            continue;
+        }
         if (acase_load_file(paths[i], &c, err, sizeof err) == 0) {
             if (!selected(o, c->id)) {
                 acase_free(c);
@@ -368,8 +378,6 @@ static int load_cases(const char *dir, const opts *o, entry **out, size_t *n)
             snprintf(e[k].id, sizeof e[k].id, "%s", c->id);
             e[k].c = c;
         } else {
-            char pid[ACASE_ID_MAX];
-            pseudo_id(paths[i], pid, sizeof pid);
             if (!selected(o, pid)) {
                 fprintf(stderr, "attnconf: warning: %s\n", err[0] ? err : paths[i]);
                 free(paths[i]);

@@ -207,6 +207,12 @@ int acase_tensor_broadcast(acase_tensor *t, uint8_t stride0, const int64_t shape
 /* Load one case file.  On success returns 0 and *out (free with acase_free).  On failure returns
  * -1 and writes "path:line:col: field: reason" into err. */
 int acase_load_file(const char *path, acase **out, char *err, size_t errlen);
+/* The top-level `id:` of the case file at path, read without loading the rest (a streaming
+ * parse that stops at the id, or after a bounded number of events).  Returns 0 with the id in
+ * id[idlen], or -1 when it cannot tell (unreadable file, no scalar id near the top, id longer
+ * than idlen - 1): only a hint for selecting files, never a check; acase_load_file decides
+ * whether the file is a valid case and reports why not. */
+int acase_peek_id(const char *path, char *id, size_t idlen);
 /* The same from a buffer of len bytes (at most ACASE_MAX_FILE_BYTES); name is used in messages
  * and as the case's path.  Both read through attncase/yread.h (its bounded first pass first). */
 int acase_load_mem(const char *name, const void *data, size_t len, acase **out, char *err,
