@@ -38,6 +38,7 @@ Run (from the repository root, with a Python that has torch installed):
 """
 
 import re
+import warnings
 
 import attnconf_exec as ax  # first: it protects the protocol channel from stray prints
 
@@ -51,6 +52,8 @@ KERNELS = {"default": None, "math": SDPBackend.MATH, "flash": SDPBackend.FLASH_A
 CAUSAL = ("flag", "lower_right")
 TORCH_DTYPE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                "bool": torch.bool}
+# The source location PyTorch appends to its C++ warnings: not part of the reason.
+TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 WIRE = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
@@ -112,7 +115,7 @@ class TorchSdpa:
             name += "-lower-right"
         caps = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale"]
-        return ax.Identity(name, f"{versions()}, threads {torch.get_num_threads()}", caps)
+        return ax.Identity(name, versions(), caps)
 
     def causal_kwargs(self, req: ax.SdpaRequest, lq: int, lk: int) -> dict:
         off = req.causal_offset
@@ -143,12 +146,23 @@ class TorchSdpa:
             kwargs.update(self.causal_kwargs(req, q.shape[-2], k.shape[-2]))
         elif req.mask is not None:
             kwargs["attn_mask"] = to_torch(req.mask)
-        with torch.no_grad():
-            if self.kernel is None:
-                out = ax.timed(F.scaled_dot_product_attention, q, k, v, **kwargs)
-            else:
-                with sdpa_kernel(self.kernel):
+        # A forced kernel that cannot take the inputs says why only in UserWarnings, then
+        # raises "No available kernel": the warnings become part of the refusal's text.
+        with torch.no_grad(), warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                if self.kernel is None:
                     out = ax.timed(F.scaled_dot_product_attention, q, k, v, **kwargs)
+                else:
+                    with sdpa_kernel(self.kernel):
+                        out = ax.timed(F.scaled_dot_product_attention, q, k, v, **kwargs)
+            except RuntimeError as e:
+                why = [TRIGGERED.sub("", str(w.message)).strip(" :") for w in seen
+                       if issubclass(w.category, UserWarning)]
+                why = [w for w in why if w and not w.endswith("kernel not used because")]
+                if why and "No available kernel" in str(e):
+                    raise RuntimeError(f"{e} ({'; '.join(why)})") from e
+                raise
         return from_torch(out)
 
     def refusal_of(self, exc):
