@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""check_exec_py.py -- ctest scenarios for conformance/adapters/attnconf_exec.py itself (the
+Python side of the exec protocol), run by the standard library.
+
+    check_exec_py.py --python PY --workdir DIR SCENARIO
+
+PY is a Python that can import attnconf_exec (it needs numpy); the adapters run under it, this
+script does not.  Each scenario asserts on what an adapter wrote and left behind, prints what
+went wrong and exits 1, or exits 0.
+"""
+
+import argparse
+import ast
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ADAPTER_DIRS = [os.path.join(ROOT, "conformance", "adapters"), os.path.join(HERE, "adapters")]
+FAILED = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILED.append(what)
+        print("FAILED: " + what)
+
+
+def adapter_env(**extra):
+    """The environment an adapter is run in here: the caller's, less what would hide the
+    behaviour under test (PYTHONDONTWRITEBYTECODE, PYTHONWARNINGS)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "PYTHONPYCACHEPREFIX")}
+    env.update(extra)
+    return env
+
+
+def talk(args, adapter, lines, flags=(), env=None, adapter_args=()):
+    """Run `adapter` under args.python with the request lines on its stdin (then end of
+    input); returns (exit status, stdout lines, stderr)."""
+    cmd = [args.python] + list(flags) + [adapter] + list(adapter_args)
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, input="".join(line + "\n" for line in lines), capture_output=True,
+                       text=True, env=env if env is not None else adapter_env(), timeout=60)
+    print("exit %d\n--- stdout ---\n%s--- stderr ---\n%s" % (p.returncode, p.stdout, p.stderr),
+          flush=True)
+    return p.returncode, p.stdout.splitlines(), p.stderr
+
+
+# ---- scenarios -------------------------------------------------------------------------------
+
+def checkout_imports(tree, folder):
+    """The module-level imports in `tree` of a module that lives in the checkout: one beside the
+    script in `folder`, or attnconf_exec (which test adapters take from conformance/adapters)."""
+    local = {f[:-3] for f in os.listdir(folder) if f.endswith(".py")} | {"attnconf_exec"}
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module.split(".")[0]]
+        if set(names) & local:
+            yield node
+
+
+def sets_no_bytecode(node):
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and ast.unparse(node.targets[0]) == "sys.dont_write_bytecode"
+            and isinstance(node.value, ast.Constant) and node.value.value is True)
+
+
+def s_no_bytecode(args):
+    """The project's adapters write no __pycache__ into the checkout.  Every adapter script that
+    imports a module of the checkout sets sys.dont_write_bytecode first (read from its source);
+    and a real one, tests/adapters/timing_adapter.py on the checkout's attnconf_exec, answers a
+    hello with bytecode writing enabled and leaves no .pyc for any file of the checkout."""
+    scripts = 0
+    for folder in ADAPTER_DIRS:
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if not name.endswith(".py"):
+                continue
+            with open(path) as f:
+                source = f.read()
+            if "__main__" not in source:
+                continue  # a module, imported by a script after the script's own setting
+            tree = ast.parse(source, path)
+            first = next(checkout_imports(tree, folder), None)
+            if first is None:
+                continue
+            scripts += 1
+            before = [n for n in tree.body if n.lineno < first.lineno]
+            check(any(sets_no_bytecode(n) for n in before),
+                  "%s:%d: imports a module of the checkout without `sys.dont_write_bytecode = "
+                  "True` before it: its __pycache__ is written into the checkout"
+                  % (os.path.relpath(path, ROOT), first.lineno))
+    check(scripts >= 4, "found the adapter scripts on attnconf_exec (got %d)" % scripts)
+
+    # PYTHONPYCACHEPREFIX mirrors each source's absolute path under the prefix, so what the
+    # adapter would have written beside the checkout's files shows up under prefix/ROOT, and the
+    # checkout itself is left alone (tests run in parallel).  Python's own start-up modules may
+    # land elsewhere under the prefix: those are not the checkout's.
+    prefix = os.path.join(args.workdir, "pycache")
+    shutil.rmtree(prefix, ignore_errors=True)
+    os.makedirs(prefix)
+    rc, out, _ = talk(args, os.path.join(HERE, "adapters", "timing_adapter.py"),
+                      ['{"protocol": 1, "op": "hello", "options": {}}',
+                       '{"protocol": 1, "op": "close"}'],
+                      env=adapter_env(PYTHONPYCACHEPREFIX=prefix))
+    check(rc == 0, "timing_adapter.py exits 0 (got %d)" % rc)
+    check(len(out) == 1 and '"status":0' in out[0], "timing_adapter.py answers hello with status 0")
+    written = []
+    for dirpath, _, files in os.walk(prefix + ROOT):
+        written += [os.path.join(dirpath, f) for f in files]
+    check(not written, "no bytecode of the checkout's files written (got %s)" % written)
+
+
+SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--python", required=True, help="a Python that can import attnconf_exec")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    args = ap.parse_args()
+    args.workdir = os.path.join(args.workdir, args.scenario)
+    os.makedirs(args.workdir, exist_ok=True)
+    SCENARIOS[args.scenario](args)
+    if FAILED:
+        print("%d check(s) failed" % len(FAILED))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
