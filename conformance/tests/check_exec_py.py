@@ -2,7 +2,7 @@
 """check_exec_py.py -- ctest scenarios for conformance/adapters/attnconf_exec.py itself (the
 Python side of the exec protocol), run by the standard library.
 
-    check_exec_py.py --python PY --workdir DIR SCENARIO
+    check_exec_py.py --python PY --workdir DIR [--harness ATTNCONF --cases DIR] SCENARIO
 
 PY is a Python that can import attnconf_exec (it needs numpy); the adapters run under it, this
 script does not.  Each scenario asserts on what an adapter wrote and left behind, prints what
@@ -11,7 +11,9 @@ went wrong and exits 1, or exits 0.
 
 import argparse
 import ast
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -117,6 +119,57 @@ def s_no_bytecode(args):
     check(not written, "no bytecode of the checkout's files written (got %s)" % written)
 
 
+# What the README's skeleton imports as "the library under test": SDPA in float64, its result
+# rounded once to f32 (the dtype it produces).
+MYLIB = """import numpy as np
+__version__ = "1.0"
+def attention(q, k, v):
+    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    return ((w / w.sum(axis=-1, keepdims=True)) @ v).astype(np.float32)
+"""
+
+
+def s_readme_skeleton(args):
+    """The minimal adapter of conformance/adapters/README.md, as printed there, runs: over a
+    stand-in library it passes the f32 cases that need nothing more, and every case needing a
+    capability it does not list is NOT_SUPPORTED."""
+    with open(os.path.join(ROOT, "conformance", "adapters", "README.md")) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    check(len(blocks) == 1, "the README has one python block (got %d)" % len(blocks))
+    if not blocks:
+        return
+    adapter = os.path.join(args.workdir, "my_adapter.py")
+    with open(adapter, "w") as f:
+        f.write(blocks[0])
+    with open(os.path.join(args.workdir, "mylib.py"), "w") as f:
+        f.write(MYLIB)
+    out = os.path.join(args.workdir, "run.json")
+    if os.path.exists(out):
+        os.remove(out)
+    # The checkout's attnconf_exec by PYTHONPATH, as an adapter outside the tree takes the
+    # installed one; -B: none of it cached in the checkout.
+    be = "exec:env PYTHONPATH=%s %s -B %s" % (os.path.join(ROOT, "conformance", "adapters"),
+                                              args.python, adapter)
+    cmd = [args.harness, "run", "--backend", be, "--cases", args.cases,
+           "--filter", "sdpa.nomask.*", "--format", "json", "--out", out]
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=adapter_env(), timeout=120)
+    print("exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr), flush=True)
+    check(p.returncode == 0, "exit 0 (got %d)" % p.returncode)
+    if not os.path.exists(out):
+        check(False, "the run wrote %s" % out)
+        return
+    with open(out) as f:
+        got = {r["id"]: r["status"] for r in json.load(f)["results"]}
+    want = {"sdpa.nomask.basic.f32": "PASS", "sdpa.nomask.d1.f32": "PASS",
+            "sdpa.nomask.lk113.f32": "PASS", "sdpa.nomask.large_logits_neg.f32": "NOT_SUPPORTED",
+            "sdpa.nomask.basic.f16": "NOT_SUPPORTED", "sdpa.nomask.basic.bf16": "NOT_SUPPORTED"}
+    for case, status in want.items():
+        check(got.get(case) == status, "%s is %s (got %s)" % (case, status, got.get(case)))
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 
@@ -124,6 +177,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", required=True, help="a Python that can import attnconf_exec")
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--harness", help="attnconf, for the scenarios that run it")
+    ap.add_argument("--cases", help="the golden cases, likewise")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
     args.workdir = os.path.join(args.workdir, args.scenario)
