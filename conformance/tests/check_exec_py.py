@@ -170,6 +170,64 @@ def s_readme_skeleton(args):
         check(got.get(case) == status, "%s is %s (got %s)" % (case, status, got.get(case)))
 
 
+def hello(options):
+    return json.dumps({"protocol": 1, "op": "hello", "options": options})
+
+
+def s_options(args):
+    """Option.applies: the hello reply lists only the options of the variant chosen (the
+    defaults' variant, then another), an option without applies= in both; a value given for an
+    option of the other variant and an unknown key are refused by name; open() still gets
+    every key.  Then the same through `attnconf backend-info`."""
+    adapter = os.path.join(HERE, "adapters", "options_adapter.py")
+    variant = {"key": "variant", "default": "a", "help": "a or b"}
+    shared = {"key": "shared", "default": None, "help": "any variant"}
+    alpha = {"key": "alpha", "default": "1", "help": "variant a's knob"}
+    beta = {"key": "beta", "default": None, "help": "variant b's knob"}
+    rc, out, _ = talk(args, adapter, [hello({}), hello({"variant": "b", "beta": "7"}),
+                                      hello({"variant": "b", "alpha": "3"}),
+                                      hello({"alpha": "3", "beta": "7"}), hello({"gamma": "1"}),
+                                      json.dumps({"protocol": 1, "op": "close"})])
+    check(rc == 0, "exit 0 (got %d)" % rc)
+    replies = [json.loads(line) for line in out]
+    check(len(replies) == 5, "five replies (got %d)" % len(replies))
+    if len(replies) != 5:
+        return
+    a, b, b_alpha, a_beta, unknown = replies
+    check(a.get("status") == 0 and a.get("name") == "options-a", "default hello: options-a")
+    check(a.get("options") == [variant, alpha, shared],
+          "default hello lists variant, alpha, shared (got %s)" % a.get("options"))
+    check(a.get("version") == "variant=a,alpha=1,beta=None,shared=None",
+          "open() gets every key, defaults filled in (got %r)" % a.get("version"))
+    check(b.get("status") == 0 and b.get("name") == "options-b", "variant=b: options-b")
+    check(b.get("options") == [variant, beta, shared],
+          "variant=b lists variant, beta, shared (got %s)" % b.get("options"))
+    check(b.get("version") == "variant=b,alpha=1,beta=7,shared=None",
+          "variant=b: open() gets beta=7 (got %r)" % b.get("version"))
+    check(b_alpha == {"protocol": 1, "status": -1, "error": "option 'alpha' does not apply with "
+                      "variant=b (options that apply: variant, beta, shared)"},
+          "alpha with variant=b is refused by name (got %s)" % b_alpha)
+    check(a_beta == {"protocol": 1, "status": -1, "error": "option 'beta' does not apply with "
+                     "variant=a, alpha=3 (options that apply: variant, alpha, shared)"},
+          "beta with the default variant is refused by name (got %s)" % a_beta)
+    check(unknown == {"protocol": 1, "status": -1, "error": "unknown option 'gamma' (known "
+                      "options: alpha, beta, shared, variant)"},
+          "an unknown key is refused as before (got %s)" % unknown)
+
+    be = "exec:%s -B %s" % (args.python, adapter)
+    for given, want in ((["variant=b"], ["variant", "beta", "shared"]),
+                        ([], ["variant", "alpha", "shared"])):
+        cmd = [args.harness, "backend-info", "--backend", be]
+        for kv in given:
+            cmd += ["--backend-option", kv]
+        print("$ " + " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=adapter_env(), timeout=60)
+        print("exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr), flush=True)
+        check(p.returncode == 0, "backend-info %s: exit 0 (got %d)" % (given, p.returncode))
+        listed = re.findall(r"^  ([a-z]+) \(default: ", p.stdout, re.M)
+        check(listed == want, "backend-info %s lists %s (got %s)" % (given, want, listed))
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 
