@@ -42,7 +42,7 @@ def adapter_env(**extra):
 def talk(args, adapter, lines, flags=(), env=None, adapter_args=()):
     """Run `adapter` under args.python with the request lines on its stdin (then end of
     input); returns (exit status, stdout lines, stderr)."""
-    cmd = [args.python] + list(flags) + [adapter] + list(adapter_args)
+    cmd = [args.python] + list(flags) + [adapter] + list(adapter_args)  # adapter may be "-c"
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, input="".join(line + "\n" for line in lines), capture_output=True,
                        text=True, env=env if env is not None else adapter_env(), timeout=60)
@@ -226,6 +226,49 @@ def s_options(args):
         check(p.returncode == 0, "backend-info %s: exit 0 (got %d)" % (given, p.returncode))
         listed = re.findall(r"^  ([a-z]+) \(default: ", p.stdout, re.M)
         check(listed == want, "backend-info %s lists %s (got %s)" % (given, want, listed))
+
+
+# Runs the adapter argv[1] as __main__ and, once it has exited (atexit: after serve() is done,
+# before the interpreter finalizes its modules, where an open file would be collected), looks
+# for a descriptor still open on the adapter's original stdout, the protocol channel, and says
+# so on stderr; the exit status stays the adapter's, and finalization goes on.  fd 1
+# itself was re-pointed at stderr by attnconf_exec, and the test gives stdout and stderr
+# different pipes.
+CHANNEL_GUARD = """import atexit, os, runpy, sys
+first = os.fstat(1)
+def still_open():
+    for fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (first.st_dev, first.st_ino):
+            os.write(2, b"protocol channel still open at exit: fd %d\\n" % fd)
+atexit.register(still_open)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def s_channel_closed(args):
+    """serve() closes its protocol channel on every way out: `close`, end of input, a protocol
+    error (exit 2), and an exception escaping it (KeyboardInterrupt from open()).  Each runs
+    under -X dev -W error::ResourceWarning: no ResourceWarning on stderr, and (the part that
+    does not hang on when the interpreter happens to finalize the module) no descriptor left
+    on the channel once the adapter has exited."""
+    adapter = os.path.join(HERE, "adapters", "options_adapter.py")
+    close = json.dumps({"protocol": 1, "op": "close"})
+    paths = [("close", [hello({}), close], 0, 1),
+             ("end of input", [hello({})], 0, 1),
+             ("protocol error", [hello({}), "not json"], 2, 1),
+             ("KeyboardInterrupt", [hello({"variant": "interrupt"})], -2, 0)]
+    for what, lines, want_rc, replies in paths:
+        rc, out, err = talk(args, "-c", lines, adapter_args=[CHANNEL_GUARD, adapter],
+                            flags=["-B", "-X", "dev", "-W", "error::ResourceWarning"])
+        check(rc == want_rc, "%s: exit %d (got %d)" % (what, want_rc, rc))
+        check(len(out) == replies, "%s: %d reply (got %d)" % (what, replies, len(out)))
+        check("ResourceWarning" not in err, "%s: no ResourceWarning on stderr" % what)
+        check("still open" not in err, "%s: the protocol channel is closed at exit" % what)
 
 
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}

@@ -3,7 +3,8 @@
 options of a hello (check_exec_py.py): options that apply to one variant only
 (attnconf_exec.Option.applies) beside one that applies to every variant.
 
-    variant  a or b (default a); the adapter is named options-<variant>
+    variant  a or b (default a); the adapter is named options-<variant>; interrupt raises
+             KeyboardInterrupt from open(), as a Ctrl-C in a library call would
     alpha    with variant=a only (default 1)
     beta     with variant=b only (no default)
     shared   every variant (no applies= at all, as adapters spelled an Option before it)
@@ -30,6 +31,8 @@ class OptionsAdapter:
     ]
 
     def open(self, options):
+        if options["variant"] == "interrupt":
+            raise KeyboardInterrupt
         if options["variant"] not in ("a", "b"):
             raise ax.Refusal(ax.EINVAL, f"variant={options['variant']!r}: expected a or b")
         got = ",".join(f"{k}={options[k]}" for k in ("variant", "alpha", "beta", "shared"))
