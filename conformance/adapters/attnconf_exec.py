@@ -11,7 +11,8 @@ stdout.
 
 An adapter is any object with
 
-    options: list[Option]                     # what hello accepts (may be empty)
+    options: list[Option]                     # what hello accepts (may be empty); an
+                                              # Option's applies= ties it to a variant
     open(options: dict[str, str]) -> Identity # on hello; every known key present (defaults
                                               # filled in); raise Refusal to decline
     sdpa(req: SdpaRequest) -> (dtype, array)  # dtype as produced: "f32", "f16" or "bf16"
@@ -51,7 +52,7 @@ import os
 import re
 import sys
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -98,9 +99,15 @@ class ProtocolError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Option:
+    """A hello option.  applies: None (the option always means something), or a function of the
+    chosen values ({key: value} of every option, defaults filled in) telling whether it means
+    anything for that choice, so that the hello reply (what `attnconf backend-info` lists)
+    shows only the options of the variant chosen, and a value given for an option that does
+    not apply is refused (EINVAL) instead of being silently ignored."""
     key: str
     default: Optional[str]
     help: str
+    applies: Optional[Callable[[dict], bool]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,6 +309,13 @@ def _hello(adapter, header) -> dict:
         if not isinstance(value, str):
             raise Refusal(EINVAL, f"option '{key}': value {value!r} is not a string")
     options = {k: o.default for k, o in known.items()} | given
+    applying = [o for o in adapter.options if o.applies is None or o.applies(dict(options))]
+    idle = [k for k in given if k not in {o.key for o in applying}]
+    if idle:
+        chosen = ", ".join(f"{o.key}={options[o.key]}" for o in applying
+                           if options[o.key] is not None) or "the defaults"
+        raise Refusal(EINVAL, f"option '{idle[0]}' does not apply with {chosen} (options that "
+                      f"apply: {', '.join(o.key for o in applying) or 'none'})")
     ident = adapter.open(options)
     unknown = set(ident.capabilities) - CAPABILITIES
     if unknown or not re.fullmatch(r"[a-z0-9_-]{1,64}", ident.name):
@@ -309,7 +323,7 @@ def _hello(adapter, header) -> dict:
     return {"status": OK, "name": ident.name, "version": ident.version,
             "capabilities": list(ident.capabilities),
             "options": [{"key": o.key, "default": o.default, "help": o.help}
-                        for o in adapter.options]}
+                        for o in applying]}
 
 
 # The seconds timed() measured during the request being answered; None: it was not called.
@@ -438,9 +452,18 @@ def _refusal(adapter, exc) -> Refusal:
                    f"{type(exc).__name__}: {exc}")
 
 
+def _close_channel() -> None:
+    try:
+        _proto_out.close()
+    except OSError:  # the harness stopped reading: the unsent rest cannot reach it anyway
+        pass
+
+
 def serve(adapter) -> None:
     """Answer requests until `close` or end of input, then exit with status 0.  A request that
-    breaks the protocol ends the process with status 2 and the reason on stderr."""
+    breaks the protocol ends the process with status 2 and the reason on stderr.  The protocol
+    channel is closed on every way out, an exception escaping included: left to the
+    interpreter's shutdown, it would be an unclosed file (ResourceWarning under -X dev)."""
     opened = False
     caches = {}
     try:
@@ -479,4 +502,6 @@ def serve(adapter) -> None:
     except ProtocolError as e:
         print(f"attnconf_exec: protocol error: {e}", file=sys.stderr)
         sys.exit(2)
+    finally:
+        _close_channel()
     sys.exit(0)

@@ -30,8 +30,10 @@ Run (from the repository root, with a Python that has mlx and mlx-lm installed):
 """
 
 import re
+import sys
 
-import attnconf_exec as ax  # first: it protects the protocol channel from stray prints
+sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
+import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
 
 import mlx.core as mx
 import mlx_lm
