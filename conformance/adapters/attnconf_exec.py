@@ -66,6 +66,9 @@ PROTOCOL = 1
 MAX_HEADER = 1 << 20  # bytes, newline included
 
 OK, EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = 0, -1, -2, -3, -4, -5
+# An input that must be rejected but that the library's own API has no way to say (a negative
+# length as a 0/1 padding mask): the adapter cannot pose it, and the library never saw it.
+EINEXPRESSIBLE = -6
 
 CAPABILITIES = frozenset({
     "f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
