@@ -419,6 +419,107 @@ def s_options_rerun(args):
     check("(options mode=ok,label=it's a b)" in so, "text header names the options")
 
 
+def chatty_log(pid, calls):
+    """What bad_adapter.py chatty writes to stderr: its start, then a block per sdpa."""
+    return "bad_adapter(chatty): started, pid %d\n" % pid + "".join(
+        "bad_adapter(chatty): Traceback (most recent call last):\n"
+        "  File \"kernel.py\", line %d, in sdpa\nUserWarning: sdpa #%d recompiled\n" % (k, k)
+        for k in range(1, calls + 1))
+
+
+def s_adapter_stderr(args):
+    """--adapter-stderr FILE appends all of the adapter's stderr to FILE, byte for byte, after
+    what FILE held: its start and every request's multi-line block, not only a last line; '-'
+    passes it to attnconf's own stderr; without the option none of it shows.  A transport
+    failure still quotes the last line, and FILE has every dead adapter's lines too."""
+    for name in os.listdir(args.workdir):  # the logs of an earlier run: appended to, else
+        if name.endswith(".log"):
+            os.remove(os.path.join(args.workdir, name))
+    log = os.path.join(args.workdir, "adapter.log")
+    with open(log, "w") as f:
+        f.write("kept from before\n")
+    pidfile, env = pid_env(args, "chatty")
+    rc, out, _, _, _, res = json_run(args, backend(args, "chatty"), "sdpa.nomask.*",
+                                     "--adapter-stderr", log, env=env)
+    check(rc == 0, "exit 0 (got %d)" % rc)
+    statuses(res, F32_NOMASK, "PASS")
+    pids = pids_gone(pidfile)
+    text = open(log).read()
+    want = "kept from before\n" + chatty_log(pids[0], len(F32_NOMASK))
+    check(len(pids) == 1 and text == want, "FILE is what it held plus the adapter's whole "
+          "stderr:\n--- got ---\n%s--- want ---\n%s" % (text, want))
+    check("UserWarning" not in out, "none of it on attnconf's own stderr")
+
+    small = "sdpa.nomask.[bd]*.f32"  # basic and d1: quick in pure Python
+    pidfile, env = pid_env(args, "chatty_dash")
+    cmd = [args.harness, "run", "--backend", backend(args, "chatty"), "--cases", args.cases,
+           "--filter", small, "--adapter-stderr", "-"]
+    rc, so, se, _, _ = run(args, cmd, env=env)
+    pids = pids_gone(pidfile)
+    check(rc == 0 and chatty_log(pids[0], 2) in se,
+          "'-': the same on attnconf's stderr (rc %d)" % rc)
+    check("UserWarning" not in so, "and not on its stdout (the results)")
+
+    rc, out, _, _, _, res = json_run(args, backend(args, "chatty"), small, name="quiet")
+    check(rc == 0 and "UserWarning" not in out and "started, pid" not in out,
+          "without --adapter-stderr the adapter's stderr is not shown (rc %d)" % rc)
+
+    dead = os.path.join(args.workdir, "die.log")
+    rc, out, _, _, _, res = json_run(args, backend(args, "die"), small,
+                                     "--adapter-stderr", dead, name="die")
+    check(rc == 1, "die: exit 1 (got %d)" % rc)
+    statuses(res, F32_NOMASK[:2], "ERROR", r"^adapter failure: adapter exited with status 3: "
+             r"bad_adapter\(die\): dying in the middle of sdpa$")
+    check(open(dead).read() == "bad_adapter(die): dying in the middle of sdpa\n" * 2,
+          "die: FILE has each dead adapter's line")
+
+    info = os.path.join(args.workdir, "info.log")
+    pidfile, env = pid_env(args, "chatty_info")
+    cmd = [args.harness, "backend-info", "--backend", backend(args, "chatty"),
+           "--adapter-stderr", info]
+    rc, so, se, _, _ = run(args, cmd, env=env)
+    pids = pids_gone(pidfile)
+    check(rc == 0 and open(info).read() == chatty_log(pids[0], 0),
+          "backend-info: FILE has the adapter's start (rc %d)" % rc)
+
+    fuzzed = os.path.join(args.workdir, "fuzz.log")
+    cmd = [args.harness, "fuzz", "--backend", backend(args, "chatty"), "--count", "2",
+           "--seed", "1", "--out-dir", os.path.join(args.workdir, "fuzz"),
+           "--adapter-stderr", fuzzed]
+    rc, so, se, _, _ = run(args, cmd)
+    text = open(fuzzed).read() if os.path.exists(fuzzed) else ""
+    check(rc in (0, 1) and text.startswith("bad_adapter(chatty): started, pid ")
+          and "UserWarning: sdpa #1 recompiled\n" in text,
+          "fuzz: FILE has the adapter's stderr (rc %d): %r" % (rc, text[:300]))
+
+    benched = os.path.join(args.workdir, "bench.log")
+    suite = os.path.join(HERE, "..", "..", "perf", "suites", "smoke.yaml")
+    limits = os.path.join(HERE, "..", "..", "perf", "tests", "suites", "limits.json")
+    cmd = [args.harness, "bench", "--backend", backend(args, "chatty"), "--suite", suite,
+           "--filter", "smoke.offset.*.f32", "--limits", limits, "--min-time", "0.02",
+           "--min-reps", "3", "--out", os.path.join(args.workdir, "bench.json"),
+           "--adapter-stderr", benched]
+    rc, so, se, _, _ = run(args, cmd)
+    text = open(benched).read() if os.path.exists(benched) else ""
+    # One adapter for the up-front load, one in each benchmark's child.
+    check(rc == 0 and text.count("started, pid") >= 2 and "UserWarning: sdpa #4 recompiled\n"
+          in text, "bench: FILE has every adapter's stderr (rc %d): %r" % (rc, text[:300]))
+
+    # A plugin has no adapter: the option is refused rather than silently ignored.
+    for words in (["run", "--backend", args.options_backend],
+                  ["backend-info", "--backend", args.options_backend],
+                  ["fuzz", "--backend", args.options_backend, "--count", "1"],
+                  ["bench", "--backend", args.options_backend, "--suite", suite]):
+        rc, so, se, _, _ = run(args, [args.harness] + words + ["--adapter-stderr", log])
+        check(rc == 2 and "--adapter-stderr applies to exec: adapters (a plugin writes to "
+              "attnconf's own stderr)" in se, "%s: refused for a plugin (rc %d)" % (words[0], rc))
+    rc, so, se, _, _ = run(args, [args.harness, "run", "--backend", backend(args, "ok"),
+                                  "--cases", args.cases, "--adapter-stderr",
+                                  os.path.join(args.workdir, "no", "such", "dir.log")])
+    check(rc == 1 and re.search(r"--adapter-stderr .*/no/such/dir\.log: No such file or "
+                                r"directory", se) is not None, "an unopenable FILE is an error")
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 

@@ -5,7 +5,7 @@
  * print to stdout, or send a header that lies about its payload.  None of that may crash or hang
  * the harness, and none of it may be mistaken for a result: every such transport failure returns
  * HB_ETRANSPORT (ERROR in every case, a must-reject one included) with a reason that quotes the
- * adapter's last stderr line, kills the adapter's whole process group (the shell may have forked
+ * adapter's last stderr line (--adapter-stderr FILE keeps all of it), kills the adapter's whole process group (the shell may have forked
  * the real program) and reaps it; the next call starts a fresh adapter with the same hello.
  *
  * Every read and write goes through poll() against one deadline per call (--timeout), on
@@ -57,6 +57,11 @@ typedef struct xb_ctx {
     double timeout_s;
     proc_child proc; /* the running adapter: in_fd its stdin, fd its stdout; pid 0 = none */
     int err_fd;      /* unlinked temp file that receives the adapter's stderr; -1 = none */
+    /* --adapter-stderr: err_fd's bytes are copied to log_fd (-1 = none), logged of them so
+     * far; log_owned: log_fd was opened here (a FILE), not attnconf's stderr ("-"). */
+    int log_fd, log_owned;
+    off_t logged;
+    char *log_path;
     int io_errno;
     unsigned char *rbuf; /* bytes read from stdout: [rpos, rlen) not consumed yet */
     size_t rpos, rlen;
@@ -122,14 +127,51 @@ static void xb_stderr_line(const xb_ctx *c, char *out, size_t n)
             *p = ' ';
 }
 
+/* Copy what the adapter wrote to stderr since the last copy to --adapter-stderr's target.  A
+ * target that fails is warned about once and dropped: the run itself goes on. */
+static void xb_log_stderr(xb_ctx *c)
+{
+    if (c->log_fd < 0 || c->err_fd < 0)
+        return;
+    char buf[1 << 16];
+    ssize_t got;
+    while ((got = pread(c->err_fd, buf, sizeof buf, c->logged)) > 0) {
+        c->logged += got;
+        for (ssize_t at = 0; at < got;) {
+            ssize_t w = write(c->log_fd, buf + at, (size_t)(got - at));
+            if (w > 0) {
+                at += w;
+                continue;
+            }
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                struct pollfd pf = {c->log_fd, POLLOUT, 0};
+                poll(&pf, 1, 1000);
+                continue;
+            }
+            fprintf(stderr,
+                    "attnconf: warning: --adapter-stderr %s: %s (the adapter's stderr is "
+                    "no longer copied)\n",
+                    c->log_path, w < 0 ? strerror(errno) : "nothing written");
+            if (c->log_owned)
+                close(c->log_fd);
+            c->log_fd = -1;
+            return;
+        }
+    }
+}
+
 /* ---- the process -------------------------------------------------------------------------- */
 
 /* Kill the adapter's process group (leftover children of the shell included), reap the adapter
- * and close the pipes.  Keeps err_fd: the caller may still quote it. */
+ * and close the pipes.  Keeps err_fd, after copying what is new in it to --adapter-stderr: the
+ * caller may still quote it. */
 static void xb_stop(xb_ctx *c)
 {
     proc_reap(&c->proc, 1);
     c->rpos = c->rlen = 0;
+    xb_log_stderr(c);
 }
 
 /* Start a fresh adapter.  Returns 0, or -1 with last_error set. */
@@ -142,7 +184,7 @@ static int xb_start(xb_ctx *c)
     xb_fmt(tmpl, sizeof tmpl, "%s/attnconf-adapter-stderr-XXXXXX",
            tmpdir && tmpdir[0] ? tmpdir : "/tmp");
     /* Stderr goes to a file, not a pipe: an adapter that logs a lot must never block on a pipe
-     * nobody drains, and only its last line is ever quoted. */
+     * nobody drains; its last line is quoted, and --adapter-stderr copies all of it. */
     c->err_fd = mkostemp(tmpl, O_CLOEXEC);
     if (c->err_fd < 0) {
         xb_fmt(c->last_error, sizeof c->last_error,
@@ -151,6 +193,7 @@ static int xb_start(xb_ctx *c)
         return -1;
     }
     unlink(tmpl);
+    c->logged = 0;
 
     size_t nenv = 0;
     while (environ && environ[nenv])
@@ -482,8 +525,9 @@ static char *xb_dump(json_t *h)
  * out/capacity: where it goes.  *reply receives the parsed header (the caller decrefs) when the
  * adapter answered.  Returns the reply's status (0 .. -5) with last_error = its error text, or
  * HB_ETRANSPORT / another ATTNCONF code with last_error set. */
-static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
-                   const char *want_tensor, attnconf_tensor *out, size_t capacity, json_t **reply)
+static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                       const char *want_tensor, attnconf_tensor *out, size_t capacity,
+                       json_t **reply)
 {
     *reply = NULL;
     char what[64];
@@ -550,6 +594,15 @@ static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const
     memcpy(out->shape, d.shape, sizeof d.shape);
     memcpy(out->strides, d.strides, sizeof d.strides);
     return 0;
+}
+
+/* xb_exchange, then what the adapter wrote to stderr meanwhile to --adapter-stderr. */
+static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                   const char *want_tensor, attnconf_tensor *out, size_t capacity, json_t **reply)
+{
+    int rc = xb_exchange(c, h, pl, npl, op, want_tensor, out, capacity, reply);
+    xb_log_stderr(c);
+    return rc;
 }
 
 /* ---- hello --------------------------------------------------------------------------------- */
@@ -1206,6 +1259,9 @@ static void xb_free(xb_ctx *c)
     free(c->version);
     free(c->cmd);
     free(c->rbuf);
+    if (c->log_owned)
+        close(c->log_fd);
+    free(c->log_path);
     free(c);
 }
 
@@ -1252,7 +1308,8 @@ static const attnconf_backend xb_template = {
 };
 
 int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options, double timeout_s,
-            const attnconf_backend **table, void **ctx, char *err, size_t errlen)
+            const char *stderr_to, const attnconf_backend **table, void **ctx, char *err,
+            size_t errlen)
 {
     *table = NULL;
     *ctx = NULL;
@@ -1278,6 +1335,7 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
     }
     c->proc = (proc_child)PROC_CHILD_NONE;
     c->err_fd = -1;
+    c->log_fd = -1;
     c->timeout_s = timeout_s;
     c->last_seconds = -1;
     c->cmd = strdup(cmdline);
@@ -1294,6 +1352,20 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
         xb_free(c);
         xb_fmt(err, errlen, "out of memory");
         return -1;
+    }
+    if (stderr_to) {
+        int dash = strcmp(stderr_to, "-") == 0;
+        c->log_path = strdup(stderr_to);
+        c->log_fd =
+            dash ? STDERR_FILENO
+                 : open(stderr_to, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0666);
+        c->log_owned = !dash && c->log_fd >= 0;
+        if (c->log_fd < 0 || !c->log_path) {
+            xb_fmt(err, errlen, "--adapter-stderr %s: %s", stderr_to,
+                   c->log_path ? strerror(errno) : "out of memory");
+            xb_free(c);
+            return -1;
+        }
     }
     int rc = xb_hello(c, 1);
     if (rc != 0) {

@@ -58,6 +58,10 @@ void run_usage_options(FILE *f)
             "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
             "             `backend-info` lists the keys a backend accepts\n"
             "  --timeout  seconds an exec: adapter may take per call (default %g)\n"
+            "  --adapter-stderr  FILE\n"
+            "             %s\n"
+            "             (exec: only; without it only the last line is kept, quoted when the\n"
+            "             adapter dies, hangs or breaks the protocol)\n"
             "  --case-timeout  seconds a plugin may take per case (default %g): each case runs\n"
             "             in a worker process, and a worker that crashes (CRASH) or misses the\n"
             "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
@@ -89,7 +93,7 @@ void run_usage_options(FILE *f)
             "             77 every selected case was NOT_SUPPORTED; with --expect: 0 every\n"
             "             status as recorded, 1 a status differs or an entry is stale\n",
             ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
-            HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
+            CLI_ADAPTER_STDERR_HELP, HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
 }
 
 static void usage(FILE *f)
@@ -108,6 +112,7 @@ static void usage(FILE *f)
 /* Options shared by the subcommands; NULL (0) when not given. */
 typedef struct opts {
     const char *backend, *cases, *format, *out, *expect;
+    const char *adapter_stderr; /* --adapter-stderr FILE or "-" */
     /* Case selection: a case runs when its id matches any --filter (or there is none) and no
      * --exclude.  `filter` is the selection as one string for messages, the results' "filter"
      * field and --resume: the filters, then each exclude as !GLOB, space-separated (case ids
@@ -132,8 +137,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
     memset(o, 0, sizeof *o);
     o->timeout_s = HB_DEFAULT_TIMEOUT_S;
     o->case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
+    cli_opt adapter_stderr = cli_opt_adapter_stderr(&o->adapter_stderr);
+    adapter_stderr.help = NULL; /* run_usage_options lists it with the others */
     const cli_opt all[] = {
         {.name = "--backend", .kind = CLI_STRING, .dest = &o->backend},
+        adapter_stderr,
         {.name = "--cases", .kind = CLI_STRING, .dest = &o->cases},
         {.name = "--filter",
          .kind = CLI_STRINGS,
@@ -175,6 +183,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
     if (o->in_process && o->memory_limit_mib)
         return cli_usage_error(&c, "--memory-limit applies to the worker; not with --in-process",
                                NULL);
+    if (o->adapter_stderr && o->backend && !hb_spec_is_exec(o->backend))
+        return cli_usage_error(&c, CLI_ADAPTER_STDERR_NOT_EXEC, o->backend);
     if (o->n_filters || o->n_excludes) {
         size_t used = 0;
         for (size_t k = 0; k < o->n_filters + o->n_excludes; k++) {
@@ -599,7 +609,7 @@ static int session_open_out(session *s)
 static int session_reach_backend(session *s)
 {
     s->isolated = !s->o.in_process && !hb_spec_is_exec(s->o.backend);
-    s->oo = (hb_open_opts){s->bo.opt, s->bo.n, s->o.timeout_s};
+    s->oo = (hb_open_opts){s->bo.opt, s->bo.n, s->o.timeout_s, s->o.adapter_stderr};
     char err[1024];
     if (s->isolated) {
         /* Resolve here, so a typo in --backend fails before any case is parsed; the worker
@@ -866,9 +876,9 @@ static int session_write(session *s, int status)
 int cmd_run(const char *argv0, int argc, char **argv)
 {
     static const char *const allowed[] = {
-        "--backend",      "--cases",      "--filter",         "--exclude", "--format",
-        "--out",          "--timeout",    "--backend-option", "--expect",  "--case-timeout",
-        "--memory-limit", "--in-process", "--resume",         NULL};
+        "--backend",      "--cases",      "--filter",         "--exclude",        "--format",
+        "--out",          "--timeout",    "--backend-option", "--expect",         "--case-timeout",
+        "--memory-limit", "--in-process", "--resume",         "--adapter-stderr", NULL};
     /* The session holds paths and buffers of a few tens of KiB: on the heap, not the stack. */
     session *s = calloc(1, sizeof *s);
     if (!s) {
@@ -912,8 +922,8 @@ int cmd_run(const char *argv0, int argc, char **argv)
 int cmd_backend_info(const char *argv0, int argc, char **argv)
 {
     (void)argv0;
-    static const char *const allowed[] = {"--backend", "--backend-option", "--timeout",
-                                          "--case-timeout", NULL};
+    static const char *const allowed[] = {"--backend",      "--backend-option", "--timeout",
+                                          "--case-timeout", "--adapter-stderr", NULL};
     opts o;
     int rc = parse_opts("backend-info", argc, argv, allowed, &o);
     if (rc)
@@ -923,7 +933,7 @@ int cmd_backend_info(const char *argv0, int argc, char **argv)
     backend_opts bo;
     if ((rc = parse_backend_opts("backend-info", &o, &bo)) != 0)
         return rc;
-    hb_open_opts oo = {bo.opt, bo.n, o.timeout_s};
+    hb_open_opts oo = {bo.opt, bo.n, o.timeout_s, o.adapter_stderr};
     static hw_hello h; /* ~14 KiB: not on the stack */
     if (hb_spec_is_exec(o.backend)) {
         hb_backend hb;

@@ -28,6 +28,10 @@ Standard library only.  MODE (argv[1]):
                 of its computation (PROTOCOL.md), as `attnconf bench` needs; `ok` sends none
   bad_seconds   like ok, with "seconds": argv[2] read as JSON (e.g. -1, '"0.5"', 3600: not a
                 number >= 0, or longer than the exchange took)
+  chatty        like ok, and it writes to stderr: "started, pid N" at start, and in every sdpa
+                a three-line traceback-like block ending in "UserWarning: sdpa #K recompiled"
+                (K counts this process's sdpa requests), as a library's warnings would be;
+                its sdpa replies carry "seconds", like timed
 
 If $BAD_ADAPTER_PIDS is set, every start appends its pid to that file (tests check that the
 harness left no adapter running).
@@ -206,7 +210,16 @@ def build_mask(h):
     return 0, "", desc, bytes(keep)
 
 
+SDPA_CALLS = 0
+
+
 def serve_sdpa(header, tensor_list):
+    global SDPA_CALLS
+    SDPA_CALLS += 1
+    if MODE == "chatty":
+        log("Traceback (most recent call last):")
+        print('  File "kernel.py", line %d, in sdpa' % SDPA_CALLS, file=sys.stderr)
+        print("UserWarning: sdpa #%d recompiled" % SDPA_CALLS, file=sys.stderr, flush=True)
     if MODE == "fork_die":
         if os.fork() == 0:
             time.sleep(60)
@@ -234,7 +247,7 @@ def serve_sdpa(header, tensor_list):
         error(status, text)
         return
     reply = {"status": 0, "tensors": [desc]}
-    if MODE == "timed":
+    if MODE in ("timed", "chatty"):
         reply["seconds"] = seconds
     if MODE == "bad_seconds":
         reply["seconds"] = json.loads(STATE)
@@ -251,6 +264,8 @@ def main():
     if pids:
         with open(pids, "a") as f:
             f.write("%d\n" % os.getpid())
+    if MODE == "chatty":
+        log("started, pid %d" % os.getpid())
     if os.environ.get("ATTNCONF_PROTOCOL") != "1":
         log("ATTNCONF_PROTOCOL is not 1")
         return 4

@@ -13,6 +13,10 @@ typedef struct hb_open_opts {
     const attnconf_option *options; /* KEY=VALUE pairs, keys unique; may be NULL when n == 0 */
     size_t n_options;
     double timeout_s; /* per-call limit for exec: adapters (> 0) */
+    /* --adapter-stderr: NULL (an exec: adapter's stderr is kept only to quote its last line
+     * in a transport failure), "-" (also copied to attnconf's stderr) or a FILE it is also
+     * appended to (created if absent).  Plugins have no adapter: ignored for them. */
+    const char *adapter_stderr;
 } hb_open_opts;
 
 /* A loaded, validated backend with one open context. */
