@@ -520,6 +520,49 @@ def s_adapter_stderr(args):
                                 r"directory", se) is not None, "an unopenable FILE is an error")
 
 
+def clipped(text):
+    """common/clip.h on an ASCII text: its first 200 and last 600 bytes, and what was left out
+    between them, when it is longer than 840 bytes."""
+    if len(text) <= 840:
+        return text
+    return "%s [... %d bytes ...] %s" % (text[:200], len(text) - 800, text[-600:])
+
+
+def s_long_error(args):
+    """A backend's long error text (a compiler's: command line first, verdict last) keeps its
+    head and its tail, with a marker saying how many bytes were left out, in the results (JSON
+    and text) and in the report: the verdict is no longer cut off."""
+    sys.path.insert(0, os.path.dirname(ADAPTER))
+    sys.argv = [ADAPTER, "long_error"]
+    import bad_adapter  # noqa: E402  only for its LONG_ERROR text
+    text = bad_adapter.LONG_ERROR
+    check(len(text) > 6000 and text.endswith("error: identifier blockDimm is undefined"),
+          "the adapter's error is long and ends in the verdict")
+    want = clipped(text)
+    check(want.startswith("nvcc -O3") and " [... %d bytes ...] " % (len(text) - 800) in want,
+          "the expected message keeps head, marker and tail")
+    must_reject = "sdpa.invalid.head_dim_mismatch.f32"
+    rc, out, _, _, doc, res = json_run(args, backend(args, "long_error"),
+                                       "sdpa.nomask.basic.f32", "--filter", must_reject)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.nomask.basic.f32"], "ERROR",
+             "^" + re.escape("backend returned ebackend (-5): " + want) + "$")
+    statuses(res, [must_reject], "EXPECTED_ERROR",
+             "^" + re.escape("rejected with einval as required: " + want) + "$")
+    cmd = [args.harness, "run", "--backend", backend(args, "long_error"), "--cases", args.cases,
+           "--filter", "sdpa.nomask.basic.f32"]
+    rc, so, se, _, _ = run(args, cmd)
+    check(("    backend returned ebackend (-5): " + want + "\n") in so,
+          "the text output quotes the same message")
+    json_path = os.path.join(args.workdir, "run.json")
+    rc, so, se, _, _ = run(args, [args.harness, "report", json_path])
+    # Markdown escapes the marker's brackets.
+    check(rc == 0 and re.search(r"backend returned ebackend \(-5\): nvcc -O3 .* \\\[\.\.\. %d "
+                                r"bytes \.\.\.\\\] .*error: identifier blockDimm is undefined$"
+                                % (len(text) - 800), so, re.M) is not None,
+          "the report quotes head, marker and verdict (rc %d)" % rc)
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 

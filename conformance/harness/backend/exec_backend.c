@@ -36,6 +36,7 @@
 
 #include "attncase/case.h"
 #include "backend/plugin.h"
+#include "common/clip.h"
 #include "common/clock.h"
 #include "common/jsonv.h"
 #include "common/proc.h"
@@ -567,7 +568,7 @@ static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, c
     if (bad)
         return xb_garbage(c, "%s", why);
     if (rp.status != 0) {
-        xb_fmt(c->last_error, sizeof c->last_error, "%s", rp.error);
+        clip_text(rp.error, c->last_error, sizeof c->last_error);
         return rp.status;
     }
     if (!rp.has_tensor)

@@ -154,7 +154,7 @@ int hf_check_meta(hf_ctx *x, int rel, uint64_t pick, const hf_call *base, const 
             f->meta = rel;
             f->status = r.status;
             f->pick = pick;
-            snprintf(f->message, sizeof f->message, "derived call %.100s: %s %.400s", did,
+            snprintf(f->message, sizeof f->message, "derived call %.100s: %s %s", did,
                      hr_status_name(r.status), r.message);
             result = 1;
             goto done;

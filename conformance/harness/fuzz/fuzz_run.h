@@ -43,7 +43,9 @@ typedef struct hf_fail {
     int meta;         /* -1 differential, else the HF_META_* relation */
     hr_status status; /* differential: the status */
     uint64_t pick;    /* metamorphic: the derivation's choice */
-    char message[600];
+    /* the call's result message whole (a backend's text in it is clipped already), after a
+     * few words naming the call */
+    char message[sizeof(((hr_result *)0)->message) + 160];
 } hf_fail;
 
 /* hw_config.get_case of the fuzz worker: ud is the hf_shared mapping. */

@@ -379,8 +379,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         if (rc == 1) {
             f.meta = -1;
             f.status = r.status;
-            snprintf(f.message, sizeof f.message, "%s: %.500s", hr_status_name(r.status),
-                     r.message);
+            snprintf(f.message, sizeof f.message, "%s: %s", hr_status_name(r.status), r.message);
         } else if (rc == 2) {
             skipped++;
         } else if (!o.no_meta) {

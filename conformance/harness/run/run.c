@@ -35,6 +35,7 @@
 #include "attncase/cache_case.h"
 #include "run/compare.h"
 #include "run_cache.h"
+#include "common/clip.h"
 #include "common/shell.h"
 #include "backend/call.h"
 #include "backend/plugin.h"
@@ -572,7 +573,8 @@ static void run_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t
  * case, or a backend failure), 0 if the output must now be checked. */
 static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result *r)
 {
-    const char *why = rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "";
+    char why[CLIP_MAX + 1]; /* its head and tail when long (common/clip.h) */
+    clip_text(rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "", why, sizeof why);
     /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
      * is never a correct rejection, whatever the case expects. */
     if (hb_transport_failure(rn->backend, rc)) {

@@ -24,25 +24,27 @@
 #include "run/compare.h"
 #include "backend/call.h"
 #include "backend/plugin.h"
+#include "common/clip.h"
 
 typedef struct rch {
     const hb_backend *hb;
     const acase *c;
     hr_result *r;
     void *caches[ACASE_MAX_CACHES];
-    int64_t i;      /* the current step */
-    char where[64]; /* "step 7 (update)" */
+    int64_t i;              /* the current step */
+    char where[64];         /* "step 7 (update)" */
+    char err[CLIP_MAX + 1]; /* the backend's last_error, clipped (rch_err) */
 } rch;
 
 __attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, const char *fmt, ...)
 {
-    char why[448];
+    char why[sizeof x->r->message - sizeof x->where - 2];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     x->r->status = s;
-    /* where (< 64 bytes) + why (< 448 bytes) fit the 512-byte message */
+    /* where (< 64 bytes) + ": " + why fit the message */
     size_t w = strlen(x->where);
     memcpy(x->r->message, x->where, w);
     memcpy(x->r->message + w, ": ", 2);
@@ -52,9 +54,10 @@ __attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, c
             *p = ' ';
 }
 
-static const char *rch_err(const rch *x)
+/* The backend's last_error, its head and tail when long (common/clip.h). */
+static const char *rch_err(rch *x)
 {
-    return hb_last_error(x->hb);
+    return clip_text(hb_last_error(x->hb), x->err, sizeof x->err);
 }
 
 static int status_of(int attnref_code)
@@ -396,7 +399,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     void *cache = x->caches[s->cache];
     uint8_t *keep = NULL;
     int rc = ATTNCONF_OK, mask_rc = ATTNCONF_OK, ret = -1;
-    char mask_err[256] = "";
+    char mask_err[CLIP_MAX + 1] = "";
     rch_state st;
     memset(&st, 0, sizeof st);
     switch (s->op) {

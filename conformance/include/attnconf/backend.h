@@ -315,7 +315,8 @@ typedef struct attnconf_backend {
     /* Batched mask builder (optional, NULL if absent; then ATTNCONF_CAP_BUILD_MASK is unset). */
     int (*build_mask)(void *ctx, const attnconf_mask_args *args);
     /* Text of the last error on this context (required); never NULL, "" if none.  Valid until
-     * the next call on the context. */
+     * the next call on the context.  Give the library's message whole: the host keeps the first
+     * 200 and last 600 bytes of a text over 840 bytes (with " [... N bytes ...] " between). */
     const char *(*last_error)(void *ctx);
 
     /* ---- ABI version 1, second revision: backend options.  A host reads these only when

@@ -28,6 +28,9 @@ Standard library only.  MODE (argv[1]):
                 of its computation (PROTOCOL.md), as `attnconf bench` needs; `ok` sends none
   bad_seconds   like ok, with "seconds": argv[2] read as JSON (e.g. -1, '"0.5"', 3600: not a
                 number >= 0, or longer than the exchange took)
+  long_error    answers every sdpa with an error whose text is LONG_ERROR (about 6 KB: a compiler
+                command line, then the verdict at its end): the status ok would give for a case
+                that must be rejected, else -5
   chatty        like ok, and it writes to stderr: "started, pid N" at start, and in every sdpa
                 a three-line traceback-like block ending in "UserWarning: sdpa #K recompiled"
                 (K counts this process's sdpa requests), as a library's warnings would be;
@@ -47,6 +50,9 @@ import time
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 STATE = sys.argv[2] if len(sys.argv) > 2 else None  # die_once: a file; bad_seconds: JSON
 EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = -1, -2, -3, -4, -5
+# A compiler's error: its command line first, the verdict last (long_error).
+LONG_ERROR = ("nvcc -O3 -std=c++17 " + " ".join("-I/opt/include/dir%03d" % i for i in range(300))
+              + " -c kernel.cu: kernel.cu(42): error: identifier blockDimm is undefined")
 
 inp = sys.stdin.buffer
 out = sys.stdout.buffer
@@ -243,6 +249,8 @@ def serve_sdpa(header, tensor_list):
     t0 = time.perf_counter()
     status, text, desc, payload = sdpa(header, tensors)
     seconds = time.perf_counter() - t0
+    if MODE == "long_error":
+        status, text = status or EBACKEND, LONG_ERROR
     if status != 0:
         error(status, text)
         return

@@ -49,7 +49,10 @@ typedef struct hr_result {
     char rules[ACASE_MAX_RULES][HR_RULE_MAX];
     int nrules;
     hr_status status;
-    char message[512]; /* one line: why it failed / which capability is missing */
+    /* One line: why it failed / which capability is missing.  A backend's error text in it is
+     * its head and tail when long (common/clip.h: at most CLIP_MAX bytes), with room for the
+     * harness's words around it. */
+    char message[1024];
     /* Comparison statistics (valid when has_stats). */
     int has_stats;
     double max_abs_err;
