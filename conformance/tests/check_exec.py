@@ -563,6 +563,53 @@ def s_long_error(args):
           "the report quotes head, marker and verdict (rc %d)" % rc)
 
 
+def s_restart(args):
+    """--restart never|family|case: which adapter process served each case, from the pid the
+    adapter puts in its error text, against the processes that really started (their pids
+    recorded at start).  never: one for the run; family: one per family; case: one per case.
+    A case not sent (NOT_SUPPORTED) starts nothing, and every adapter is gone at the end."""
+    filt = ("sdpa.nomask.*", "--filter", "sdpa.causal.*")
+    served = {}
+    for policy in ("never", "family", "case"):
+        pidfile, env = pid_env(args, "restart_" + policy)
+        rc, out, _, _, doc, res = json_run(args, backend(args, "pid"), *filt, "--restart", policy,
+                                           env=env, name="restart_" + policy)
+        check(rc == 1, "%s: exit 1 (got %d)" % (policy, rc))
+        ran = [r for r in doc.get("results", []) if r["status"] != "NOT_SUPPORTED"]
+        pids = []
+        for r in ran:
+            m = re.fullmatch(r"backend returned ebackend \(-5\): adapter pid (\d+)", r["message"])
+            check(r["status"] == "ERROR" and m is not None, "%s: %s names the adapter's pid (%s: %s)"
+                  % (policy, r["id"], r["status"], r["message"]))
+            pids.append((r["family"], int(m.group(1)) if m else 0))
+        started = pids_gone(pidfile)
+        families = sorted({f for f, _ in pids})
+        check(families == ["sdpa.causal", "sdpa.nomask"] and len(pids) >= 8,
+              "%s: cases of both families ran (%d)" % (policy, len(pids)))
+        # Every process that served a case started once, in run order, and nothing else ran.
+        order = []
+        for _, p in pids:
+            if not order or order[-1] != p:
+                order.append(p)
+        check(started == order, "%s: started %s, served %s" % (policy, started, order))
+        served[policy] = pids
+    check(len({p for _, p in served["never"]}) == 1, "never: one adapter for the run")
+    fam = served["family"]
+    check(all(len({p for f, p in fam if f == g}) == 1 for g in ("sdpa.causal", "sdpa.nomask"))
+          and len({p for _, p in fam}) == 2, "family: one adapter per family: %s" % fam)
+    check(len({p for _, p in served["case"]}) == len(served["case"]),
+          "case: a different adapter for every case: %s" % served["case"])
+
+    rc, so, se, _, _ = run(args, [args.harness, "run", "--backend", backend(args, "ok"),
+                                  "--restart", "sometimes"])
+    check(rc == 2 and "--restart: expected never, family or case: sometimes" in se,
+          "an unknown policy is a usage error (rc %d)" % rc)
+    rc, so, se, _, _ = run(args, [args.harness, "run", "--backend", args.options_backend,
+                                  "--restart", "case"])
+    check(rc == 2 and "--restart applies to exec: adapters" in se,
+          "refused for a plugin (rc %d)" % rc)
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 

@@ -445,6 +445,12 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
     return 0;
 }
 
+void hb_restart(const hb_backend *b)
+{
+    if (b->be && b->ctx && b->handle == NULL)
+        xb_restart(b->ctx);
+}
+
 void hb_unload(hb_backend *b)
 {
     if (!b)

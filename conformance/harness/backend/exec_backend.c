@@ -72,6 +72,7 @@ typedef struct xb_ctx {
     attnconf_option_info *oinfo; /* NULL-terminated; NULL when hello listed none */
     size_t noinfo;
     double last_seconds; /* the last sdpa reply's "seconds"; -1 = none (xb_last_seconds) */
+    int served;          /* requests since the running adapter's hello (xb_restart) */
     char last_error[1024];
 } xb_ctx;
 
@@ -603,6 +604,7 @@ static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const
 {
     int rc = xb_exchange(c, h, pl, npl, op, want_tensor, out, capacity, reply);
     xb_log_stderr(c);
+    c->served = strcmp(op, "hello") == 0 ? 0 : c->served + 1;
     return rc;
 }
 
@@ -1266,19 +1268,33 @@ static void xb_free(xb_ctx *c)
     free(c);
 }
 
-static void xb_close(void *ctx)
+/* End the running adapter, polite first (PROTOCOL.md "close"), then SIGKILL to its process
+ * group after the grace period; reaped either way. */
+static void xb_quit(xb_ctx *c)
 {
-    xb_ctx *c = ctx;
-    if (!c)
-        return;
     if (c->proc.pid > 0) {
-        /* Polite first (PROTOCOL.md "close"), then SIGKILL after the grace period. */
         double grace = c->timeout_s < XB_CLOSE_GRACE_S ? c->timeout_s : XB_CLOSE_GRACE_S;
         static const char msg[] = "{\"protocol\":1,\"op\":\"close\"}\n";
         xb_write_all(c, msg, sizeof msg - 1, mono_now() + grace);
         xb_close_fd(&c->proc.in_fd);
         proc_wait_exit(c->proc.pid, mono_now() + XB_CLOSE_GRACE_S, NULL);
     }
+    xb_stop(c);
+}
+
+void xb_restart(void *ctx)
+{
+    xb_ctx *c = ctx;
+    if (c && c->proc.pid > 0 && c->served > 0)
+        xb_quit(c);
+}
+
+static void xb_close(void *ctx)
+{
+    xb_ctx *c = ctx;
+    if (!c)
+        return;
+    xb_quit(c);
     xb_free(c);
 }
 

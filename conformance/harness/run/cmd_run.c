@@ -69,6 +69,10 @@ void run_usage_options(FILE *f)
             "             (run, backend-info) is bounded by it too\n"
             "  --memory-limit  MiB of address space for the worker, 64 or more (RLIMIT_AS;\n"
             "             default none; not with --in-process)\n"
+            "  --restart  never|family|case: a fresh exec: adapter (`close`, then a new\n"
+            "             process and hello) before each case family or each case, for a\n"
+            "             library whose state (JIT and kernel caches) could make a result\n"
+            "             depend on the cases before it (default never: one adapter)\n"
             "  --in-process  run a plugin inside the harness, without a worker (for a\n"
             "             debugger): a crash in the backend then ends the run\n"
             "  --cases    directory of case files (default %s)\n"
@@ -113,6 +117,7 @@ static void usage(FILE *f)
 typedef struct opts {
     const char *backend, *cases, *format, *out, *expect;
     const char *adapter_stderr; /* --adapter-stderr FILE or "-" */
+    const char *restart;        /* --restart never|family|case (run_restart) */
     /* Case selection: a case runs when its id matches any --filter (or there is none) and no
      * --exclude.  `filter` is the selection as one string for messages, the results' "filter"
      * field and --resume: the filters, then each exclude as !GLOB, space-separated (case ids
@@ -169,6 +174,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
         {.name = "--memory-limit", .kind = CLI_MIB, .dest = &o->memory_limit_mib, .lo = 64},
         {.name = "--in-process", .kind = CLI_FLAG, .dest = &o->in_process},
         {.name = "--resume", .kind = CLI_FLAG, .dest = &o->resume},
+        {.name = "--restart", .kind = CLI_STRING, .dest = &o->restart},
     };
     cli_opt take[CLI_COUNT_OF(all)];
     size_t n = 0;
@@ -185,6 +191,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
                                NULL);
     if (o->adapter_stderr && o->backend && !hb_spec_is_exec(o->backend))
         return cli_usage_error(&c, CLI_ADAPTER_STDERR_NOT_EXEC, o->backend);
+    if (o->restart && strcmp(o->restart, "never") && strcmp(o->restart, "family") &&
+        strcmp(o->restart, "case"))
+        return cli_usage_error(&c, "--restart: expected never, family or case", o->restart);
+    if (o->restart && strcmp(o->restart, "never") && o->backend && !hb_spec_is_exec(o->backend))
+        return cli_usage_error(&c,
+                               "--restart applies to exec: adapters (a plugin's state lives "
+                               "in its worker)",
+                               o->backend);
     if (o->n_filters || o->n_excludes) {
         size_t used = 0;
         for (size_t k = 0; k < o->n_filters + o->n_excludes; k++) {
@@ -496,8 +510,9 @@ typedef struct session {
     hw_hello hello;
     const char *be_name, *be_version, *be_path;
     hr_run run;
-    unsigned char *done; /* done[i]: case i has its result */
-    hr_result *view;     /* room for save_partial's view of the done results */
+    unsigned char *done;            /* done[i]: case i has its result */
+    hr_result *view;                /* room for save_partial's view of the done results */
+    char last_family[ACASE_ID_MAX]; /* of the last case sent to the backend (--restart) */
     size_t passed, failed, skipped, unreadable;
 } session;
 
@@ -740,6 +755,16 @@ static void session_resume_merge(session *s)
             kept, s->n, s->side, kept, prev->count, s->n - kept);
 }
 
+/* --restart family|case: a fresh adapter before a case of another family, or before every
+ * case (an adapter that has served nothing yet is kept: it is fresh). */
+static void session_restart(session *s, const char *family)
+{
+    const char *p = s->o.restart ? s->o.restart : "never";
+    if (!strcmp(p, "case") || (!strcmp(p, "family") && strcmp(family, s->last_family) != 0))
+        hb_restart(&s->hb);
+    snprintf(s->last_family, sizeof s->last_family, "%s", family);
+}
+
 /* Case i, into its result: a case file that did not load or repeats an id is the suite's
  * problem (CASE_ERROR, exit 3); otherwise it runs here or in the worker. */
 static void session_run_one(session *s, size_t i)
@@ -755,6 +780,7 @@ static void session_run_one(session *s, size_t i)
         snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)", e->path,
                  e->id, s->e[i - 1].path);
     } else if (!s->isolated) {
+        session_restart(s, r->family);
         run_case(&s->rn, e->c, r);
     } else {
         /* A worker that died on the previous case is replaced; one that cannot be (the
@@ -875,10 +901,14 @@ static int session_write(session *s, int status)
 
 int cmd_run(const char *argv0, int argc, char **argv)
 {
-    static const char *const allowed[] = {
-        "--backend",      "--cases",      "--filter",         "--exclude",        "--format",
-        "--out",          "--timeout",    "--backend-option", "--expect",         "--case-timeout",
-        "--memory-limit", "--in-process", "--resume",         "--adapter-stderr", NULL};
+    static const char *const allowed[] = {"--backend",      "--cases",
+                                          "--filter",       "--exclude",
+                                          "--format",       "--out",
+                                          "--timeout",      "--backend-option",
+                                          "--expect",       "--case-timeout",
+                                          "--memory-limit", "--in-process",
+                                          "--resume",       "--adapter-stderr",
+                                          "--restart",      NULL};
     /* The session holds paths and buffers of a few tens of KiB: on the heap, not the stack. */
     session *s = calloc(1, sizeof *s);
     if (!s) {

@@ -31,6 +31,8 @@ Standard library only.  MODE (argv[1]):
   long_error    answers every sdpa with an error whose text is LONG_ERROR (about 6 KB: a compiler
                 command line, then the verdict at its end): the status ok would give for a case
                 that must be rejected, else -5
+  pid           answers every sdpa with status -5 and the error "adapter pid N" (its process
+                id): which process served which case (--restart)
   chatty        like ok, and it writes to stderr: "started, pid N" at start, and in every sdpa
                 a three-line traceback-like block ending in "UserWarning: sdpa #K recompiled"
                 (K counts this process's sdpa requests), as a library's warnings would be;
@@ -238,6 +240,9 @@ def serve_sdpa(header, tensor_list):
         log("dying in the middle of sdpa")
         os._exit(3)
     tensors = read_payloads(tensor_list)
+    if MODE == "pid":
+        error(EBACKEND, "adapter pid %d" % os.getpid())
+        return
     if MODE == "hang":
         log("hanging in sdpa")
         while True:

@@ -67,6 +67,11 @@ int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pat
 int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, hb_backend *out,
             char *err, size_t errlen);
 
+/* --restart: a fresh backend process for what follows.  An exec: adapter that has served a
+ * request is ended (`close`), and the next call starts a new one with the same hello
+ * (exec_backend.h xb_restart).  Nothing for a plugin: the commands refuse --restart for one. */
+void hb_restart(const hb_backend *b);
+
 /* Close the context and unload the library (the library stays mapped under ASan so leak
  * reports keep their symbols).  Safe on a zeroed or already unloaded hb_backend. */
 void hb_unload(hb_backend *b);

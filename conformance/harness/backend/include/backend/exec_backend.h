@@ -24,6 +24,12 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
             const char *stderr_to, const attnconf_backend **table, void **ctx, char *err,
             size_t errlen);
 
+/* --restart (attnconf run): end the adapter on ctx (`close`, then SIGKILL to its process group
+ * after 5 s) if it has answered any request since its hello, so the next call starts a fresh
+ * one with the same hello; an adapter that has not served yet is as fresh as a new one and
+ * is kept.  Caches the adapter held are gone with it.  ctx is a context from xb_open. */
+void xb_restart(void *ctx);
+
 /* The "seconds" of the last sdpa call's success reply on ctx (PROTOCOL.md "sdpa": the wall time
  * the adapter spent in its implementation's own call, transport and conversions excluded), or
  * -1 when that call failed or its reply carried none.  `attnconf bench` times an exec: backend

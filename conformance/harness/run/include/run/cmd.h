@@ -12,7 +12,8 @@
     "                    [--format text|tap|junit|json] [--out FILE]\n"                            \
     "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
     "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"          \
-    "                    [--in-process] [--resume] [--adapter-stderr FILE]\n"
+    "                    [--in-process] [--resume] [--adapter-stderr FILE]\n"                      \
+    "                    [--restart never|family|case]\n"
 #define RUN_USAGE_BACKEND_INFO                                                                     \
     "attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"                                      \
     "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
