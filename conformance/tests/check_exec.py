@@ -610,6 +610,88 @@ def s_restart(args):
           "refused for a plugin (rc %d)" % rc)
 
 
+EXPECT_FILE = """attnconf_expected: 1
+backend: bad_adapter
+version: "bad_adapter 1 (inexpressible)"
+expect:
+%s"""
+EXPECT_ENTRY = """  - case: %s
+    status: UNEXPRESSIBLE
+    clause: %d
+    reason: "the test adapter's API has no way to write this invalid input"
+"""
+
+
+def s_inexpressible(args):
+    """Status -6 (EINEXPRESSIBLE) is UNEXPRESSIBLE only on a case that must be rejected: the
+    test adapter answers it to every sdpa and build_mask, so its must-succeed cases FAIL saying
+    why and its must-reject cases are UNEXPRESSIBLE, counted apart in the JSON summary and the
+    summary line.  Under --expect an UNEXPRESSIBLE result conforms only where the file lists
+    the case by id with that status; a glob entry is refused; the report lists the claims."""
+    must_reject = {"sdpa.invalid.head_dim_mismatch.f32": 1,
+                   "sdpa.params.invalid.lengths_negative.f32": 19,
+                   "mask.invalid.lengths_over_lk": 5}
+    must_succeed = ["sdpa.nomask.basic.f32", "mask.causal.offset0_l4"]
+    filt = []
+    for i in list(must_reject) + must_succeed:
+        filt += ["--filter", i]
+    rc, out, _, _, doc, res = json_run(args, backend(args, "inexpressible"), *filt[1:])
+    check(rc == 1, "exit 1: the must-succeed cases fail (got %d)" % rc)
+    statuses(res, must_succeed, "FAIL", r"^answered einexpressible on an input that must succeed "
+             r"\(only an input that must be rejected can be unexpressible\): bad_adapter cannot "
+             r"write")
+    statuses(res, list(must_reject), "UNEXPRESSIBLE", r"^the backend cannot write this invalid "
+             r"input in its API \(einexpressible, where einval is required\): bad_adapter cannot "
+             r"write")
+    summary = doc.get("summary", {})
+    check(summary.get("UNEXPRESSIBLE") == 3 and summary.get("FAIL") == 2
+          and summary.get("PASS") == 0 and summary.get("EXPECTED_ERROR") == 0,
+          "summary counts UNEXPRESSIBLE apart: %s" % summary)
+    check(re.search(r": 0 passed, 2 failed, 0 not supported, 3 unexpressible \(results in ", out)
+          is not None, "the summary line counts them apart")
+
+    reject_filt = []
+    for i in must_reject:
+        reject_filt += ["--filter", i]
+    rc, out, _, _, doc, res = json_run(args, backend(args, "inexpressible"), *reject_filt[1:],
+                                       name="reject_only")
+    check(rc == 0, "only must-reject cases: neither passed nor failed, exit 0 (got %d)" % rc)
+
+    def expect_run(name, entries, *extra):
+        path = os.path.join(args.workdir, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(EXPECT_FILE % "".join(entries))
+        return json_run(args, backend(args, "inexpressible"), *filt[1:], "--expect", path,
+                        *extra, name=name)
+
+    listed = [EXPECT_ENTRY % (i, c) for i, c in must_reject.items()]
+    fails = ["""  - case: [%s]
+    status: FAIL
+    clause: 2
+    reason: "the test adapter answers einexpressible to everything"
+""" % ", ".join(must_succeed)]
+    rc, out, _, _, doc, res = expect_run("all_listed", fails + listed)
+    check(rc == 0, "every claim listed: exit 0 (got %d)" % rc)
+    check(doc.get("expectations", {}).get("unexpected") == 0, "nothing unexpected")
+    rc, so, se, _, _ = run(args, [args.harness, "report",
+                                  os.path.join(args.workdir, "all_listed.json")])
+    check(rc == 0 and "\n#### Unexpressible (3 cases)\n" in so
+          and "UNEXPRESSIBLE on 1 case. Observed: the test adapter's API has no way to write "
+          "this invalid input." in so, "the report lists the claims (rc %d)" % rc)
+    check("| **all** | **2 fail** / 2 + 3 unx |" in so, "the matrix counts them apart")
+
+    rc, out, _, _, doc, res = expect_run("one_missing", fails + listed[:2])
+    check(rc == 1, "a claim the file does not list: exit 1 (got %d)" % rc)
+    check(doc.get("expectations", {}).get("unexpected") == 1, "one unexpected")
+    missing = list(must_reject)[2]
+    check(res.get(missing, {}).get("expected", {}).get("as_expected") is False,
+          "%s is not as expected" % missing)
+
+    rc, out, _, _, doc, res = expect_run("glob", fails + [EXPECT_ENTRY % ("sdpa.*.f32", 1)])
+    check(rc == 2 and "case: 'sdpa.*.f32': an UNEXPRESSIBLE entry lists case ids, not globs "
+          "(each claim is reviewed case by case)" in out, "a glob entry is refused (rc %d)" % rc)
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 

@@ -31,9 +31,9 @@ static const refusal refusals[] = {
     {"{\"protocol\":1,\"status\":0,\"status\":0}", "hello", NULL, "duplicate object key"},
     {"{\"status\":0}", "sdpa", "out", "header to sdpa lacks \"protocol\": 1"},
     {"{\"protocol\":2,\"status\":0}", "sdpa", "out", "header to sdpa lacks \"protocol\": 1"},
-    {"{\"protocol\":1,\"status\":1}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
-    {"{\"protocol\":1,\"status\":-6}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
-    {"{\"protocol\":1,\"status\":\"0\"}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
+    {"{\"protocol\":1,\"status\":1}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
+    {"{\"protocol\":1,\"status\":-7}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
+    {"{\"protocol\":1,\"status\":\"0\"}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":{}}", "sdpa", "out", "\"tensors\" is not an array"},
     {"{\"protocol\":1,\"status\":-2}", "sdpa", "out",
      "status -2 to sdpa without an \"error\" string"},
@@ -116,6 +116,16 @@ Test(exec_reply, error_reply_carries_status_and_text)
     cr_assert_eq(r.status, -2);
     cr_assert_str_eq(r.error, "mask dtype f32 does not promote to f16");
     cr_assert_eq(r.has_tensor, 0);
+    json_decref(r.root);
+}
+
+Test(exec_reply, einexpressible_is_a_status)
+{
+    xr_reply r = parse_ok("{\"protocol\":1,\"status\":-6,\"error\":\"lengths [5, -1]: a 0/1 "
+                          "attention_mask cannot hold -1\"}",
+                          "build_mask", "keep");
+    cr_assert_eq(r.status, ATTNCONF_EINEXPRESSIBLE);
+    cr_assert_str_eq(r.error, "lengths [5, -1]: a 0/1 attention_mask cannot hold -1");
     json_decref(r.root);
 }
 

@@ -525,7 +525,7 @@ static char *xb_dump(json_t *h)
 /* One exchange: send header h (+ payloads), read the reply.  `op` names the request in messages.
  * want_tensor: the one tensor a success reply carries ("out", "keep") or NULL (hello);
  * out/capacity: where it goes.  *reply receives the parsed header (the caller decrefs) when the
- * adapter answered.  Returns the reply's status (0 .. -5) with last_error = its error text, or
+ * adapter answered.  Returns the reply's status (0 .. -6) with last_error = its error text, or
  * HB_ETRANSPORT / another ATTNCONF code with last_error set. */
 static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
                        const char *want_tensor, attnconf_tensor *out, size_t capacity,

@@ -174,8 +174,9 @@ int xr_parse(const char *line, size_t len, const char *op, const char *want_tens
     json_t *jp = json_object_get(root, "protocol"), *js = json_object_get(root, "status");
     if (!json_is_integer(jp) || json_integer_value(jp) != 1)
         return xr_fail(why, n, "header to %s lacks \"protocol\": 1", op);
-    if (!json_is_integer(js) || json_integer_value(js) > 0 || json_integer_value(js) < -5)
-        return xr_fail(why, n, "header to %s: \"status\" is not an integer in 0..-5", op);
+    if (!json_is_integer(js) || json_integer_value(js) > 0 ||
+        json_integer_value(js) < ATTNCONF_EINEXPRESSIBLE)
+        return xr_fail(why, n, "header to %s: \"status\" is not an integer in 0..-6", op);
     r->status = (int)json_integer_value(js);
     json_t *jt = json_object_get(root, "tensors");
     size_t nt = json_is_array(jt) ? json_array_size(jt) : 0;

@@ -88,7 +88,7 @@ int hf_check_call(hf_ctx *x, const hf_call *call, const char *id, hr_result *r, 
         *keep = c;
     else
         acase_free(c);
-    if (r->status == HR_NOT_SUPPORTED)
+    if (r->status == HR_NOT_SUPPORTED || r->status == HR_UNEXPRESSIBLE)
         return 2;
     if (x->meta_only && r->status == HR_FAIL)
         return 0;

@@ -52,8 +52,8 @@ typedef struct hf_fail {
 const acase *hf_worker_case(void *ud, size_t i);
 
 /* Differential check of one call: 1 failing (*r bad; with --meta-only a FAIL does not count),
- * 0 passing, 2 not run (unsupported, or a capability the call needs is missing), -1 internal
- * error (err set).  With keep, the built case is handed back (free it). */
+ * 0 passing, 2 not run (unsupported or unexpressible, or a capability the call needs is
+ * missing), -1 internal error (err set).  With keep, the built case is handed back (free it). */
 int hf_check_call(hf_ctx *x, const hf_call *call, const char *id, hr_result *r, acase **keep,
                   char *err, size_t errlen);
 

@@ -2,7 +2,7 @@
  * list cases.
  *
  * Exit status (the automake/CTest convention): 0 all selected cases passed or were correctly
- * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT, an
+ * rejected (some may be NOT_SUPPORTED or UNEXPRESSIBLE); 1 a FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT, an
  * unloadable backend or an unwritable output; 2 a usage error or a filter that selects nothing;
  * 3 a case file could not be read (CASE_ERROR: the suite's problem) and the backend failed
  * nothing; 77 every selected case was NOT_SUPPORTED (CTest SKIP_RETURN_CODE).  With --expect
@@ -50,54 +50,57 @@
  * `attnconf --help`). */
 void run_usage_options(FILE *f)
 {
-    fprintf(f,
-            "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
-            "             or a path to a plugin (contains '/' or ends in .so)\n"
-            "             or exec:CMD, an adapter process run by /bin/sh -c CMD that speaks\n"
-            "             the exec protocol (conformance/include/attnconf/PROTOCOL.md)\n"
-            "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
-            "             `backend-info` lists the keys a backend accepts\n"
-            "  --timeout  seconds an exec: adapter may take per call (default %g)\n"
-            "  --adapter-stderr  FILE\n"
-            "             %s\n"
-            "             (exec: only; without it only the last line is kept, quoted when the\n"
-            "             adapter dies, hangs or breaks the protocol)\n"
-            "  --case-timeout  seconds a plugin may take per case (default %g): each case runs\n"
-            "             in a worker process, and a worker that crashes (CRASH) or misses the\n"
-            "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
-            "             separate processes already and keep --timeout; loading a plugin\n"
-            "             (run, backend-info) is bounded by it too\n"
-            "  --memory-limit  MiB of address space for the worker, 64 or more (RLIMIT_AS;\n"
-            "             default none; not with --in-process)\n"
-            "  --restart  never|family|case: a fresh exec: adapter (`close`, then a new\n"
-            "             process and hello) before each case family or each case, for a\n"
-            "             library whose state (JIT and kernel caches) could make a result\n"
-            "             depend on the cases before it (default never: one adapter)\n"
-            "  --in-process  run a plugin inside the harness, without a worker (for a\n"
-            "             debugger): a crash in the backend then ends the run\n"
-            "  --cases    directory of case files (default %s)\n"
-            "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'; repeatable:\n"
-            "             a case runs when it matches any of them\n"
-            "  --exclude  shell glob of case ids not to run, e.g. '*.bf16' (repeatable; wins\n"
-            "             over --filter)\n"
-            "  --format   output format (default text)\n"
-            "  --out      write results to FILE and print a summary line on stdout; FILE is\n"
-            "             replaced only when the run completes, and meanwhile the results so\n"
-            "             far are saved after every case to FILE.partial.json (JSON,\n"
-            "             \"complete\": false; removed when the run completes); a FILE that\n"
-            "             exists and is not a regular file (a link, a FIFO, a device) is refused\n"
-            "  --resume   with --out FILE: continue an interrupted run from FILE.partial.json\n"
-            "             (same backend, version, --backend-option, --cases and --filter, else\n"
-            "             exit 2): its results are kept and only the other cases run\n"
-            "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
-            "             passes when every status is the recorded one, divergences included\n"
-            "\n"
-            "exit status: 0 ok, 1 failures, errors, crashes or timeouts, 2 usage or nothing\n"
-            "             selected, 3 a case file could not be read (and nothing else failed),\n"
-            "             77 every selected case was NOT_SUPPORTED; with --expect: 0 every\n"
-            "             status as recorded, 1 a status differs or an entry is stale\n",
-            ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
-            CLI_ADAPTER_STDERR_HELP, HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
+    fprintf(
+        f,
+        "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
+        "             or a path to a plugin (contains '/' or ends in .so)\n"
+        "             or exec:CMD, an adapter process run by /bin/sh -c CMD that speaks\n"
+        "             the exec protocol (conformance/include/attnconf/PROTOCOL.md)\n"
+        "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
+        "             `backend-info` lists the keys a backend accepts\n"
+        "  --timeout  seconds an exec: adapter may take per call (default %g)\n"
+        "  --adapter-stderr  FILE\n"
+        "             %s\n"
+        "             (exec: only; without it only the last line is kept, quoted when the\n"
+        "             adapter dies, hangs or breaks the protocol)\n"
+        "  --case-timeout  seconds a plugin may take per case (default %g): each case runs\n"
+        "             in a worker process, and a worker that crashes (CRASH) or misses the\n"
+        "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
+        "             separate processes already and keep --timeout; loading a plugin\n"
+        "             (run, backend-info) is bounded by it too\n"
+        "  --memory-limit  MiB of address space for the worker, 64 or more (RLIMIT_AS;\n"
+        "             default none; not with --in-process)\n"
+        "  --restart  never|family|case: a fresh exec: adapter (`close`, then a new\n"
+        "             process and hello) before each case family or each case, for a\n"
+        "             library whose state (JIT and kernel caches) could make a result\n"
+        "             depend on the cases before it (default never: one adapter)\n"
+        "  --in-process  run a plugin inside the harness, without a worker (for a\n"
+        "             debugger): a crash in the backend then ends the run\n"
+        "  --cases    directory of case files (default %s)\n"
+        "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'; repeatable:\n"
+        "             a case runs when it matches any of them\n"
+        "  --exclude  shell glob of case ids not to run, e.g. '*.bf16' (repeatable; wins\n"
+        "             over --filter)\n"
+        "  --format   output format (default text)\n"
+        "  --out      write results to FILE and print a summary line on stdout; FILE is\n"
+        "             replaced only when the run completes, and meanwhile the results so\n"
+        "             far are saved after every case to FILE.partial.json (JSON,\n"
+        "             \"complete\": false; removed when the run completes); a FILE that\n"
+        "             exists and is not a regular file (a link, a FIFO, a device) is refused\n"
+        "  --resume   with --out FILE: continue an interrupted run from FILE.partial.json\n"
+        "             (same backend, version, --backend-option, --cases and --filter, else\n"
+        "             exit 2): its results are kept and only the other cases run\n"
+        "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
+        "             passes when every status is the recorded one, divergences included\n"
+        "\n"
+        "exit status: 0 ok (NOT_SUPPORTED and UNEXPRESSIBLE cases are neither passed\n"
+        "             nor failed), 1 failures, errors, crashes or timeouts, 2 usage or nothing\n"
+        "             selected, 3 a case file could not be read (and nothing else failed),\n"
+        "             77 every selected case was NOT_SUPPORTED; with --expect: 0 every\n"
+        "             status as recorded, 1 a status differs or an entry is stale (an\n"
+        "             UNEXPRESSIBLE result conforms only where the file lists its case)\n",
+        ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
+        CLI_ADAPTER_STDERR_HELP, HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
 }
 
 static void usage(FILE *f)
@@ -513,7 +516,7 @@ typedef struct session {
     unsigned char *done;            /* done[i]: case i has its result */
     hr_result *view;                /* room for save_partial's view of the done results */
     char last_family[ACASE_ID_MAX]; /* of the last case sent to the backend (--restart) */
-    size_t passed, failed, skipped, unreadable;
+    size_t passed, failed, skipped, unexpressible, unreadable;
 } session;
 
 static void session_free(session *s)
@@ -838,6 +841,7 @@ static int session_judge(session *s)
     s->failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR] + counts[HR_CRASH] +
                 counts[HR_TIMEOUT];
     s->skipped = counts[HR_NOT_SUPPORTED];
+    s->unexpressible = counts[HR_UNEXPRESSIBLE];
     s->unreadable = counts[HR_CASE_ERROR];
     if (!s->o.expect) {
         /* A backend failure outranks an unreadable case file (exit 1, not 3): both need
@@ -892,6 +896,8 @@ static int session_write(session *s, int status)
     if (s->o.out) {
         printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported", s->run.backend_name,
                s->run.backend_version, s->passed, s->failed, s->skipped);
+        if (s->unexpressible)
+            printf(", %zu unexpressible", s->unexpressible);
         if (s->unreadable)
             printf("; %zu case file%s unreadable", s->unreadable, s->unreadable == 1 ? "" : "s");
         printf(" (results in %s)\n", s->o.out);

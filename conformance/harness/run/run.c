@@ -582,6 +582,17 @@ static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result 
         return 1;
     }
     int want = c->expected.error;
+    if (rc == ATTNCONF_EINEXPRESSIBLE) {
+        /* Granted only where the input must be rejected: never a way out of a computation. */
+        if (want != 0)
+            run_set(r, HR_UNEXPRESSIBLE,
+                    "the backend cannot write this invalid input in its API (einexpressible, "
+                    "where %s is required): %s",
+                    hb_code_name(want), why);
+        else
+            run_set(r, HR_FAIL, HR_EINEXPRESSIBLE_VALID ": %s", why);
+        return 1;
+    }
     if (want != 0) {
         if (rc == want)
             run_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hb_code_name(rc),

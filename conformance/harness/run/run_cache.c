@@ -60,6 +60,17 @@ static const char *rch_err(rch *x)
     return clip_text(hb_last_error(x->hb), x->err, sizeof x->err);
 }
 
+/* A call that must succeed returned rc != 0: NOT_SUPPORTED for enotsup, FAIL for
+ * einexpressible (an input that must succeed is never unexpressible), else `other`. */
+static void rch_fail(rch *x, int rc, hr_status other, const char *call)
+{
+    if (rc == ATTNCONF_EINEXPRESSIBLE)
+        rch_set(x, HR_FAIL, "%s " HR_EINEXPRESSIBLE_VALID ": %s", call, rch_err(x));
+    else
+        rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : other, "%s returned %s: %s", call,
+                hb_code_name(rc), rch_err(x));
+}
+
 static int status_of(int attnref_code)
 {
     return attnref_code == ATTNREF_EDTYPE ? ATTNCONF_EDTYPE : ATTNCONF_EINVAL;
@@ -77,6 +88,13 @@ static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
         int want = status_of(s->error);
         if (rc == want)
             return 0;
+        if (rc == ATTNCONF_EINEXPRESSIBLE) {
+            rch_set(x, HR_UNEXPRESSIBLE,
+                    "%s: the backend cannot write this invalid step in its API (einexpressible, "
+                    "where %s is required): %s",
+                    call, hb_code_name(want), rch_err(x));
+            return 1;
+        }
         if (rc == ATTNCONF_OK)
             rch_set(x, HR_FAIL, "%s accepted a step that must be rejected with %s", call,
                     hb_code_name(want));
@@ -87,8 +105,7 @@ static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
     }
     if (rc == ATTNCONF_OK)
         return 0;
-    rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR, "%s returned %s: %s", call,
-            hb_code_name(rc), rch_err(x));
+    rch_fail(x, rc, HR_ERROR, call);
     return 1;
 }
 
@@ -179,6 +196,10 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
     int rc = hb_cache_state(x->hb, cache, &a);
+    if (rc == ATTNCONF_EINEXPRESSIBLE) {
+        rch_fail(x, rc, HR_FAIL, "cache_state");
+        return -1;
+    }
     if (rc != ATTNCONF_OK) {
         rch_set(x, hb_transport_failure(x->hb, rc) ? HR_ERROR : HR_FAIL,
                 "cache_state returned %s: %s", hb_code_name(rc), rch_err(x));
@@ -340,8 +361,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
     int rc = hb_sdpa(x->hb, &a, NULL);
     int ret = -1;
     if (rc != ATTNCONF_OK) {
-        rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
-                "sdpa through the cache returned %s: %s", hb_code_name(rc), rch_err(x));
+        rch_fail(x, rc, HR_ERROR, "sdpa through the cache");
     } else if (out.dtype != (int32_t)p->dtype || out.data != buf) {
         rch_set(x, HR_INCORRECT_DTYPE, "sdpa through the cache produced dtype %d, expected %s",
                 (int)out.dtype, attnref_dtype_name(p->dtype));
@@ -506,6 +526,11 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     if (rch_read_state(x, cache, p, &st) || rch_check_state(x, s, p, &st))
         goto done;
     if (s->op == ACASE_CSTEP_ATTEND && !s->error) {
+        if (mask_rc == ATTNCONF_EINEXPRESSIBLE) {
+            rch_set(x, HR_FAIL, "cache_make_mask(%lld) " HR_EINEXPRESSIBLE_VALID ": %s",
+                    (long long)s->q.shape[2], mask_err);
+            goto done;
+        }
         if (mask_rc != ATTNCONF_OK) {
             rch_set(x, mask_rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_FAIL,
                     "cache_make_mask(%lld) returned %s: %s", (long long)s->q.shape[2],
@@ -548,8 +573,7 @@ void run_cache_case(const run_ctx *rn, const acase *c, hr_result *r)
     rch_config(&cc->params, &cfg);
     int rc = hb_cache_create(rn->backend, &cfg, &x.caches[0]);
     if (rc != ATTNCONF_OK || !x.caches[0]) {
-        rch_set(&x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
-                "cache_create returned %s: %s", hb_code_name(rc), rch_err(&x));
+        rch_fail(&x, rc, HR_ERROR, "cache_create");
         return;
     }
     r->status = HR_PASS;

@@ -31,6 +31,9 @@ Standard library only.  MODE (argv[1]):
   long_error    answers every sdpa with an error whose text is LONG_ERROR (about 6 KB: a compiler
                 command line, then the verdict at its end): the status ok would give for a case
                 that must be rejected, else -5
+  inexpressible answers every sdpa and build_mask with status -6 (EINEXPRESSIBLE: "its API
+                cannot write this input"), whether the case must be rejected or not: the
+                harness must grant UNEXPRESSIBLE only where a rejection is required
   pid           answers every sdpa with status -5 and the error "adapter pid N" (its process
                 id): which process served which case (--restart)
   chatty        like ok, and it writes to stderr: "started, pid N" at start, and in every sdpa
@@ -51,7 +54,7 @@ import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 STATE = sys.argv[2] if len(sys.argv) > 2 else None  # die_once: a file; bad_seconds: JSON
-EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = -1, -2, -3, -4, -5
+EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND, EINEXPRESSIBLE = -1, -2, -3, -4, -5, -6
 # A compiler's error: its command line first, the verdict last (long_error).
 LONG_ERROR = ("nvcc -O3 -std=c++17 " + " ".join("-I/opt/include/dir%03d" % i for i in range(300))
               + " -c kernel.cu: kernel.cu(42): error: identifier blockDimm is undefined")
@@ -243,6 +246,9 @@ def serve_sdpa(header, tensor_list):
     if MODE == "pid":
         error(EBACKEND, "adapter pid %d" % os.getpid())
         return
+    if MODE == "inexpressible":
+        error(EINEXPRESSIBLE, "bad_adapter cannot write this sdpa input in its API")
+        return
     if MODE == "hang":
         log("hanging in sdpa")
         while True:
@@ -295,6 +301,8 @@ def main():
                 return 0
         elif op == "sdpa":
             serve_sdpa(header, tensor_list)
+        elif op == "build_mask" and MODE == "inexpressible":
+            error(EINEXPRESSIBLE, "bad_adapter cannot write these mask parameters in its API")
         elif op == "build_mask":
             status, text, desc, payload = build_mask(header)
             if status != 0:
