@@ -692,6 +692,106 @@ def s_inexpressible(args):
           "(each claim is reviewed case by case)" in out, "a glob entry is refused (rc %d)" % rc)
 
 
+def s_stride0_wire(args):
+    """K/V broadcast with stride 0 (sdpa.layout.*stride0*): to an adapter that lists
+    stride0.wire they go as they are, the real strides (0 included) over a buffer of the span
+    they address, so its library sees the broadcast; to one that does not, as before, a dense
+    copy with nbytes = numel x size.  Both compute the same, right, results."""
+    ids = ["sdpa.layout.k_stride0_v_blhd.f32", "sdpa.layout.kv_stride0_batch.f32",
+           "sdpa.layout.kv_stride0_both.f32", "sdpa.layout.kv_stride0_heads.f32"]  # run order
+    dense, blhd = ([320, 160, 8, 1], 2560), ([320, 8, 16, 1], 2560)
+    # (k, v) as (strides, nbytes) of a (2, 2, 20, 8) f32 tensor, case by case.
+    want = {"stride0": [(dense, blhd), (dense, dense), (dense, dense), (dense, dense)],
+            "stride0wire": [(([0, 0, 8, 1], 640), blhd),
+                            (([0, 160, 8, 1], 1280), ([0, 160, 8, 1], 1280)),
+                            (([0, 0, 8, 1], 640), ([0, 0, 8, 1], 640)),
+                            (([160, 0, 8, 1], 1280), ([160, 0, 8, 1], 1280))]}
+    for mode in ("stride0", "stride0wire"):
+        sent = os.path.join(args.workdir, mode + ".sent")
+        if os.path.exists(sent):
+            os.remove(sent)
+        filt = []
+        for i in ids:
+            filt += ["--filter", i]
+        rc, out, _, _, doc, res = json_run(args, backend(args, mode, sent), *filt[1:], name=mode)
+        check(rc == 0, "%s: exit 0 (got %d)" % (mode, rc))
+        statuses(res, ids, "PASS")
+        lines = [json.loads(x) for x in open(sent)] if os.path.exists(sent) else []
+        check(len(lines) == len(ids), "%s: one sdpa per case (%d)" % (mode, len(lines)))
+        for case, got, (k, v) in zip(ids, lines, want[mode]):
+            t = {d["name"]: d for d in got}
+            for name, (strides, nbytes) in (("k", k), ("v", v)):
+                d = t.get(name, {})
+                check(d.get("shape") == [2, 2, 20, 8] and d.get("strides") == strides
+                      and d.get("nbytes") == nbytes,
+                      "%s: %s %s sent as shape %s strides %s nbytes %s, expected strides %s "
+                      "nbytes %d" % (mode, case, name, d.get("shape"), d.get("strides"),
+                                     d.get("nbytes"), strides, nbytes))
+
+
+DECODE = r"""
+import io, sys
+sys.path.insert(0, sys.argv[1])
+import attnconf_exec as ax
+import numpy as np
+def decode(desc, payload):
+    ax._proto_in = io.BytesIO(payload)
+    return ax._decode_tensor(desc)
+row = np.arange(3, dtype="<f4").tobytes()
+t = decode({"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [0, 1], "nbytes": 12}, row)
+assert t.array.strides == (0, 4) and (t.array == [[0, 1, 2], [0, 1, 2]]).all(), t.array
+t = decode({"name": "k", "dtype": "f32", "shape": [2, 3], "nbytes": 24}, row + row)
+assert t.array.strides == (12, 4) and t.strides == (3, 1)
+for desc in ({"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [0, 1], "nbytes": 24},
+             {"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [3, 1], "nbytes": 12},
+             {"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [4, 1], "nbytes": 24}):
+    try:
+        decode(desc, row + row)
+    except ax.ProtocolError as e:
+        print("refused:", e, file=sys.stderr)
+    else:
+        raise AssertionError("accepted %r" % desc)
+print("decoder ok", file=sys.stderr)
+"""
+
+
+def s_attnconf_exec_stride0(args):
+    """attnconf_exec.py's decoder (the adapters' helper, needs numpy): a stride-0 tensor's
+    payload is its addressed span, and Tensor.array is the broadcast view (byte stride 0);
+    a dense one still holds numel elements; a span that does not match nbytes is refused.
+    End to end, an adapter on it that lists stride0.wire gets K/V as broadcast views and passes
+    the stride-0 cases; one that does not gets dense copies and passes them too."""
+    adapters = os.path.join(HERE, "..", "adapters")
+    p = subprocess.run([args.python, "-c", DECODE, adapters], capture_output=True, text=True)
+    print(p.stderr)
+    check(p.returncode == 0 and "decoder ok" in p.stderr and p.stderr.count("refused:") == 3,
+          "the decoder's unit checks")
+    script = os.path.join(HERE, "adapters", "broadcast_adapter.py")
+    ids = ["sdpa.layout.kv_stride0_batch.f32", "sdpa.layout.kv_stride0_both.f32",
+           "sdpa.layout.kv_stride0_heads.f32"]  # run order
+    want = {"wire": [([0, 160, 8, 1], 320, [0, 640, 32, 4]), ([0, 0, 8, 1], 160, [0, 0, 32, 4]),
+                     ([160, 0, 8, 1], 320, [640, 0, 32, 4])],
+            "dense": [([320, 160, 8, 1], 640, [1280, 640, 32, 4])] * 3}
+    for mode in ("wire", "dense"):
+        log = os.path.join(args.workdir, mode + ".log")
+        if os.path.exists(log):
+            os.remove(log)
+        be = "exec:" + " ".join(shlex.quote(w) for w in (args.python, script, mode, log))
+        filt = []
+        for i in ids:
+            filt += ["--filter", i]
+        rc, out, _, _, doc, res = json_run(args, be, *filt[1:], name=mode)
+        check(rc == 0, "%s: exit 0 (got %d)" % (mode, rc))
+        statuses(res, ids, "PASS")
+        lines = [json.loads(x) for x in open(log)] if os.path.exists(log) else []
+        check(len(lines) == len(ids), "%s: one sdpa per case (%d)" % (mode, len(lines)))
+        for case, got, (strides, held, view) in zip(ids, lines, want[mode]):
+            for name in ("k", "v"):
+                check(got[name] == {"strides": strides, "held": held, "view_strides": view},
+                      "%s: %s %s: got %s, expected strides %s, %d elements held, view strides "
+                      "%s" % (mode, case, name, got[name], strides, held, view))
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 

@@ -69,6 +69,7 @@ typedef struct xb_ctx {
     char name[65];
     char *version;
     uint64_t caps;
+    int stride0_wire;            /* hello listed stride0.wire: stride-0 tensors go as they are */
     attnconf_option_info *oinfo; /* NULL-terminated; NULL when hello listed none */
     size_t noinfo;
     double last_seconds; /* the last sdpa reply's "seconds"; -1 = none (xb_last_seconds) */
@@ -401,7 +402,8 @@ static int xb_read_exact(xb_ctx *c, unsigned char *dst, size_t n, double deadlin
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
-/* A tensor to send: a dense buffer of nbytes and the strides that address it. */
+/* A tensor to send: a buffer of nbytes and the strides that address it (dense, except for the
+ * stride-0 axes of an adapter reading stride0.wire). */
 typedef struct xb_payload {
     const void *data;
     size_t nbytes;
@@ -463,34 +465,43 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
                (long long)XR_MAX_NUMEL);
         return ATTNCONF_EINVAL;
     }
-    int64_t strides[ATTNCONF_MAX_RANK];
-    memcpy(strides, t->strides, sizeof strides);
-    p->nbytes = (size_t)numel * es;
+    /* The extents the buffer holds: all of them, except that for an adapter reading
+     * stride0.wire an axis broadcast with stride 0 is held once (PROTOCOL.md "Tensor
+     * descriptors"), so it sees the broadcast its library is asked to handle. */
+    int64_t held[ATTNCONF_MAX_RANK], strides[ATTNCONF_MAX_RANK];
+    int broadcast[ATTNCONF_MAX_RANK];
+    for (int32_t d = 0; d < t->ndim; d++) {
+        broadcast[d] = c->stride0_wire && numel > 0 && t->shape[d] > 1 && t->strides[d] == 0;
+        held[d] = broadcast[d] ? 1 : t->shape[d];
+        strides[d] = t->strides[d];
+    }
+    const int64_t nheld = xr_numel(t->ndim, held);
+    p->nbytes = (size_t)nheld * es;
     p->data = t->data;
-    if (numel > 0 && !xb_dense_perm(t->ndim, t->shape, t->strides)) {
-        /* Broadcast or gapped strides: the protocol sends a dense buffer, so gather a
-         * contiguous copy. */
+    if (nheld > 0 && !xb_dense_perm(t->ndim, held, t->strides)) {
+        /* Gapped strides (or, for another adapter, broadcast ones): the protocol sends a dense
+         * buffer, so gather a row-major copy of the held elements. */
         unsigned char *buf = malloc(p->nbytes);
         if (!buf) {
             xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for tensor %s", name);
             return ATTNCONF_ENOMEM;
         }
         int64_t idx[ATTNCONF_MAX_RANK] = {0, 0, 0, 0};
-        for (int64_t i = 0; i < numel; i++) {
+        for (int64_t i = 0; i < nheld; i++) {
             int64_t off = 0;
             for (int32_t d = 0; d < t->ndim; d++)
                 off += idx[d] * t->strides[d];
             memcpy(buf + (size_t)i * es, (const unsigned char *)t->data + (size_t)off * es, es);
             for (int32_t d = t->ndim - 1; d >= 0; d--) {
-                if (++idx[d] < t->shape[d])
+                if (++idx[d] < held[d])
                     break;
                 idx[d] = 0;
             }
         }
         int64_t s = 1;
         for (int32_t d = t->ndim - 1; d >= 0; d--) {
-            strides[d] = s;
-            s *= t->shape[d];
+            strides[d] = broadcast[d] ? 0 : s;
+            s *= held[d];
         }
         p->data = buf;
         p->owned = buf;
@@ -668,6 +679,7 @@ static int xb_take_hello(xb_ctx *c, json_t *r)
     c->version = version;
     snprintf(c->name, sizeof c->name, "%s", hl.name);
     c->caps = hl.caps;
+    c->stride0_wire = hl.stride0_wire;
     return 0;
 }
 

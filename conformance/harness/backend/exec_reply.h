@@ -71,11 +71,17 @@ typedef struct xr_reply {
 int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor, xr_reply *r,
              char *why, size_t n);
 
+/* The capability by which an adapter says it reads tensors with stride 0 as they are, in a
+ * buffer of the span their strides address (PROTOCOL.md "Tensor descriptors").  A protocol
+ * capability, not a case's: no ATTNCONF_CAP_* bit, never in a case's `requires`. */
+#define XR_CAP_STRIDE0_WIRE "stride0.wire"
+
 /* A hello reply's contents, pointing into the reply's root (valid while it lives). */
 typedef struct xr_hello {
     const char *name;    /* [a-z0-9_-]{1,64} */
     const char *version; /* any string */
     uint64_t caps;       /* ATTNCONF_CAP_* bits, every listed name known */
+    int stride0_wire;    /* 1: "stride0.wire" listed (XR_CAP_STRIDE0_WIRE) */
     size_t noptions;     /* entries of options, <= XR_MAX_OPTIONS */
     json_t *options;     /* array (or NULL when none): objects whose "key" is a valid option
                             key; "default" and "help" are taken when strings */

@@ -31,6 +31,12 @@ Standard library only.  MODE (argv[1]):
   long_error    answers every sdpa with an error whose text is LONG_ERROR (about 6 KB: a compiler
                 command line, then the verdict at its end): the status ok would give for a case
                 that must be rejected, else -5
+  stride0       like ok, listing stride0 too (K/V broadcast on the batch or head axis), and it
+                appends each sdpa's tensor descriptors to STATE_FILE (argv[2]), one JSON list a
+                line: what the harness sent
+  stride0wire   like stride0, listing stride0.wire too: stride-0 tensors then arrive as they
+                are, strides 0 included, in a buffer of the span they address (its view()
+                reads any strides)
   inexpressible answers every sdpa and build_mask with status -6 (EINEXPRESSIBLE: "its API
                 cannot write this input"), whether the case must be rejected or not: the
                 harness must grant UNEXPRESSIBLE only where a rejection is required
@@ -118,6 +124,10 @@ def hello(header):
             "sdpa.lengths", "sdpa.left_padding"]
     if MODE == "bad_caps":
         caps.append("f64")
+    if MODE in ("stride0", "stride0wire"):
+        caps.append("stride0")
+    if MODE == "stride0wire":
+        caps.append("stride0.wire")
     send({"status": 0, "name": "bad_adapter", "version": "bad_adapter 1 (%s)" % MODE,
           "capabilities": caps,
           "options": [{"key": "device", "default": "cpu", "help": "cpu only (a test adapter)"}]})
@@ -243,6 +253,9 @@ def serve_sdpa(header, tensor_list):
         log("dying in the middle of sdpa")
         os._exit(3)
     tensors = read_payloads(tensor_list)
+    if MODE in ("stride0", "stride0wire"):
+        with open(STATE, "a") as f:
+            f.write(json.dumps(tensor_list) + "\n")
     if MODE == "pid":
         error(EBACKEND, "adapter pid %d" % os.getpid())
         return
