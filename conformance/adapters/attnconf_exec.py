@@ -66,14 +66,15 @@ PROTOCOL = 1
 MAX_HEADER = 1 << 20  # bytes, newline included
 
 OK, EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = 0, -1, -2, -3, -4, -5
-# An input that must be rejected but that the library's own API has no way to say (a negative
-# length as a 0/1 padding mask): the adapter cannot pose it, and the library never saw it.
+# Only for a case that must be rejected whose invalid input the library's API cannot write
+# (PROTOCOL.md "Status -6"); on any other case the harness counts it a FAIL.
 EINEXPRESSIBLE = -6
 
 CAPABILITIES = frozenset({
     "f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
     "causal.offset", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window", "lengths",
-    "left_padding", "mask.kv_len", "stride0", "sdpa.window", "sdpa.lengths", "sdpa.left_padding",
+    "left_padding", "mask.kv_len", "stride0", "stride0.wire", "sdpa.window", "sdpa.lengths",
+    "sdpa.left_padding",
     "cache.standard", "cache.rotating", "cache.chunked", "cache.quantized", "cache.batch",
     "cache.batch_rotating",
 })
@@ -232,14 +233,20 @@ def _decode_tensor(desc) -> Tensor:
     if not (isinstance(shape, list) and len(shape) <= 4 and all(_is_int(n) and n >= 0 for n in shape)):
         raise ProtocolError(f"tensor {name}: bad shape {shape!r}")
     numel = int(np.prod(shape, dtype=np.int64))
-    if nbytes != numel * STORAGE[dtype].itemsize:
-        raise ProtocolError(f"tensor {name}: nbytes {nbytes} does not match shape {shape} {dtype}")
     row_major = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
     strides = desc.get("strides", row_major)
     if not (isinstance(strides, list) and len(strides) == len(shape)
             and all(_is_int(s) and s >= 0 for s in strides)):
         raise ProtocolError(f"tensor {name}: bad strides {strides!r}")
-    if numel and sum((n - 1) * s for n, s in zip(shape, strides)) >= numel:
+    # stride0.wire (PROTOCOL.md): an axis broadcast with stride 0 is sent once, so the buffer
+    # holds the span the strides address, not numel elements; else it holds numel exactly.
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if numel else 0
+    broadcast = any(n > 1 and s == 0 for n, s in zip(shape, strides))
+    held = span if numel and broadcast else numel
+    if nbytes != held * STORAGE[dtype].itemsize:
+        raise ProtocolError(f"tensor {name}: nbytes {nbytes} does not match shape {shape} "
+                            f"strides {strides} {dtype}")
+    if span > held:
         raise ProtocolError(f"tensor {name}: strides {strides} address outside its buffer")
     storage = np.frombuffer(_read_exact(nbytes), STORAGE[dtype])
     return Tensor(name, dtype, tuple(shape), tuple(strides), storage)

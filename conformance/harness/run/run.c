@@ -35,6 +35,7 @@
 #include "attncase/cache_case.h"
 #include "run/compare.h"
 #include "run_cache.h"
+#include "common/clip.h"
 #include "common/shell.h"
 #include "backend/call.h"
 #include "backend/plugin.h"
@@ -572,7 +573,8 @@ static void run_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t
  * case, or a backend failure), 0 if the output must now be checked. */
 static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result *r)
 {
-    const char *why = rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "";
+    char why[CLIP_MAX + 1]; /* its head and tail when long (common/clip.h) */
+    clip_text(rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "", why, sizeof why);
     /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
      * is never a correct rejection, whatever the case expects. */
     if (hb_transport_failure(rn->backend, rc)) {
@@ -580,6 +582,17 @@ static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result 
         return 1;
     }
     int want = c->expected.error;
+    if (rc == ATTNCONF_EINEXPRESSIBLE) {
+        /* Granted only where the input must be rejected: never a way out of a computation. */
+        if (want != 0)
+            run_set(r, HR_UNEXPRESSIBLE,
+                    "the backend cannot write this invalid input in its API (einexpressible, "
+                    "where %s is required): %s",
+                    hb_code_name(want), why);
+        else
+            run_set(r, HR_FAIL, HR_EINEXPRESSIBLE_VALID ": %s", why);
+        return 1;
+    }
     if (want != 0) {
         if (rc == want)
             run_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hb_code_name(rc),

@@ -8,7 +8,12 @@
 #include "attnconf/backend.h"
 
 /* Start `/bin/sh -c cmdline` (ATTNCONF_PROTOCOL=1 in its environment), send `hello` with the
- * options and validate the reply.  On success returns 0, *table points to a table whose name,
+ * options and validate the reply.  The adapter's stderr goes to an unlinked temporary file, so
+ * an adapter that logs a lot never blocks; its last line is quoted in a transport failure.
+ * stderr_to (--adapter-stderr; NULL: none) also receives all of it, every adapter started on
+ * ctx in turn: "-" is attnconf's own stderr, anything else a file opened for appending
+ * (created 0666 & ~umask), to which the bytes are copied after every reply and when an adapter
+ * ends, so its lines never break into the middle of the harness's own messages.  On success returns 0, *table points to a table whose name,
  * version, capabilities and options are the adapter's (valid until table->close(*ctx), which
  * ends the adapter and frees both) and *ctx to its context.  Calls on the table that meet a
  * transport failure return HB_ETRANSPORT with the reason in last_error, kill the adapter and
@@ -16,7 +21,14 @@
  * seconds.  Returns -1 with err = the problem (without the "exec:CMD: " prefix; an adapter's
  * refusal reads "adapter refused hello: ERROR") and nothing left running. */
 int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options, double timeout_s,
-            const attnconf_backend **table, void **ctx, char *err, size_t errlen);
+            const char *stderr_to, const attnconf_backend **table, void **ctx, char *err,
+            size_t errlen);
+
+/* --restart (attnconf run): end the adapter on ctx (`close`, then SIGKILL to its process group
+ * after 5 s) if it has answered any request since its hello, so the next call starts a fresh
+ * one with the same hello; an adapter that has not served yet is as fresh as a new one and
+ * is kept.  Caches the adapter held are gone with it.  ctx is a context from xb_open. */
+void xb_restart(void *ctx);
 
 /* The "seconds" of the last sdpa call's success reply on ctx (PROTOCOL.md "sdpa": the wall time
  * the adapter spent in its implementation's own call, transport and conversions excluded), or

@@ -12,11 +12,12 @@
     "                    [--format text|tap|junit|json] [--out FILE]\n"                            \
     "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
     "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"          \
-    "                    [--in-process] [--resume]\n"
+    "                    [--in-process] [--resume] [--adapter-stderr FILE]\n"                      \
+    "                    [--restart never|family|case]\n"
 #define RUN_USAGE_BACKEND_INFO                                                                     \
     "attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"                                      \
     "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
-    "                    [--case-timeout SECONDS]\n"
+    "                    [--case-timeout SECONDS] [--adapter-stderr FILE]\n"
 #define RUN_USAGE_LIST "attnconf list [--cases DIR] [--filter GLOB]... [--exclude GLOB]...\n"
 
 /* Each returns the process exit status (run: 0 ok, 1 failures, 2 usage, 3 case files

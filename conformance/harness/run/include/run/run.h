@@ -15,9 +15,10 @@
 void run_result_begin(const run_ctx *rn, const char *id, hr_result *r);
 
 /* Run case c on rn->backend and fill *r (which run_result_begin must have started).  Never
- * aborts: a backend error, a mismatch or an unusable case becomes a status and a message. */
+ * aborts: a backend error, a mismatch or an unusable case becomes a status and a message.
+ * ATTNCONF_EINEXPRESSIBLE is UNEXPRESSIBLE where the case (or cache step) must be rejected,
+ * and a FAIL, with HR_EINEXPRESSIBLE_VALID in its message, anywhere else. */
 void run_case(const run_ctx *rn, const acase *c, hr_result *r);
-
 /* Copy what r reports of the case itself (its rule ids and description) from c; run_case
  * does it, and the parent of a worker that died on the case does it for the CRASH result. */
 void run_result_case_info(const acase *c, hr_result *r);
