@@ -348,9 +348,9 @@ int cmd_repro(const char *argv0, int argc, char **argv)
                 target == &be ? h.name : "the writer",
                 rc == HB_ETRANSPORT ? "with a transport failure" : hb_code_name(rc),
                 e && e[0] ? e : "(no message)");
-        if (rc == ATTNCONF_ENOTSUP || rc == ATTNCONF_EINVAL)
-            fprintf(stderr, "attnconf repro: (an adapter without the repro op answers so; "
-                            "PROTOCOL.md \"repro\")\n");
+        if (rc == ATTNCONF_EINVAL && e && strstr(e, "unknown op"))
+            fprintf(stderr, "attnconf repro: this adapter has no repro op (PROTOCOL.md "
+                            "\"repro\")\n");
         goto done;
     }
     of_file of;
