@@ -96,7 +96,7 @@ def _docstring(header: dict, backend: str, lib: Library, filename: str) -> str:
     rules = ", ".join(header.get("rules") or []) or "(none listed)"
     desc = " ".join(str(header.get("description") or "").split())
     if status == "ok":
-        wants = f"the output within {expect.get('atol')!r} of SPEC.md's result"
+        wants = f"the output within {float(expect.get('atol') or 0):.3g} of SPEC.md's result"
     else:
         wants = f"a rejection ({status}): the library must refuse these inputs"
     params = [f"causal={bool(header.get('causal'))}"]
@@ -354,7 +354,7 @@ def script(header: dict, tensors: dict, backend: str, lib: Library,
         _inputs_code(tensors), "\n\n",
         "# ---- the library, called as attnconf called it ----\n",
         lib.setup.strip("\n"), "\n\n\n",
-        "def run_library():\n", body, "\n\n",
+        "def run_library():\n", body, "\n\n\n",
         "# ---- SPEC.md's semantics, and the comparison ----\n",
         _REFERENCE,
     ])

@@ -194,7 +194,8 @@ class GgmlReproWriter:
         desc = " ".join(str(header.get("description") or "").split())
         threads = self.opts["threads"]
         if status == "ok":
-            wants = f"the output (in q's dtype) within {expect.get('atol')!r} of SPEC.md's result"
+            atol = float(expect.get("atol") or 0)
+            wants = f"the output (in q's dtype) within {atol:.3g} of SPEC.md's result"
         else:
             wants = f"a rejection ({status}): ggml must not compute these inputs"
         graph = ("ggml_mul_mat(k, q) (set_prec), ggml_soft_max_ext(kq, mask, scale, 0),\n"
