@@ -29,6 +29,8 @@ and optionally
     cache_prepare(h, left_padding, lengths), cache_finalize(h)
     refusal_of(exc) -> Refusal | None         # status and message for an exception the
                                               # library raised (None: not recognised)
+    repro(req: SdpaRequest, header) -> (text, language)  # a reproducer of one case
+                                              # (PROTOCOL.md "repro"; attnconf_repro.py)
 
 and serve(adapter) runs it until `close` or end of input.  Statuses: raise Refusal(status,
 message) for a deliberate answer; a library's exception is mapped by refusal_of; otherwise
@@ -350,18 +352,39 @@ def timed(fn, *args, **kwargs):
     return result
 
 
-def _sdpa(adapter, header, tensors):
-    """(reply members, reply tensors) of an sdpa request; members hold "seconds"."""
-    global _timed_seconds
+def _sdpa_request(header, tensors) -> SdpaRequest:
+    """The SdpaRequest of an sdpa (or repro) request."""
     if not {"q", "k", "v"} <= tensors.keys():
         raise ProtocolError(f"sdpa without q, k and v (got {sorted(tensors)})")
     offset, scale = header.get("causal_offset"), header.get("scale")
-    req = SdpaRequest(tensors["q"], tensors["k"], tensors["v"], tensors.get("mask"),
-                      causal=bool(header.get("causal")),
-                      causal_offset=None if offset is None else int(offset),
-                      scale=None if scale is None else float(scale),
-                      window=int(header.get("window") or 0),
-                      lengths=header.get("lengths"), left_padding=header.get("left_padding"))
+    return SdpaRequest(tensors["q"], tensors["k"], tensors["v"], tensors.get("mask"),
+                       causal=bool(header.get("causal")),
+                       causal_offset=None if offset is None else int(offset),
+                       scale=None if scale is None else float(scale),
+                       window=int(header.get("window") or 0),
+                       lengths=header.get("lengths"), left_padding=header.get("left_padding"))
+
+
+def _repro(adapter, header, tensors) -> dict:
+    """The reply members of a repro request (PROTOCOL.md "repro"): an sdpa request plus "case"
+    and "expect", answered with the text of a reproducer.  The adapter's
+    repro(req: SdpaRequest, header: dict) -> (text, language) writes it (attnconf_repro.py
+    builds the text); an adapter without one answers ENOTSUP."""
+    if not hasattr(adapter, "repro"):
+        raise Refusal(ENOTSUP, "this adapter writes no reproducers (it has no repro)")
+    text, language = adapter.repro(_sdpa_request(header, tensors), header)
+    members = {"script": text, "language": language}
+    size = len(json.dumps(members, separators=(",", ":")).encode()) + 64
+    if size > MAX_HEADER:
+        raise Refusal(ENOTSUP, f"the reproducer takes {size} bytes: more than the 1 MiB a "
+                      "reply header holds")
+    return members
+
+
+def _sdpa(adapter, header, tensors):
+    """(reply members, reply tensors) of an sdpa request; members hold "seconds"."""
+    global _timed_seconds
+    req = _sdpa_request(header, tensors)
     _timed_seconds = None
     t0 = time.perf_counter()
     dtype, out = adapter.sdpa(req)
@@ -496,6 +519,8 @@ def serve(adapter) -> None:
                     members, reply = _sdpa(adapter, header, tensors)
                 elif op == "build_mask":
                     reply = _build_mask(adapter, header)
+                elif op == "repro":
+                    members, reply = _repro(adapter, header, tensors), []
                 elif op in _CACHE_OPS:
                     members, reply = _cache(adapter, caches, op, header, tensors)
                     _write_message({"status": OK, **members}, reply)

@@ -27,6 +27,7 @@ How cases are posed, as a PyTorch user would write them:
   * scale: scale=None (PyTorch's 1/sqrt(D)) or the number as given.
   * the sdpa mask parameters (window, lengths, left padding) are not claimed: SDPA has none.
   * build_mask and the KV cache are not offered: PyTorch has neither.
+  * repro (PROTOCOL.md): a reproducer script of one case, from the same plan() as the call.
 Threads: torch.set_num_threads(threads) with --backend-option threads=N; absent, PyTorch's
 default (one per core).  An sdpa reply reports the time of the scaled_dot_product_attention
 call alone (attnconf_exec.timed).
@@ -37,6 +38,7 @@ Run (from the repository root, with a Python that has torch installed):
         --backend-option kernel=math --backend-option causal=lower_right
 """
 
+import inspect
 import re
 import sys
 import warnings
@@ -44,6 +46,7 @@ import warnings
 sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
 import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
 
+import attnconf_repro as repro_text  # noqa: E402
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -111,43 +114,56 @@ class TorchSdpa:
                                  "an integer from 1 to 9999")
             torch.set_num_threads(int(options["threads"]))
         self.kernel = KERNELS[options["kernel"]]
+        self.threads = options["threads"]
         self.lower_right = options["causal"] == "lower_right"
         name = "torch-sdpa" + ("" if self.kernel is None else "-" + options["kernel"])
         if self.lower_right:
             name += "-lower-right"
+        self.name = name
         caps = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale"]
         return ax.Identity(name, versions(), caps)
 
     def causal_kwargs(self, req: ax.SdpaRequest, lq: int, lk: int) -> dict:
+        """plan()'s causal part: {keyword: (value, source)}."""
         off = req.causal_offset
         if req.mask is not None:
             # SDPA's own rule (documented): attn_mask and is_causal together are refused.  Both
             # are passed, so the rejection is PyTorch's, in either spelling.
-            return {"attn_mask": to_torch(req.mask), "is_causal": True}
+            return {"attn_mask": (to_torch(req.mask), "to_torch(INPUTS['mask'])"),
+                    "is_causal": (True, "True")}
         if self.lower_right:
             if off is None or off == lk - lq:
-                return {"attn_mask": causal_lower_right(lq, lk)}
+                return {"attn_mask": (causal_lower_right(lq, lk), f"causal_lower_right({lq}, {lk})")}
             if off == 0:
-                return {"is_causal": True}
+                return {"is_causal": (True, "True")}
             raise ax.Refusal(ax.ENOTSUP, f"explicit causal offset {off}: PyTorch says only "
                              f"0 (is_causal) and Lk - Lq = {lk - lq} (causal_lower_right)")
         if off is None or off == 0:
-            return {"is_causal": True}
+            return {"is_causal": (True, "True")}
         raise ax.Refusal(ax.ENOTSUP, f"explicit causal offset {off}: is_causal has no offset "
                          "(it is top-left, offset 0)")
 
-    def sdpa(self, req: ax.SdpaRequest):
-        q, k, v = to_torch(req.q), to_torch(req.k), to_torch(req.v)
+    def plan(self, req: ax.SdpaRequest) -> dict:
+        """The keyword arguments of the scaled_dot_product_attention call for req, each as
+        (value, source): the value sdpa() passes, and the expression a reproducer writes for it
+        (over its INPUTS and the helpers repro() embeds).  One set of decisions for both, so the
+        reproducer calls PyTorch exactly as the run did."""
         kwargs = {}
         if req.scale is not None:
-            kwargs["scale"] = req.scale
-        if q.dim() >= 3 and k.dim() == q.dim() and q.shape[-3] != k.shape[-3]:
-            kwargs["enable_gqa"] = True
+            kwargs["scale"] = (req.scale, repr(req.scale))
+        qs, ks = req.q.shape, req.k.shape
+        if len(qs) >= 3 and len(ks) == len(qs) and qs[-3] != ks[-3]:
+            kwargs["enable_gqa"] = (True, "True")
         if req.causal:
-            kwargs.update(self.causal_kwargs(req, q.shape[-2], k.shape[-2]))
+            kwargs.update(self.causal_kwargs(req, qs[-2], ks[-2]))
         elif req.mask is not None:
-            kwargs["attn_mask"] = to_torch(req.mask)
+            kwargs["attn_mask"] = (to_torch(req.mask), "to_torch(INPUTS['mask'])")
+        return kwargs
+
+    def sdpa(self, req: ax.SdpaRequest):
+        q, k, v = to_torch(req.q), to_torch(req.k), to_torch(req.v)
+        kwargs = {key: value for key, (value, _) in self.plan(req).items()}
         # A forced kernel that cannot take the inputs says why only in UserWarnings, then
         # raises "No available kernel": the warnings become part of the refusal's text.
         with torch.no_grad(), warnings.catch_warnings(record=True) as seen:
@@ -166,6 +182,43 @@ class TorchSdpa:
                     raise RuntimeError(f"{e} ({'; '.join(why)})") from e
                 raise
         return from_torch(out)
+
+    def repro(self, req: ax.SdpaRequest, header: dict):
+        """A reproducer (PROTOCOL.md "repro"): the same to_torch, plan and kernel as sdpa()."""
+        call = ", ".join(["q, k, v"] + [f"{key}={src}" for key, (_, src) in self.plan(req).items()])
+        kernel = "" if self.kernel is None else f", sdpa_kernel(SDPBackend.{self.kernel.name})"
+        setup = "\n".join([
+            "import numpy as np",
+            "import torch",
+            "import torch.nn.functional as F",
+            "from torch.nn.attention import SDPBackend, sdpa_kernel",
+            "from torch.nn.attention.bias import causal_lower_right",
+            "",
+            "WIRE = {torch.float32: 'f32', torch.float16: 'f16', torch.bfloat16: 'bf16'}",
+            *([f"torch.set_num_threads({self.threads})"] if self.threads else []),
+            "",
+            "",
+            inspect.getsource(to_torch),
+        ])
+        body = "\n".join([
+            "q, k, v = to_torch(INPUTS['q']), to_torch(INPUTS['k']), to_torch(INPUTS['v'])",
+            f"with torch.no_grad(){kernel}:",
+            f"    out = F.scaled_dot_product_attention({call})",
+            "print(f'torch {torch.__version__}, cpu capability '",
+            "      f'{torch.backends.cpu.get_cpu_capability()}')",
+            "return out.detach().to(torch.float64).numpy(), WIRE.get(out.dtype, str(out.dtype))",
+        ])
+        how = [
+            "q, k, v: torch tensors of the case's dtype over the embedded buffers, with the "
+            "strides attnconf",
+            "passed (torch.as_strided; bf16 from its bit patterns), shape (B, H, L, D);",
+            f"F.scaled_dot_product_attention({call})" + (
+                f" under sdpa_kernel(SDPBackend.{self.kernel.name})" if self.kernel else
+                " (PyTorch's own kernel choice)") + ".",
+        ]
+        lib = repro_text.Library(requires=f"torch=={torch.__version__.split('+')[0]} numpy",
+                                 versions=versions(), posed="\n".join(how), setup=setup, call=body)
+        return repro_text.script(header, repro_text.inputs(req), self.name, lib), "python"
 
     def refusal_of(self, exc):
         text = " ".join(f"{type(exc).__name__}: {exc}".split())

@@ -1410,3 +1410,72 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
     *ctx = c;
     return 0;
 }
+
+/* ---- repro (PROTOCOL.md "repro"): a reproducer of one case ----------------------------------
+ * The request is the sdpa request of a (the same members, xb_sdpa_params and xb_add_tensor)
+ * with op "repro" and the members of `extra`; the reply carries no tensors. */
+int xb_repro(void *ctx, const attnconf_sdpa_args *a, json_t *extra, char **script, char *language,
+             size_t language_len)
+{
+    xb_ctx *c = ctx;
+    *script = NULL;
+    c->last_error[0] = '\0';
+    if (!a || !a->q || !a->k || !a->v || !json_is_object(extra)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: repro without q, k, v or members");
+        return ATTNCONF_EINVAL;
+    }
+    int rc = xb_ensure(c);
+    if (rc)
+        return rc;
+    xb_payload pl[4];
+    size_t npl = 0;
+    json_t *h = json_object(), *list = json_array(), *r = NULL;
+    rc = ATTNCONF_ENOMEM;
+    if (!h || !list || json_object_set_new(h, "protocol", json_integer(1)) ||
+        json_object_set_new(h, "op", json_string("repro")) ||
+        json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
+        json_object_set_new(h, "causal_offset",
+                            a->has_causal_offset ? json_integer(a->causal_offset) : json_null()) ||
+        json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
+        json_object_update(h, extra) || json_object_set(h, "tensors", list)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        goto done;
+    }
+    rc = xb_sdpa_params(c, a, h);
+    if (rc)
+        goto done;
+    static const char *const names[4] = {"q", "k", "v", "mask"};
+    const attnconf_tensor *ts[4] = {a->q, a->k, a->v, a->mask};
+    for (int i = 0; i < 4; i++) {
+        if (!ts[i])
+            continue;
+        rc = xb_add_tensor(c, list, names[i], ts[i], &pl[npl]);
+        if (rc)
+            goto done;
+        npl++;
+    }
+    rc = xb_call(c, h, pl, npl, "repro", NULL, NULL, 0, &r);
+    if (rc)
+        goto done;
+    json_t *s = json_object_get(r, "script"), *l = json_object_get(r, "language");
+    const char *lang = json_is_string(l) ? json_string_value(l) : "";
+    if (!json_is_string(s) || (strcmp(lang, "python") != 0 && strcmp(lang, "c") != 0)) {
+        rc = xb_garbage(c, "a repro reply needs a \"script\" string and a \"language\" of "
+                           "\"python\" or \"c\"");
+        goto done;
+    }
+    *script = strdup(json_string_value(s));
+    if (!*script) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for the script");
+        rc = ATTNCONF_ENOMEM;
+        goto done;
+    }
+    xb_fmt(language, language_len, "%s", lang);
+done:
+    for (size_t i = 0; i < npl; i++)
+        free(pl[i].owned);
+    json_decref(list);
+    json_decref(h);
+    json_decref(r);
+    return rc;
+}

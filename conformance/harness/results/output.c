@@ -423,6 +423,11 @@ static void write_text(const hr_run *run, FILE *f)
                 put_line(f, FIELD(r->rerun), 0);
                 fputc('\n', f);
             }
+            if (r->repro[0]) {
+                fputs("    repro: ", f);
+                put_line(f, FIELD(r->repro), 0);
+                fputc('\n', f);
+            }
         }
     }
     for (int s = 0; s < HR_STATUS_COUNT; s++)

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "attnconf/backend.h"
 
 /* Start `/bin/sh -c cmdline` (ATTNCONF_PROTOCOL=1 in its environment), send `hello` with the
@@ -35,5 +37,17 @@ void xb_restart(void *ctx);
  * -1 when that call failed or its reply carried none.  `attnconf bench` times an exec: backend
  * by this; `attnconf run` ignores it.  ctx is a context from xb_open. */
 double xb_last_seconds(void *ctx);
+
+/* PROTOCOL.md "repro": ask the adapter on ctx (from xb_open) for a reproducer of one case.
+ * The request is the sdpa request of a (the same header members and tensors as the `sdpa` call
+ * sends; a->out is not used) with op "repro" and every member of the JSON object extra added
+ * (borrowed: "case", "expect", "description", "rules", "backend").  Returns 0 with *script the
+ * reply's text (malloc'd, the caller frees it) and language "python" or "c" (language_len >= 8);
+ * else the adapter's status (0 .. -5: -1 or -4 from an adapter that writes no reproducers),
+ * HB_ETRANSPORT, or another ATTNCONF code, with the reason in the table's last_error and
+ * *script NULL.  A reply without a "script" string and a known "language" is a transport
+ * failure. */
+int xb_repro(void *ctx, const attnconf_sdpa_args *a, json_t *extra, char **script, char *language,
+             size_t language_len);
 
 #endif

@@ -77,6 +77,9 @@ typedef struct hr_result {
     double seconds;        /* wall time of the backend call */
     char rerun[4096];      /* the exact command that re-runs this case alone (exec: command
                                 lines and --backend-option words make it long) */
+    char repro[4096];      /* the `attnconf repro` command that writes this case's
+                                reproducer, "" when there is none (not an sdpa case, or a
+                                plugin no repro writer is registered for) */
     char description[512]; /* what the case checks (its `description`), "" if not loaded */
     char dtype[8];         /* the case's dtype: q's for sdpa, "bool" for mask; "" if not
                                 loaded (the report counts the dtypes that catch a mutant) */
