@@ -223,6 +223,7 @@ int cmd_repro(const char *argv0, int argc, char **argv)
 {
     (void)argv0;
     const char *backend = NULL, *writer = NULL, *cases = NULL, *id = NULL, *out = NULL;
+    const char *adapter_stderr = NULL;
     const char *kv[REPRO_MAX_OPTIONS];
     size_t nkv = 0;
     double timeout_s = HB_DEFAULT_TIMEOUT_S, case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
@@ -239,6 +240,7 @@ int cmd_repro(const char *argv0, int argc, char **argv)
         {.name = "--out", .kind = CLI_STRING, .dest = &out},
         {.name = "--timeout", .kind = CLI_SECONDS, .dest = &timeout_s},
         {.name = "--case-timeout", .kind = CLI_SECONDS, .dest = &case_timeout_s},
+        cli_opt_adapter_stderr(&adapter_stderr),
     };
     const cli_cmd cmd = {
         .name = "repro", .usage = repro_usage, .opts = opts, .nopts = CLI_COUNT_OF(opts)};
@@ -251,6 +253,8 @@ int cmd_repro(const char *argv0, int argc, char **argv)
         return cli_usage_error(&cmd, "--case is required", NULL);
     if (writer && !hb_spec_is_exec(writer))
         return cli_usage_error(&cmd, "--writer must be exec:CMD", writer);
+    if (adapter_stderr && !hb_spec_is_exec(backend) && !writer)
+        return cli_usage_error(&cmd, CLI_ADAPTER_STDERR_NOT_EXEC, backend);
     attnconf_option opt[REPRO_MAX_OPTIONS];
     char keys[REPRO_MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
     size_t nopt = 0;
@@ -278,7 +282,7 @@ int cmd_repro(const char *argv0, int argc, char **argv)
 
     /* What the backend is (its name picks the writer; its capabilities say whether `run` poses
      * the case at all), then who answers: the exec: adapter, or the writer. */
-    const hb_open_opts oo = {opt, nopt, timeout_s};
+    const hb_open_opts oo = {opt, nopt, timeout_s, adapter_stderr};
     static hw_hello h; /* ~14 KiB: not on the stack */
     hb_backend be, wr;
     memset(&be, 0, sizeof be);
