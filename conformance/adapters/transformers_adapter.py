@@ -67,8 +67,10 @@ Run (from the repository root, with a Python that has transformers and torch):
 import os
 import platform
 import re
+import sys
 
-import attnconf_exec as ax  # first: it protects the protocol channel from stray prints
+sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
+import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
 
 import numpy as np
 import torch

@@ -532,6 +532,7 @@ def s_long_error(args):
     """A backend's long error text (a compiler's: command line first, verdict last) keeps its
     head and its tail, with a marker saying how many bytes were left out, in the results (JSON
     and text) and in the report: the verdict is no longer cut off."""
+    sys.dont_write_bytecode = True  # no __pycache__ in the checkout
     sys.path.insert(0, os.path.dirname(ADAPTER))
     sys.argv = [ADAPTER, "long_error"]
     import bad_adapter  # noqa: E402  only for its LONG_ERROR text
@@ -731,6 +732,7 @@ def s_stride0_wire(args):
 
 DECODE = r"""
 import io, sys
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, sys.argv[1])
 import attnconf_exec as ax
 import numpy as np
