@@ -306,9 +306,14 @@ def _wire_array(dtype: str, array) -> np.ndarray:
 
 # ---- requests -------------------------------------------------------------------------------
 
-def _one_line(text: str, limit: int = 2000) -> str:
+def _one_line(text: str, head: int = 1000, tail: int = 3000) -> str:
+    """text on one line; a long one keeps its head and its tail (a compiler's verdict is at the
+    end), with a marker between, as the harness keeps head and tail of what it stores
+    (PROTOCOL.md)."""
     text = re.sub(r"\s+", " ", text).strip() or "(no message)"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    if len(text) <= head + tail + 40:
+        return text
+    return f"{text[:head]} [... {len(text) - head - tail} characters ...] {text[-tail:]}"
 
 
 def _hello(adapter, header) -> dict:
