@@ -9,6 +9,7 @@
 #   lib/cmake/attnconf/                     attnconfConfig.cmake (+ Version, Targets, Tests)
 #   lib/pkgconfig/attnconf.pc               Cflags for <attnconf/backend.h>
 #   share/attnconf/cases/                   the golden cases (<family>/<id>.yaml, FORMAT.md)
+#   share/attnconf/python/attnconf_exec.py  the exec-protocol module for Python adapters
 #   share/doc/attnconf/                     SPEC.md, FORMAT.md, examples/backend-template/
 # The installed attnconf finds its backends and cases relative to its own location
 # (conformance/harness/common/include/common/locate.h), so the tree works at any prefix and can be moved whole.
@@ -19,6 +20,9 @@ include(CMakePackageConfigHelpers)
 
 set(ATTNCONF_INSTALL_BACKENDDIR "${CMAKE_INSTALL_LIBDIR}/attnconf/backends")
 set(ATTNCONF_INSTALL_CASESDIR "${CMAKE_INSTALL_DATADIR}/attnconf/cases")
+# Not site-packages: the module belongs to this installation (its protocol version is the
+# harness's), and an adapter names the directory (attnconf_PYTHON_DIR, pkg-config pythondir).
+set(ATTNCONF_INSTALL_PYTHONDIR "${CMAKE_INSTALL_DATADIR}/attnconf/python")
 set(ATTNCONF_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/attnconf")
 set(ATTNCONF_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 
@@ -66,6 +70,7 @@ install(FILES conformance/include/attnconf/backend.h conformance/include/attncon
 install(DIRECTORY "${ATTNCONF_CASES_DIR}/" DESTINATION "${ATTNCONF_INSTALL_CASESDIR}"
   FILES_MATCHING PATTERN "*.yaml" PATTERN "FORMAT.md")
 install(FILES SPEC.md cases/FORMAT.md DESTINATION "${CMAKE_INSTALL_DOCDIR}")
+install(FILES conformance/adapters/attnconf_exec.py DESTINATION "${ATTNCONF_INSTALL_PYTHONDIR}")
 install(DIRECTORY examples/backend-template DESTINATION "${CMAKE_INSTALL_DOCDIR}/examples"
   PATTERN "build" EXCLUDE)
 
@@ -74,7 +79,8 @@ install(EXPORT attnconfTargets NAMESPACE attnconf:: DESTINATION "${ATTNCONF_INST
 configure_package_config_file(cmake/attnconfConfig.cmake.in
   "${PROJECT_BINARY_DIR}/package/attnconfConfig.cmake"
   INSTALL_DESTINATION "${ATTNCONF_INSTALL_CMAKEDIR}"
-  PATH_VARS ATTNCONF_INSTALL_CASESDIR ATTNCONF_INSTALL_BACKENDDIR CMAKE_INSTALL_DOCDIR)
+  PATH_VARS ATTNCONF_INSTALL_CASESDIR ATTNCONF_INSTALL_BACKENDDIR CMAKE_INSTALL_DOCDIR
+            ATTNCONF_INSTALL_PYTHONDIR)
 # 0.x: a new minor version may change the case format or the function, so only the same
 # major.minor matches (the plugin ABI has its own version check, ATTNCONF_ABI_VERSION).
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/package/attnconfConfigVersion.cmake"
@@ -86,8 +92,8 @@ install(FILES "${PROJECT_BINARY_DIR}/package/attnconfConfig.cmake"
 
 # ---- pkg-config ---------------------------------------------------------------------------------
 _attnconf_rel(ATTNCONF_PC_PREFIX_REL "${ATTNCONF_INSTALL_PKGCONFIGDIR}" ".")
-foreach(var IN ITEMS INCLUDEDIR BINDIR CASESDIR BACKENDDIR)
-  if(var STREQUAL "CASESDIR" OR var STREQUAL "BACKENDDIR")
+foreach(var IN ITEMS INCLUDEDIR BINDIR CASESDIR BACKENDDIR PYTHONDIR)
+  if(var MATCHES "^(CASES|BACKEND|PYTHON)DIR$")
     set(dir "${ATTNCONF_INSTALL_${var}}")
   else()
     set(dir "${CMAKE_INSTALL_${var}}")
@@ -119,6 +125,8 @@ if(ATTNCONF_BUILD_TESTS)
             "-DCASESDIR=${ATTNCONF_INSTALL_CASESDIR}"
             "-DBACKENDDIR=${ATTNCONF_INSTALL_BACKENDDIR}"
             "-DDOCDIR=${CMAKE_INSTALL_DOCDIR}"
+            "-DPYTHONDIR=${ATTNCONF_INSTALL_PYTHONDIR}"
+            "-DEXEC_PYTHON=${ATTNCONF_EXEC_PYTHON}"
             -P "${PROJECT_SOURCE_DIR}/cmake/install_test.cmake")
   set_tests_properties(install.backend_template PROPERTIES LABELS "install" TIMEOUT 300)
 endif()

@@ -1,12 +1,14 @@
 # install_test.cmake — ctest install.backend_template: install this build into a scratch prefix,
 # build examples/backend-template against it as a separate project (find_package(attnconf),
 # attnconf_add_tests) and run that project's ctest; then the README's pkg-config compile line,
-# and the installed harness's own defaults (cases and backends found relative to itself, after
-# the whole prefix is moved).  Run by cmake/install.cmake's add_test with -D:
+# the installed harness's own defaults (cases and backends found relative to itself, after
+# the whole prefix is moved), and the installed attnconf_exec.py imported from where the package
+# says it is.  Run by cmake/install.cmake's add_test with -D:
 #   BUILD_DIR TEMPLATE_DIR WORK GENERATOR MAKE_PROGRAM C_COMPILER PKG_CONFIG
-#   BINDIR LIBDIR INCLUDEDIR CASESDIR BACKENDDIR DOCDIR (the GNUInstallDirs layout, relative)
+#   BINDIR LIBDIR INCLUDEDIR CASESDIR BACKENDDIR DOCDIR PYTHONDIR (the layout, relative)
+#   EXEC_PYTHON (a Python with numpy; empty: the module's import is not checked)
 foreach(v BUILD_DIR TEMPLATE_DIR WORK GENERATOR C_COMPILER BINDIR LIBDIR INCLUDEDIR CASESDIR
-          BACKENDDIR DOCDIR)
+          BACKENDDIR DOCDIR PYTHONDIR EXEC_PYTHON)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "install_test: -D ${v}=... is required")
   endif()
@@ -43,7 +45,7 @@ run("install" 0 out "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${pref
 foreach(f "${BINDIR}/attnconf" "${INCLUDEDIR}/attnconf/backend.h"
           "${INCLUDEDIR}/attnconf/PROTOCOL.md" "${BACKENDDIR}/reference.so"
           "${CASESDIR}/FORMAT.md" "${DOCDIR}/SPEC.md" "${DOCDIR}/FORMAT.md"
-          "${DOCDIR}/examples/backend-template/mybackend.c"
+          "${DOCDIR}/examples/backend-template/mybackend.c" "${PYTHONDIR}/attnconf_exec.py"
           "${LIBDIR}/cmake/attnconf/attnconfConfig.cmake"
           "${LIBDIR}/cmake/attnconf/attnconfConfigVersion.cmake"
           "${LIBDIR}/cmake/attnconf/attnconfTests.cmake" "${LIBDIR}/pkgconfig/attnconf.pc")
@@ -121,6 +123,7 @@ attnconf_add_tests(TARGET mb NAME x FILTER \"mask.causal\" sdpa.nomask EXPECTED 
 attnconf_add_tests(TARGET mb NAME w FILTER sdpa.nomask EXPECTED wrong.yaml)
 attnconf_add_tests(TARGET mb NAME o FILTER sdpa.nomask OPTIONS threads=2)
 attnconf_add_tests(TARGET attnconf::reference NAME r FILTER mask.causal)
+file(WRITE \"\${CMAKE_BINARY_DIR}/python_dir.txt\" \"\${attnconf_PYTHON_DIR}\")
 ")
 run("configure the arguments project" 0 out "${CMAKE_COMMAND}" -S "${args}" -B "${args}/build"
     -G "${GENERATOR}" "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}" "-DCMAKE_C_COMPILER=${C_COMPILER}"
@@ -143,6 +146,10 @@ must_match("args" "${out}" "w\\.sdpa\\.nomask [.]+\\*\\*\\*Failed")
 must_match("args" "${out}" "wrong\\.yaml: [0-9]+ as expected, 1 unexpected")
 must_match("args" "${out}" "o\\.sdpa\\.nomask [.]+\\*\\*\\*Failed")
 must_match("args" "${out}" "threads")
+file(READ "${args}/build/python_dir.txt" pydir)
+if(NOT pydir STREQUAL "${prefix}/${PYTHONDIR}")
+  message(FATAL_ERROR "attnconf_PYTHON_DIR is '${pydir}', expected '${prefix}/${PYTHONDIR}'")
+endif()
 
 # ---- 3. the README's compile line for those who do not use CMake -------------------------------
 if(PKG_CONFIG)
@@ -153,6 +160,15 @@ if(PKG_CONFIG)
     message(FATAL_ERROR "pkg-config --cflags attnconf: exit ${rc}")
   endif()
   separate_arguments(cflags UNIX_COMMAND "${cflags}")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env "PKG_CONFIG_PATH=${prefix}/${LIBDIR}/pkgconfig"
+                          "${PKG_CONFIG}" --variable=pythondir attnconf
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE pcpy OUTPUT_STRIP_TRAILING_WHITESPACE)
+  file(REAL_PATH "${pcpy}" pcpy)
+  file(REAL_PATH "${prefix}/${PYTHONDIR}" pywant)
+  if(NOT rc EQUAL 0 OR NOT pcpy STREQUAL pywant)
+    message(FATAL_ERROR "pkg-config --variable=pythondir attnconf: exit ${rc}, '${pcpy}', "
+                        "expected '${pywant}'")
+  endif()
   run("cc with pkg-config" 0 out "${C_COMPILER}" -std=c11 -O2 -Wall -Wextra -Werror -shared
       -fPIC ${cflags} -o "${WORK}/mybackend.so" "${TEMPLATE_DIR}/mybackend.c" -lm)
 endif()
@@ -180,5 +196,32 @@ if(PKG_CONFIG)
   run("pkg-config-built template" 0 out "${moved}/${BINDIR}/attnconf" run
       --backend "${WORK}/mybackend.so" --cases "${moved}/${CASESDIR}/sdpa.causal"
       --filter "sdpa.causal.*")
+endif()
+
+# ---- 5. attnconf_exec.py from the moved installation, as an out-of-tree adapter uses it ---------
+if(EXEC_PYTHON)
+  set(pyd "${moved}/${PYTHONDIR}")
+  # -I: neither PYTHONPATH, the working directory nor user site-packages can supply the module,
+  # so it is the installed file or nothing; -B: nothing written into the installation.  (No ';'
+  # in the code: run() passes its command on as a CMake list.)
+  run("import the installed attnconf_exec" 0 out "${EXEC_PYTHON}" -I -B -c
+      "import os, sys\nsys.path.insert(0, sys.argv[1])\nimport attnconf_exec as ax
+sys.exit(0 if ax.PROTOCOL == 1 and os.path.dirname(ax.__file__) == sys.argv[1] else 3)" "${pyd}")
+  # The PYTHONPATH spelling, through the installed harness: an adapter outside any attnconf tree.
+  file(WRITE "${WORK}/outside_adapter.py" "import attnconf_exec as ax
+class A:
+    options = [ax.Option('mode', 'x', 'any text')]
+    def open(self, options):
+        return ax.Identity('outside-' + options['mode'], 'outside 1', ['f32'])
+ax.serve(A())
+")
+  run("installed attnconf_exec under the installed harness" 0 out "${moved}/${BINDIR}/attnconf"
+      backend-info --backend "exec:env PYTHONPATH=${pyd} ${EXEC_PYTHON} -B ${WORK}/outside_adapter.py"
+      --backend-option mode=y)
+  must_match("outside adapter" "${out}" "name: outside-y\nversion: outside 1\n")
+  must_match("outside adapter" "${out}" "  mode \\(default: x\\): any text")
+else()
+  message(STATUS "no Python with numpy (ATTNCONF_EXEC_PYTHON): the installed attnconf_exec.py "
+                 "is not imported")
 endif()
 file(REMOVE_RECURSE "${WORK}")

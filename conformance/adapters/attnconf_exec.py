@@ -11,7 +11,8 @@ stdout.
 
 An adapter is any object with
 
-    options: list[Option]                     # what hello accepts (may be empty)
+    options: list[Option]                     # what hello accepts (may be empty); an
+                                              # Option's applies= ties it to a variant
     open(options: dict[str, str]) -> Identity # on hello; every known key present (defaults
                                               # filled in); raise Refusal to decline
     sdpa(req: SdpaRequest) -> (dtype, array)  # dtype as produced: "f32", "f16" or "bf16"
@@ -28,6 +29,8 @@ and optionally
     cache_prepare(h, left_padding, lengths), cache_finalize(h)
     refusal_of(exc) -> Refusal | None         # status and message for an exception the
                                               # library raised (None: not recognised)
+    repro(req: SdpaRequest, header) -> (text, language)  # a reproducer of one case
+                                              # (PROTOCOL.md "repro"; attnconf_repro.py)
 
 and serve(adapter) runs it until `close` or end of input.  Statuses: raise Refusal(status,
 message) for a deliberate answer; a library's exception is mapped by refusal_of; otherwise
@@ -51,7 +54,7 @@ import os
 import re
 import sys
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -65,11 +68,15 @@ PROTOCOL = 1
 MAX_HEADER = 1 << 20  # bytes, newline included
 
 OK, EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = 0, -1, -2, -3, -4, -5
+# Only for a case that must be rejected whose invalid input the library's API cannot write
+# (PROTOCOL.md "Status -6"); on any other case the harness counts it a FAIL.
+EINEXPRESSIBLE = -6
 
 CAPABILITIES = frozenset({
     "f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
     "causal.offset", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window", "lengths",
-    "left_padding", "mask.kv_len", "stride0", "sdpa.window", "sdpa.lengths", "sdpa.left_padding",
+    "left_padding", "mask.kv_len", "stride0", "stride0.wire", "sdpa.window", "sdpa.lengths",
+    "sdpa.left_padding",
     "cache.standard", "cache.rotating", "cache.chunked", "cache.quantized", "cache.batch",
     "cache.batch_rotating",
 })
@@ -98,9 +105,15 @@ class ProtocolError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Option:
+    """A hello option.  applies: None (the option always means something), or a function of the
+    chosen values ({key: value} of every option, defaults filled in) telling whether it means
+    anything for that choice, so that the hello reply (what `attnconf backend-info` lists)
+    shows only the options of the variant chosen, and a value given for an option that does
+    not apply is refused (EINVAL) instead of being silently ignored."""
     key: str
     default: Optional[str]
     help: str
+    applies: Optional[Callable[[dict], bool]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,14 +235,20 @@ def _decode_tensor(desc) -> Tensor:
     if not (isinstance(shape, list) and len(shape) <= 4 and all(_is_int(n) and n >= 0 for n in shape)):
         raise ProtocolError(f"tensor {name}: bad shape {shape!r}")
     numel = int(np.prod(shape, dtype=np.int64))
-    if nbytes != numel * STORAGE[dtype].itemsize:
-        raise ProtocolError(f"tensor {name}: nbytes {nbytes} does not match shape {shape} {dtype}")
     row_major = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
     strides = desc.get("strides", row_major)
     if not (isinstance(strides, list) and len(strides) == len(shape)
             and all(_is_int(s) and s >= 0 for s in strides)):
         raise ProtocolError(f"tensor {name}: bad strides {strides!r}")
-    if numel and sum((n - 1) * s for n, s in zip(shape, strides)) >= numel:
+    # stride0.wire (PROTOCOL.md): an axis broadcast with stride 0 is sent once, so the buffer
+    # holds the span the strides address, not numel elements; else it holds numel exactly.
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if numel else 0
+    broadcast = any(n > 1 and s == 0 for n, s in zip(shape, strides))
+    held = span if numel and broadcast else numel
+    if nbytes != held * STORAGE[dtype].itemsize:
+        raise ProtocolError(f"tensor {name}: nbytes {nbytes} does not match shape {shape} "
+                            f"strides {strides} {dtype}")
+    if span > held:
         raise ProtocolError(f"tensor {name}: strides {strides} address outside its buffer")
     storage = np.frombuffer(_read_exact(nbytes), STORAGE[dtype])
     return Tensor(name, dtype, tuple(shape), tuple(strides), storage)
@@ -287,9 +306,14 @@ def _wire_array(dtype: str, array) -> np.ndarray:
 
 # ---- requests -------------------------------------------------------------------------------
 
-def _one_line(text: str, limit: int = 2000) -> str:
+def _one_line(text: str, head: int = 1000, tail: int = 3000) -> str:
+    """text on one line; a long one keeps its head and its tail (a compiler's verdict is at the
+    end), with a marker between, as the harness keeps head and tail of what it stores
+    (PROTOCOL.md)."""
     text = re.sub(r"\s+", " ", text).strip() or "(no message)"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    if len(text) <= head + tail + 40:
+        return text
+    return f"{text[:head]} [... {len(text) - head - tail} characters ...] {text[-tail:]}"
 
 
 def _hello(adapter, header) -> dict:
@@ -302,6 +326,13 @@ def _hello(adapter, header) -> dict:
         if not isinstance(value, str):
             raise Refusal(EINVAL, f"option '{key}': value {value!r} is not a string")
     options = {k: o.default for k, o in known.items()} | given
+    applying = [o for o in adapter.options if o.applies is None or o.applies(dict(options))]
+    idle = [k for k in given if k not in {o.key for o in applying}]
+    if idle:
+        chosen = ", ".join(f"{o.key}={options[o.key]}" for o in applying
+                           if options[o.key] is not None) or "the defaults"
+        raise Refusal(EINVAL, f"option '{idle[0]}' does not apply with {chosen} (options that "
+                      f"apply: {', '.join(o.key for o in applying) or 'none'})")
     ident = adapter.open(options)
     unknown = set(ident.capabilities) - CAPABILITIES
     if unknown or not re.fullmatch(r"[a-z0-9_-]{1,64}", ident.name):
@@ -309,7 +340,7 @@ def _hello(adapter, header) -> dict:
     return {"status": OK, "name": ident.name, "version": ident.version,
             "capabilities": list(ident.capabilities),
             "options": [{"key": o.key, "default": o.default, "help": o.help}
-                        for o in adapter.options]}
+                        for o in applying]}
 
 
 # The seconds timed() measured during the request being answered; None: it was not called.
@@ -326,18 +357,39 @@ def timed(fn, *args, **kwargs):
     return result
 
 
-def _sdpa(adapter, header, tensors):
-    """(reply members, reply tensors) of an sdpa request; members hold "seconds"."""
-    global _timed_seconds
+def _sdpa_request(header, tensors) -> SdpaRequest:
+    """The SdpaRequest of an sdpa (or repro) request."""
     if not {"q", "k", "v"} <= tensors.keys():
         raise ProtocolError(f"sdpa without q, k and v (got {sorted(tensors)})")
     offset, scale = header.get("causal_offset"), header.get("scale")
-    req = SdpaRequest(tensors["q"], tensors["k"], tensors["v"], tensors.get("mask"),
-                      causal=bool(header.get("causal")),
-                      causal_offset=None if offset is None else int(offset),
-                      scale=None if scale is None else float(scale),
-                      window=int(header.get("window") or 0),
-                      lengths=header.get("lengths"), left_padding=header.get("left_padding"))
+    return SdpaRequest(tensors["q"], tensors["k"], tensors["v"], tensors.get("mask"),
+                       causal=bool(header.get("causal")),
+                       causal_offset=None if offset is None else int(offset),
+                       scale=None if scale is None else float(scale),
+                       window=int(header.get("window") or 0),
+                       lengths=header.get("lengths"), left_padding=header.get("left_padding"))
+
+
+def _repro(adapter, header, tensors) -> dict:
+    """The reply members of a repro request (PROTOCOL.md "repro"): an sdpa request plus "case"
+    and "expect", answered with the text of a reproducer.  The adapter's
+    repro(req: SdpaRequest, header: dict) -> (text, language) writes it (attnconf_repro.py
+    builds the text); an adapter without one answers ENOTSUP."""
+    if not hasattr(adapter, "repro"):
+        raise Refusal(ENOTSUP, "this adapter writes no reproducers (it has no repro)")
+    text, language = adapter.repro(_sdpa_request(header, tensors), header)
+    members = {"script": text, "language": language}
+    size = len(json.dumps(members, separators=(",", ":")).encode()) + 64
+    if size > MAX_HEADER:
+        raise Refusal(ENOTSUP, f"the reproducer takes {size} bytes: more than the 1 MiB a "
+                      "reply header holds")
+    return members
+
+
+def _sdpa(adapter, header, tensors):
+    """(reply members, reply tensors) of an sdpa request; members hold "seconds"."""
+    global _timed_seconds
+    req = _sdpa_request(header, tensors)
     _timed_seconds = None
     t0 = time.perf_counter()
     dtype, out = adapter.sdpa(req)
@@ -438,9 +490,18 @@ def _refusal(adapter, exc) -> Refusal:
                    f"{type(exc).__name__}: {exc}")
 
 
+def _close_channel() -> None:
+    try:
+        _proto_out.close()
+    except OSError:  # the harness stopped reading: the unsent rest cannot reach it anyway
+        pass
+
+
 def serve(adapter) -> None:
     """Answer requests until `close` or end of input, then exit with status 0.  A request that
-    breaks the protocol ends the process with status 2 and the reason on stderr."""
+    breaks the protocol ends the process with status 2 and the reason on stderr.  The protocol
+    channel is closed on every way out, an exception escaping included: left to the
+    interpreter's shutdown, it would be an unclosed file (ResourceWarning under -X dev)."""
     opened = False
     caches = {}
     try:
@@ -463,6 +524,8 @@ def serve(adapter) -> None:
                     members, reply = _sdpa(adapter, header, tensors)
                 elif op == "build_mask":
                     reply = _build_mask(adapter, header)
+                elif op == "repro":
+                    members, reply = _repro(adapter, header, tensors), []
                 elif op in _CACHE_OPS:
                     members, reply = _cache(adapter, caches, op, header, tensors)
                     _write_message({"status": OK, **members}, reply)
@@ -479,4 +542,6 @@ def serve(adapter) -> None:
     except ProtocolError as e:
         print(f"attnconf_exec: protocol error: {e}", file=sys.stderr)
         sys.exit(2)
+    finally:
+        _close_channel()
     sys.exit(0)

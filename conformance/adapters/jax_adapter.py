@@ -6,7 +6,8 @@ Run it through the harness:
     attnconf run --backend 'exec:/path/to/venv/bin/python3 conformance/adapters/jax_adapter.py' \
         --cases cases [--backend-option implementation=xla]
 
-Self-contained: standard library + numpy + jax only. JAX runs with its defaults (x64 disabled);
+Self-contained: standard library + numpy + jax only (the repro op also imports
+attnconf_repro.py, beside this file). JAX runs with its defaults (x64 disabled);
 set JAX_PLATFORMS=cpu in the environment to keep it on the CPU.
 
 How each case is posed, as a JAX user would write it:
@@ -25,6 +26,8 @@ How each case is posed, as a JAX user would write it:
     query itself, measured from JAX's own causal diagonal), both passed as given, invalid
     values included.  JAX has no left padding: ``sdpa.left_padding`` is not claimed.
   * build_mask is not offered: JAX has no public mask-builder.
+  * repro (PROTOCOL.md): a reproducer script of one case (attnconf_repro.py builds the text),
+    from the same plan() as the call.
 Errors raised by JAX are mapped to status codes; nothing is validated ahead of JAX.
 An sdpa reply reports, as "seconds", the time of the dot_product_attention call until its
 result is ready (block_until_ready), the conversions to and from JAX arrays excluded: what
@@ -36,6 +39,8 @@ import os
 import sys
 import time
 import traceback
+
+sys.dont_write_bytecode = True  # attnconf_repro is imported from the checkout, never cached in it
 
 PROTOCOL = 1
 MAX_HEADER = 1 << 20
@@ -133,17 +138,40 @@ def read_message():
         strides = desc.get("strides")
         if strides is None:
             strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
-        flat = np.frombuffer(raw, dtype=npdt)
-        if dt == "bool":
-            flat = flat != 0  # one byte, any non-zero value is true
-        if numel == 0:
-            arr = np.zeros(shape, dtype=flat.dtype)
-        else:
-            arr = np.lib.stride_tricks.as_strided(
-                flat, shape=shape, strides=[int(s) * flat.itemsize for s in strides])
-            arr = np.ascontiguousarray(arr)
-        tensors[name] = (dt, arr)
+        tensors[name] = (dt, decode(dt, shape, strides, raw), (tuple(shape), tuple(strides), raw))
     return header, tensors
+
+
+def decode(dt, shape, strides, raw):
+    """A received payload as a contiguous numpy array of its dtype (bf16 as jnp.bfloat16)."""
+    npdt, _ = _WIRE_DTYPES[dt]
+    flat = np.frombuffer(raw, dtype=npdt)
+    if dt == "bool":
+        flat = flat != 0  # one byte, any non-zero value is true
+    numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if numel == 0:
+        return np.zeros(shape, dtype=flat.dtype)
+    arr = np.lib.stride_tricks.as_strided(
+        flat, shape=shape, strides=[int(s) * flat.itemsize for s in strides])
+    return np.ascontiguousarray(arr)
+
+
+def to_jax(a):
+    """(B, H, L, D) -> JAX's (B, L, H, D); unbatched rank-3 (H, L, D) -> JAX's (T, N, H)."""
+    if a.ndim == 4:
+        return a.transpose(0, 2, 1, 3)
+    if a.ndim == 3:
+        return a.transpose(1, 0, 2)
+    return a
+
+
+def from_jax(out):
+    """JAX's output layout back to (B, H, L, D) (the inverse of to_jax)."""
+    if out.ndim == 4:
+        return out.transpose(0, 2, 1, 3)
+    if out.ndim == 3:
+        return out.transpose(1, 0, 2)
+    return out
 
 
 def write_message(header, tensors=()):
@@ -212,40 +240,29 @@ class Adapter:
                                  "absent = None (JAX's default, currently xla)"}],
         })
 
-    def sdpa(self, header, tensors):
+    def plan(self, header, tensors):
+        """The keyword arguments of the dot_product_attention call, each as (value, source):
+        the value sdpa() passes and the expression a reproducer writes for it.  One set of
+        decisions for both, so the reproducer calls JAX exactly as the run did."""
         for need in ("q", "k", "v"):
             if need not in tensors:
                 raise ProtocolError(f"sdpa request without tensor {need}")
-        q = tensors["q"][1]
-        k = tensors["k"][1]
-        v = tensors["v"][1]
-        mask_entry = tensors.get("mask")
-
-        # (B, H, L, D) -> JAX's (B, L, H, D).  Unbatched rank-3 (H, L, D) -> JAX's (T, N, H).
-        def to_jax(a):
-            if a.ndim == 4:
-                return a.transpose(0, 2, 1, 3)
-            if a.ndim == 3:
-                return a.transpose(1, 0, 2)
-            return a
-
-        kwargs = {"implementation": self.implementation}
+        kwargs = {"implementation": (self.implementation, repr(self.implementation))}
         scale = header.get("scale")
         if scale is not None:
-            kwargs["scale"] = float(scale)
-
-        if mask_entry is not None:
-            mdt, m = mask_entry
-            if mdt == "bool":
-                kwargs["mask"] = jnp.asarray(m)
-            else:
-                kwargs["bias"] = jnp.asarray(m)
-
+            kwargs["scale"] = (float(scale), repr(float(scale)))
+        if tensors.get("mask") is not None:
+            mdt, m = tensors["mask"][:2]
+            # a bool mask goes to mask=, a float one to bias=
+            kwargs["mask" if mdt == "bool" else "bias"] = (
+                jnp.asarray(m), "jnp.asarray(decode_input(INPUTS['mask']))")
         if header.get("lengths") is not None:
-            kwargs["key_value_seq_lengths"] = jnp.asarray(header["lengths"], dtype=jnp.int32)
+            lengths = header["lengths"]
+            kwargs["key_value_seq_lengths"] = (jnp.asarray(lengths, dtype=jnp.int32),
+                                               f"jnp.asarray({lengths!r}, dtype=jnp.int32)")
         if header.get("window"):
-            kwargs["local_window_size"] = (int(header["window"]) - 1, 0)
-
+            w = (int(header["window"]) - 1, 0)
+            kwargs["local_window_size"] = (w, repr(w))
         if header.get("causal"):
             off = header.get("causal_offset")
             # jax.nn.dot_product_attention(is_causal=True) keeps j <= i (top-left): that is
@@ -253,8 +270,12 @@ class Adapter:
             if off is not None and off != 0:
                 raise Reject(ENOTSUP, f"explicit causal offset {off}: jax's is_causal has "
                              "no offset (it is top-left, offset 0)")
-            kwargs["is_causal"] = True
+            kwargs["is_causal"] = (True, "True")
+        return kwargs
 
+    def sdpa(self, header, tensors):
+        kwargs = {key: value for key, (value, _) in self.plan(header, tensors).items()}
+        q, k, v = (tensors[n][1] for n in ("q", "k", "v"))
         try:
             jq, jk, jv = (jax.block_until_ready(jnp.asarray(to_jax(a))) for a in (q, k, v))
             # The reply's "seconds" (PROTOCOL.md; what `attnconf bench` times): the call and
@@ -266,13 +287,60 @@ class Adapter:
         except Exception as e:  # noqa: BLE001 - every JAX failure becomes a status code
             raise Reject(map_exception(e), describe_exception(e)) from e
 
-        if out.ndim == 4:
-            out = out.transpose(0, 2, 1, 3)
-        elif out.ndim == 3:
-            out = out.transpose(1, 0, 2)
+        out = from_jax(out)
         if out.dtype not in _NP_TO_WIRE or out.dtype == np.bool_:
             raise Reject(EBACKEND, f"jax produced dtype {out.dtype}, which the protocol cannot carry")
         write_message({"status": 0, "seconds": seconds}, [("out", out)])
+
+    def repro(self, header, tensors):
+        """PROTOCOL.md "repro": a reproducer of the case, from the same plan, decode, to_jax
+        and from_jax as sdpa()."""
+        import inspect
+        import attnconf_repro as repro_text
+        call = ", ".join(["q, k, v"] + [f"{key}={src}" for key, (_, src)
+                                         in self.plan(header, tensors).items()])
+        setup = "\n".join([
+            "import os",
+            "os.environ.setdefault('JAX_PLATFORMS', 'cpu')  # as attnconf ran it",
+            "import jax",
+            "import jax.numpy as jnp",
+            "",
+            "_WIRE_DTYPES = {'f32': (np.dtype('<f4'), 4), 'f16': (np.dtype('<f2'), 2),",
+            "                'bf16': (np.dtype(jnp.bfloat16), 2), 'bool': (np.dtype('u1'), 1)}",
+            "_NP_TO_WIRE = {np.dtype(np.float32): 'f32', np.dtype(np.float16): 'f16',",
+            "               np.dtype(jnp.bfloat16): 'bf16'}",
+            "",
+            "",
+            inspect.getsource(decode),
+            "",
+            "def decode_input(t):",
+            "    return decode(t.dtype, list(t.shape), list(t.strides), t.storage.tobytes())",
+            "",
+            "",
+            inspect.getsource(to_jax),
+            "",
+            inspect.getsource(from_jax),
+        ])
+        body = "\n".join([
+            "q, k, v = (jnp.asarray(to_jax(decode_input(INPUTS[n]))) for n in ('q', 'k', 'v'))",
+            f"out = jax.nn.dot_product_attention({call})",
+            "out = from_jax(np.asarray(jax.block_until_ready(out)))",
+            "print(f'jax {jax.__version__}, backend {jax.default_backend()}')",
+            "return out.astype(np.float64), _NP_TO_WIRE.get(out.dtype, str(out.dtype))",
+        ])
+        how = ("q, k, v: numpy arrays of the case's dtype (bf16 as jnp.bfloat16), transposed from "
+               "(B, H, L, D) to JAX's\n(B, L, H, D) (to_jax) and the output back (from_jax); "
+               f"then\njax.nn.dot_product_attention({call}).")
+        lib = repro_text.Library(
+            requires=f"jax=={jax.__version__} jaxlib=={__import__('jaxlib').__version__} numpy",
+            versions=_versions(), posed=how, setup=setup, call=body)
+        inputs = {n: repro_text.Input(n, t[0], *t[2]) for n, t in tensors.items()}
+        name = "jax" if self.implementation is None else f"jax-{self.implementation}"
+        text = repro_text.script(header, inputs, name, lib)
+        if len(json.dumps(text)) + 64 > MAX_HEADER:
+            raise Reject(ENOTSUP, f"the reproducer takes {len(json.dumps(text))} bytes: more "
+                         "than the 1 MiB a reply header holds")
+        write_message({"status": 0, "language": "python", "script": text})
 
 
 def describe_exception(e):
@@ -319,6 +387,8 @@ def main():
                 adapter.hello(header)
             elif op == "sdpa":
                 adapter.sdpa(header, tensors)
+            elif op == "repro":
+                adapter.repro(header, tensors)
             elif op == "close":
                 return 0
             else:

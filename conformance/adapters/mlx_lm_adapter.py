@@ -19,6 +19,7 @@ How cases are posed:
   * build_mask: create_causal_mask(lq, offset, window_size, right_padding = offset + lq -
     lengths, left_padding), the form mlx-lm's batched caches use.
   * the KV cache operations: mlx-lm's own cache objects (mlx_lm_cache.py).
+  * repro (PROTOCOL.md): a reproducer script of one sdpa case, from the same plan() as the call.
 Nothing is validated ahead of MLX: its ValueErrors are mapped to statuses (refusal_of).
 An sdpa reply's "seconds" (what `attnconf bench` times) is attnconf_exec's default: the whole
 sdpa handler, the conversions to and from MLX arrays included (mx.eval runs inside it).
@@ -29,10 +30,14 @@ Run (from the repository root, with a Python that has mlx and mlx-lm installed):
     ... --backend-option device=gpu     # MLX's GPU, where this MLX build has one
 """
 
+import inspect
 import re
+import sys
 
-import attnconf_exec as ax  # first: it protects the protocol channel from stray prints
+sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
+import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
 
+import attnconf_repro as repro_text  # noqa: E402
 import mlx.core as mx
 import mlx_lm
 import numpy as np
@@ -71,14 +76,20 @@ class MlxLmAdapter(CacheOps):
         if not mx.is_available(DEVICES[device]):
             raise ax.Refusal(ax.ENOTSUP, f"device={device}: this MLX build has no {device} device")
         mx.set_default_device(DEVICES[device])
+        self.device = device
+        self.name = "mlx-lm" if device == "cpu" else f"mlx-lm-{device}"
+        self.version = f"mlx-lm {mlx_lm.__version__}, mlx {mx.__version__}, device {device}"
         return ax.Identity(
-            name="mlx-lm" if device == "cpu" else f"mlx-lm-{device}",
-            version=f"mlx-lm {mlx_lm.__version__}, mlx {mx.__version__}, device {device}",
+            name=self.name,
+            version=self.version,
             capabilities=["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast",
                           "causal", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window",
                           "lengths", "left_padding"] + self.CACHE_CAPABILITIES)
 
-    def sdpa(self, req: ax.SdpaRequest):
+    def plan(self, req: ax.SdpaRequest) -> dict:
+        """The keyword arguments of the scaled_dot_product_attention call, each as (value,
+        source): the value sdpa() passes and the expression a reproducer writes for it.  One
+        set of decisions for both, so the reproducer calls mlx-lm exactly as the run did."""
         if req.causal:
             lq, lk = req.q.shape[-2], req.k.shape[-2]
             if req.causal_offset not in (None, lk - lq):
@@ -87,14 +98,51 @@ class MlxLmAdapter(CacheOps):
             if req.mask is not None:
                 raise ax.Refusal(ax.ENOTSUP, "mlx-lm takes one mask: 'causal' or an array, "
                                  "not both")
-            mask = "causal"
+            mask = ("causal", "'causal'")
+        elif req.mask is None:
+            mask = (None, "None")
         else:
-            mask = None if req.mask is None else to_mx(req.mask)
+            mask = (to_mx(req.mask), "to_mx(INPUTS['mask'])")
         scale = req.q.shape[-1] ** -0.5 if req.scale is None else req.scale
-        out = scaled_dot_product_attention(to_mx(req.q), to_mx(req.k), to_mx(req.v), cache=None,
-                                           scale=scale, mask=mask)
+        return {"cache": (None, "None"), "scale": (scale, repr(scale)), "mask": mask}
+
+    def sdpa(self, req: ax.SdpaRequest):
+        kwargs = {key: value for key, (value, _) in self.plan(req).items()}
+        out = scaled_dot_product_attention(to_mx(req.q), to_mx(req.k), to_mx(req.v), **kwargs)
         mx.eval(out)
         return from_mx(out)
+
+    def repro(self, req: ax.SdpaRequest, header: dict):
+        """PROTOCOL.md "repro": a reproducer of the case, from the same plan and to_mx as
+        sdpa() (an sdpa case only: the cache cases are not reproduced)."""
+        call = ", ".join(["q, k, v"] + [f"{key}={src}" for key, (_, src) in self.plan(req).items()])
+        setup = "\n".join([
+            "import mlx.core as mx",
+            "import mlx_lm",
+            "from mlx_lm.models.base import scaled_dot_product_attention",
+            "",
+            f"mx.set_default_device(mx.{self.device})",
+            "WIRE = {mx.float32: 'f32', mx.float16: 'f16', mx.bfloat16: 'bf16'}",
+            "",
+            "",
+            inspect.getsource(to_mx),
+        ])
+        body = "\n".join([
+            "q, k, v = to_mx(INPUTS['q']), to_mx(INPUTS['k']), to_mx(INPUTS['v'])",
+            f"out = scaled_dot_product_attention({call})",
+            "mx.eval(out)",
+            "print(f'mlx-lm {mlx_lm.__version__}, mlx {mx.__version__}, device {mx.default_device()}')",
+            "return np.array(out.astype(mx.float32)).astype(np.float64), "
+            "WIRE.get(out.dtype, str(out.dtype))",
+        ])
+        how = ("q, k, v: MLX arrays of the case's dtype over the embedded buffers, with the "
+               "strides attnconf passed\n(mx.as_strided; bf16 from its bit patterns); then "
+               f"mlx_lm.models.base.scaled_dot_product_attention({call})\non MLX's "
+               f"{self.device} device (without a quantized cache: mx.fast.scaled_dot_product_attention).")
+        lib = repro_text.Library(
+            requires=f"mlx-lm=={mlx_lm.__version__} mlx=={mx.__version__} numpy",
+            versions=self.version, posed=how, setup=setup, call=body)
+        return repro_text.script(header, repro_text.inputs(req), self.name, lib), "python"
 
     def build_mask(self, req: ax.MaskRequest):
         right = None if req.lengths is None else mx.array(

@@ -28,6 +28,7 @@ How cases are posed, as an ONNX user would:
     given: ONNX aligns a causal diagonal to each sequence's end, which SPEC clause 19 does not,
     and the runs record where that shows.  The sdpa window and left padding are not claimed.  A row whose weights are NaN (a fully masked row gone
     NaN) has no readable keep mask: EBACKEND naming the row.
+  * repro (PROTOCOL.md): a reproducer script of one case, from the same functions as the call.
 Models are built in memory and cached by signature for the run.  An sdpa reply reports the
 time of `InferenceSession.run` alone (attnconf_exec.timed): what `attnconf bench` measures.
 
@@ -37,10 +38,14 @@ Run (from the repository root, with a Python that has onnx and onnxruntime insta
     ... --backend-option opset=24       # Attention-24 (adds nonpad_kv_seqlen: lengths)
 """
 
+import inspect
 import re
+import sys
 
-import attnconf_exec as ax  # first: it protects the protocol channel from stray prints
+sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
+import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
 
+import attnconf_repro as repro_text  # noqa: E402
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -50,7 +55,7 @@ from onnxruntime.capi import onnxruntime_pybind11_state as ORT_ERRORS
 ONNX_TYPE = {"f32": TensorProto.FLOAT, "f16": TensorProto.FLOAT16,
              "bf16": TensorProto.BFLOAT16, "bool": TensorProto.BOOL}
 WIRE_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
-INPUTS = ("Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen")
+NODE_INPUTS = ("Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen")
 
 
 def feed(t: ax.Tensor):
@@ -60,6 +65,71 @@ def feed(t: ax.Tensor):
     if t.dtype == "bf16":  # numpy has no bfloat16: hand ORT the bit patterns, typed
         return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(a, TensorProto.BFLOAT16)
     return a
+
+
+def sdpa_feeds(q, k, v, mask, lengths):
+    """The Attention node's inputs for an sdpa call: Q, K, V (+ attn_mask, nonpad_kv_seqlen)
+    and their ONNX element types."""
+    feeds = {"Q": feed(q), "K": feed(k), "V": feed(v)}
+    types = {"Q": ONNX_TYPE[q.dtype], "K": ONNX_TYPE[k.dtype], "V": ONNX_TYPE[v.dtype]}
+    if mask is not None:
+        feeds["attn_mask"], types["attn_mask"] = feed(mask), ONNX_TYPE[mask.dtype]
+    if lengths is not None:  # only sent when claimed: opset 24
+        feeds["nonpad_kv_seqlen"] = np.array(lengths, np.int64)
+        types["nonpad_kv_seqlen"] = TensorProto.INT64
+    return feeds, types
+
+
+def split_past(feeds: dict, types: dict, causal: bool, attrs: dict):
+    """ONNX's spelling of causal over a KV cache (Lq <= Lk): is_causal=1, with the first
+    Lk - Lq keys and values as past_key / past_value and the last Lq as K / V."""
+    if not causal:
+        return feeds, types, attrs
+    feeds, types = dict(feeds), dict(types)
+    past = feeds["K"].shape[2] - feeds["Q"].shape[2]
+    if past:
+        k, v = feeds.pop("K"), feeds.pop("V")
+        feeds.update(past_key=k[:, :, :past], K=k[:, :, past:],
+                     past_value=v[:, :, :past], V=v[:, :, past:])
+        types.update(past_key=types["K"], past_value=types["V"])
+    return feeds, types, {**attrs, "is_causal": 1}
+
+
+def dense(feeds: dict) -> dict:
+    """The feeds as ORT takes them: numpy arrays made C-contiguous, OrtValues as they are."""
+    return {n: np.asarray(a, order="C") if isinstance(a, np.ndarray) else a
+            for n, a in feeds.items()}
+
+
+def shapes_of(feeds: dict) -> dict:
+    return {n: tuple(a.shape() if isinstance(a, ort.OrtValue) else a.shape)
+            for n, a in feeds.items()}
+
+
+def build_model(types: dict, shapes: dict, attrs: dict, opset: int):
+    """The one-node model: Attention over the inputs present (empty names for the optional
+    inputs skipped before a present one), output Y (+ present_key / present_value when there
+    is a past: ORT refuses a past_key without them), checked by onnx.checker (full check)."""
+    names = [n if n in types else "" for n in NODE_INPUTS]
+    while not names[-1]:
+        names.pop()
+    outputs = [("Y", types["Q"])]
+    if "past_key" in types:
+        outputs += [("present_key", types["K"]), ("present_value", types["V"])]
+    graph = helper.make_graph(
+        [helper.make_node("Attention", names, [n for n, _ in outputs], **attrs)],
+        "attnconf",
+        [helper.make_tensor_value_info(n, types[n], shapes[n]) for n in NODE_INPUTS if n in types],
+        [helper.make_tensor_value_info(n, t, [None] * 4) for n, t in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def new_session(model):
+    so = ort.SessionOptions()
+    so.log_severity_level = 4  # refusals come back as exceptions; keep stderr quiet
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
 def ort_message(exc) -> str:
@@ -81,79 +151,100 @@ class OnnxRuntimeAdapter:
                 "dv_ne_d", "scale", "build_mask"]
         if self.opset >= 24:
             caps += ["lengths", "sdpa.lengths"]
-        return ax.Identity(
-            name=f"onnxruntime-opset{self.opset}",
-            version=f"onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
-                    f"Attention opset {self.opset}, CPUExecutionProvider",
-            capabilities=caps)
+        self.identity_version = (f"onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
+                                 f"Attention opset {self.opset}, CPUExecutionProvider")
+        return ax.Identity(name=f"onnxruntime-opset{self.opset}", version=self.identity_version,
+                           capabilities=caps)
 
     def session(self, types: dict, shapes: dict, attrs: dict):
         """A session for one Attention node with these inputs and attributes, built once."""
         key = (tuple(sorted(types.items())), tuple(sorted(shapes.items())),
                tuple(sorted(attrs.items())))
         if key not in self.sessions:
-            names = [n if n in types else "" for n in INPUTS]
-            while not names[-1]:
-                names.pop()
-            outputs = [("Y", types["Q"])]
-            if "past_key" in types:  # ORT refuses a past_key without a present_key output
-                outputs += [("present_key", types["K"]), ("present_value", types["V"])]
-            graph = helper.make_graph(
-                [helper.make_node("Attention", names, [n for n, _ in outputs], **attrs)],
-                "attnconf",
-                [helper.make_tensor_value_info(n, types[n], shapes[n]) for n in INPUTS if n in types],
-                [helper.make_tensor_value_info(n, t, [None] * 4) for n, t in outputs])
-            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
-            onnx.checker.check_model(model, full_check=True)
-            so = ort.SessionOptions()
-            so.log_severity_level = 4  # refusals come back as exceptions; keep stderr quiet
-            self.sessions[key] = ort.InferenceSession(
-                model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            self.sessions[key] = new_session(build_model(types, shapes, attrs, self.opset))
         return self.sessions[key]
 
-    def attend(self, feeds: dict, types: dict, causal: bool, attrs: dict):
-        """Run Attention on Q, K, V (+ attn_mask, nonpad_kv_seqlen), splitting a causal KV
-        cache into past_key / past_value; returns Y."""
+    @staticmethod
+    def check_causal(feeds: dict, causal: bool):
+        """What split_past cannot say: Lq > Lk (a negative past length)."""
         if causal:
             lq, lk = feeds["Q"].shape[2], feeds["K"].shape[2]
             if lq > lk:
                 raise ax.Refusal(ax.ENOTSUP, f"causal with Lq {lq} > Lk {lk}: no past length "
                                  "expresses a negative offset in ONNX")
-            past = lk - lq
-            if past:
-                k, v = feeds.pop("K"), feeds.pop("V")
-                feeds.update(past_key=k[:, :, :past], K=k[:, :, past:],
-                             past_value=v[:, :, :past], V=v[:, :, past:])
-                types.update(past_key=types["K"], past_value=types["V"])
-            attrs = {**attrs, "is_causal": 1}
-        feeds = {n: np.asarray(a, order="C") if isinstance(a, np.ndarray) else a
-                 for n, a in feeds.items()}
-        shapes = {n: tuple(a.shape() if isinstance(a, ort.OrtValue) else a.shape)
-                  for n, a in feeds.items()}
-        session = self.session(types, shapes, attrs)
+
+    def attend(self, feeds: dict, types: dict, causal: bool, attrs: dict):
+        """Run Attention on Q, K, V (+ attn_mask, nonpad_kv_seqlen), splitting a causal KV
+        cache into past_key / past_value; returns Y."""
+        self.check_causal(feeds, causal)
+        feeds, types, attrs = split_past(feeds, types, causal, attrs)
+        feeds = dense(feeds)
+        session = self.session(types, shapes_of(feeds), attrs)
         # The reply's "seconds" (what `attnconf bench` times): session.run alone, not the
         # model built for a new signature nor the conversions around it.
         return ax.timed(session.run, ["Y"], feeds)[0]
 
-    def sdpa(self, req: ax.SdpaRequest):
-        feeds = {"Q": feed(req.q), "K": feed(req.k), "V": feed(req.v)}
-        types = {"Q": ONNX_TYPE[req.q.dtype], "K": ONNX_TYPE[req.k.dtype],
-                 "V": ONNX_TYPE[req.v.dtype]}
-        if req.mask is not None:
-            feeds["attn_mask"], types["attn_mask"] = feed(req.mask), ONNX_TYPE[req.mask.dtype]
+    def plan(self, req: ax.SdpaRequest) -> dict:
+        """The Attention node's attributes for req (the checks sdpa() makes before building
+        it): one decision for the call and for its reproducer."""
         if req.causal and req.causal_offset is not None:
             lq, lk = req.q.shape[-2], req.k.shape[-2]
             if req.causal_offset != lk - lq:
                 raise ax.Refusal(ax.ENOTSUP, f"causal offset {req.causal_offset} != Lk - Lq: "
                                  "ONNX's causal offset is the past length")
-        if req.lengths is not None:  # only sent when claimed: opset 24
-            feeds["nonpad_kv_seqlen"] = np.array(req.lengths, np.int64)
-            types["nonpad_kv_seqlen"] = TensorProto.INT64
-        attrs = {} if req.scale is None else {"scale": req.scale}
+        return {} if req.scale is None else {"scale": req.scale}
+
+    def sdpa(self, req: ax.SdpaRequest):
+        attrs = self.plan(req)
+        feeds, types = sdpa_feeds(req.q, req.k, req.v, req.mask, req.lengths)
         y = self.attend(feeds, types, req.causal, attrs)
         if y.dtype not in WIRE_DTYPE:
             raise TypeError(f"onnxruntime returned {y.dtype}")
         return WIRE_DTYPE[y.dtype], y
+
+    def repro(self, req: ax.SdpaRequest, header: dict):
+        """A reproducer (PROTOCOL.md "repro"): the same plan, feeds, past split, model and
+        session as sdpa(), the module's functions embedded as they are."""
+        attrs = self.plan(req)
+        feeds, _ = sdpa_feeds(req.q, req.k, req.v, req.mask, req.lengths)
+        self.check_causal(feeds, req.causal)
+        setup = "\n".join([
+            "import numpy as np",
+            "import onnx",
+            "import onnxruntime as ort",
+            "from onnx import TensorProto, helper",
+            "",
+            f"OPSET = {self.opset}",
+            f"ATTRS = {attrs!r}",
+            "ONNX_TYPE = {'f32': TensorProto.FLOAT, 'f16': TensorProto.FLOAT16, "
+            "'bf16': TensorProto.BFLOAT16, 'bool': TensorProto.BOOL}",
+            "WIRE_DTYPE = {np.dtype(np.float32): 'f32', np.dtype(np.float16): 'f16'}",
+            f"NODE_INPUTS = {NODE_INPUTS!r}",
+            "", "",
+            *[inspect.getsource(f) + "\n" for f in
+              (feed, sdpa_feeds, split_past, dense, shapes_of, build_model, new_session)],
+        ])
+        body = "\n".join([
+            "feeds, types = sdpa_feeds(INPUTS['q'], INPUTS['k'], INPUTS['v'], INPUTS.get('mask'),",
+            "                          LENGTHS)",
+            "feeds, types, attrs = split_past(feeds, types, CAUSAL, ATTRS)",
+            "feeds = dense(feeds)",
+            "model = build_model(types, shapes_of(feeds), attrs, OPSET)",
+            "print(f'onnxruntime {ort.__version__}, onnx {onnx.__version__}; the model:')",
+            "print(onnx.printer.to_text(model.graph))",
+            "y = new_session(model).run(['Y'], feeds)[0]",
+            "return y, WIRE_DTYPE.get(y.dtype, str(y.dtype))",
+        ])
+        how = (f"a one-node ONNX model (Attention, ai.onnx opset {self.opset}, attributes "
+               f"{attrs or 'none'}{' + is_causal=1' if req.causal else ''}) built with "
+               "onnx.helper and\nchecked by onnx.checker (full check), run by onnxruntime's "
+               "CPUExecutionProvider; Q, K, V (and attn_mask)\nin the case's dtype and shape; "
+               "causal over Lk > Lq keys: the first Lk - Lq as past_key / past_value.")
+        lib = repro_text.Library(
+            requires=f"onnxruntime=={ort.__version__} onnx=={onnx.__version__} numpy",
+            versions=self.identity_version, posed=how, setup=setup, call=body)
+        name = f"onnxruntime-opset{self.opset}"
+        return repro_text.script(header, repro_text.inputs(req), name, lib), "python"
 
     def build_mask(self, req: ax.MaskRequest):
         if req.window or req.left_padding is not None:

@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             json_decref(r.root);
             continue;
         }
-        FZ_CHECK(json_is_object(r.root) && r.status <= 0 && r.status >= -5);
+        FZ_CHECK(json_is_object(r.root) && r.status <= 0 && r.status >= ATTNCONF_EINEXPRESSIBLE);
         if (r.status < 0) {
             FZ_CHECK(r.error && !r.has_tensor);
         } else {

@@ -30,6 +30,7 @@ static const struct command {
     {"run", cmd_run, RUN_USAGE_RUN},
     {"backend-info", cmd_backend_info, RUN_USAGE_BACKEND_INFO},
     {"list", cmd_list, RUN_USAGE_LIST},
+    {"repro", cmd_repro, RUN_USAGE_REPRO},
     {"report", cmd_report, REPORT_USAGE},
     {"fuzz", cmd_fuzz, FUZZ_USAGE},
     {"bench", cmd_bench, BENCH_USAGE},

@@ -124,13 +124,9 @@ if(ATTNCONF_PYTHON3)
   # attnconf_exec.py's "seconds" (conformance/adapters): tests/adapters/timing_adapter.py sleeps
   # 0.05 s outside its numpy SDPA in every request.  Wrapped in attnconf_exec.timed, the call
   # alone is reported (a median far below the pause); wrapped in nothing, the framework reports
-  # the whole handler (never below the pause).  Needs numpy: the third-party Python's.
-  if(ATTNCONF_THIRDPARTY_PYTHON)
-    execute_process(COMMAND "${ATTNCONF_THIRDPARTY_PYTHON}" -c "import numpy"
-                    RESULT_VARIABLE numpy_rc OUTPUT_QUIET ERROR_QUIET)
-  endif()
-  if(ATTNCONF_THIRDPARTY_PYTHON AND numpy_rc EQUAL 0)
-    set(timing_adapter "${ATTNCONF_THIRDPARTY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/adapters/timing_adapter.py")
+  # the whole handler (never below the pause).  Needs numpy: ATTNCONF_EXEC_PYTHON.
+  if(ATTNCONF_EXEC_PYTHON)
+    set(timing_adapter "${ATTNCONF_EXEC_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/adapters/timing_adapter.py")
     set(timing_small --filter "smoke.offset.*" --filter "smoke.chunk.*.f32"
         --filter "smoke.decode.*.f32")
     add_test(NAME harness.bench.exec_framework_helper
@@ -147,7 +143,7 @@ if(ATTNCONF_PYTHON3)
       harness.bench.exec_framework_default PROPERTIES LABELS "harness" TIMEOUT 120)
   else()
     message(STATUS "attnconf: harness.bench.exec_framework_* not registered: no third-party "
-                   "Python with numpy (ATTNCONF_THIRDPARTY_PYTHON)")
+                   "Python with numpy (ATTNCONF_EXEC_PYTHON)")
   endif()
 else()
   message(WARNING "python3 not found: the harness.bench.* JSON checks are not registered")

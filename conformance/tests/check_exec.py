@@ -419,6 +419,381 @@ def s_options_rerun(args):
     check("(options mode=ok,label=it's a b)" in so, "text header names the options")
 
 
+def chatty_log(pid, calls):
+    """What bad_adapter.py chatty writes to stderr: its start, then a block per sdpa."""
+    return "bad_adapter(chatty): started, pid %d\n" % pid + "".join(
+        "bad_adapter(chatty): Traceback (most recent call last):\n"
+        "  File \"kernel.py\", line %d, in sdpa\nUserWarning: sdpa #%d recompiled\n" % (k, k)
+        for k in range(1, calls + 1))
+
+
+def s_adapter_stderr(args):
+    """--adapter-stderr FILE appends all of the adapter's stderr to FILE, byte for byte, after
+    what FILE held: its start and every request's multi-line block, not only a last line; '-'
+    passes it to attnconf's own stderr; without the option none of it shows.  A transport
+    failure still quotes the last line, and FILE has every dead adapter's lines too."""
+    for name in os.listdir(args.workdir):  # the logs of an earlier run: appended to, else
+        if name.endswith(".log"):
+            os.remove(os.path.join(args.workdir, name))
+    log = os.path.join(args.workdir, "adapter.log")
+    with open(log, "w") as f:
+        f.write("kept from before\n")
+    pidfile, env = pid_env(args, "chatty")
+    rc, out, _, _, _, res = json_run(args, backend(args, "chatty"), "sdpa.nomask.*",
+                                     "--adapter-stderr", log, env=env)
+    check(rc == 0, "exit 0 (got %d)" % rc)
+    statuses(res, F32_NOMASK, "PASS")
+    pids = pids_gone(pidfile)
+    text = open(log).read()
+    want = "kept from before\n" + chatty_log(pids[0], len(F32_NOMASK))
+    check(len(pids) == 1 and text == want, "FILE is what it held plus the adapter's whole "
+          "stderr:\n--- got ---\n%s--- want ---\n%s" % (text, want))
+    check("UserWarning" not in out, "none of it on attnconf's own stderr")
+
+    small = "sdpa.nomask.[bd]*.f32"  # basic and d1: quick in pure Python
+    pidfile, env = pid_env(args, "chatty_dash")
+    cmd = [args.harness, "run", "--backend", backend(args, "chatty"), "--cases", args.cases,
+           "--filter", small, "--adapter-stderr", "-"]
+    rc, so, se, _, _ = run(args, cmd, env=env)
+    pids = pids_gone(pidfile)
+    check(rc == 0 and chatty_log(pids[0], 2) in se,
+          "'-': the same on attnconf's stderr (rc %d)" % rc)
+    check("UserWarning" not in so, "and not on its stdout (the results)")
+
+    rc, out, _, _, _, res = json_run(args, backend(args, "chatty"), small, name="quiet")
+    check(rc == 0 and "UserWarning" not in out and "started, pid" not in out,
+          "without --adapter-stderr the adapter's stderr is not shown (rc %d)" % rc)
+
+    dead = os.path.join(args.workdir, "die.log")
+    rc, out, _, _, _, res = json_run(args, backend(args, "die"), small,
+                                     "--adapter-stderr", dead, name="die")
+    check(rc == 1, "die: exit 1 (got %d)" % rc)
+    statuses(res, F32_NOMASK[:2], "ERROR", r"^adapter failure: adapter exited with status 3: "
+             r"bad_adapter\(die\): dying in the middle of sdpa$")
+    check(open(dead).read() == "bad_adapter(die): dying in the middle of sdpa\n" * 2,
+          "die: FILE has each dead adapter's line")
+
+    info = os.path.join(args.workdir, "info.log")
+    pidfile, env = pid_env(args, "chatty_info")
+    cmd = [args.harness, "backend-info", "--backend", backend(args, "chatty"),
+           "--adapter-stderr", info]
+    rc, so, se, _, _ = run(args, cmd, env=env)
+    pids = pids_gone(pidfile)
+    check(rc == 0 and open(info).read() == chatty_log(pids[0], 0),
+          "backend-info: FILE has the adapter's start (rc %d)" % rc)
+
+    fuzzed = os.path.join(args.workdir, "fuzz.log")
+    cmd = [args.harness, "fuzz", "--backend", backend(args, "chatty"), "--count", "2",
+           "--seed", "1", "--out-dir", os.path.join(args.workdir, "fuzz"),
+           "--adapter-stderr", fuzzed]
+    rc, so, se, _, _ = run(args, cmd)
+    text = open(fuzzed).read() if os.path.exists(fuzzed) else ""
+    check(rc in (0, 1) and text.startswith("bad_adapter(chatty): started, pid ")
+          and "UserWarning: sdpa #1 recompiled\n" in text,
+          "fuzz: FILE has the adapter's stderr (rc %d): %r" % (rc, text[:300]))
+
+    benched = os.path.join(args.workdir, "bench.log")
+    suite = os.path.join(HERE, "..", "..", "perf", "suites", "smoke.yaml")
+    limits = os.path.join(HERE, "..", "..", "perf", "tests", "suites", "limits.json")
+    cmd = [args.harness, "bench", "--backend", backend(args, "chatty"), "--suite", suite,
+           "--filter", "smoke.offset.*.f32", "--limits", limits, "--min-time", "0.02",
+           "--min-reps", "3", "--out", os.path.join(args.workdir, "bench.json"),
+           "--adapter-stderr", benched]
+    rc, so, se, _, _ = run(args, cmd)
+    text = open(benched).read() if os.path.exists(benched) else ""
+    # One adapter for the up-front load, one in each benchmark's child.
+    check(rc == 0 and text.count("started, pid") >= 2 and "UserWarning: sdpa #4 recompiled\n"
+          in text, "bench: FILE has every adapter's stderr (rc %d): %r" % (rc, text[:300]))
+
+    # A plugin has no adapter: the option is refused rather than silently ignored.
+    for words in (["run", "--backend", args.options_backend],
+                  ["backend-info", "--backend", args.options_backend],
+                  ["fuzz", "--backend", args.options_backend, "--count", "1"],
+                  ["bench", "--backend", args.options_backend, "--suite", suite]):
+        rc, so, se, _, _ = run(args, [args.harness] + words + ["--adapter-stderr", log])
+        check(rc == 2 and "--adapter-stderr applies to exec: adapters (a plugin writes to "
+              "attnconf's own stderr)" in se, "%s: refused for a plugin (rc %d)" % (words[0], rc))
+    rc, so, se, _, _ = run(args, [args.harness, "run", "--backend", backend(args, "ok"),
+                                  "--cases", args.cases, "--adapter-stderr",
+                                  os.path.join(args.workdir, "no", "such", "dir.log")])
+    check(rc == 1 and re.search(r"--adapter-stderr .*/no/such/dir\.log: No such file or "
+                                r"directory", se) is not None, "an unopenable FILE is an error")
+
+
+def clipped(text):
+    """common/clip.h on an ASCII text: its first 200 and last 600 bytes, and what was left out
+    between them, when it is longer than 840 bytes."""
+    if len(text) <= 840:
+        return text
+    return "%s [... %d bytes ...] %s" % (text[:200], len(text) - 800, text[-600:])
+
+
+def s_long_error(args):
+    """A backend's long error text (a compiler's: command line first, verdict last) keeps its
+    head and its tail, with a marker saying how many bytes were left out, in the results (JSON
+    and text) and in the report: the verdict is no longer cut off."""
+    sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+    sys.path.insert(0, os.path.dirname(ADAPTER))
+    sys.argv = [ADAPTER, "long_error"]
+    import bad_adapter  # noqa: E402  only for its LONG_ERROR text
+    text = bad_adapter.LONG_ERROR
+    check(len(text) > 6000 and text.endswith("error: identifier blockDimm is undefined"),
+          "the adapter's error is long and ends in the verdict")
+    want = clipped(text)
+    check(want.startswith("nvcc -O3") and " [... %d bytes ...] " % (len(text) - 800) in want,
+          "the expected message keeps head, marker and tail")
+    must_reject = "sdpa.invalid.head_dim_mismatch.f32"
+    rc, out, _, _, doc, res = json_run(args, backend(args, "long_error"),
+                                       "sdpa.nomask.basic.f32", "--filter", must_reject)
+    check(rc == 1, "exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.nomask.basic.f32"], "ERROR",
+             "^" + re.escape("backend returned ebackend (-5): " + want) + "$")
+    statuses(res, [must_reject], "EXPECTED_ERROR",
+             "^" + re.escape("rejected with einval as required: " + want) + "$")
+    cmd = [args.harness, "run", "--backend", backend(args, "long_error"), "--cases", args.cases,
+           "--filter", "sdpa.nomask.basic.f32"]
+    rc, so, se, _, _ = run(args, cmd)
+    check(("    backend returned ebackend (-5): " + want + "\n") in so,
+          "the text output quotes the same message")
+    json_path = os.path.join(args.workdir, "run.json")
+    rc, so, se, _, _ = run(args, [args.harness, "report", json_path])
+    # Markdown escapes the marker's brackets.
+    check(rc == 0 and re.search(r"backend returned ebackend \(-5\): nvcc -O3 .* \\\[\.\.\. %d "
+                                r"bytes \.\.\.\\\] .*error: identifier blockDimm is undefined$"
+                                % (len(text) - 800), so, re.M) is not None,
+          "the report quotes head, marker and verdict (rc %d)" % rc)
+
+
+def s_restart(args):
+    """--restart never|family|case: which adapter process served each case, from the pid the
+    adapter puts in its error text, against the processes that really started (their pids
+    recorded at start).  never: one for the run; family: one per family; case: one per case.
+    A case not sent (NOT_SUPPORTED) starts nothing, and every adapter is gone at the end."""
+    filt = ("sdpa.nomask.*", "--filter", "sdpa.causal.*")
+    served = {}
+    for policy in ("never", "family", "case"):
+        pidfile, env = pid_env(args, "restart_" + policy)
+        rc, out, _, _, doc, res = json_run(args, backend(args, "pid"), *filt, "--restart", policy,
+                                           env=env, name="restart_" + policy)
+        check(rc == 1, "%s: exit 1 (got %d)" % (policy, rc))
+        ran = [r for r in doc.get("results", []) if r["status"] != "NOT_SUPPORTED"]
+        pids = []
+        for r in ran:
+            m = re.fullmatch(r"backend returned ebackend \(-5\): adapter pid (\d+)", r["message"])
+            check(r["status"] == "ERROR" and m is not None, "%s: %s names the adapter's pid (%s: %s)"
+                  % (policy, r["id"], r["status"], r["message"]))
+            pids.append((r["family"], int(m.group(1)) if m else 0))
+        started = pids_gone(pidfile)
+        families = sorted({f for f, _ in pids})
+        check(families == ["sdpa.causal", "sdpa.nomask"] and len(pids) >= 8,
+              "%s: cases of both families ran (%d)" % (policy, len(pids)))
+        # Every process that served a case started once, in run order, and nothing else ran.
+        order = []
+        for _, p in pids:
+            if not order or order[-1] != p:
+                order.append(p)
+        check(started == order, "%s: started %s, served %s" % (policy, started, order))
+        served[policy] = pids
+    check(len({p for _, p in served["never"]}) == 1, "never: one adapter for the run")
+    fam = served["family"]
+    check(all(len({p for f, p in fam if f == g}) == 1 for g in ("sdpa.causal", "sdpa.nomask"))
+          and len({p for _, p in fam}) == 2, "family: one adapter per family: %s" % fam)
+    check(len({p for _, p in served["case"]}) == len(served["case"]),
+          "case: a different adapter for every case: %s" % served["case"])
+
+    rc, so, se, _, _ = run(args, [args.harness, "run", "--backend", backend(args, "ok"),
+                                  "--restart", "sometimes"])
+    check(rc == 2 and "--restart: expected never, family or case: sometimes" in se,
+          "an unknown policy is a usage error (rc %d)" % rc)
+    rc, so, se, _, _ = run(args, [args.harness, "run", "--backend", args.options_backend,
+                                  "--restart", "case"])
+    check(rc == 2 and "--restart applies to exec: adapters" in se,
+          "refused for a plugin (rc %d)" % rc)
+
+
+EXPECT_FILE = """attnconf_expected: 1
+backend: bad_adapter
+version: "bad_adapter 1 (inexpressible)"
+expect:
+%s"""
+EXPECT_ENTRY = """  - case: %s
+    status: UNEXPRESSIBLE
+    clause: %d
+    reason: "the test adapter's API has no way to write this invalid input"
+"""
+
+
+def s_inexpressible(args):
+    """Status -6 (EINEXPRESSIBLE) is UNEXPRESSIBLE only on a case that must be rejected: the
+    test adapter answers it to every sdpa and build_mask, so its must-succeed cases FAIL saying
+    why and its must-reject cases are UNEXPRESSIBLE, counted apart in the JSON summary and the
+    summary line.  Under --expect an UNEXPRESSIBLE result conforms only where the file lists
+    the case by id with that status; a glob entry is refused; the report lists the claims."""
+    must_reject = {"sdpa.invalid.head_dim_mismatch.f32": 1,
+                   "sdpa.params.invalid.lengths_negative.f32": 19,
+                   "mask.invalid.lengths_over_lk": 5}
+    must_succeed = ["sdpa.nomask.basic.f32", "mask.causal.offset0_l4"]
+    filt = []
+    for i in list(must_reject) + must_succeed:
+        filt += ["--filter", i]
+    rc, out, _, _, doc, res = json_run(args, backend(args, "inexpressible"), *filt[1:])
+    check(rc == 1, "exit 1: the must-succeed cases fail (got %d)" % rc)
+    statuses(res, must_succeed, "FAIL", r"^answered einexpressible on an input that must succeed "
+             r"\(only an input that must be rejected can be unexpressible\): bad_adapter cannot "
+             r"write")
+    statuses(res, list(must_reject), "UNEXPRESSIBLE", r"^the backend cannot write this invalid "
+             r"input in its API \(einexpressible, where einval is required\): bad_adapter cannot "
+             r"write")
+    summary = doc.get("summary", {})
+    check(summary.get("UNEXPRESSIBLE") == 3 and summary.get("FAIL") == 2
+          and summary.get("PASS") == 0 and summary.get("EXPECTED_ERROR") == 0,
+          "summary counts UNEXPRESSIBLE apart: %s" % summary)
+    check(re.search(r": 0 passed, 2 failed, 0 not supported, 3 unexpressible \(results in ", out)
+          is not None, "the summary line counts them apart")
+
+    reject_filt = []
+    for i in must_reject:
+        reject_filt += ["--filter", i]
+    rc, out, _, _, doc, res = json_run(args, backend(args, "inexpressible"), *reject_filt[1:],
+                                       name="reject_only")
+    check(rc == 0, "only must-reject cases: neither passed nor failed, exit 0 (got %d)" % rc)
+
+    def expect_run(name, entries, *extra):
+        path = os.path.join(args.workdir, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(EXPECT_FILE % "".join(entries))
+        return json_run(args, backend(args, "inexpressible"), *filt[1:], "--expect", path,
+                        *extra, name=name)
+
+    listed = [EXPECT_ENTRY % (i, c) for i, c in must_reject.items()]
+    fails = ["""  - case: [%s]
+    status: FAIL
+    clause: 2
+    reason: "the test adapter answers einexpressible to everything"
+""" % ", ".join(must_succeed)]
+    rc, out, _, _, doc, res = expect_run("all_listed", fails + listed)
+    check(rc == 0, "every claim listed: exit 0 (got %d)" % rc)
+    check(doc.get("expectations", {}).get("unexpected") == 0, "nothing unexpected")
+    rc, so, se, _, _ = run(args, [args.harness, "report",
+                                  os.path.join(args.workdir, "all_listed.json")])
+    check(rc == 0 and "\n#### Unexpressible (3 cases)\n" in so
+          and "UNEXPRESSIBLE on 1 case. Observed: the test adapter's API has no way to write "
+          "this invalid input." in so, "the report lists the claims (rc %d)" % rc)
+    check("| **all** | **2 fail** / 2 + 3 unx |" in so, "the matrix counts them apart")
+
+    rc, out, _, _, doc, res = expect_run("one_missing", fails + listed[:2])
+    check(rc == 1, "a claim the file does not list: exit 1 (got %d)" % rc)
+    check(doc.get("expectations", {}).get("unexpected") == 1, "one unexpected")
+    missing = list(must_reject)[2]
+    check(res.get(missing, {}).get("expected", {}).get("as_expected") is False,
+          "%s is not as expected" % missing)
+
+    rc, out, _, _, doc, res = expect_run("glob", fails + [EXPECT_ENTRY % ("sdpa.*.f32", 1)])
+    check(rc == 2 and "case: 'sdpa.*.f32': an UNEXPRESSIBLE entry lists case ids, not globs "
+          "(each claim is reviewed case by case)" in out, "a glob entry is refused (rc %d)" % rc)
+
+
+def s_stride0_wire(args):
+    """K/V broadcast with stride 0 (sdpa.layout.*stride0*): to an adapter that lists
+    stride0.wire they go as they are, the real strides (0 included) over a buffer of the span
+    they address, so its library sees the broadcast; to one that does not, as before, a dense
+    copy with nbytes = numel x size.  Both compute the same, right, results."""
+    ids = ["sdpa.layout.k_stride0_v_blhd.f32", "sdpa.layout.kv_stride0_batch.f32",
+           "sdpa.layout.kv_stride0_both.f32", "sdpa.layout.kv_stride0_heads.f32"]  # run order
+    dense, blhd = ([320, 160, 8, 1], 2560), ([320, 8, 16, 1], 2560)
+    # (k, v) as (strides, nbytes) of a (2, 2, 20, 8) f32 tensor, case by case.
+    want = {"stride0": [(dense, blhd), (dense, dense), (dense, dense), (dense, dense)],
+            "stride0wire": [(([0, 0, 8, 1], 640), blhd),
+                            (([0, 160, 8, 1], 1280), ([0, 160, 8, 1], 1280)),
+                            (([0, 0, 8, 1], 640), ([0, 0, 8, 1], 640)),
+                            (([160, 0, 8, 1], 1280), ([160, 0, 8, 1], 1280))]}
+    for mode in ("stride0", "stride0wire"):
+        sent = os.path.join(args.workdir, mode + ".sent")
+        if os.path.exists(sent):
+            os.remove(sent)
+        filt = []
+        for i in ids:
+            filt += ["--filter", i]
+        rc, out, _, _, doc, res = json_run(args, backend(args, mode, sent), *filt[1:], name=mode)
+        check(rc == 0, "%s: exit 0 (got %d)" % (mode, rc))
+        statuses(res, ids, "PASS")
+        lines = [json.loads(x) for x in open(sent)] if os.path.exists(sent) else []
+        check(len(lines) == len(ids), "%s: one sdpa per case (%d)" % (mode, len(lines)))
+        for case, got, (k, v) in zip(ids, lines, want[mode]):
+            t = {d["name"]: d for d in got}
+            for name, (strides, nbytes) in (("k", k), ("v", v)):
+                d = t.get(name, {})
+                check(d.get("shape") == [2, 2, 20, 8] and d.get("strides") == strides
+                      and d.get("nbytes") == nbytes,
+                      "%s: %s %s sent as shape %s strides %s nbytes %s, expected strides %s "
+                      "nbytes %d" % (mode, case, name, d.get("shape"), d.get("strides"),
+                                     d.get("nbytes"), strides, nbytes))
+
+
+DECODE = r"""
+import io, sys
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, sys.argv[1])
+import attnconf_exec as ax
+import numpy as np
+def decode(desc, payload):
+    ax._proto_in = io.BytesIO(payload)
+    return ax._decode_tensor(desc)
+row = np.arange(3, dtype="<f4").tobytes()
+t = decode({"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [0, 1], "nbytes": 12}, row)
+assert t.array.strides == (0, 4) and (t.array == [[0, 1, 2], [0, 1, 2]]).all(), t.array
+t = decode({"name": "k", "dtype": "f32", "shape": [2, 3], "nbytes": 24}, row + row)
+assert t.array.strides == (12, 4) and t.strides == (3, 1)
+for desc in ({"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [0, 1], "nbytes": 24},
+             {"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [3, 1], "nbytes": 12},
+             {"name": "k", "dtype": "f32", "shape": [2, 3], "strides": [4, 1], "nbytes": 24}):
+    try:
+        decode(desc, row + row)
+    except ax.ProtocolError as e:
+        print("refused:", e, file=sys.stderr)
+    else:
+        raise AssertionError("accepted %r" % desc)
+print("decoder ok", file=sys.stderr)
+"""
+
+
+def s_attnconf_exec_stride0(args):
+    """attnconf_exec.py's decoder (the adapters' helper, needs numpy): a stride-0 tensor's
+    payload is its addressed span, and Tensor.array is the broadcast view (byte stride 0);
+    a dense one still holds numel elements; a span that does not match nbytes is refused.
+    End to end, an adapter on it that lists stride0.wire gets K/V as broadcast views and passes
+    the stride-0 cases; one that does not gets dense copies and passes them too."""
+    adapters = os.path.join(HERE, "..", "adapters")
+    p = subprocess.run([args.python, "-c", DECODE, adapters], capture_output=True, text=True)
+    print(p.stderr)
+    check(p.returncode == 0 and "decoder ok" in p.stderr and p.stderr.count("refused:") == 3,
+          "the decoder's unit checks")
+    script = os.path.join(HERE, "adapters", "broadcast_adapter.py")
+    ids = ["sdpa.layout.kv_stride0_batch.f32", "sdpa.layout.kv_stride0_both.f32",
+           "sdpa.layout.kv_stride0_heads.f32"]  # run order
+    want = {"wire": [([0, 160, 8, 1], 320, [0, 640, 32, 4]), ([0, 0, 8, 1], 160, [0, 0, 32, 4]),
+                     ([160, 0, 8, 1], 320, [640, 0, 32, 4])],
+            "dense": [([320, 160, 8, 1], 640, [1280, 640, 32, 4])] * 3}
+    for mode in ("wire", "dense"):
+        log = os.path.join(args.workdir, mode + ".log")
+        if os.path.exists(log):
+            os.remove(log)
+        be = "exec:" + " ".join(shlex.quote(w) for w in (args.python, script, mode, log))
+        filt = []
+        for i in ids:
+            filt += ["--filter", i]
+        rc, out, _, _, doc, res = json_run(args, be, *filt[1:], name=mode)
+        check(rc == 0, "%s: exit 0 (got %d)" % (mode, rc))
+        statuses(res, ids, "PASS")
+        lines = [json.loads(x) for x in open(log)] if os.path.exists(log) else []
+        check(len(lines) == len(ids), "%s: one sdpa per case (%d)" % (mode, len(lines)))
+        for case, got, (strides, held, view) in zip(ids, lines, want[mode]):
+            for name in ("k", "v"):
+                check(got[name] == {"strides": strides, "held": held, "view_strides": view},
+                      "%s: %s %s: got %s, expected strides %s, %d elements held, view strides "
+                      "%s" % (mode, case, name, got[name], strides, held, view))
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 

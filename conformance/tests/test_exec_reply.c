@@ -31,9 +31,9 @@ static const refusal refusals[] = {
     {"{\"protocol\":1,\"status\":0,\"status\":0}", "hello", NULL, "duplicate object key"},
     {"{\"status\":0}", "sdpa", "out", "header to sdpa lacks \"protocol\": 1"},
     {"{\"protocol\":2,\"status\":0}", "sdpa", "out", "header to sdpa lacks \"protocol\": 1"},
-    {"{\"protocol\":1,\"status\":1}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
-    {"{\"protocol\":1,\"status\":-6}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
-    {"{\"protocol\":1,\"status\":\"0\"}", "sdpa", "out", "\"status\" is not an integer in 0..-5"},
+    {"{\"protocol\":1,\"status\":1}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
+    {"{\"protocol\":1,\"status\":-7}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
+    {"{\"protocol\":1,\"status\":\"0\"}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":{}}", "sdpa", "out", "\"tensors\" is not an array"},
     {"{\"protocol\":1,\"status\":-2}", "sdpa", "out",
      "status -2 to sdpa without an \"error\" string"},
@@ -119,6 +119,16 @@ Test(exec_reply, error_reply_carries_status_and_text)
     json_decref(r.root);
 }
 
+Test(exec_reply, einexpressible_is_a_status)
+{
+    xr_reply r = parse_ok("{\"protocol\":1,\"status\":-6,\"error\":\"lengths [5, -1]: a 0/1 "
+                          "attention_mask cannot hold -1\"}",
+                          "build_mask", "keep");
+    cr_assert_eq(r.status, ATTNCONF_EINEXPRESSIBLE);
+    cr_assert_str_eq(r.error, "lengths [5, -1]: a 0/1 attention_mask cannot hold -1");
+    json_decref(r.root);
+}
+
 Test(exec_reply, tensor_without_strides_is_row_major)
 {
     xr_reply r = parse_ok("{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":"
@@ -173,7 +183,22 @@ Test(exec_reply, hello)
     cr_assert_str_eq(h.name, "mlx-lm");
     cr_assert_str_eq(h.version, "mlx-lm 0.32.2");
     cr_assert_eq(h.caps, ATTNCONF_CAP_F32 | ATTNCONF_CAP_BF16 | ATTNCONF_CAP_BUILD_MASK);
+    cr_assert_eq(h.stride0_wire, 0);
     cr_assert_eq(h.noptions, 1);
+    json_decref(r.root);
+}
+
+/* stride0.wire is the protocol's own capability: no case bit, a flag of its own. */
+Test(exec_reply, hello_stride0_wire)
+{
+    xr_reply r = parse_ok("{\"protocol\": 1, \"status\": 0, \"name\": \"x\", \"version\": \"1\", "
+                          "\"capabilities\": [\"f32\", \"stride0\", \"stride0.wire\"]}",
+                          "hello", NULL);
+    xr_hello h;
+    char why[768];
+    cr_assert_eq(xr_hello_take(r.root, &h, why, sizeof why), 0, "%s", why);
+    cr_assert_eq(h.caps, ATTNCONF_CAP_F32 | ATTNCONF_CAP_STRIDE0);
+    cr_assert_eq(h.stride0_wire, 1);
     json_decref(r.root);
 }
 
@@ -189,6 +214,7 @@ static const hello_refusal hello_refusals[] = {
     {"{\"name\":\"a\",\"version\":\"1\"}", "\"capabilities\" is missing or not an array"},
     {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[\"f64\"]}",
      "unknown capability 'f64' (known: f32, f16, bf16"},
+    {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[\"f64\"]}", ", stride0.wire)"},
     {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[7]}",
      "unknown capability (not a string)"},
     {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[],\"options\":{}}",

@@ -168,8 +168,8 @@ Test(output_text, summary_and_details)
     hr_run run = every_status_run("reference");
     char *t = write_mem(&run, HR_FMT_TEXT);
     cr_assert_str_eq(last_line(t), "2 passed, 3 failed, 1 not supported\n", "summary line: %s", t);
-    assert_has(t, "\nPASS 1, EXPECTED_ERROR 1, NOT_SUPPORTED 1, FAIL 1, INCORRECT_DTYPE 1, "
-                  "ERROR 1, CRASH 0, TIMEOUT 0, CASE_ERROR 0\n2 passed");
+    assert_has(t, "\nPASS 1, EXPECTED_ERROR 1, NOT_SUPPORTED 1, UNEXPRESSIBLE 0, FAIL 1, "
+                  "INCORRECT_DTYPE 1, ERROR 1, CRASH 0, TIMEOUT 0, CASE_ERROR 0\n2 passed");
     /* Status column padded to the longest name (INCORRECT_DTYPE) plus two spaces. */
     assert_has(t, "\nPASS             sdpa.basic.f32\n");
     assert_has(t, "\nINCORRECT_DTYPE  mask.window.basic\n");
@@ -194,6 +194,98 @@ Test(output_text, empty_run)
     char *t = write_mem(&run, HR_FMT_TEXT);
     cr_assert_str_eq(last_line(t), "0 passed, 0 failed, 0 not supported\n", "got: %s", t);
     free(t);
+}
+
+/* UNEXPRESSIBLE is counted apart from passed, failed and not supported in every format, and
+ * under an expected-results file it conforms only where an entry records it. */
+static hr_run unexpressible_run(void)
+{
+    g_results[0] = mk("sdpa.basic.f32", "sdpa", HR_PASS, "");
+    g_results[1] = mk("sdpa.params.invalid.lengths_negative.f32", "sdpa.params", HR_UNEXPRESSIBLE,
+                      "the backend cannot write this invalid input in its API (einexpressible, "
+                      "where einval is required): lengths [5, -1] as a 0/1 mask");
+    g_results[2] = mk("sdpa.f16.basic", "sdpa", HR_NOT_SUPPORTED, "requires capability f16");
+    g_results[3] = mk("sdpa.causal.offset", "sdpa", HR_FAIL, "wrong");
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend_name, sizeof run.backend_name, "lib");
+    run.results = g_results;
+    run.count = 4;
+    return run;
+}
+
+Test(output_all, unexpressible_counted_apart)
+{
+    hr_run run = unexpressible_run();
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    cr_assert_str_eq(last_line(t), "1 passed, 1 failed, 1 not supported, 1 unexpressible\n",
+                     "summary line: %s", t);
+    assert_has(t, "\nPASS 1, EXPECTED_ERROR 0, NOT_SUPPORTED 1, UNEXPRESSIBLE 1, FAIL 1, ");
+    assert_has(t, "\nUNEXPRESSIBLE    sdpa.params.invalid.lengths_negative.f32\n"
+                  "    unexpressible: the backend cannot write this invalid input");
+    char *tap = write_mem(&run, HR_FMT_TAP);
+    assert_has(tap, "\nok 2 - sdpa.params.invalid.lengths_negative.f32 # SKIP unexpressible: "
+                    "the backend cannot write");
+    char *x = write_mem(&run, HR_FMT_JUNIT);
+    assert_has(x, "tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"2\" ");
+    assert_has(x, "<skipped message=\"unexpressible: the backend cannot write");
+    char *j = write_mem(&run, HR_FMT_JSON);
+    json_t *root = json_loads(j, JSON_REJECT_DUPLICATES, NULL);
+    cr_assert(root != NULL, "invalid JSON:\n%s", j);
+    json_t *sum = json_object_get(root, "summary");
+    cr_assert_eq(json_integer_value(json_object_get(sum, "UNEXPRESSIBLE")), 1, "summary:\n%s", j);
+    cr_assert_eq(json_integer_value(json_object_get(sum, "NOT_SUPPORTED")), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(root, "results"), 1), "status")),
+                     "UNEXPRESSIBLE");
+    json_decref(root);
+    free(t);
+    free(tap);
+    free(x);
+    free(j);
+}
+
+Test(output_all, unexpressible_under_expect_needs_its_entry)
+{
+    hr_run run = unexpressible_run();
+    snprintf(run.expect_file, sizeof run.expect_file, "lib.yaml");
+    for (size_t i = 0; i < run.count; i++)
+        g_results[i].has_expect = 1;
+    g_results[2].expect_entry = 1; /* recorded: NOT_SUPPORTED and a divergence (FAIL) */
+    g_results[2].expect_status = HR_NOT_SUPPORTED;
+    g_results[3].expect_entry = 1;
+    g_results[3].expect_status = HR_FAIL;
+    /* No entry for the UNEXPRESSIBLE case: not as expected. */
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    assert_has(t, "\nUNEXPRESSIBLE    sdpa.params.invalid.lengths_negative.f32\n"
+                  "    UNEXPECTED: expected PASS or EXPECTED_ERROR (an UNEXPRESSIBLE result "
+                  "conforms only where the file lists the case with that status and a reason)\n");
+    char *tap = write_mem(&run, HR_FMT_TAP);
+    assert_has(tap, "\nnot ok 2 - sdpa.params.invalid.lengths_negative.f32 (UNEXPECTED: recorded "
+                    "PASS or EXPECTED_ERROR, observed UNEXPRESSIBLE)\n");
+    char *x = write_mem(&run, HR_FMT_JUNIT);
+    assert_has(x, "failures=\"1\" errors=\"0\" skipped=\"2\" ");
+    free(t);
+    free(tap);
+    free(x);
+    /* An entry that records it, with its reason: as expected, skipped like NOT_SUPPORTED. */
+    g_results[1].expect_entry = 1;
+    g_results[1].expect_status = HR_UNEXPRESSIBLE;
+    g_results[1].expect_clause = 19;
+    snprintf(g_results[1].expect_reason, sizeof g_results[1].expect_reason,
+             "attention_mask is 0/1: no mask says -1");
+    t = write_mem(&run, HR_FMT_TEXT);
+    assert_has(t, "\nUNEXPRESSIBLE    sdpa.params.invalid.lengths_negative.f32\n"
+                  "    recorded unexpressible, clause 19: attention_mask is 0/1: no mask says -1\n"
+                  "    unexpressible: ");
+    assert_lacks(t, "UNEXPECTED");
+    tap = write_mem(&run, HR_FMT_TAP);
+    assert_has(tap, "\nok 2 - sdpa.params.invalid.lengths_negative.f32 # SKIP unexpressible: ");
+    x = write_mem(&run, HR_FMT_JUNIT);
+    assert_has(x, "failures=\"0\" errors=\"0\" skipped=\"3\" ");
+    free(t);
+    free(tap);
+    free(x);
 }
 
 /* ---- TAP ----------------------------------------------------------------------------------- */
@@ -520,8 +612,8 @@ Test(report, matrix_mutants_failures_deterministic)
                   "Catching families (cases) |\n");
     assert_has(a, "\n| mutant_topleft | yes | 2 | 2: bf16, f32 | sdpa 2 |\n");
     /* Per-status totals. */
-    assert_has(a, "| reference | 1 | 1 | 1 | 1 | 1 | 1 | 0 | 0 | 0 | 6 |\n");
-    assert_has(a, "| mutant_topleft | 0 | 0 | 0 | 2 | 0 | 0 | 0 | 0 | 0 | 2 |\n");
+    assert_has(a, "| reference | 1 | 1 | 1 | 0 | 1 | 1 | 1 | 0 | 0 | 0 | 6 |\n");
+    assert_has(a, "| mutant_topleft | 0 | 0 | 0 | 0 | 2 | 0 | 0 | 0 | 0 | 0 | 2 |\n");
     /* Failures of real backends, escaped, with stats and rerun; the mutant only as counts. */
     assert_has(a, "\n### reference (3)\n\n- `mask.lengths.basic` \xE2\x80\x94 **ERROR**: "
                   "backend error: boom\n");
@@ -717,10 +809,11 @@ Test(report, wide_tables_split_with_the_key_column)
     assert_has(a, "| b13 |" PASS1 PASS1 PASS1 PASS1 PASS1 PASS1 "\n\n## Third-party");
 #undef PASS1
     assert_has(a, "\n### b13 \xE2\x80\x94 0.1.0\n\n");
-    assert_has(a, "| PASS | EXPECTED_ERROR | NOT_SUPPORTED | FAIL | INCORRECT_DTYPE | ERROR "
-                  "| CRASH | TIMEOUT | CASE_ERROR | Total |\n"
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-                  "| 11 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 12 |\n");
+    assert_has(a,
+               "| PASS | EXPECTED_ERROR | NOT_SUPPORTED | UNEXPRESSIBLE | FAIL | INCORRECT_DTYPE "
+               "| ERROR | CRASH | TIMEOUT | CASE_ERROR | Total |\n"
+               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+               "| 11 | 0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 12 |\n");
     assert_tables_fit(a);
     free(a);
     tmp_close(&d);

@@ -331,7 +331,7 @@ static int hb_check_user_options(const char *spec, const attnconf_option *opt, s
 
 /* "exec:CMDLINE": start the adapter; its hello supplies the table. */
 static int hb_load_exec(const char *spec, const attnconf_option *opt, size_t nopt, double timeout_s,
-                        hb_backend *out, char *err, size_t errlen)
+                        const char *stderr_to, hb_backend *out, char *err, size_t errlen)
 {
     int w = snprintf(out->path, sizeof out->path, "%s", spec + 5);
     if (w < 0 || (size_t)w >= sizeof out->path)
@@ -339,7 +339,7 @@ static int hb_load_exec(const char *spec, const attnconf_option *opt, size_t nop
     const attnconf_backend *be = NULL;
     void *ctx = NULL;
     char why[1024];
-    if (xb_open(spec + 5, opt, nopt, timeout_s, &be, &ctx, why, sizeof why) != 0)
+    if (xb_open(spec + 5, opt, nopt, timeout_s, stderr_to, &be, &ctx, why, sizeof why) != 0)
         return hb_err(err, errlen, "%s: %s", spec, why);
     out->be = be;
     out->ctx = ctx;
@@ -361,8 +361,8 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
         return -1;
     if (hb_spec_is_exec(spec))
         return hb_load_exec(spec, opt, nopt,
-                            oo && oo->timeout_s > 0 ? oo->timeout_s : HB_DEFAULT_TIMEOUT_S, out,
-                            err, errlen);
+                            oo && oo->timeout_s > 0 ? oo->timeout_s : HB_DEFAULT_TIMEOUT_S,
+                            oo ? oo->adapter_stderr : NULL, out, err, errlen);
     if (hb_resolve(spec, builtin_dir, out->path, sizeof out->path, err, errlen) != 0)
         return -1;
 
@@ -443,6 +443,12 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
     out->ctx = ctx;
     out->caps = caps;
     return 0;
+}
+
+void hb_restart(const hb_backend *b)
+{
+    if (b->be && b->ctx && b->handle == NULL)
+        xb_restart(b->ctx);
 }
 
 void hb_unload(hb_backend *b)

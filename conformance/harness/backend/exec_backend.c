@@ -5,7 +5,7 @@
  * print to stdout, or send a header that lies about its payload.  None of that may crash or hang
  * the harness, and none of it may be mistaken for a result: every such transport failure returns
  * HB_ETRANSPORT (ERROR in every case, a must-reject one included) with a reason that quotes the
- * adapter's last stderr line, kills the adapter's whole process group (the shell may have forked
+ * adapter's last stderr line (--adapter-stderr FILE keeps all of it), kills the adapter's whole process group (the shell may have forked
  * the real program) and reaps it; the next call starts a fresh adapter with the same hello.
  *
  * Every read and write goes through poll() against one deadline per call (--timeout), on
@@ -36,6 +36,7 @@
 
 #include "attncase/case.h"
 #include "backend/plugin.h"
+#include "common/clip.h"
 #include "common/clock.h"
 #include "common/jsonv.h"
 #include "common/proc.h"
@@ -57,15 +58,22 @@ typedef struct xb_ctx {
     double timeout_s;
     proc_child proc; /* the running adapter: in_fd its stdin, fd its stdout; pid 0 = none */
     int err_fd;      /* unlinked temp file that receives the adapter's stderr; -1 = none */
+    /* --adapter-stderr: err_fd's bytes are copied to log_fd (-1 = none), logged of them so
+     * far; log_owned: log_fd was opened here (a FILE), not attnconf's stderr ("-"). */
+    int log_fd, log_owned;
+    off_t logged;
+    char *log_path;
     int io_errno;
     unsigned char *rbuf; /* bytes read from stdout: [rpos, rlen) not consumed yet */
     size_t rpos, rlen;
     char name[65];
     char *version;
     uint64_t caps;
+    int stride0_wire;            /* hello listed stride0.wire: stride-0 tensors go as they are */
     attnconf_option_info *oinfo; /* NULL-terminated; NULL when hello listed none */
     size_t noinfo;
     double last_seconds; /* the last sdpa reply's "seconds"; -1 = none (xb_last_seconds) */
+    int served;          /* requests since the running adapter's hello (xb_restart) */
     char last_error[1024];
 } xb_ctx;
 
@@ -122,14 +130,51 @@ static void xb_stderr_line(const xb_ctx *c, char *out, size_t n)
             *p = ' ';
 }
 
+/* Copy what the adapter wrote to stderr since the last copy to --adapter-stderr's target.  A
+ * target that fails is warned about once and dropped: the run itself goes on. */
+static void xb_log_stderr(xb_ctx *c)
+{
+    if (c->log_fd < 0 || c->err_fd < 0)
+        return;
+    char buf[1 << 16];
+    ssize_t got;
+    while ((got = pread(c->err_fd, buf, sizeof buf, c->logged)) > 0) {
+        c->logged += got;
+        for (ssize_t at = 0; at < got;) {
+            ssize_t w = write(c->log_fd, buf + at, (size_t)(got - at));
+            if (w > 0) {
+                at += w;
+                continue;
+            }
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                struct pollfd pf = {c->log_fd, POLLOUT, 0};
+                poll(&pf, 1, 1000);
+                continue;
+            }
+            fprintf(stderr,
+                    "attnconf: warning: --adapter-stderr %s: %s (the adapter's stderr is "
+                    "no longer copied)\n",
+                    c->log_path, w < 0 ? strerror(errno) : "nothing written");
+            if (c->log_owned)
+                close(c->log_fd);
+            c->log_fd = -1;
+            return;
+        }
+    }
+}
+
 /* ---- the process -------------------------------------------------------------------------- */
 
 /* Kill the adapter's process group (leftover children of the shell included), reap the adapter
- * and close the pipes.  Keeps err_fd: the caller may still quote it. */
+ * and close the pipes.  Keeps err_fd, after copying what is new in it to --adapter-stderr: the
+ * caller may still quote it. */
 static void xb_stop(xb_ctx *c)
 {
     proc_reap(&c->proc, 1);
     c->rpos = c->rlen = 0;
+    xb_log_stderr(c);
 }
 
 /* Start a fresh adapter.  Returns 0, or -1 with last_error set. */
@@ -142,7 +187,7 @@ static int xb_start(xb_ctx *c)
     xb_fmt(tmpl, sizeof tmpl, "%s/attnconf-adapter-stderr-XXXXXX",
            tmpdir && tmpdir[0] ? tmpdir : "/tmp");
     /* Stderr goes to a file, not a pipe: an adapter that logs a lot must never block on a pipe
-     * nobody drains, and only its last line is ever quoted. */
+     * nobody drains; its last line is quoted, and --adapter-stderr copies all of it. */
     c->err_fd = mkostemp(tmpl, O_CLOEXEC);
     if (c->err_fd < 0) {
         xb_fmt(c->last_error, sizeof c->last_error,
@@ -151,6 +196,7 @@ static int xb_start(xb_ctx *c)
         return -1;
     }
     unlink(tmpl);
+    c->logged = 0;
 
     size_t nenv = 0;
     while (environ && environ[nenv])
@@ -356,7 +402,8 @@ static int xb_read_exact(xb_ctx *c, unsigned char *dst, size_t n, double deadlin
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
-/* A tensor to send: a dense buffer of nbytes and the strides that address it. */
+/* A tensor to send: a buffer of nbytes and the strides that address it (dense, except for the
+ * stride-0 axes of an adapter reading stride0.wire). */
 typedef struct xb_payload {
     const void *data;
     size_t nbytes;
@@ -418,34 +465,43 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
                (long long)XR_MAX_NUMEL);
         return ATTNCONF_EINVAL;
     }
-    int64_t strides[ATTNCONF_MAX_RANK];
-    memcpy(strides, t->strides, sizeof strides);
-    p->nbytes = (size_t)numel * es;
+    /* The extents the buffer holds: all of them, except that for an adapter reading
+     * stride0.wire an axis broadcast with stride 0 is held once (PROTOCOL.md "Tensor
+     * descriptors"), so it sees the broadcast its library is asked to handle. */
+    int64_t held[ATTNCONF_MAX_RANK], strides[ATTNCONF_MAX_RANK];
+    int broadcast[ATTNCONF_MAX_RANK];
+    for (int32_t d = 0; d < t->ndim; d++) {
+        broadcast[d] = c->stride0_wire && numel > 0 && t->shape[d] > 1 && t->strides[d] == 0;
+        held[d] = broadcast[d] ? 1 : t->shape[d];
+        strides[d] = t->strides[d];
+    }
+    const int64_t nheld = xr_numel(t->ndim, held);
+    p->nbytes = (size_t)nheld * es;
     p->data = t->data;
-    if (numel > 0 && !xb_dense_perm(t->ndim, t->shape, t->strides)) {
-        /* Broadcast or gapped strides: the protocol sends a dense buffer, so gather a
-         * contiguous copy. */
+    if (nheld > 0 && !xb_dense_perm(t->ndim, held, t->strides)) {
+        /* Gapped strides (or, for another adapter, broadcast ones): the protocol sends a dense
+         * buffer, so gather a row-major copy of the held elements. */
         unsigned char *buf = malloc(p->nbytes);
         if (!buf) {
             xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for tensor %s", name);
             return ATTNCONF_ENOMEM;
         }
         int64_t idx[ATTNCONF_MAX_RANK] = {0, 0, 0, 0};
-        for (int64_t i = 0; i < numel; i++) {
+        for (int64_t i = 0; i < nheld; i++) {
             int64_t off = 0;
             for (int32_t d = 0; d < t->ndim; d++)
                 off += idx[d] * t->strides[d];
             memcpy(buf + (size_t)i * es, (const unsigned char *)t->data + (size_t)off * es, es);
             for (int32_t d = t->ndim - 1; d >= 0; d--) {
-                if (++idx[d] < t->shape[d])
+                if (++idx[d] < held[d])
                     break;
                 idx[d] = 0;
             }
         }
         int64_t s = 1;
         for (int32_t d = t->ndim - 1; d >= 0; d--) {
-            strides[d] = s;
-            s *= t->shape[d];
+            strides[d] = broadcast[d] ? 0 : s;
+            s *= held[d];
         }
         p->data = buf;
         p->owned = buf;
@@ -480,10 +536,11 @@ static char *xb_dump(json_t *h)
 /* One exchange: send header h (+ payloads), read the reply.  `op` names the request in messages.
  * want_tensor: the one tensor a success reply carries ("out", "keep") or NULL (hello);
  * out/capacity: where it goes.  *reply receives the parsed header (the caller decrefs) when the
- * adapter answered.  Returns the reply's status (0 .. -5) with last_error = its error text, or
+ * adapter answered.  Returns the reply's status (0 .. -6) with last_error = its error text, or
  * HB_ETRANSPORT / another ATTNCONF code with last_error set. */
-static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
-                   const char *want_tensor, attnconf_tensor *out, size_t capacity, json_t **reply)
+static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                       const char *want_tensor, attnconf_tensor *out, size_t capacity,
+                       json_t **reply)
 {
     *reply = NULL;
     char what[64];
@@ -523,7 +580,7 @@ static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const
     if (bad)
         return xb_garbage(c, "%s", why);
     if (rp.status != 0) {
-        xb_fmt(c->last_error, sizeof c->last_error, "%s", rp.error);
+        clip_text(rp.error, c->last_error, sizeof c->last_error);
         return rp.status;
     }
     if (!rp.has_tensor)
@@ -550,6 +607,16 @@ static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const
     memcpy(out->shape, d.shape, sizeof d.shape);
     memcpy(out->strides, d.strides, sizeof d.strides);
     return 0;
+}
+
+/* xb_exchange, then what the adapter wrote to stderr meanwhile to --adapter-stderr. */
+static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                   const char *want_tensor, attnconf_tensor *out, size_t capacity, json_t **reply)
+{
+    int rc = xb_exchange(c, h, pl, npl, op, want_tensor, out, capacity, reply);
+    xb_log_stderr(c);
+    c->served = strcmp(op, "hello") == 0 ? 0 : c->served + 1;
+    return rc;
 }
 
 /* ---- hello --------------------------------------------------------------------------------- */
@@ -612,6 +679,7 @@ static int xb_take_hello(xb_ctx *c, json_t *r)
     c->version = version;
     snprintf(c->name, sizeof c->name, "%s", hl.name);
     c->caps = hl.caps;
+    c->stride0_wire = hl.stride0_wire;
     return 0;
 }
 
@@ -1206,7 +1274,31 @@ static void xb_free(xb_ctx *c)
     free(c->version);
     free(c->cmd);
     free(c->rbuf);
+    if (c->log_owned)
+        close(c->log_fd);
+    free(c->log_path);
     free(c);
+}
+
+/* End the running adapter, polite first (PROTOCOL.md "close"), then SIGKILL to its process
+ * group after the grace period; reaped either way. */
+static void xb_quit(xb_ctx *c)
+{
+    if (c->proc.pid > 0) {
+        double grace = c->timeout_s < XB_CLOSE_GRACE_S ? c->timeout_s : XB_CLOSE_GRACE_S;
+        static const char msg[] = "{\"protocol\":1,\"op\":\"close\"}\n";
+        xb_write_all(c, msg, sizeof msg - 1, mono_now() + grace);
+        xb_close_fd(&c->proc.in_fd);
+        proc_wait_exit(c->proc.pid, mono_now() + XB_CLOSE_GRACE_S, NULL);
+    }
+    xb_stop(c);
+}
+
+void xb_restart(void *ctx)
+{
+    xb_ctx *c = ctx;
+    if (c && c->proc.pid > 0 && c->served > 0)
+        xb_quit(c);
 }
 
 static void xb_close(void *ctx)
@@ -1214,14 +1306,7 @@ static void xb_close(void *ctx)
     xb_ctx *c = ctx;
     if (!c)
         return;
-    if (c->proc.pid > 0) {
-        /* Polite first (PROTOCOL.md "close"), then SIGKILL after the grace period. */
-        double grace = c->timeout_s < XB_CLOSE_GRACE_S ? c->timeout_s : XB_CLOSE_GRACE_S;
-        static const char msg[] = "{\"protocol\":1,\"op\":\"close\"}\n";
-        xb_write_all(c, msg, sizeof msg - 1, mono_now() + grace);
-        xb_close_fd(&c->proc.in_fd);
-        proc_wait_exit(c->proc.pid, mono_now() + XB_CLOSE_GRACE_S, NULL);
-    }
+    xb_quit(c);
     xb_free(c);
 }
 
@@ -1252,7 +1337,8 @@ static const attnconf_backend xb_template = {
 };
 
 int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options, double timeout_s,
-            const attnconf_backend **table, void **ctx, char *err, size_t errlen)
+            const char *stderr_to, const attnconf_backend **table, void **ctx, char *err,
+            size_t errlen)
 {
     *table = NULL;
     *ctx = NULL;
@@ -1278,6 +1364,7 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
     }
     c->proc = (proc_child)PROC_CHILD_NONE;
     c->err_fd = -1;
+    c->log_fd = -1;
     c->timeout_s = timeout_s;
     c->last_seconds = -1;
     c->cmd = strdup(cmdline);
@@ -1295,6 +1382,20 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
         xb_fmt(err, errlen, "out of memory");
         return -1;
     }
+    if (stderr_to) {
+        int dash = strcmp(stderr_to, "-") == 0;
+        c->log_path = strdup(stderr_to);
+        c->log_fd =
+            dash ? STDERR_FILENO
+                 : open(stderr_to, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0666);
+        c->log_owned = !dash && c->log_fd >= 0;
+        if (c->log_fd < 0 || !c->log_path) {
+            xb_fmt(err, errlen, "--adapter-stderr %s: %s", stderr_to,
+                   c->log_path ? strerror(errno) : "out of memory");
+            xb_free(c);
+            return -1;
+        }
+    }
     int rc = xb_hello(c, 1);
     if (rc != 0) {
         xb_fmt(err, errlen, "%s", c->last_error);
@@ -1308,4 +1409,73 @@ int xb_open(const char *cmdline, const attnconf_option *options, size_t n_option
     *table = &c->table;
     *ctx = c;
     return 0;
+}
+
+/* ---- repro (PROTOCOL.md "repro"): a reproducer of one case ----------------------------------
+ * The request is the sdpa request of a (the same members, xb_sdpa_params and xb_add_tensor)
+ * with op "repro" and the members of `extra`; the reply carries no tensors. */
+int xb_repro(void *ctx, const attnconf_sdpa_args *a, json_t *extra, char **script, char *language,
+             size_t language_len)
+{
+    xb_ctx *c = ctx;
+    *script = NULL;
+    c->last_error[0] = '\0';
+    if (!a || !a->q || !a->k || !a->v || !json_is_object(extra)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: repro without q, k, v or members");
+        return ATTNCONF_EINVAL;
+    }
+    int rc = xb_ensure(c);
+    if (rc)
+        return rc;
+    xb_payload pl[4];
+    size_t npl = 0;
+    json_t *h = json_object(), *list = json_array(), *r = NULL;
+    rc = ATTNCONF_ENOMEM;
+    if (!h || !list || json_object_set_new(h, "protocol", json_integer(1)) ||
+        json_object_set_new(h, "op", json_string("repro")) ||
+        json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
+        json_object_set_new(h, "causal_offset",
+                            a->has_causal_offset ? json_integer(a->causal_offset) : json_null()) ||
+        json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
+        json_object_update(h, extra) || json_object_set(h, "tensors", list)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        goto done;
+    }
+    rc = xb_sdpa_params(c, a, h);
+    if (rc)
+        goto done;
+    static const char *const names[4] = {"q", "k", "v", "mask"};
+    const attnconf_tensor *ts[4] = {a->q, a->k, a->v, a->mask};
+    for (int i = 0; i < 4; i++) {
+        if (!ts[i])
+            continue;
+        rc = xb_add_tensor(c, list, names[i], ts[i], &pl[npl]);
+        if (rc)
+            goto done;
+        npl++;
+    }
+    rc = xb_call(c, h, pl, npl, "repro", NULL, NULL, 0, &r);
+    if (rc)
+        goto done;
+    json_t *s = json_object_get(r, "script"), *l = json_object_get(r, "language");
+    const char *lang = json_is_string(l) ? json_string_value(l) : "";
+    if (!json_is_string(s) || (strcmp(lang, "python") != 0 && strcmp(lang, "c") != 0)) {
+        rc = xb_garbage(c, "a repro reply needs a \"script\" string and a \"language\" of "
+                           "\"python\" or \"c\"");
+        goto done;
+    }
+    *script = strdup(json_string_value(s));
+    if (!*script) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for the script");
+        rc = ATTNCONF_ENOMEM;
+        goto done;
+    }
+    xb_fmt(language, language_len, "%s", lang);
+done:
+    for (size_t i = 0; i < npl; i++)
+        free(pl[i].owned);
+    json_decref(list);
+    json_decref(h);
+    json_decref(r);
+    return rc;
 }

@@ -174,8 +174,9 @@ int xr_parse(const char *line, size_t len, const char *op, const char *want_tens
     json_t *jp = json_object_get(root, "protocol"), *js = json_object_get(root, "status");
     if (!json_is_integer(jp) || json_integer_value(jp) != 1)
         return xr_fail(why, n, "header to %s lacks \"protocol\": 1", op);
-    if (!json_is_integer(js) || json_integer_value(js) > 0 || json_integer_value(js) < -5)
-        return xr_fail(why, n, "header to %s: \"status\" is not an integer in 0..-5", op);
+    if (!json_is_integer(js) || json_integer_value(js) > 0 ||
+        json_integer_value(js) < ATTNCONF_EINEXPRESSIBLE)
+        return xr_fail(why, n, "header to %s: \"status\" is not an integer in 0..-6", op);
     r->status = (int)json_integer_value(js);
     json_t *jt = json_object_get(root, "tensors");
     size_t nt = json_is_array(jt) ? json_array_size(jt) : 0;
@@ -220,8 +221,13 @@ int xr_hello_take(json_t *r, xr_hello *h, char *why, size_t n)
     if (!json_is_array(jc))
         return xr_fail(why, n, "hello: \"capabilities\" is missing or not an array");
     uint64_t caps = 0;
+    int stride0_wire = 0;
     for (size_t i = 0; i < json_array_size(jc); i++) {
         json_t *e = json_array_get(jc, i);
+        if (json_is_string(e) && strcmp(json_string_value(e), XR_CAP_STRIDE0_WIRE) == 0) {
+            stride0_wire = 1;
+            continue;
+        }
         uint64_t bit = json_is_string(e) ? acase_cap_from_name(json_string_value(e)) : 0;
         if (!bit) {
             char known[600]; /* every name the table knows, so the list never goes stale */
@@ -229,10 +235,10 @@ int xr_hello_take(json_t *r, xr_hello *h, char *why, size_t n)
             for (int b = 0; b < 64; b++)
                 all |= acase_cap_name(1ull << b) ? 1ull << b : 0;
             acase_caps_text(all, ", ", known, sizeof known);
-            return xr_fail(why, n, "hello: unknown capability %s%.64s%s (known: %s)",
+            return xr_fail(why, n, "hello: unknown capability %s%.64s%s (known: %s, %s)",
                            json_is_string(e) ? "'" : "",
                            json_is_string(e) ? json_string_value(e) : "(not a string)",
-                           json_is_string(e) ? "'" : "", known);
+                           json_is_string(e) ? "'" : "", known, XR_CAP_STRIDE0_WIRE);
         }
         caps |= bit;
     }
@@ -250,6 +256,7 @@ int xr_hello_take(json_t *r, xr_hello *h, char *why, size_t n)
     h->name = name;
     h->version = json_string_value(jv);
     h->caps = caps;
+    h->stride0_wire = stride0_wire;
     h->noptions = no;
     h->options = no ? jo : NULL;
     return 0;

@@ -55,7 +55,7 @@ typedef struct xr_desc {
 typedef struct xr_reply {
     json_t *root;      /* the parsed header: the caller json_decref()s it (also after -1, when
                           set: NULL if the line was not a JSON object) */
-    int status;        /* 0 (success) .. -5 (ATTNCONF_EBACKEND) */
+    int status;        /* 0 (success) .. -6 (ATTNCONF_EINEXPRESSIBLE) */
     const char *error; /* status < 0: the adapter's "error" text (inside root) */
     int has_tensor;    /* 1: status 0 and one tensor `want_tensor`, described by desc; its
                           desc.nbytes payload bytes follow the header line */
@@ -65,17 +65,23 @@ typedef struct xr_reply {
 /* Parse and check one header line (len bytes, without the newline; need not be NUL-terminated)
  * answering request `op` ("hello", "sdpa", ...; for messages).  want_tensor: the one tensor a
  * success reply must carry ("out", "keep", "keys", "values") or NULL when it carries none.
- * Checks: a JSON object without duplicate keys, "protocol": 1, "status" an integer in 0..-5,
+ * Checks: a JSON object without duplicate keys, "protocol": 1, "status" an integer in 0..-6,
  * an error reply with an "error" string and no tensors, a success reply with exactly the
  * tensors asked for (xr_desc's rules).  Returns 0 with *r filled, or -1 with why set. */
 int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor, xr_reply *r,
              char *why, size_t n);
+
+/* The capability by which an adapter says it reads tensors with stride 0 as they are, in a
+ * buffer of the span their strides address (PROTOCOL.md "Tensor descriptors").  A protocol
+ * capability, not a case's: no ATTNCONF_CAP_* bit, never in a case's `requires`. */
+#define XR_CAP_STRIDE0_WIRE "stride0.wire"
 
 /* A hello reply's contents, pointing into the reply's root (valid while it lives). */
 typedef struct xr_hello {
     const char *name;    /* [a-z0-9_-]{1,64} */
     const char *version; /* any string */
     uint64_t caps;       /* ATTNCONF_CAP_* bits, every listed name known */
+    int stride0_wire;    /* 1: "stride0.wire" listed (XR_CAP_STRIDE0_WIRE) */
     size_t noptions;     /* entries of options, <= XR_MAX_OPTIONS */
     json_t *options;     /* array (or NULL when none): objects whose "key" is a valid option
                             key; "default" and "help" are taken when strings */

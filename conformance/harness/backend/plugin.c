@@ -10,6 +10,7 @@ const char *hb_code_name(int code)
     case ATTNCONF_ENOMEM: return "enomem";
     case ATTNCONF_ENOTSUP: return "enotsup";
     case ATTNCONF_EBACKEND: return "ebackend";
+    case ATTNCONF_EINEXPRESSIBLE: return "einexpressible";
     default: return "unknown";
     }
 }

@@ -69,7 +69,7 @@ static void usage(FILE *f)
            "                      [--backend ...] --suite FILE [--filter GLOB]...\n"
            "                      [--out FILE.json] [--label TEXT] [--min-time S] [--min-reps N]\n"
            "                      [--max-reps N] [--max-gflop X] [--limits FILE.json]\n"
-           "                      [--timeout SECONDS]\n"
+           "                      [--timeout SECONDS] [--adapter-stderr FILE]\n"
            "       attnconf bench --peak [--out FILE.json]\n"
            "\n"
            "  Times every shape of a perf suite (perf/suites/NAME.yaml) in each of its dtypes\n"
@@ -95,6 +95,9 @@ static void usage(FILE *f)
            "  --timeout         seconds one benchmark may take, its checks and repetitions\n"
            "                    together (default 1800); past it its process is killed and\n"
            "                    the benchmark is an ERROR\n"
+           "  --adapter-stderr  FILE\n"
+           "                    " CLI_ADAPTER_STDERR_HELP "\n"
+           "                    (every benchmark's adapter; exec: only)\n"
            "  --limits          reuse the \"machine\" limits of an earlier bench or --peak JSON\n"
            "                    instead of measuring them (about 6 s)\n"
            "  --peak            only measure and print this machine's limits: f32 FMA GFLOP/s\n"
@@ -111,7 +114,8 @@ typedef struct bench_backend {
     attnconf_option opt[MAX_OPTIONS];
     char key[MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
     size_t nopt;
-    int adapter; /* 1: an exec: adapter, timed by the seconds it reports */
+    int adapter;                /* 1: an exec: adapter, timed by the seconds it reports */
+    const char *adapter_stderr; /* --adapter-stderr, for an adapter */
     /* From the up-front load. */
     char name[128], version[128];
     uint64_t caps;
@@ -120,7 +124,7 @@ typedef struct bench_backend {
 typedef struct bench_opts {
     bench_backend be[MAX_BACKENDS];
     int nbe;
-    const char *suite, *out, *label, *limits;
+    const char *suite, *out, *label, *limits, *adapter_stderr;
     const char *filter[MAX_FILTERS];
     size_t nfilter;
     double min_time_s, max_gflop, timeout_s;
@@ -176,6 +180,8 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->timeout_s = BENCH_DEFAULT_TIMEOUT_S;
     /* the numbers as given: --peak refuses them */
     const char *given[5] = {NULL, NULL, NULL, NULL, NULL};
+    cli_opt adapter_stderr = cli_opt_adapter_stderr(&o->adapter_stderr);
+    adapter_stderr.help = NULL; /* the usage text lists it with the others */
     const cli_opt opts[] = {
         {.name = "--backend", .kind = CLI_CALL, .fn = opt_backend},
         {.name = "--backend-option", .kind = CLI_CALL, .fn = opt_backend_option},
@@ -212,6 +218,7 @@ static int parse(int argc, char **argv, bench_opts *o)
         {.name = "--limits", .kind = CLI_STRING, .dest = &o->limits},
         {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &given[4]},
         {.name = "--peak", .kind = CLI_FLAG, .dest = &o->peak},
+        adapter_stderr,
     };
     const cli_cmd c = {
         .name = "bench", .usage = usage, .opts = opts, .nopts = CLI_COUNT_OF(opts), .ud = o};
@@ -219,7 +226,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     if (rc)
         return rc;
     if (o->peak) {
-        int other = o->nbe || o->nfilter || o->suite || o->label || o->limits;
+        int other = o->nbe || o->nfilter || o->suite || o->label || o->limits || o->adapter_stderr;
         for (size_t k = 0; k < 5; k++)
             other |= given[k] != NULL;
         return other ? cli_usage_error(&c, "--peak takes only --out", NULL) : 0;
@@ -232,6 +239,13 @@ static int parse(int argc, char **argv, bench_opts *o)
         o->max_reps = o->min_reps > 1000 ? o->min_reps : 1000;
     if (o->max_reps < o->min_reps)
         return cli_usage_error(&c, "--max-reps is below --min-reps", NULL);
+    int adapters = 0;
+    for (int x = 0; x < o->nbe; x++) {
+        adapters += o->be[x].adapter;
+        o->be[x].adapter_stderr = o->be[x].adapter ? o->adapter_stderr : NULL;
+    }
+    if (o->adapter_stderr && !adapters)
+        return cli_usage_error(&c, CLI_ADAPTER_STDERR_NOT_EXEC, NULL);
     return 0;
 }
 
@@ -263,7 +277,7 @@ static void bench_child(int fd, void *arg)
     json_t *o = bb_shape_json(a->s, a->dt, a->via, "ERROR", "");
     hb_backend hb;
     char err[1024];
-    hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S};
+    hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S, b->adapter_stderr};
     if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, sizeof err) != 0) {
         json_object_set_new(o, "message", json_string(err));
     } else {
@@ -433,7 +447,7 @@ static int load_backends(bench_opts *o, char *err, size_t errlen)
     static hw_hello h; /* ~14 KiB: not on the stack */
     for (int x = 0; x < o->nbe; x++) {
         bench_backend *b = &o->be[x];
-        hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S};
+        hb_open_opts oo = {b->opt, b->nopt, HB_DEFAULT_TIMEOUT_S, b->adapter_stderr};
         if (b->adapter) {
             hb_backend hb;
             if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, errlen) != 0) {

@@ -32,6 +32,7 @@
 #include <sys/resource.h>
 
 #include "attnref/sdpa.h"
+#include "common/clip.h"
 #include "common/clock.h"
 #include "results/result.h"
 #include "run/run.h"
@@ -294,7 +295,8 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     progress_line(progress, progress_prefix, "first call");
     int rc = hb_sdpa(&hb, &a, NULL);
     if (rc != ATTNCONF_OK) {
-        const char *le = hb_last_error(&hb);
+        char le[CLIP_MAX + 1];
+        clip_text(hb_last_error(&hb), le, sizeof le);
         set_status(o, rc == ATTNCONF_ENOTSUP ? "NOT_SUPPORTED" : "ERROR", "sdpa returned %s%s%s",
                    hb_code_name(rc), le[0] ? ": " : "", le);
         goto done;
@@ -326,7 +328,8 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         double wall;
         rc = hb_sdpa(&hb, &a, &wall);
         if (rc != ATTNCONF_OK) {
-            const char *le = hb_last_error(&hb);
+            char le[CLIP_MAX + 1];
+            clip_text(hb_last_error(&hb), le, sizeof le);
             set_status(o, "ERROR", "repetition %lld: sdpa returned %s%s%s", (long long)n + 1,
                        hb_code_name(rc), le[0] ? ": " : "", le);
             goto done;

@@ -38,6 +38,14 @@ void cli_usage(const cli_cmd *c, FILE *f)
     }
 }
 
+cli_opt cli_opt_adapter_stderr(const char **dest)
+{
+    return (cli_opt){.name = "--adapter-stderr",
+                     .kind = CLI_STRING,
+                     .dest = dest,
+                     .help = CLI_ADAPTER_STDERR_HELP};
+}
+
 /* strtod that refuses trailing text, overflow and non-finite values. */
 static int full_double(const char *v, double *out)
 {

@@ -88,7 +88,7 @@ int hf_check_call(hf_ctx *x, const hf_call *call, const char *id, hr_result *r, 
         *keep = c;
     else
         acase_free(c);
-    if (r->status == HR_NOT_SUPPORTED)
+    if (r->status == HR_NOT_SUPPORTED || r->status == HR_UNEXPRESSIBLE)
         return 2;
     if (x->meta_only && r->status == HR_FAIL)
         return 0;
@@ -154,7 +154,7 @@ int hf_check_meta(hf_ctx *x, int rel, uint64_t pick, const hf_call *base, const 
             f->meta = rel;
             f->status = r.status;
             f->pick = pick;
-            snprintf(f->message, sizeof f->message, "derived call %.100s: %s %.400s", did,
+            snprintf(f->message, sizeof f->message, "derived call %.100s: %s %s", did,
                      hr_status_name(r.status), r.message);
             result = 1;
             goto done;

@@ -43,15 +43,17 @@ typedef struct hf_fail {
     int meta;         /* -1 differential, else the HF_META_* relation */
     hr_status status; /* differential: the status */
     uint64_t pick;    /* metamorphic: the derivation's choice */
-    char message[600];
+    /* the call's result message whole (a backend's text in it is clipped already), after a
+     * few words naming the call */
+    char message[sizeof(((hr_result *)0)->message) + 160];
 } hf_fail;
 
 /* hw_config.get_case of the fuzz worker: ud is the hf_shared mapping. */
 const acase *hf_worker_case(void *ud, size_t i);
 
 /* Differential check of one call: 1 failing (*r bad; with --meta-only a FAIL does not count),
- * 0 passing, 2 not run (unsupported, or a capability the call needs is missing), -1 internal
- * error (err set).  With keep, the built case is handed back (free it). */
+ * 0 passing, 2 not run (unsupported or unexpressible, or a capability the call needs is
+ * missing), -1 internal error (err set).  With keep, the built case is handed back (free it). */
 int hf_check_call(hf_ctx *x, const hf_call *call, const char *id, hr_result *r, acase **keep,
                   char *err, size_t errlen);
 

@@ -59,6 +59,7 @@
 
 typedef struct hf_opts {
     const char *backend, *out_dir, *json, *timeout, *case_timeout; /* the two as given */
+    const char *adapter_stderr;
     double timeout_s, case_timeout_s;
     uint64_t seed;
     const char *seed_given;
@@ -77,7 +78,7 @@ static void hf_usage(FILE *f)
             "                     [--count N | --seconds T] [--out-dir DIR] [--json FILE]\n"
             "                     [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "                     [--case-timeout SECONDS] [--in-process]\n"
-            "                     [--no-meta | --meta-only]\n"
+            "                     [--no-meta | --meta-only] [--adapter-stderr FILE]\n"
             "  random sdpa calls (what the backend's capabilities allow) checked against the\n"
             "  reference within the clause 13 bound, plus metamorphic checks; the first\n"
             "  failure is shrunk and written to DIR (default attnconf-fuzz) as case files\n"
@@ -151,6 +152,7 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
          .kind = CLI_FLAG,
          .dest = &o->meta_only,
          .help = "only the metamorphic checks judge values"},
+        cli_opt_adapter_stderr(&o->adapter_stderr),
     };
     const cli_cmd c = {
         .name = "fuzz", .usage = hf_usage, .opts = opts, .nopts = CLI_COUNT_OF(opts), .ud = o};
@@ -163,6 +165,8 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
         return cli_usage_error(&c, "give --count or --seconds, not both", NULL);
     if (o->no_meta && o->meta_only)
         return cli_usage_error(&c, "give --no-meta or --meta-only, not both", NULL);
+    if (o->adapter_stderr && !hb_spec_is_exec(o->backend))
+        return cli_usage_error(&c, CLI_ADAPTER_STDERR_NOT_EXEC, o->backend);
     if (!o->count && !o->seconds)
         o->seconds = HF_DEFAULT_SECONDS;
     return 0;
@@ -287,7 +291,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     run_capture_outputs(x.sh->out, HF_OUT_MAX, &x.sh->out_n);
     x.isolated = !o.in_process && !hb_spec_is_exec(o.backend);
     x.meta_only = o.meta_only;
-    x.oo = (hb_open_opts){o.opt, o.nopt, o.timeout_s};
+    x.oo = (hb_open_opts){o.opt, o.nopt, o.timeout_s, o.adapter_stderr};
     char a0[PATH_MAX], be[PATH_MAX], dir_abs[PATH_MAX], err[1024];
     if (!strchr(argv0, '/') || !realpath(argv0, a0))
         snprintf(a0, sizeof a0, "%s", argv0);
@@ -375,8 +379,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         if (rc == 1) {
             f.meta = -1;
             f.status = r.status;
-            snprintf(f.message, sizeof f.message, "%s: %.500s", hr_status_name(r.status),
-                     r.message);
+            snprintf(f.message, sizeof f.message, "%s: %s", hr_status_name(r.status), r.message);
         } else if (rc == 2) {
             skipped++;
         } else if (!o.no_meta) {

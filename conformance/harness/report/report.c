@@ -55,6 +55,7 @@
 typedef struct tally {
     size_t by_status[HR_STATUS_COUNT];
     size_t total, ran, passed, bad, ns;
+    size_t unx; /* UNEXPRESSIBLE: like ns, neither passed nor failed, and counted apart */
 } tally;
 
 static void tally_add(tally *t, const size_t *by_status)
@@ -66,8 +67,9 @@ static void tally_add(tally *t, const size_t *by_status)
     t->bad = c[HR_FAIL] + c[HR_INCORRECT_DTYPE] + c[HR_ERROR] + c[HR_CRASH] + c[HR_TIMEOUT] +
              c[HR_CASE_ERROR]; /* a case that did not run is no pass, whoever's fault */
     t->passed = c[HR_PASS] + c[HR_EXPECTED_ERROR];
+    t->unx = c[HR_UNEXPRESSIBLE];
     t->ran = t->passed + t->bad;
-    t->total = t->ran + t->ns;
+    t->total = t->ran + t->ns + t->unx;
 }
 
 static tally backend_tally(const rp_data *d, size_t b)
@@ -79,21 +81,27 @@ static tally backend_tally(const rp_data *d, size_t b)
     return t;
 }
 
-/* "12/12 pass", "3 fail / 9", "not supported", "—"; "+ N not supported" when mixed. */
+/* "12/12 pass", "3 fail / 9", "not supported", "—"; ", N not supported" and ", N
+ * unexpressible" when mixed. */
 static void put_cell(FILE *f, const tally *t)
 {
     if (t->total == 0) {
         fputs(EM_DASH, f);
         return;
     }
-    if (t->ran == 0) {
+    if (t->ran == 0 && t->unx == 0) {
         fputs("not supported", f);
         return;
     }
-    if (t->bad == 0)
+    const char *sep = ", ";
+    if (t->ran == 0)
+        sep = "";
+    else if (t->bad == 0)
         fprintf(f, "%zu/%zu pass", t->passed, t->ran);
     else
         fprintf(f, "%zu fail / %zu", t->bad, t->ran);
+    if (t->unx)
+        fprintf(f, "%s%zu unexpressible", sep, t->unx);
     if (t->ns)
         fprintf(f, ", %zu not supported", t->ns);
 }
@@ -128,21 +136,26 @@ static void put_catching(FILE *f, const rp_data *d, size_t b)
 }
 
 /* Compact cell of the family x backend matrix: "14/14", "**3 fail** / 14", "n/s" (every case
- * NOT_SUPPORTED), "10/12 + 2 n/s", or an em dash (the backend has no case of the family). */
+ * NOT_SUPPORTED), "10/12 + 2 n/s", "10/11 + 1 unx" (UNEXPRESSIBLE), or an em dash (the backend
+ * has no case of the family). */
 static void put_short_cell(FILE *f, const tally *t)
 {
     if (t->total == 0) {
         fputs(EM_DASH, f);
         return;
     }
-    if (t->ran == 0) {
+    if (t->ran == 0 && t->unx == 0) {
         fputs("n/s", f);
         return;
     }
-    if (t->bad == 0)
+    if (t->ran == 0)
+        fprintf(f, "%zu unx", t->unx);
+    else if (t->bad == 0)
         fprintf(f, "%zu/%zu", t->passed, t->ran);
     else
         fprintf(f, "**%zu fail** / %zu", t->bad, t->ran);
+    if (t->ran && t->unx)
+        fprintf(f, " + %zu unx", t->unx);
     if (t->ns)
         fprintf(f, " + %zu n/s", t->ns);
 }
@@ -203,8 +216,9 @@ static void put_matrix(FILE *f, const rp_data *d)
     }
     fputs(
         "\nA cell is passed/run cases, or **failed** / run cases; n/s: cases the backend does not "
-        "support (not run); " EM_DASH " means the family has no cases in the backend's "
-        "results. Backends:\n\n",
+        "support (not run); unx: cases that must be rejected whose input the backend says its "
+        "API cannot write (UNEXPRESSIBLE, neither passed nor failed); " EM_DASH " means the "
+        "family has no cases in the backend's results. Backends:\n\n",
         f);
     for (size_t b = 0; b < d->nb; b++) {
         const rp_backend *be = &d->backends[b];
@@ -566,6 +580,25 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
     else
         put_unsupported_entries(f, v, ns);
     fputc('\n', f);
+
+    /* Unexpressible: each claim as the file records it (one entry per case id, expect.h), so a
+     * reader can check that the library's API really cannot write the invalid input. */
+    size_t nx = 0;
+    for (size_t k = 0; k < be->n; k++)
+        if (be->cases[k].x_case[0] && be->cases[k].status == HR_UNEXPRESSIBLE)
+            v[nx++] = &be->cases[k];
+    qsort(v, nx, sizeof *v, cmp_by_entry);
+    if (nx) {
+        fprintf(f, "#### Unexpressible (%zu case%s)\n\n", nx, nx == 1 ? "" : "s");
+        for (size_t i = 0; i < nx;) {
+            size_t j = i + 1;
+            while (j < nx && !strcmp(v[j]->x_case, v[i]->x_case))
+                j++;
+            put_finding(f, d, v + i, j - i);
+            i = j;
+        }
+        fputc('\n', f);
+    }
     free(v);
     return 0;
 }
@@ -731,8 +764,10 @@ static void put_clause_passing(FILE *f, const rp_data *d, int k)
         md_text(f, be->name);
         if (t.ran)
             fprintf(f, " %zu/%zu", t.passed, t.ran);
+        if (t.unx)
+            fprintf(f, t.ran ? " + %zu unexpressible" : " %zu unexpressible", t.unx);
         if (t.ns)
-            fprintf(f, t.ran ? " + %zu not supported" : " %zu not supported", t.ns);
+            fprintf(f, t.ran || t.unx ? " + %zu not supported" : " %zu not supported", t.ns);
     }
     if (!any)
         fputs(EM_DASH, f);
@@ -930,7 +965,10 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
           "process or wrote outside a buffer) and TIMEOUT (no result within the case timeout) "
           "count as failed, and so does CASE_ERROR (the case file could not be read: the "
           "suite's problem); NOT_SUPPORTED (the "
-          "backend lacks a capability the case requires) is neither. ",
+          "backend lacks a capability the case requires) is neither, and neither is "
+          "UNEXPRESSIBLE (a case that must be rejected, whose invalid input the library's API "
+          "cannot write, as the backend answered; it conforms only where the backend's "
+          "expected-results file lists the case with its reason; \"unx\" in the matrix). ",
           f);
     fprintf(f, "It was generated from %zu result file%s with:\n\n", nfiles, nfiles == 1 ? "" : "s");
     char *cmd = rp_relative(d, command);

@@ -182,9 +182,17 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
         return -1;
     if (hx_parse_status(status, &e->status))
         return hx_fail(r, status_node,
-                       "status: unknown '%s' (PASS, EXPECTED_ERROR, NOT_SUPPORTED, FAIL, "
-                       "INCORRECT_DTYPE, ERROR, CRASH, TIMEOUT)",
+                       "status: unknown '%s' (PASS, EXPECTED_ERROR, NOT_SUPPORTED, UNEXPRESSIBLE, "
+                       "FAIL, INCORRECT_DTYPE, ERROR, CRASH, TIMEOUT)",
                        status);
+    /* An UNEXPRESSIBLE claim is the library's word that its API cannot write an invalid input:
+     * each one is reviewed case by case, so a glob cannot grant it to cases nobody looked at. */
+    for (size_t k = 0; e->status == HR_UNEXPRESSIBLE && k < e->npatterns; k++)
+        if (strpbrk(e->patterns[k], "*?[]!"))
+            return hx_fail(r, case_node,
+                           "case: '%s': an UNEXPRESSIBLE entry lists case ids, not globs "
+                           "(each claim is reviewed case by case)",
+                           e->patterns[k]);
     /* A plain integer as YAML reads it ("9", not "09" or a quoted "9"), so every YAML reader
      * sees the same number. */
     const char *cl = hx_scalar(clause_node);

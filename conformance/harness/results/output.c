@@ -25,8 +25,10 @@
  *         "rules": [str, ...],                     the case's spec rule ids, in case order
  *                                                  (e.g. "clause3.bottom_right"); always
  *                                                  present, [] when the case did not load
- *         "status": "PASS" | "EXPECTED_ERROR" | "NOT_SUPPORTED" | "FAIL" | "INCORRECT_DTYPE"
- *                   | "ERROR" | "CRASH" | "TIMEOUT" | "CASE_ERROR",
+ *         "status": "PASS" | "EXPECTED_ERROR" | "NOT_SUPPORTED" | "UNEXPRESSIBLE" | "FAIL"
+ *                   | "INCORRECT_DTYPE" | "ERROR" | "CRASH" | "TIMEOUT" | "CASE_ERROR",
+ *                                                  UNEXPRESSIBLE: a case that must be rejected,
+ *                                                  answered einexpressible (result.h);
  *                                                  CRASH: the backend killed its worker or
  *                                                  wrote outside a buffer; TIMEOUT: no result
  *                                                  within --case-timeout; CASE_ERROR: the case
@@ -56,11 +58,12 @@
  *                      "reason": str, "upstream": str ("" when not given)}
  *       }, ...
  *     ],
- *     "summary": {"PASS": int, "EXPECTED_ERROR": int, "NOT_SUPPORTED": int, "FAIL": int,
- *                 "INCORRECT_DTYPE": int, "ERROR": int, "CRASH": int, "TIMEOUT": int,
- *                 "CASE_ERROR": int, "total": int}
- *                                                  (a reader accepts a summary without the
- *                                                  last three, from before they existed)
+ *     "summary": {"PASS": int, "EXPECTED_ERROR": int, "NOT_SUPPORTED": int,
+ *                 "UNEXPRESSIBLE": int, "FAIL": int, "INCORRECT_DTYPE": int, "ERROR": int,
+ *                 "CRASH": int, "TIMEOUT": int, "CASE_ERROR": int, "total": int}
+ *                                                  (a reader accepts a summary without
+ *                                                  UNEXPRESSIBLE or the last three, from
+ *                                                  before they existed)
  *   }
  *
  * "num" is a JSON number, or one of the strings "nan", "inf", "-inf": JSON has no non-finite
@@ -102,7 +105,8 @@ static const char *status_name(hr_status s)
 typedef struct counts {
     size_t by_status[HR_STATUS_COUNT];
     size_t passed, failed, skipped;
-    size_t unreadable; /* CASE_ERROR: in none of passed/failed/skipped (the suite's fault) */
+    size_t unexpressible; /* UNEXPRESSIBLE: in none of passed/failed/skipped */
+    size_t unreadable;    /* CASE_ERROR: in none of passed/failed/skipped (the suite's fault) */
 } counts;
 
 static counts count_run(const hr_run *run)
@@ -114,6 +118,8 @@ static counts count_run(const hr_run *run)
         c.by_status[s]++;
         if (s == HR_NOT_SUPPORTED)
             c.skipped++;
+        else if (s == HR_UNEXPRESSIBLE)
+            c.unexpressible++;
         else if (s == HR_CASE_ERROR)
             c.unreadable++;
         else if (hr_status_is_bad(s))
@@ -381,15 +387,23 @@ static void write_text(const hr_run *run, FILE *f)
                 fputs(": ", f);
                 put_line(f, FIELD(r->expect_reason), 0);
                 fputc(')', f);
+            } else if (s == HR_UNEXPRESSIBLE) {
+                fputs(" (an UNEXPRESSIBLE result conforms only where the file lists the case "
+                      "with that status and a reason)",
+                      f);
             }
             fputc('\n', f);
         } else if (r->has_expect && r->expect_entry && hr_status_is_bad(s)) {
             fprintf(f, "    known divergence, clause %d: ", r->expect_clause);
             put_line(f, FIELD(r->expect_reason), 0);
             fputc('\n', f);
+        } else if (r->has_expect && r->expect_entry && s == HR_UNEXPRESSIBLE) {
+            fprintf(f, "    recorded unexpressible, clause %d: ", r->expect_clause);
+            put_line(f, FIELD(r->expect_reason), 0);
+            fputc('\n', f);
         }
-        if (s == HR_NOT_SUPPORTED) {
-            fputs("    not supported: ", f);
+        if (s == HR_NOT_SUPPORTED || s == HR_UNEXPRESSIBLE) {
+            fputs(s == HR_NOT_SUPPORTED ? "    not supported: " : "    unexpressible: ", f);
             put_line(f, FIELD(r->message), 0);
             fputc('\n', f);
         } else if (hr_status_is_bad(s) || s == HR_CASE_ERROR) {
@@ -409,6 +423,11 @@ static void write_text(const hr_run *run, FILE *f)
                 put_line(f, FIELD(r->rerun), 0);
                 fputc('\n', f);
             }
+            if (r->repro[0]) {
+                fputs("    repro: ", f);
+                put_line(f, FIELD(r->repro), 0);
+                fputc('\n', f);
+            }
         }
     }
     for (int s = 0; s < HR_STATUS_COUNT; s++)
@@ -422,8 +441,11 @@ static void write_text(const hr_run *run, FILE *f)
                 run->stale == 1 ? "y" : "ies");
     }
     /* The same words as the status names: passed = PASS + EXPECTED_ERROR, failed = the bad
-     * statuses, not supported = NOT_SUPPORTED (ctest and JUnit call these "skipped"). */
+     * statuses, not supported = NOT_SUPPORTED (ctest and JUnit call these "skipped"),
+     * unexpressible = UNEXPRESSIBLE (shown when there is one). */
     fprintf(f, "%zu passed, %zu failed, %zu not supported", c.passed, c.failed, c.skipped);
+    if (c.unexpressible)
+        fprintf(f, ", %zu unexpressible", c.unexpressible);
     if (c.unreadable)
         fprintf(f, "; %zu case file%s unreadable", c.unreadable, c.unreadable == 1 ? "" : "s");
     fputc('\n', f);
@@ -480,8 +502,8 @@ static void write_tap(const hr_run *run, FILE *f)
         } else if (known) { /* TAP's TODO: a known failure that does not fail the run */
             fprintf(f, " # TODO known divergence, clause %d: ", r->expect_clause);
             put_line(f, FIELD(r->expect_reason), 1);
-        } else if (s == HR_NOT_SUPPORTED) {
-            fputs(" # SKIP not supported: ", f);
+        } else if (s == HR_NOT_SUPPORTED || s == HR_UNEXPRESSIBLE) {
+            fputs(s == HR_NOT_SUPPORTED ? " # SKIP not supported: " : " # SKIP unexpressible: ", f);
             put_line(f, FIELD(r->message), 1);
         }
         fputc('\n', f);
@@ -583,14 +605,16 @@ static void write_junit(const hr_run *run, FILE *f)
     size_t failures = c.by_status[HR_FAIL] + c.by_status[HR_INCORRECT_DTYPE];
     size_t errors = c.by_status[HR_ERROR] + c.by_status[HR_CRASH] + c.by_status[HR_TIMEOUT] +
                     c.by_status[HR_CASE_ERROR];
-    if (run->expect_file[0]) { /* judged against the file: see known_divergence */
+    c.skipped += c.unexpressible; /* a <skipped> testcase, like NOT_SUPPORTED */
+    if (run->expect_file[0]) {    /* judged against the file: see known_divergence */
         failures = errors = 0;
         c.skipped = 0;
         for (size_t i = 0; i < run->count; i++) {
             const hr_result *r = &run->results[i];
             failures += judged_bad(r);
             c.skipped += !judged_bad(r) &&
-                         (known_divergence(r) || norm_status(r->status) == HR_NOT_SUPPORTED);
+                         (known_divergence(r) || norm_status(r->status) == HR_NOT_SUPPORTED ||
+                          norm_status(r->status) == HR_UNEXPRESSIBLE);
         }
     }
     double total = 0.0;
@@ -657,8 +681,10 @@ static void write_junit(const hr_run *run, FILE *f)
                     status_name(s));
             put_xml(f, FIELD(r->expect_reason));
             fputs("\"/>\n", f);
-        } else if (s == HR_NOT_SUPPORTED) {
-            fputs("      <skipped message=\"not supported: ", f);
+        } else if (s == HR_NOT_SUPPORTED || s == HR_UNEXPRESSIBLE) {
+            fputs(s == HR_NOT_SUPPORTED ? "      <skipped message=\"not supported: "
+                                        : "      <skipped message=\"unexpressible: ",
+                  f);
             put_xml(f, FIELD(r->message));
             fputs("\"/>\n", f);
         } else {

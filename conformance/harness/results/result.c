@@ -10,20 +10,35 @@ const char *hr_status_name(hr_status s)
     case HR_PASS: return "PASS";
     case HR_EXPECTED_ERROR: return "EXPECTED_ERROR";
     case HR_NOT_SUPPORTED: return "NOT_SUPPORTED";
+    case HR_UNEXPRESSIBLE: return "UNEXPRESSIBLE";
     case HR_FAIL: return "FAIL";
     case HR_INCORRECT_DTYPE: return "INCORRECT_DTYPE";
     case HR_ERROR: return "ERROR";
     case HR_CRASH: return "CRASH";
     case HR_TIMEOUT: return "TIMEOUT";
     case HR_CASE_ERROR: return "CASE_ERROR";
-    default: return "UNKNOWN";
+    case HR_STATUS_COUNT: break;
     }
+    /* no default: -Wswitch names a status added to the enum but not here */
+    return "UNKNOWN";
 }
 
 int hr_status_is_bad(hr_status s)
 {
-    return s == HR_FAIL || s == HR_INCORRECT_DTYPE || s == HR_ERROR || s == HR_CRASH ||
-           s == HR_TIMEOUT;
+    switch (s) {
+    case HR_FAIL:
+    case HR_INCORRECT_DTYPE:
+    case HR_ERROR:
+    case HR_CRASH:
+    case HR_TIMEOUT: return 1;
+    case HR_PASS:
+    case HR_EXPECTED_ERROR:
+    case HR_NOT_SUPPORTED:
+    case HR_UNEXPRESSIBLE:
+    case HR_CASE_ERROR:
+    case HR_STATUS_COUNT: break;
+    }
+    return 0;
 }
 
 int hr_format_parse(const char *name, hr_format *out)

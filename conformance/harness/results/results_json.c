@@ -300,9 +300,10 @@ int rj_summary_check(rj_reader *r, const rj_doc *doc, const size_t *by_status, s
         const char *key = k < HR_STATUS_COUNT ? hr_status_name((hr_status)k) : "total";
         size_t want = k < HR_STATUS_COUNT ? by_status[k] : total;
         int64_t got;
-        /* CRASH, TIMEOUT and CASE_ERROR came later: a file from before them has no such key,
-         * and then can have no such result either. */
-        if (k >= HR_CRASH && k < HR_STATUS_COUNT && !json_object_get(doc->summary, key))
+        /* UNEXPRESSIBLE, CRASH, TIMEOUT and CASE_ERROR came later: a file from before them has
+         * no such key, and then can have no such result either. */
+        const int later = k == HR_UNEXPRESSIBLE || (k >= HR_CRASH && k < HR_STATUS_COUNT);
+        if (later && !json_object_get(doc->summary, key))
             got = 0;
         else if (get_int(&sr, doc->summary, key, &got))
             return -1;

@@ -2,7 +2,7 @@
  * list cases.
  *
  * Exit status (the automake/CTest convention): 0 all selected cases passed or were correctly
- * rejected (some may be NOT_SUPPORTED); 1 a FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT, an
+ * rejected (some may be NOT_SUPPORTED or UNEXPRESSIBLE); 1 a FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT, an
  * unloadable backend or an unwritable output; 2 a usage error or a filter that selects nothing;
  * 3 a case file could not be read (CASE_ERROR: the suite's problem) and the backend failed
  * nothing; 77 every selected case was NOT_SUPPORTED (CTest SKIP_RETURN_CODE).  With --expect
@@ -50,46 +50,57 @@
  * `attnconf --help`). */
 void run_usage_options(FILE *f)
 {
-    fprintf(f,
-            "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
-            "             or a path to a plugin (contains '/' or ends in .so)\n"
-            "             or exec:CMD, an adapter process run by /bin/sh -c CMD that speaks\n"
-            "             the exec protocol (conformance/include/attnconf/PROTOCOL.md)\n"
-            "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
-            "             `backend-info` lists the keys a backend accepts\n"
-            "  --timeout  seconds an exec: adapter may take per call (default %g)\n"
-            "  --case-timeout  seconds a plugin may take per case (default %g): each case runs\n"
-            "             in a worker process, and a worker that crashes (CRASH) or misses the\n"
-            "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
-            "             separate processes already and keep --timeout; loading a plugin\n"
-            "             (run, backend-info) is bounded by it too\n"
-            "  --memory-limit  MiB of address space for the worker, 64 or more (RLIMIT_AS;\n"
-            "             default none; not with --in-process)\n"
-            "  --in-process  run a plugin inside the harness, without a worker (for a\n"
-            "             debugger): a crash in the backend then ends the run\n"
-            "  --cases    directory of case files (default %s)\n"
-            "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'; repeatable:\n"
-            "             a case runs when it matches any of them\n"
-            "  --exclude  shell glob of case ids not to run, e.g. '*.bf16' (repeatable; wins\n"
-            "             over --filter)\n"
-            "  --format   output format (default text)\n"
-            "  --out      write results to FILE and print a summary line on stdout; FILE is\n"
-            "             replaced only when the run completes, and meanwhile the results so\n"
-            "             far are saved after every case to FILE.partial.json (JSON,\n"
-            "             \"complete\": false; removed when the run completes); a FILE that\n"
-            "             exists and is not a regular file (a link, a FIFO, a device) is refused\n"
-            "  --resume   with --out FILE: continue an interrupted run from FILE.partial.json\n"
-            "             (same backend, version, --backend-option, --cases and --filter, else\n"
-            "             exit 2): its results are kept and only the other cases run\n"
-            "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
-            "             passes when every status is the recorded one, divergences included\n"
-            "\n"
-            "exit status: 0 ok, 1 failures, errors, crashes or timeouts, 2 usage or nothing\n"
-            "             selected, 3 a case file could not be read (and nothing else failed),\n"
-            "             77 every selected case was NOT_SUPPORTED; with --expect: 0 every\n"
-            "             status as recorded, 1 a status differs or an entry is stale\n",
-            ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
-            HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
+    fprintf(
+        f,
+        "  --backend  a backend name (NAME.so in $ATTNCONF_BACKEND_PATH, then %s)\n"
+        "             or a path to a plugin (contains '/' or ends in .so)\n"
+        "             or exec:CMD, an adapter process run by /bin/sh -c CMD that speaks\n"
+        "             the exec protocol (conformance/include/attnconf/PROTOCOL.md)\n"
+        "  --backend-option  KEY=VALUE passed to the backend (repeatable, each KEY once);\n"
+        "             `backend-info` lists the keys a backend accepts\n"
+        "  --timeout  seconds an exec: adapter may take per call (default %g)\n"
+        "  --adapter-stderr  FILE\n"
+        "             %s\n"
+        "             (exec: only; without it only the last line is kept, quoted when the\n"
+        "             adapter dies, hangs or breaks the protocol)\n"
+        "  --case-timeout  seconds a plugin may take per case (default %g): each case runs\n"
+        "             in a worker process, and a worker that crashes (CRASH) or misses the\n"
+        "             deadline (TIMEOUT, killed) costs only that case; exec: adapters are\n"
+        "             separate processes already and keep --timeout; loading a plugin\n"
+        "             (run, backend-info) is bounded by it too\n"
+        "  --memory-limit  MiB of address space for the worker, 64 or more (RLIMIT_AS;\n"
+        "             default none; not with --in-process)\n"
+        "  --restart  never|family|case: a fresh exec: adapter (`close`, then a new\n"
+        "             process and hello) before each case family or each case, for a\n"
+        "             library whose state (JIT and kernel caches) could make a result\n"
+        "             depend on the cases before it (default never: one adapter)\n"
+        "  --in-process  run a plugin inside the harness, without a worker (for a\n"
+        "             debugger): a crash in the backend then ends the run\n"
+        "  --cases    directory of case files (default %s)\n"
+        "  --filter   shell glob matched against case ids, e.g. 'sdpa.causal.*'; repeatable:\n"
+        "             a case runs when it matches any of them\n"
+        "  --exclude  shell glob of case ids not to run, e.g. '*.bf16' (repeatable; wins\n"
+        "             over --filter)\n"
+        "  --format   output format (default text)\n"
+        "  --out      write results to FILE and print a summary line on stdout; FILE is\n"
+        "             replaced only when the run completes, and meanwhile the results so\n"
+        "             far are saved after every case to FILE.partial.json (JSON,\n"
+        "             \"complete\": false; removed when the run completes); a FILE that\n"
+        "             exists and is not a regular file (a link, a FIFO, a device) is refused\n"
+        "  --resume   with --out FILE: continue an interrupted run from FILE.partial.json\n"
+        "             (same backend, version, --backend-option, --cases and --filter, else\n"
+        "             exit 2): its results are kept and only the other cases run\n"
+        "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
+        "             passes when every status is the recorded one, divergences included\n"
+        "\n"
+        "exit status: 0 ok (NOT_SUPPORTED and UNEXPRESSIBLE cases are neither passed\n"
+        "             nor failed), 1 failures, errors, crashes or timeouts, 2 usage or nothing\n"
+        "             selected, 3 a case file could not be read (and nothing else failed),\n"
+        "             77 every selected case was NOT_SUPPORTED; with --expect: 0 every\n"
+        "             status as recorded, 1 a status differs or an entry is stale (an\n"
+        "             UNEXPRESSIBLE result conforms only where the file lists its case)\n",
+        ATTNCONF_BACKEND_DIR[0] ? ATTNCONF_BACKEND_DIR : "(none)", HB_DEFAULT_TIMEOUT_S,
+        CLI_ADAPTER_STDERR_HELP, HW_DEFAULT_CASE_TIMEOUT_S, ATTNCONF_DEFAULT_CASES);
 }
 
 static void usage(FILE *f)
@@ -108,6 +119,8 @@ static void usage(FILE *f)
 /* Options shared by the subcommands; NULL (0) when not given. */
 typedef struct opts {
     const char *backend, *cases, *format, *out, *expect;
+    const char *adapter_stderr; /* --adapter-stderr FILE or "-" */
+    const char *restart;        /* --restart never|family|case (run_restart) */
     /* Case selection: a case runs when its id matches any --filter (or there is none) and no
      * --exclude.  `filter` is the selection as one string for messages, the results' "filter"
      * field and --resume: the filters, then each exclude as !GLOB, space-separated (case ids
@@ -132,8 +145,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
     memset(o, 0, sizeof *o);
     o->timeout_s = HB_DEFAULT_TIMEOUT_S;
     o->case_timeout_s = HW_DEFAULT_CASE_TIMEOUT_S;
+    cli_opt adapter_stderr = cli_opt_adapter_stderr(&o->adapter_stderr);
+    adapter_stderr.help = NULL; /* run_usage_options lists it with the others */
     const cli_opt all[] = {
         {.name = "--backend", .kind = CLI_STRING, .dest = &o->backend},
+        adapter_stderr,
         {.name = "--cases", .kind = CLI_STRING, .dest = &o->cases},
         {.name = "--filter",
          .kind = CLI_STRINGS,
@@ -161,6 +177,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
         {.name = "--memory-limit", .kind = CLI_MIB, .dest = &o->memory_limit_mib, .lo = 64},
         {.name = "--in-process", .kind = CLI_FLAG, .dest = &o->in_process},
         {.name = "--resume", .kind = CLI_FLAG, .dest = &o->resume},
+        {.name = "--restart", .kind = CLI_STRING, .dest = &o->restart},
     };
     cli_opt take[CLI_COUNT_OF(all)];
     size_t n = 0;
@@ -175,6 +192,16 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
     if (o->in_process && o->memory_limit_mib)
         return cli_usage_error(&c, "--memory-limit applies to the worker; not with --in-process",
                                NULL);
+    if (o->adapter_stderr && o->backend && !hb_spec_is_exec(o->backend))
+        return cli_usage_error(&c, CLI_ADAPTER_STDERR_NOT_EXEC, o->backend);
+    if (o->restart && strcmp(o->restart, "never") && strcmp(o->restart, "family") &&
+        strcmp(o->restart, "case"))
+        return cli_usage_error(&c, "--restart: expected never, family or case", o->restart);
+    if (o->restart && strcmp(o->restart, "never") && o->backend && !hb_spec_is_exec(o->backend))
+        return cli_usage_error(&c,
+                               "--restart applies to exec: adapters (a plugin's state lives "
+                               "in its worker)",
+                               o->backend);
     if (o->n_filters || o->n_excludes) {
         size_t used = 0;
         for (size_t k = 0; k < o->n_filters + o->n_excludes; k++) {
@@ -494,9 +521,10 @@ typedef struct session {
     hw_hello hello;
     const char *be_name, *be_version, *be_path;
     hr_run run;
-    unsigned char *done; /* done[i]: case i has its result */
-    hr_result *view;     /* room for save_partial's view of the done results */
-    size_t passed, failed, skipped, unreadable;
+    unsigned char *done;            /* done[i]: case i has its result */
+    hr_result *view;                /* room for save_partial's view of the done results */
+    char last_family[ACASE_ID_MAX]; /* of the last case sent to the backend (--restart) */
+    size_t passed, failed, skipped, unexpressible, unreadable;
 } session;
 
 static void session_free(session *s)
@@ -607,7 +635,7 @@ static int session_open_out(session *s)
 static int session_reach_backend(session *s)
 {
     s->isolated = !s->o.in_process && !hb_spec_is_exec(s->o.backend);
-    s->oo = (hb_open_opts){s->bo.opt, s->bo.n, s->o.timeout_s};
+    s->oo = (hb_open_opts){s->bo.opt, s->bo.n, s->o.timeout_s, s->o.adapter_stderr};
     char err[1024];
     if (s->isolated) {
         /* Resolve here, so a typo in --backend fails before any case is parsed; the worker
@@ -738,6 +766,16 @@ static void session_resume_merge(session *s)
             kept, s->n, s->side, kept, prev->count, s->n - kept);
 }
 
+/* --restart family|case: a fresh adapter before a case of another family, or before every
+ * case (an adapter that has served nothing yet is kept: it is fresh). */
+static void session_restart(session *s, const char *family)
+{
+    const char *p = s->o.restart ? s->o.restart : "never";
+    if (!strcmp(p, "case") || (!strcmp(p, "family") && strcmp(family, s->last_family) != 0))
+        hb_restart(&s->hb);
+    snprintf(s->last_family, sizeof s->last_family, "%s", family);
+}
+
 /* Case i, into its result: a case file that did not load or repeats an id is the suite's
  * problem (CASE_ERROR, exit 3); otherwise it runs here or in the worker. */
 static void session_run_one(session *s, size_t i)
@@ -753,6 +791,7 @@ static void session_run_one(session *s, size_t i)
         snprintf(r->message, sizeof r->message, "%s: duplicate case id '%s' (also in %s)", e->path,
                  e->id, s->e[i - 1].path);
     } else if (!s->isolated) {
+        session_restart(s, r->family);
         run_case(&s->rn, e->c, r);
     } else {
         /* A worker that died on the previous case is replaced; one that cannot be (the
@@ -810,6 +849,7 @@ static int session_judge(session *s)
     s->failed = counts[HR_FAIL] + counts[HR_INCORRECT_DTYPE] + counts[HR_ERROR] + counts[HR_CRASH] +
                 counts[HR_TIMEOUT];
     s->skipped = counts[HR_NOT_SUPPORTED];
+    s->unexpressible = counts[HR_UNEXPRESSIBLE];
     s->unreadable = counts[HR_CASE_ERROR];
     if (!s->o.expect) {
         /* A backend failure outranks an unreadable case file (exit 1, not 3): both need
@@ -864,6 +904,8 @@ static int session_write(session *s, int status)
     if (s->o.out) {
         printf("attnconf: %s %s: %zu passed, %zu failed, %zu not supported", s->run.backend_name,
                s->run.backend_version, s->passed, s->failed, s->skipped);
+        if (s->unexpressible)
+            printf(", %zu unexpressible", s->unexpressible);
         if (s->unreadable)
             printf("; %zu case file%s unreadable", s->unreadable, s->unreadable == 1 ? "" : "s");
         printf(" (results in %s)\n", s->o.out);
@@ -873,10 +915,14 @@ static int session_write(session *s, int status)
 
 int cmd_run(const char *argv0, int argc, char **argv)
 {
-    static const char *const allowed[] = {
-        "--backend",      "--cases",      "--filter",         "--exclude", "--format",
-        "--out",          "--timeout",    "--backend-option", "--expect",  "--case-timeout",
-        "--memory-limit", "--in-process", "--resume",         NULL};
+    static const char *const allowed[] = {"--backend",      "--cases",
+                                          "--filter",       "--exclude",
+                                          "--format",       "--out",
+                                          "--timeout",      "--backend-option",
+                                          "--expect",       "--case-timeout",
+                                          "--memory-limit", "--in-process",
+                                          "--resume",       "--adapter-stderr",
+                                          "--restart",      NULL};
     /* The session holds paths and buffers of a few tens of KiB: on the heap, not the stack. */
     session *s = calloc(1, sizeof *s);
     if (!s) {
@@ -920,8 +966,8 @@ int cmd_run(const char *argv0, int argc, char **argv)
 int cmd_backend_info(const char *argv0, int argc, char **argv)
 {
     (void)argv0;
-    static const char *const allowed[] = {"--backend", "--backend-option", "--timeout",
-                                          "--case-timeout", NULL};
+    static const char *const allowed[] = {"--backend",      "--backend-option", "--timeout",
+                                          "--case-timeout", "--adapter-stderr", NULL};
     opts o;
     int rc = parse_opts("backend-info", argc, argv, allowed, &o);
     if (rc)
@@ -931,7 +977,7 @@ int cmd_backend_info(const char *argv0, int argc, char **argv)
     backend_opts bo;
     if ((rc = parse_backend_opts("backend-info", &o, &bo)) != 0)
         return rc;
-    hb_open_opts oo = {bo.opt, bo.n, o.timeout_s};
+    hb_open_opts oo = {bo.opt, bo.n, o.timeout_s, o.adapter_stderr};
     static hw_hello h; /* ~14 KiB: not on the stack */
     if (hb_spec_is_exec(o.backend)) {
         hb_backend hb;

@@ -34,7 +34,9 @@
 
 #include "attncase/cache_case.h"
 #include "run/compare.h"
+#include "repro.h"
 #include "run_cache.h"
+#include "common/clip.h"
 #include "common/shell.h"
 #include "backend/call.h"
 #include "backend/plugin.h"
@@ -572,7 +574,8 @@ static void run_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t
  * case, or a backend failure), 0 if the output must now be checked. */
 static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result *r)
 {
-    const char *why = rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "";
+    char why[CLIP_MAX + 1]; /* its head and tail when long (common/clip.h) */
+    clip_text(rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "", why, sizeof why);
     /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
      * is never a correct rejection, whatever the case expects. */
     if (hb_transport_failure(rn->backend, rc)) {
@@ -580,6 +583,17 @@ static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result 
         return 1;
     }
     int want = c->expected.error;
+    if (rc == ATTNCONF_EINEXPRESSIBLE) {
+        /* Granted only where the input must be rejected: never a way out of a computation. */
+        if (want != 0)
+            run_set(r, HR_UNEXPRESSIBLE,
+                    "the backend cannot write this invalid input in its API (einexpressible, "
+                    "where %s is required): %s",
+                    hb_code_name(want), why);
+        else
+            run_set(r, HR_FAIL, HR_EINEXPRESSIBLE_VALID ": %s", why);
+        return 1;
+    }
     if (want != 0) {
         if (rc == want)
             run_set(r, HR_EXPECTED_ERROR, "rejected with %s as required: %s", hb_code_name(rc),
@@ -734,13 +748,37 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
 
 /* ---- the two ops ---------------------------------------------------------------------- */
 
-static void run_sdpa(const run_ctx *rn, const acase *c, hr_result *r)
-{
-    const hb_backend *hb = rn->backend;
-    attnconf_tensor q, k, v, mask;
+/* The inputs and output of one sdpa call as run_sdpa hands them to a backend (run.h). */
+struct run_sdpa_call {
+    attnconf_sdpa_args args;
+    attnconf_tensor q, k, v, mask, out;
+    attnconf_tensor before; /* out as described before the call */
+    size_t capacity;        /* bytes of the output buffer */
     run_guarded own[6], outg;
-    memset(own, 0, sizeof own);
-    memset(&outg, 0, sizeof outg);
+};
+
+void run_sdpa_release(run_sdpa_call *sc)
+{
+    if (!sc)
+        return;
+    for (int i = 0; i < 6; i++)
+        run_guarded_free(&sc->own[i]);
+    run_guarded_free(&sc->outg);
+    free(sc);
+}
+
+const attnconf_sdpa_args *run_sdpa_args(const run_sdpa_call *sc)
+{
+    return &sc->args;
+}
+
+run_sdpa_call *run_sdpa_prepare(const acase *c, hr_result *r)
+{
+    run_sdpa_call *sc = calloc(1, sizeof *sc);
+    if (!sc) {
+        run_set(r, HR_ERROR, "harness: out of memory");
+        return NULL;
+    }
     /* The mask parameters (SPEC clause 19) are passed only when the case uses them: such a
      * case requires their capability bit, so a backend without it never gets here with them.
      * The ABI's arrays have one entry per batch row of q, so a case whose array length
@@ -752,90 +790,92 @@ static void run_sdpa(const run_ctx *rn, const acase *c, hr_result *r)
                 "per batch row",
                 c->lengths ? "params.lengths" : "params.left_padding", (long long)c->batch,
                 (long long)(c->q.ndim >= 1 ? c->q.shape[0] : 0));
-        goto done;
+        goto fail;
     }
-    if (run_describe(&c->q, &q, &own[0], "input q") ||
-        run_describe(&c->k, &k, &own[1], "input k") ||
-        run_describe(&c->v, &v, &own[2], "input v") ||
-        (c->mask.present && run_describe(&c->mask, &mask, &own[3], "input mask")) ||
+    run_guarded *own = sc->own;
+    if (run_describe(&c->q, &sc->q, &own[0], "input q") ||
+        run_describe(&c->k, &sc->k, &own[1], "input k") ||
+        run_describe(&c->v, &sc->v, &own[2], "input v") ||
+        (c->mask.present && run_describe(&c->mask, &sc->mask, &own[3], "input mask")) ||
         run_readonly_ints(c->lengths, (size_t)c->batch, &own[4], "input lengths", &lengths) ||
         run_readonly_ints(c->left_padding, (size_t)c->batch, &own[5], "input left_padding",
                           &left_padding)) {
         run_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
-        goto done;
+        goto fail;
     }
 
     /* Output (B,Hq,Lq,Dv): the expected shape when there is one; for a must-reject case the
      * shape q and v imply (1 where they are not rank 4), since the backend must reject before
      * writing anyway. */
-    attnconf_tensor out;
-    memset(&out, 0, sizeof out);
-    out.ndim = 4;
-    out.dtype = (int32_t)c->q.dtype;
+    attnconf_tensor *out = &sc->out;
+    out->ndim = 4;
+    out->dtype = (int32_t)c->q.dtype;
     if (c->expected.error == 0) {
-        out.ndim = c->expected.ndim;
+        out->ndim = c->expected.ndim;
         for (int32_t d = 0; d < c->expected.ndim && d < 4; d++)
-            out.shape[d] = c->expected.shape[d];
+            out->shape[d] = c->expected.shape[d];
     } else {
         for (int d = 0; d < 3; d++)
-            out.shape[d] = c->q.ndim == 4 ? c->q.shape[d] : 1;
-        out.shape[3] = c->v.ndim == 4 ? c->v.shape[3] : 1;
+            out->shape[d] = c->q.ndim == 4 ? c->q.shape[d] : 1;
+        out->shape[3] = c->v.ndim == 4 ? c->v.shape[3] : 1;
     }
-    int64_t numel = run_numel_capped(out.ndim, out.shape);
+    int64_t numel = run_numel_capped(out->ndim, out->shape);
     if (numel < 0) {
         char s[96];
-        run_shape_text(out.ndim, out.shape, s, sizeof s);
+        run_shape_text(out->ndim, out->shape, s, sizeof s);
         run_set(r, HR_ERROR, "case: output shape %s is invalid or over the %lld-element limit", s,
                 (long long)ACASE_MAX_TENSOR_NUMEL);
-        goto done;
+        goto fail;
     }
-    run_contiguous_strides(out.ndim, out.shape, out.strides);
+    run_contiguous_strides(out->ndim, out->shape, out->strides);
     /* 8 bytes per element: room for any dtype the backend might wrongly produce (an f64
      * upcast included), so a dtype mistake is reported as INCORRECT_DTYPE, not a crash. */
-    size_t capacity = (size_t)(numel > 0 ? numel : 1) * 8;
-    if (run_guarded_alloc(&outg, capacity, "output buffer")) {
-        run_set(r, HR_ERROR, "harness: out of memory for a %zu-byte output", capacity);
-        goto done;
+    sc->capacity = (size_t)(numel > 0 ? numel : 1) * 8;
+    if (run_guarded_alloc(&sc->outg, sc->capacity, "output buffer")) {
+        run_set(r, HR_ERROR, "harness: out of memory for a %zu-byte output", sc->capacity);
+        goto fail;
     }
-    memset(outg.data, 0xFF, capacity); /* 0xFF.. is a NaN in f32, f16 and bf16 */
-    out.data = outg.data;
-    attnconf_tensor before = out;
+    memset(sc->outg.data, 0xFF, sc->capacity); /* 0xFF.. is a NaN in f32, f16 and bf16 */
+    out->data = sc->outg.data;
+    sc->before = *out;
 
-    attnconf_sdpa_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.q = &q;
-    a.k = &k;
-    a.v = &v;
-    a.mask = c->mask.present ? &mask : NULL;
-    a.causal = c->causal;
-    a.has_causal_offset = c->has_causal_offset;
-    a.causal_offset = c->causal_offset;
-    a.has_scale = c->has_scale;
-    a.scale = c->scale;
-    a.out = &out;
-    a.out_capacity = capacity;
+    attnconf_sdpa_args *a = &sc->args;
+    a->struct_size = sizeof *a;
+    a->q = &sc->q;
+    a->k = &sc->k;
+    a->v = &sc->v;
+    a->mask = c->mask.present ? &sc->mask : NULL;
+    a->causal = c->causal;
+    a->has_causal_offset = c->has_causal_offset;
+    a->causal_offset = c->causal_offset;
+    a->has_scale = c->has_scale;
+    a->scale = c->scale;
+    a->out = out;
+    a->out_capacity = sc->capacity;
     if (c->requires & ATTNCONF_CAP_SDPA_WINDOW)
-        a.window = c->window;
+        a->window = c->window;
     if (c->requires & ATTNCONF_CAP_SDPA_LENGTHS)
-        a.lengths = lengths;
+        a->lengths = lengths;
     if (c->requires & ATTNCONF_CAP_SDPA_LEFT_PAD)
-        a.left_padding = left_padding;
+        a->left_padding = left_padding;
+    return sc;
+fail:
+    run_sdpa_release(sc);
+    return NULL;
+}
 
-    int rc = hb_sdpa(hb, &a, &r->seconds);
+static void run_sdpa(const run_ctx *rn, const acase *c, hr_result *r)
+{
+    run_sdpa_call *sc = run_sdpa_prepare(c, r);
+    if (!sc)
+        return;
+    int rc = hb_sdpa(rn->backend, &sc->args, &r->seconds);
 
     /* A write outside the buffer is a FAIL whatever the return code said: it would corrupt
      * the caller's memory in real use. */
-    if (run_guarded_check(&outg, r))
-        goto done;
-    if (run_classify_rc(rn, c, rc, r))
-        goto done;
-    run_check_output(c, &before, &out, capacity, 0, r);
-
-done:
-    for (int i = 0; i < 6; i++)
-        run_guarded_free(&own[i]);
-    run_guarded_free(&outg);
+    if (!run_guarded_check(&sc->outg, r) && !run_classify_rc(rn, c, rc, r))
+        run_check_output(c, &sc->before, &sc->out, sc->capacity, 0, r);
+    run_sdpa_release(sc);
 }
 
 static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
@@ -917,6 +957,43 @@ done:
     run_guarded_free(&pg);
 }
 
+/* r->repro: the command that writes the reproducer of sdpa case c on rn's backend, when one
+ * can be written: an exec: adapter (it answers repro itself, or says it cannot), or a plugin
+ * a repro writer is registered for.  "" otherwise. */
+static void run_result_repro(const run_ctx *rn, const acase *c, hr_result *r)
+{
+    r->repro[0] = '\0';
+    const char *arg = rn->backend_arg ? rn->backend_arg : "";
+    const char *name = rn->backend && rn->backend->be ? rn->backend->be->name : NULL;
+    char spec[64]; /* only whether there is one: -1 (too long for spec) counts as one */
+    if (c->op != ACASE_OP_SDPA ||
+        (!hb_spec_is_exec(arg) &&
+         (!name || repro_writer_for(name, spec, sizeof spec, NULL, 0) == 0)))
+        return;
+    char *cmd = r->repro;
+    size_t cap = sizeof r->repro, len = 0;
+    int bad = run_cmd_add(cmd, cap, &len, rn->argv0 ? rn->argv0 : "attnconf", 1);
+    bad |= run_cmd_add(cmd, cap, &len, " repro --backend ", 0);
+    bad |= run_cmd_add(cmd, cap, &len, arg, 1);
+    for (size_t i = 0; i < rn->n_options && rn->options; i++) {
+        char kv[sizeof r->repro];
+        int w = snprintf(kv, sizeof kv, "%s=%s", rn->options[i].key, rn->options[i].value);
+        bad |= w < 0 || (size_t)w >= sizeof kv;
+        bad |= run_cmd_add(cmd, cap, &len, " --backend-option ", 0);
+        bad |= run_cmd_add(cmd, cap, &len, kv, 1);
+    }
+    if (rn->timeout_arg) {
+        bad |= run_cmd_add(cmd, cap, &len, " --timeout ", 0);
+        bad |= run_cmd_add(cmd, cap, &len, rn->timeout_arg, 1);
+    }
+    bad |= run_cmd_add(cmd, cap, &len, " --cases ", 0);
+    bad |= run_cmd_add(cmd, cap, &len, rn->cases_dir ? rn->cases_dir : "", 1);
+    bad |= run_cmd_add(cmd, cap, &len, " --case ", 0);
+    bad |= run_cmd_add(cmd, cap, &len, c->id, 1);
+    if (bad)
+        r->repro[0] = '\0'; /* a truncated command would write something else: give none */
+}
+
 void run_result_case_info(const acase *c, hr_result *r)
 {
     /* The case's rule ids (run_result_begin sees only the id; a case that did not load has none). */
@@ -936,6 +1013,7 @@ void run_case(const run_ctx *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
     run_result_case_info(c, r);
+    run_result_repro(rn, c, r);
     uint64_t missing = c->requires & ~hb->caps;
     if (c->op == ACASE_OP_MASK && !HB_HAS(hb->be, build_mask))
         missing |= ATTNCONF_CAP_BUILD_MASK;

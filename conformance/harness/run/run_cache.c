@@ -24,25 +24,27 @@
 #include "run/compare.h"
 #include "backend/call.h"
 #include "backend/plugin.h"
+#include "common/clip.h"
 
 typedef struct rch {
     const hb_backend *hb;
     const acase *c;
     hr_result *r;
     void *caches[ACASE_MAX_CACHES];
-    int64_t i;      /* the current step */
-    char where[64]; /* "step 7 (update)" */
+    int64_t i;              /* the current step */
+    char where[64];         /* "step 7 (update)" */
+    char err[CLIP_MAX + 1]; /* the backend's last_error, clipped (rch_err) */
 } rch;
 
 __attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, const char *fmt, ...)
 {
-    char why[448];
+    char why[sizeof x->r->message - sizeof x->where - 2];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     x->r->status = s;
-    /* where (< 64 bytes) + why (< 448 bytes) fit the 512-byte message */
+    /* where (< 64 bytes) + ": " + why fit the message */
     size_t w = strlen(x->where);
     memcpy(x->r->message, x->where, w);
     memcpy(x->r->message + w, ": ", 2);
@@ -52,9 +54,21 @@ __attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, c
             *p = ' ';
 }
 
-static const char *rch_err(const rch *x)
+/* The backend's last_error, its head and tail when long (common/clip.h). */
+static const char *rch_err(rch *x)
 {
-    return hb_last_error(x->hb);
+    return clip_text(hb_last_error(x->hb), x->err, sizeof x->err);
+}
+
+/* A call that must succeed returned rc != 0: NOT_SUPPORTED for enotsup, FAIL for
+ * einexpressible (an input that must succeed is never unexpressible), else `other`. */
+static void rch_fail(rch *x, int rc, hr_status other, const char *call)
+{
+    if (rc == ATTNCONF_EINEXPRESSIBLE)
+        rch_set(x, HR_FAIL, "%s " HR_EINEXPRESSIBLE_VALID ": %s", call, rch_err(x));
+    else
+        rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : other, "%s returned %s: %s", call,
+                hb_code_name(rc), rch_err(x));
 }
 
 static int status_of(int attnref_code)
@@ -74,6 +88,13 @@ static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
         int want = status_of(s->error);
         if (rc == want)
             return 0;
+        if (rc == ATTNCONF_EINEXPRESSIBLE) {
+            rch_set(x, HR_UNEXPRESSIBLE,
+                    "%s: the backend cannot write this invalid step in its API (einexpressible, "
+                    "where %s is required): %s",
+                    call, hb_code_name(want), rch_err(x));
+            return 1;
+        }
         if (rc == ATTNCONF_OK)
             rch_set(x, HR_FAIL, "%s accepted a step that must be rejected with %s", call,
                     hb_code_name(want));
@@ -84,8 +105,7 @@ static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
     }
     if (rc == ATTNCONF_OK)
         return 0;
-    rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR, "%s returned %s: %s", call,
-            hb_code_name(rc), rch_err(x));
+    rch_fail(x, rc, HR_ERROR, call);
     return 1;
 }
 
@@ -176,6 +196,10 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
     int rc = hb_cache_state(x->hb, cache, &a);
+    if (rc == ATTNCONF_EINEXPRESSIBLE) {
+        rch_fail(x, rc, HR_FAIL, "cache_state");
+        return -1;
+    }
     if (rc != ATTNCONF_OK) {
         rch_set(x, hb_transport_failure(x->hb, rc) ? HR_ERROR : HR_FAIL,
                 "cache_state returned %s: %s", hb_code_name(rc), rch_err(x));
@@ -337,8 +361,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
     int rc = hb_sdpa(x->hb, &a, NULL);
     int ret = -1;
     if (rc != ATTNCONF_OK) {
-        rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
-                "sdpa through the cache returned %s: %s", hb_code_name(rc), rch_err(x));
+        rch_fail(x, rc, HR_ERROR, "sdpa through the cache");
     } else if (out.dtype != (int32_t)p->dtype || out.data != buf) {
         rch_set(x, HR_INCORRECT_DTYPE, "sdpa through the cache produced dtype %d, expected %s",
                 (int)out.dtype, attnref_dtype_name(p->dtype));
@@ -396,7 +419,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     void *cache = x->caches[s->cache];
     uint8_t *keep = NULL;
     int rc = ATTNCONF_OK, mask_rc = ATTNCONF_OK, ret = -1;
-    char mask_err[256] = "";
+    char mask_err[CLIP_MAX + 1] = "";
     rch_state st;
     memset(&st, 0, sizeof st);
     switch (s->op) {
@@ -503,6 +526,11 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     if (rch_read_state(x, cache, p, &st) || rch_check_state(x, s, p, &st))
         goto done;
     if (s->op == ACASE_CSTEP_ATTEND && !s->error) {
+        if (mask_rc == ATTNCONF_EINEXPRESSIBLE) {
+            rch_set(x, HR_FAIL, "cache_make_mask(%lld) " HR_EINEXPRESSIBLE_VALID ": %s",
+                    (long long)s->q.shape[2], mask_err);
+            goto done;
+        }
         if (mask_rc != ATTNCONF_OK) {
             rch_set(x, mask_rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_FAIL,
                     "cache_make_mask(%lld) returned %s: %s", (long long)s->q.shape[2],
@@ -545,8 +573,7 @@ void run_cache_case(const run_ctx *rn, const acase *c, hr_result *r)
     rch_config(&cc->params, &cfg);
     int rc = hb_cache_create(rn->backend, &cfg, &x.caches[0]);
     if (rc != ATTNCONF_OK || !x.caches[0]) {
-        rch_set(&x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR,
-                "cache_create returned %s: %s", hb_code_name(rc), rch_err(&x));
+        rch_fail(&x, rc, HR_ERROR, "cache_create");
         return;
     }
     r->status = HR_PASS;

@@ -198,6 +198,7 @@ static void hw_sanitize(hr_result *r)
     TERM(family);
     TERM(message);
     TERM(rerun);
+    TERM(repro);
     TERM(description);
     TERM(dtype);
     TERM(expect_pattern);

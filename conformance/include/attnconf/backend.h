@@ -45,6 +45,9 @@
  * plus a first-order bound of an f32-accumulating kernel); NaN must meet NaN and inf the
  * same-signed inf.  Returning ATTNCONF_ENOTSUP counts as NOT_SUPPORTED, except in a
  * case that must be rejected, where only the expected code (EDTYPE / EINVAL) passes.
+ * Returning ATTNCONF_EINEXPRESSIBLE in a case that must be rejected counts as UNEXPRESSIBLE
+ * (neither passed nor failed; an expected-results file must list the case, with the reason,
+ * for it to conform), and in any other case as FAIL (SPEC.md "Result classes").
  *
  * Inputs a backend must reject (cases sdpa.invalid.*, mask.invalid.*, sdpa.params.invalid.*,
  * and the dtype cases of clause 8; each such case requires only the capabilities needed to
@@ -79,11 +82,16 @@ extern "C" {
 /* Status codes (0 or negative). */
 enum {
     ATTNCONF_OK = 0,
-    ATTNCONF_EINVAL = -1,  /* invalid arguments: rank, shape, broadcast, value range */
-    ATTNCONF_EDTYPE = -2,  /* dtype rejected (q/k/v mismatch, a mask dtype that would upcast) */
-    ATTNCONF_ENOMEM = -3,  /* out of memory */
-    ATTNCONF_ENOTSUP = -4, /* valid input the backend does not implement */
-    ATTNCONF_EBACKEND = -5 /* any other backend failure */
+    ATTNCONF_EINVAL = -1,   /* invalid arguments: rank, shape, broadcast, value range */
+    ATTNCONF_EDTYPE = -2,   /* dtype rejected (q/k/v mismatch, a mask dtype that would upcast) */
+    ATTNCONF_ENOMEM = -3,   /* out of memory */
+    ATTNCONF_ENOTSUP = -4,  /* valid input the backend does not implement */
+    ATTNCONF_EBACKEND = -5, /* any other backend failure */
+    /* The input is invalid and cannot be written in the library's own API; only for
+     * must-reject cases (a per-sequence key length of -1 when the API takes lengths as a 0/1
+     * attention mask: there is no way to write -1).  Never for an input the API can write,
+     * however it would answer it: a rejection the library could make must be made. */
+    ATTNCONF_EINEXPRESSIBLE = -6
 };
 
 /* Element types; values are shared with the reference (attnref_dtype) and case files.
@@ -315,7 +323,8 @@ typedef struct attnconf_backend {
     /* Batched mask builder (optional, NULL if absent; then ATTNCONF_CAP_BUILD_MASK is unset). */
     int (*build_mask)(void *ctx, const attnconf_mask_args *args);
     /* Text of the last error on this context (required); never NULL, "" if none.  Valid until
-     * the next call on the context. */
+     * the next call on the context.  Give the library's message whole: the host keeps the first
+     * 200 and last 600 bytes of a text over 840 bytes (with " [... N bytes ...] " between). */
     const char *(*last_error)(void *ctx);
 
     /* ---- ABI version 1, second revision: backend options.  A host reads these only when

@@ -28,6 +28,24 @@ Standard library only.  MODE (argv[1]):
                 of its computation (PROTOCOL.md), as `attnconf bench` needs; `ok` sends none
   bad_seconds   like ok, with "seconds": argv[2] read as JSON (e.g. -1, '"0.5"', 3600: not a
                 number >= 0, or longer than the exchange took)
+  long_error    answers every sdpa with an error whose text is LONG_ERROR (about 6 KB: a compiler
+                command line, then the verdict at its end): the status ok would give for a case
+                that must be rejected, else -5
+  stride0       like ok, listing stride0 too (K/V broadcast on the batch or head axis), and it
+                appends each sdpa's tensor descriptors to STATE_FILE (argv[2]), one JSON list a
+                line: what the harness sent
+  stride0wire   like stride0, listing stride0.wire too: stride-0 tensors then arrive as they
+                are, strides 0 included, in a buffer of the span they address (its view()
+                reads any strides)
+  inexpressible answers every sdpa and build_mask with status -6 (EINEXPRESSIBLE: "its API
+                cannot write this input"), whether the case must be rejected or not: the
+                harness must grant UNEXPRESSIBLE only where a rejection is required
+  pid           answers every sdpa with status -5 and the error "adapter pid N" (its process
+                id): which process served which case (--restart)
+  chatty        like ok, and it writes to stderr: "started, pid N" at start, and in every sdpa
+                a three-line traceback-like block ending in "UserWarning: sdpa #K recompiled"
+                (K counts this process's sdpa requests), as a library's warnings would be;
+                its sdpa replies carry "seconds", like timed
 
 If $BAD_ADAPTER_PIDS is set, every start appends its pid to that file (tests check that the
 harness left no adapter running).
@@ -42,7 +60,10 @@ import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 STATE = sys.argv[2] if len(sys.argv) > 2 else None  # die_once: a file; bad_seconds: JSON
-EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND = -1, -2, -3, -4, -5
+EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND, EINEXPRESSIBLE = -1, -2, -3, -4, -5, -6
+# A compiler's error: its command line first, the verdict last (long_error).
+LONG_ERROR = ("nvcc -O3 -std=c++17 " + " ".join("-I/opt/include/dir%03d" % i for i in range(300))
+              + " -c kernel.cu: kernel.cu(42): error: identifier blockDimm is undefined")
 
 inp = sys.stdin.buffer
 out = sys.stdout.buffer
@@ -103,6 +124,10 @@ def hello(header):
             "sdpa.lengths", "sdpa.left_padding"]
     if MODE == "bad_caps":
         caps.append("f64")
+    if MODE in ("stride0", "stride0wire"):
+        caps.append("stride0")
+    if MODE == "stride0wire":
+        caps.append("stride0.wire")
     send({"status": 0, "name": "bad_adapter", "version": "bad_adapter 1 (%s)" % MODE,
           "capabilities": caps,
           "options": [{"key": "device", "default": "cpu", "help": "cpu only (a test adapter)"}]})
@@ -206,7 +231,16 @@ def build_mask(h):
     return 0, "", desc, bytes(keep)
 
 
+SDPA_CALLS = 0
+
+
 def serve_sdpa(header, tensor_list):
+    global SDPA_CALLS
+    SDPA_CALLS += 1
+    if MODE == "chatty":
+        log("Traceback (most recent call last):")
+        print('  File "kernel.py", line %d, in sdpa' % SDPA_CALLS, file=sys.stderr)
+        print("UserWarning: sdpa #%d recompiled" % SDPA_CALLS, file=sys.stderr, flush=True)
     if MODE == "fork_die":
         if os.fork() == 0:
             time.sleep(60)
@@ -219,6 +253,15 @@ def serve_sdpa(header, tensor_list):
         log("dying in the middle of sdpa")
         os._exit(3)
     tensors = read_payloads(tensor_list)
+    if MODE in ("stride0", "stride0wire"):
+        with open(STATE, "a") as f:
+            f.write(json.dumps(tensor_list) + "\n")
+    if MODE == "pid":
+        error(EBACKEND, "adapter pid %d" % os.getpid())
+        return
+    if MODE == "inexpressible":
+        error(EINEXPRESSIBLE, "bad_adapter cannot write this sdpa input in its API")
+        return
     if MODE == "hang":
         log("hanging in sdpa")
         while True:
@@ -230,11 +273,13 @@ def serve_sdpa(header, tensor_list):
     t0 = time.perf_counter()
     status, text, desc, payload = sdpa(header, tensors)
     seconds = time.perf_counter() - t0
+    if MODE == "long_error":
+        status, text = status or EBACKEND, LONG_ERROR
     if status != 0:
         error(status, text)
         return
     reply = {"status": 0, "tensors": [desc]}
-    if MODE == "timed":
+    if MODE in ("timed", "chatty"):
         reply["seconds"] = seconds
     if MODE == "bad_seconds":
         reply["seconds"] = json.loads(STATE)
@@ -251,6 +296,8 @@ def main():
     if pids:
         with open(pids, "a") as f:
             f.write("%d\n" % os.getpid())
+    if MODE == "chatty":
+        log("started, pid %d" % os.getpid())
     if os.environ.get("ATTNCONF_PROTOCOL") != "1":
         log("ATTNCONF_PROTOCOL is not 1")
         return 4
@@ -267,6 +314,8 @@ def main():
                 return 0
         elif op == "sdpa":
             serve_sdpa(header, tensor_list)
+        elif op == "build_mask" and MODE == "inexpressible":
+            error(EINEXPRESSIBLE, "bad_adapter cannot write these mask parameters in its API")
         elif op == "build_mask":
             status, text, desc, payload = build_mask(header)
             if status != 0:

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 
+sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "adapters"))
 import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel

@@ -13,6 +13,10 @@ typedef struct hb_open_opts {
     const attnconf_option *options; /* KEY=VALUE pairs, keys unique; may be NULL when n == 0 */
     size_t n_options;
     double timeout_s; /* per-call limit for exec: adapters (> 0) */
+    /* --adapter-stderr: NULL (an exec: adapter's stderr is kept only to quote its last line
+     * in a transport failure), "-" (also copied to attnconf's stderr) or a FILE it is also
+     * appended to (created if absent).  Plugins have no adapter: ignored for them. */
+    const char *adapter_stderr;
 } hb_open_opts;
 
 /* A loaded, validated backend with one open context. */
@@ -62,6 +66,11 @@ int hb_resolve(const char *spec, const char *builtin_dir, char *path, size_t pat
  * Returns 0 with *out filled, or -1 with `err` = "PATH: problem" and nothing left loaded. */
 int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, hb_backend *out,
             char *err, size_t errlen);
+
+/* --restart: a fresh backend process for what follows.  An exec: adapter that has served a
+ * request is ended (`close`), and the next call starts a new one with the same hello
+ * (exec_backend.h xb_restart).  Nothing for a plugin: the commands refuse --restart for one. */
+void hb_restart(const hb_backend *b);
 
 /* Close the context and unload the library (the library stays mapped under ASan so leak
  * reports keep their symbols).  Safe on a zeroed or already unloaded hb_backend. */

@@ -35,7 +35,7 @@ static inline int hb_option_key_valid(const char *key)
 #define HB_HAS(be, m) (HB_HAS_MEMBER(be, m) && (be)->m != NULL)
 
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
- * "ebackend"; "unknown" for anything else. */
+ * "ebackend", "einexpressible"; "unknown" for anything else. */
 const char *hb_code_name(int code);
 
 #endif

@@ -87,6 +87,18 @@ int cli_usage_error(const cli_cmd *c, const char *what, const char *arg);
  * non-NULL. */
 void cli_usage(const cli_cmd *c, FILE *f);
 
+/* --adapter-stderr FILE: the one definition of the option, for every command that opens
+ * backends (run, backend-info, fuzz, bench).  The value is stored as given into *dest (NULL when
+ * absent) and handed to the exec: bridge (backend_load.h hb_open_opts.adapter_stderr), which
+ * appends every byte an adapter writes to its stderr to FILE, or to attnconf's own stderr for
+ * "-" (PROTOCOL.md "Process").  The help is one line, for option lists and usage texts. */
+#define CLI_ADAPTER_STDERR_HELP                                                                    \
+    "append all of each exec: adapter's stderr to FILE ('-': attnconf's stderr)"
+cli_opt cli_opt_adapter_stderr(const char **dest);
+/* The usage error of --adapter-stderr with no exec: backend to apply to. */
+#define CLI_ADAPTER_STDERR_NOT_EXEC                                                                \
+    "--adapter-stderr applies to exec: adapters (a plugin writes to attnconf's own stderr)"
+
 /* The number of elements of a static table, for cli_cmd.nopts. */
 #define CLI_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 

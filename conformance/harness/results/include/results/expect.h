@@ -16,16 +16,20 @@
  *   expect:                           entries, matched in order: the first whose `case` matches
  *     - case: sdpa.fully_masked.*     an id or an fnmatch glob over ids, or a list of them
  *                                     ([a.b.c, a.d.*]): one finding covering several cases
- *       status: FAIL                  PASS, EXPECTED_ERROR, NOT_SUPPORTED, FAIL,
- *                                     INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT (not
+ *       status: FAIL                  PASS, EXPECTED_ERROR, NOT_SUPPORTED, UNEXPRESSIBLE,
+ *                                     FAIL, INCORRECT_DTYPE, ERROR, CRASH or TIMEOUT (not
  *                                     CASE_ERROR: an unreadable case file is the suite's
- *                                     problem, to be fixed, never recorded)
+ *                                     problem, to be fixed, never recorded).  An
+ *                                     UNEXPRESSIBLE entry names its cases by id, no glob:
+ *                                     each claim that the library's API cannot write a
+ *                                     case's invalid input is reviewed on its own
  *       clause: 9                     the SPEC.md clause (1..SPEC_CLAUSES) the divergence is about
  *       reason: "rows that keep no key come out as the mean of V"
  *       upstream: "MLX's own test only asserts no NaN"     optional
  *
  * A case no entry matches is expected to conform: PASS, or EXPECTED_ERROR for a case that
- * must be rejected.  An entry that matches no case of the run is stale: an error, unless the
+ * must be rejected.  So an UNEXPRESSIBLE result conforms only where an entry lists the case
+ * with that status (and, as every entry, a reason); anywhere else it is unexpected.  An entry that matches no case of the run is stale: an error, unless the
  * run was filtered (then it may simply not have been selected).
  */
 #ifndef ATTNCONF_EXPECT_H

@@ -14,6 +14,12 @@ typedef enum hr_status {
     HR_PASS = 0,        /* output within tolerance */
     HR_EXPECTED_ERROR,  /* the case must be rejected and the backend rejected it correctly */
     HR_NOT_SUPPORTED,   /* the backend lacks a capability the case requires */
+    HR_UNEXPRESSIBLE,   /* the case must be rejected and the backend answered
+                               ATTNCONF_EINEXPRESSIBLE: its API cannot even write the invalid
+                               input (SPEC.md "Result classes").  Neither passed nor failed; under
+                               --expect it conforms only where the file lists the case with
+                               this status and a reason.  The same answer on a case that must
+                               succeed is a FAIL. */
     HR_FAIL,            /* wrong values, or accepted a case that must be rejected, or the
                                wrong kind of rejection */
     HR_INCORRECT_DTYPE, /* the output dtype is not the q dtype (a silent upcast/downcast) */
@@ -27,11 +33,17 @@ typedef enum hr_status {
     HR_STATUS_COUNT
 } hr_status;
 
-/* "PASS", "EXPECTED_ERROR", "NOT_SUPPORTED", "FAIL", "INCORRECT_DTYPE", "ERROR", "CRASH",
- * "TIMEOUT", "CASE_ERROR". */
+/* The words of the FAIL an ATTNCONF_EINEXPRESSIBLE answer gets where the input must succeed. */
+#define HR_EINEXPRESSIBLE_VALID                                                                    \
+    "answered einexpressible on an input that must succeed (only an input that must be "           \
+    "rejected can be unexpressible)"
+
+/* "PASS", "EXPECTED_ERROR", "NOT_SUPPORTED", "UNEXPRESSIBLE", "FAIL", "INCORRECT_DTYPE",
+ * "ERROR", "CRASH", "TIMEOUT", "CASE_ERROR". */
 const char *hr_status_name(hr_status s);
 /* 1 for FAIL, INCORRECT_DTYPE, ERROR, CRASH and TIMEOUT: the backend's failures (they make
- * `attnconf run` exit 1).  CASE_ERROR is not: it is the suite's problem (exit 3). */
+ * `attnconf run` exit 1).  CASE_ERROR is not: it is the suite's problem (exit 3).  Neither are
+ * NOT_SUPPORTED and UNEXPRESSIBLE, each counted apart from passed and failed. */
 int hr_status_is_bad(hr_status s);
 
 /* The clauses of SPEC.md, 1..SPEC_CLAUSES: rule ids ("clauseN.name") and expected-results
@@ -49,7 +61,10 @@ typedef struct hr_result {
     char rules[ACASE_MAX_RULES][HR_RULE_MAX];
     int nrules;
     hr_status status;
-    char message[512]; /* one line: why it failed / which capability is missing */
+    /* One line: why it failed / which capability is missing.  A backend's error text in it is
+     * its head and tail when long (common/clip.h: at most CLIP_MAX bytes), with room for the
+     * harness's words around it. */
+    char message[1024];
     /* Comparison statistics (valid when has_stats). */
     int has_stats;
     double max_abs_err;
@@ -62,6 +77,9 @@ typedef struct hr_result {
     double seconds;        /* wall time of the backend call */
     char rerun[4096];      /* the exact command that re-runs this case alone (exec: command
                                 lines and --backend-option words make it long) */
+    char repro[4096];      /* the `attnconf repro` command that writes this case's
+                                reproducer, "" when there is none (not an sdpa case, or a
+                                plugin no repro writer is registered for) */
     char description[512]; /* what the case checks (its `description`), "" if not loaded */
     char dtype[8];         /* the case's dtype: q's for sdpa, "bool" for mask; "" if not
                                 loaded (the report counts the dtypes that catch a mutant) */

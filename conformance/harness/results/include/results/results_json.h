@@ -5,8 +5,8 @@
  *
  * Reading is strict: a file that does not parse, holds a duplicate key, is not schema version 1,
  * or has a missing or mistyped field is refused with "FILE: field "CTX.KEY": why".  Fields that
- * older files lack (dtype, description, max_ratio, backend_options, CRASH/TIMEOUT/CASE_ERROR
- * counts) are optional.  Strings are borrowed from the parsed document.
+ * older files lack (dtype, description, max_ratio, backend_options, the UNEXPRESSIBLE, CRASH,
+ * TIMEOUT and CASE_ERROR counts) are optional.  Strings are borrowed from the parsed document.
  */
 #ifndef ATTNCONF_RESULTS_RESULTS_JSON_H
 #define ATTNCONF_RESULTS_RESULTS_JSON_H

@@ -15,8 +15,21 @@
 void run_result_begin(const run_ctx *rn, const char *id, hr_result *r);
 
 /* Run case c on rn->backend and fill *r (which run_result_begin must have started).  Never
- * aborts: a backend error, a mismatch or an unusable case becomes a status and a message. */
+ * aborts: a backend error, a mismatch or an unusable case becomes a status and a message.
+ * ATTNCONF_EINEXPRESSIBLE is UNEXPRESSIBLE where the case (or cache step) must be rejected,
+ * and a FAIL, with HR_EINEXPRESSIBLE_VALID in its message, anywhere else. */
 void run_case(const run_ctx *rn, const acase *c, hr_result *r);
+
+/* One sdpa call of a case, laid out exactly as run_case hands it to a backend: the inputs in
+ * read-only guarded copies in the case's layout (contiguous BHLD, a (B,L,H,D) buffer seen
+ * through permuted strides, stride-0 broadcasts), the mask parameters the case requires, the
+ * output buffer prefilled with NaN.  `attnconf repro` sends these same arguments.  Returns
+ * the call, or NULL with *r set to an ERROR (an unusable case, out of memory).  Release it
+ * with run_sdpa_release (NULL is fine). */
+typedef struct run_sdpa_call run_sdpa_call;
+run_sdpa_call *run_sdpa_prepare(const acase *c, hr_result *r);
+const attnconf_sdpa_args *run_sdpa_args(const run_sdpa_call *sc);
+void run_sdpa_release(run_sdpa_call *sc);
 
 /* Copy what r reports of the case itself (its rule ids and description) from c; run_case
  * does it, and the parent of a worker that died on the case does it for the CRASH result. */

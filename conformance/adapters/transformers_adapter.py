@@ -1,0 +1,294 @@
+"""attnconf exec adapter: Hugging Face transformers' attention functions, mask builders and KV
+caches, on the CPU, called the way transformers' models call them.
+
+What it validates, one implementation per run (--backend-option attention=...):
+
+    attention=sdpa    sdpa_attention_forward  (integrations/sdpa_attention.py)  name transformers-sdpa
+    attention=eager   eager_attention_forward (models/llama, the one models copy) name transformers-eager
+    attention=flex    flex_attention_forward  (integrations/flex_attention.py)  name transformers-flex
+
+each fetched as a model fetches it, ALL_ATTENTION_FUNCTIONS.get_interface(impl, eager), with
+config._attn_implementation = "sdpa" / "eager" / "flex_attention", so that the mask builders of
+transformers.masking_utils dispatch to sdpa_mask / eager_mask / flex_attention_mask.
+flex runs without torch.compile (TORCHDYNAMO_DISABLE=1): transformers compiles
+flex_attention and create_block_mask per shape, about a minute a shape on this CPU, so the
+run poses torch's eager flex_attention (its reference path) and the eager block-mask builder.
+
+How an sdpa case is posed:
+  * q, k, v are torch tensors of the case's dtype and strides (torch_adapter.to_torch), shape
+    (B, H, L, D); the function is called as a decoder layer calls it,
+    fn(layer, q, k, v, attention_mask, dropout=0.0, scaling=scale), with `layer` a minimal
+    torch.nn.Module carrying what the functions read: is_causal (the case's causal flag),
+    num_key_value_groups = Hq // Hkv (so GQA goes through repeat_kv / pack_gqa / enable_gqa
+    as the function decides), layer_idx 0, eval mode.  The output, (B, Lq, H, Dv) as the
+    functions return it, is transposed back; its dtype is what transformers produced.
+  * scaling: the case's scale, else head_dim**-0.5, the `self.scaling` every model passes.
+  * causal: the mask a model builds, create_causal_mask (create_sliding_window_causal_mask with
+    a window) from inputs_embeds (B, Lq, 1) of q's dtype, the 2-D 0/1 attention_mask below and
+    a cache that has seen `offset` tokens (the case's first keys), which is where transformers
+    5 takes the causal offset from (get_query_offset / get_mask_sizes; cache_position is gone):
+      - offset = Lk - Lq (bottom-right): a DynamicCache;
+      - an explicit offset below Lk - Lq (a static key buffer): a StaticCache of Lk slots;
+      - an offset above Lk - Lq, or below 0 (Lq > Lk): ENOTSUP, no cache says it.
+    The cache only sizes the mask: attention reads the case's own k and v (the DynamicCache
+    would return the same values; a StaticCache would return zeros where the case holds
+    poison in the unwritten slots, which is what those cases test).
+  * not causal: create_bidirectional_mask (an encoder's), with encoder_hidden_states (B, Lk, 1)
+    when Lq != Lk; a window without causal is transformers' non-causal sliding window,
+    create_bidirectional_sliding_window_mask (config.is_causal = False).
+  * the sdpa mask parameters become a model's inputs: `lengths` (right padding) and
+    `left_padding` the 2-D int64 attention_mask (B, max(Lk, entries)) of ones on the valid keys,
+    `window` the config's sliding_window.  A negative lengths or left_padding entry has no
+    0/1 spelling: EINEXPRESSIBLE.  An entry past Lk is a mask row wider than Lk.
+  * a case mask (bool or additive) is the attention_mask argument of the attention function,
+    unchanged in dtype, as a user with a custom 4-D mask passes it (create_causal_mask hands a
+    4-D mask back as it is); a mask of rank < 4 gets leading axes of 1 (NumPy's own reading:
+    transformers' custom masks are 4-D).  With lengths / left padding / a window as well, a
+    bool mask without a head axis is the builders' and_mask_function overlay over the 2-D
+    padding mask (the documented way to intersect a pattern); an additive or per-head mask
+    then has no spelling beside a 2-D mask: ENOTSUP.
+  * causal together with a mask tensor: the mask is passed with layer.is_causal = True, as a
+    causal model with a user's 4-D mask does.
+build_mask: the same builders, allow_is_causal_skip=False, over a cache that has seen `offset`
+tokens (a StaticCache of kv_len slots when kv_len is given, else a DynamicCache), B = batch
+when lengths or left padding are given (else 1); the keep mask is the builder's bool mask
+(sdpa), its zero entries (eager's additive 0 / finfo.min mask) or the flex BlockMask's mask_mod
+evaluated on its blocks.  The KV cache operations: transformers_cache.py.
+
+Nothing is validated ahead of transformers: its exceptions are mapped to statuses (refusal_of).
+An sdpa reply's "seconds" is the time of the attention function call alone.
+
+Run (from the repository root, with a Python that has transformers and torch):
+
+    attnconf run --backend 'exec:python3 conformance/adapters/transformers_adapter.py' \
+        --cases cases --backend-option attention=eager
+"""
+
+import os
+import platform
+import re
+import sys
+
+sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
+import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
+
+import numpy as np
+import torch
+import transformers
+from transformers import DynamicCache, MistralConfig, StaticCache
+from transformers.masking_utils import (
+    create_bidirectional_mask,
+    create_bidirectional_sliding_window_mask,
+    create_causal_mask,
+    create_sliding_window_causal_mask,
+)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.models.llama.modeling_llama import eager_attention_forward
+from torch.nn.attention.flex_attention import BlockMask, create_mask
+
+from torch_adapter import from_torch, to_torch
+from transformers_cache import CacheOps, quanto_version
+
+IMPLS = {"sdpa": "sdpa", "eager": "eager", "flex": "flex_attention"}
+
+
+class Layer(torch.nn.Module):
+    """What the attention functions read from a model's attention module."""
+
+    def __init__(self, causal: bool, groups: int):
+        super().__init__()
+        self.is_causal = causal
+        self.num_key_value_groups = groups
+        self.layer_idx = 0
+        self.eval()
+
+
+def model_config(impl: str, sliding_window=None, chunk_size=None, causal=True):
+    """A one-layer decoder config: what the mask builders and the caches read from a model's."""
+    cfg = MistralConfig(num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1,
+                        hidden_size=8, head_dim=8, sliding_window=sliding_window)
+    if chunk_size is not None:
+        cfg.attention_chunk_size = chunk_size
+    if not causal:
+        cfg.is_causal = False
+    cfg._attn_implementation = impl
+    return cfg
+
+
+def padding_mask(batch: int, width: int, lengths, left_padding):
+    """The 2-D 0/1 attention_mask (int64, as a tokenizer returns it) of lengths / left padding."""
+    if lengths is None and left_padding is None:
+        return None
+    for name, entries in (("lengths", lengths), ("left_padding", left_padding)):
+        if entries is not None and any(x < 0 for x in entries):
+            raise ax.Refusal(ax.EINEXPRESSIBLE, f"{name} {list(entries)}: a 2-D 0/1 attention_mask "
+                             "has no way to say a negative entry")
+    width = max([width] + list(lengths or []) + list(left_padding or []))
+    j = torch.arange(width)[None, :]
+    keep = torch.ones((len(lengths if lengths is not None else left_padding), width), dtype=torch.bool)
+    if lengths is not None:
+        keep &= j < torch.tensor(lengths)[:, None]
+    if left_padding is not None:
+        keep &= j >= torch.tensor(left_padding)[:, None]
+    return keep.to(torch.long)
+
+
+def seen_cache(impl: str, kv_len: int, lq: int, offset: int, k, v):
+    """A cache that has seen `offset` tokens (k, v: their keys and values), sized for Lk =
+    kv_len after this step's lq: a DynamicCache when kv_len = offset + lq, else a StaticCache."""
+    if kv_len == offset + lq:
+        cache = DynamicCache()
+    else:
+        cache = StaticCache(config=model_config(impl), max_cache_len=kv_len)
+    if offset:
+        cache.update(k, v, 0)
+    return cache
+
+
+def keep_of(mask, batch: int, lq: int, lk: int) -> np.ndarray:
+    """The keep mask (B, 1, lq, lk) a built mask stands for, as the attention applies it."""
+    if mask is None:
+        # The is_causal skip: sdpa_attention_forward then uses is_causal=True (top-left) when
+        # lq > 1 and no mask at all for a single query.
+        keep = torch.ones((lq, lk), dtype=torch.bool)
+        if lq > 1:
+            keep = torch.tril(keep)
+        keep = keep.expand(batch, 1, lq, lk)
+    elif isinstance(mask, BlockMask):
+        n, length = mask.seq_lengths
+        elem = create_mask(mask.mask_mod, mask.kv_num_blocks.shape[0], 1, n, length, device="cpu")
+        qb, kb = mask.BLOCK_SIZE
+        blocks = mask.to_dense().bool().repeat_interleave(qb, -2).repeat_interleave(kb, -1)
+        keep = elem & blocks[..., :n, :length]
+    elif mask.dtype == torch.bool:
+        keep = mask
+    else:
+        keep = mask == 0  # eager_mask: 0 where kept, finfo(dtype).min elsewhere
+    return np.ascontiguousarray(keep.numpy())
+
+
+def versions(impl: str) -> str:
+    flex = ", flex_attention without torch.compile" if impl == "flex_attention" else ""
+    quanto = quanto_version()
+    return (f"transformers {transformers.__version__}, torch {torch.__version__}, numpy "
+            f"{np.__version__}, python {platform.python_version()}, attention {impl}{flex}, "
+            + (f"optimum-quanto {quanto}" if quanto else "no optimum-quanto"))
+
+
+class TransformersAdapter(CacheOps):
+    options = [ax.Option("attention", "sdpa", "the attention function: sdpa "
+                         "(sdpa_attention_forward), eager (eager_attention_forward) or flex "
+                         "(flex_attention_forward, without torch.compile)")]
+    model_config = staticmethod(model_config)
+    keep_of = staticmethod(keep_of)
+
+    def open(self, options):
+        if options["attention"] not in IMPLS:
+            raise ax.Refusal(ax.EINVAL, f"option attention={options['attention']!r}: expected "
+                             f"one of {', '.join(IMPLS)}")
+        self.impl = IMPLS[options["attention"]]
+        if self.impl == "flex_attention":
+            # torch reads it at every torch.compile: the compiles transformers asks for then
+            # return the function as it is (eager flex_attention, eager create_block_mask).
+            os.environ["TORCHDYNAMO_DISABLE"] = "1"
+        self.attention = ALL_ATTENTION_FUNCTIONS.get_interface(self.impl, eager_attention_forward)
+        self.pending = None  # (keep, built mask) of the last cache_make_mask: see cache_mask_of
+        caps = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
+                "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale", "build_mask",
+                "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
+                "sdpa.lengths", "sdpa.left_padding"] + self.cache_capabilities()
+        return ax.Identity("transformers-" + options["attention"], versions(self.impl), caps)
+
+    def built_mask(self, req: ax.SdpaRequest, q, k, v):
+        """(attention_mask, layer.is_causal) as a model hands them to the attention function."""
+        B, lq, lk = q.shape[0], q.shape[-2], k.shape[-2]
+        window = req.window
+        pad = padding_mask(B, lk, req.lengths, req.left_padding)
+        emb = torch.empty((B, lq, 1), dtype=q.dtype)
+        if req.mask is not None:
+            mask = to_torch(req.mask)
+            if mask.dim() < 4:
+                mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+            if pad is None and not window:
+                return mask, req.causal
+            if mask.dtype != torch.bool or mask.dim() != 4 or mask.shape[1] != 1:
+                raise ax.Refusal(ax.ENOTSUP, "a per-head or additive mask with lengths, left "
+                                 "padding or a window: transformers takes one attention_mask "
+                                 "(2-D padding or 4-D custom) and only (batch, query, key) "
+                                 "boolean overlays beside a 2-D one")
+            custom = mask.expand(B, 1, lq, lk)
+            overlay = {"and_mask_function": lambda b, h, i, j: custom[b, 0, i, j]}
+        else:
+            overlay = {}
+        if not req.causal:
+            cfg = model_config(self.impl, sliding_window=window or None, causal=False)
+            ehs = {} if lq == lk else {"encoder_hidden_states": torch.empty((B, lk, 1), dtype=q.dtype)}
+            build = create_bidirectional_sliding_window_mask if window else create_bidirectional_mask
+            return build(config=cfg, inputs_embeds=emb, attention_mask=pad, **ehs, **overlay), False
+        off = lk - lq if req.causal_offset is None else req.causal_offset
+        if off < 0 or off > lk - lq:
+            raise ax.Refusal(ax.ENOTSUP, f"causal offset {off} with Lq {lq}, Lk {lk}: transformers "
+                             "takes the offset from a cache's seen tokens, 0..Lk - Lq")
+        cache = seen_cache(self.impl, lk, lq, off, k[:, :, :off], v[:, :, :off])
+        cfg = model_config(self.impl, sliding_window=window or None)
+        build = create_sliding_window_causal_mask if window else create_causal_mask
+        return build(config=cfg, inputs_embeds=emb, attention_mask=pad, past_key_values=cache,
+                     **overlay), True
+
+    def sdpa(self, req: ax.SdpaRequest):
+        q, k, v = to_torch(req.q), to_torch(req.k), to_torch(req.v)
+        hq = q.shape[1] if q.dim() == 4 else 1
+        hkv = k.shape[1] if k.dim() == 4 and k.shape[1] else 1
+        scale = q.shape[-1] ** -0.5 if req.scale is None else req.scale
+        with torch.no_grad():
+            native = self.cache_mask_of(req)
+            if native is not None:
+                mask, causal = native[0], True
+            elif q.dim() == 4 and k.dim() == 4:
+                mask, causal = self.built_mask(req, q, k, v)
+            else:  # a must-reject rank: no builder takes it, the function gets the tensors
+                mask, causal = (None if req.mask is None else to_torch(req.mask)), req.causal
+            out, _ = ax.timed(self.attention, Layer(causal, hq // hkv), q, k, v, mask,
+                              dropout=0.0, scaling=scale)
+        return from_torch(out.transpose(1, 2) if out.dim() == 4 else out)
+
+    def cache_mask_of(self, req: ax.SdpaRequest):
+        """The mask the cache built for this attend step (cache_make_mask, then cache_update and
+        cache_state, then this sdpa with its keep mask): a model's layer gets the builder's own
+        mask (additive for eager, a BlockMask for flex, None for sdpa's is_causal), not the
+        boolean keep mask the protocol carries."""
+        pending, self.pending = self.pending, None
+        if pending is None or req.mask is None or req.mask.dtype != "bool" or req.causal:
+            return None
+        keep, built = pending
+        if req.mask.array.shape != keep.shape or not np.array_equal(req.mask.array, keep):
+            return None
+        return (built,)
+
+    def build_mask(self, req: ax.MaskRequest):
+        arrays = req.lengths is not None or req.left_padding is not None
+        B = req.batch if arrays else 1
+        lk = req.kv_len or req.offset + req.lq
+        pad = padding_mask(B, lk, req.lengths, req.left_padding)
+        seen = torch.zeros((B, 1, req.offset, 1))
+        cache = seen_cache(self.impl, lk, req.lq, req.offset, seen, seen)
+        cfg = model_config(self.impl, sliding_window=req.window or None)
+        build = create_sliding_window_causal_mask if req.window else create_causal_mask
+        mask = build(config=cfg, inputs_embeds=torch.empty((B, req.lq, 1)), attention_mask=pad,
+                     past_key_values=cache, allow_is_causal_skip=False)
+        return keep_of(mask, B, req.lq, lk)
+
+    @staticmethod
+    def refusal_of(exc):
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        if isinstance(exc, MemoryError) or "DefaultCPUAllocator: can't allocate" in text:
+            return ax.Refusal(ax.ENOMEM, text)
+        if isinstance(exc, (RuntimeError, ValueError, TypeError, IndexError)):
+            if re.search(r"dtype|scalar type|Expected .*(float|bool|Half|BFloat16)|same type", text):
+                return ax.Refusal(ax.EDTYPE, text)
+            return ax.Refusal(ax.EINVAL, text)
+        return None
+
+
+if __name__ == "__main__":
+    ax.serve(TransformersAdapter())
