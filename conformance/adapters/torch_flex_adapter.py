@@ -35,11 +35,10 @@ padding argument: every constraint is a function the user writes):
 The parameters the user would pick (offset, window, lengths) are written into the mask_mod as
 given: flex checks none of them, and neither does this adapter.
 
-Compiled variant: torch.compile(flex_attention, dynamic=True): sizes symbolic, so one inductor
-kernel serves the cases that differ only in B, L (beyond 0/1) or the causal offset; the dtype,
-the head counts and head dims (flex marks them static), the mask structure and the captured
-tensors' dtypes and strides still make a kernel each: about 270 over the 339 sdpa cases
-(dynamic=False: about 320), each a C++ compile of some 10-25 s on a 2-core machine.
+Compiled variant: torch.compile(flex_attention, dynamic=False), one inductor kernel per shape:
+about 320 over the 339 sdpa cases, each a C++ compile of some 10-25 s on a 2-core machine.
+dynamic=True would need about 270, but its kernels are other code: a bool mask with B = 2 and
+Hq = 2 fails to compile there ('cur_kvSplitSize7' was not declared), not with static shapes.
 Dynamo's recompile limit (8) is lifted and fail_on_recompile_limit_hit set, so no case falls
 back to the uncompiled path at the limit; after a call that raises, torch.compiler.reset(),
 because dynamo then skips flex_attention for the rest of the process; and a call that still
@@ -99,7 +98,7 @@ def keep_mods(causal: bool, offset, window: int, lengths, left_padding):
 
 class TorchFlex:
     options = [
-        ax.Option("compile", "yes", "yes: torch.compile(flex_attention, dynamic=True) "
+        ax.Option("compile", "yes", "yes: torch.compile(flex_attention, dynamic=False) "
                   "(inductor's CPU kernel); no: flex_attention uncompiled (PyTorch's math "
                   "reference path)"),
         ax.Option("threads", None, "torch.set_num_threads(N); absent: PyTorch's default"),
@@ -116,11 +115,11 @@ class TorchFlex:
             torch.set_num_threads(int(options["threads"]))
         self.compiled = COMPILE[options["compile"]]
         if self.compiled:
-            # The cases make some 270 graphs: at the default limit the ninth would run eagerly.
+            # One graph per shape: at the default limit the ninth would run uncompiled.
             torch._dynamo.config.recompile_limit = 1 << 20
             torch._dynamo.config.accumulated_recompile_limit = 1 << 20
             torch._dynamo.config.fail_on_recompile_limit_hit = True
-            self.flex = torch.compile(flex_attention, dynamic=True)
+            self.flex = torch.compile(flex_attention, dynamic=False)
             name = "torch-flex"
         else:
             self.flex = flex_attention
@@ -129,7 +128,7 @@ class TorchFlex:
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale", "build_mask",
                 "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
                 "sdpa.lengths", "sdpa.left_padding"]
-        mode = "torch.compile(dynamic=True), inductor cpp" if self.compiled else "eager"
+        mode = "torch.compile(dynamic=False), inductor cpp" if self.compiled else "eager"
         return ax.Identity(name, f"{torch_adapter.versions()}, threads "
                            f"{torch.get_num_threads()}, {mode}", caps)
 
@@ -214,8 +213,8 @@ def compiler_refusal(exc: BackendCompilerFailed) -> ax.Refusal:
     inner = exc.inner_exception
     if isinstance(inner, CppCompileError):
         # The command line fills the message; the first diagnostic is what says why.
-        first = next((line.strip() for line in inner.output.splitlines() if "error:" in line),
-                     "(no diagnostic)")
+        first = next((line.split("error:", 1)[1].strip() for line in inner.output.splitlines()
+                      if "error:" in line), "(no diagnostic)")
         return ax.Refusal(ax.EBACKEND, f"{type(exc).__name__}: CppCompileError: {first}")
     text = " ".join(f"{type(exc).__name__}: {type(inner).__name__}: {inner}".split())
     if isinstance(inner, LoweringException):
