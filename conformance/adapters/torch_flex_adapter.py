@@ -56,11 +56,13 @@ Run (from the repository root, with a Python that has torch installed):
 """
 
 import re
+import sys
 
-import attnconf_exec as ax  # first: it protects the protocol channel from stray prints
+sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
+import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
 
-import torch
-import torch_adapter  # to_torch, from_torch, versions, refusal_of: the SDPA adapter's own
+import torch  # noqa: E402
+import torch_adapter  # noqa: E402  # to_torch, from_torch, versions, refusal_of: the SDPA adapter's own
 from torch._dynamo.exc import BackendCompilerFailed
 from torch._inductor.exc import CppCompileError, LoweringException
 from torch.nn.attention import flex_attention as flex_module

@@ -831,6 +831,44 @@ double xb_last_seconds(void *ctx)
     return ctx ? ((xb_ctx *)ctx)->last_seconds : -1;
 }
 
+/* The request of an sdpa call (op "sdpa") or of its reproducer (op "repro", with the members of
+ * extra): the header *h and the payloads pl[0..*npl) of q, k, v and the mask.  On failure the
+ * caller still frees what was made (*h, pl[i].owned for i < *npl), as after a call. */
+static int xb_sdpa_request(xb_ctx *c, const attnconf_sdpa_args *a, const char *op, json_t *extra,
+                           json_t **h_out, xb_payload pl[4], size_t *npl)
+{
+    json_t *h = json_object(), *list = json_array();
+    *h_out = h;
+    *npl = 0;
+    int rc = ATTNCONF_ENOMEM;
+    if (!h || !list || json_object_set_new(h, "protocol", json_integer(1)) ||
+        json_object_set_new(h, "op", json_string(op)) ||
+        json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
+        json_object_set_new(h, "causal_offset",
+                            a->has_causal_offset ? json_integer(a->causal_offset) : json_null()) ||
+        json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
+        (extra && json_object_update(h, extra)) || json_object_set(h, "tensors", list)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        goto done;
+    }
+    rc = xb_sdpa_params(c, a, h);
+    if (rc)
+        goto done;
+    static const char *const names[4] = {"q", "k", "v", "mask"};
+    const attnconf_tensor *ts[4] = {a->q, a->k, a->v, a->mask};
+    for (int i = 0; i < 4; i++) {
+        if (!ts[i])
+            continue;
+        rc = xb_add_tensor(c, list, names[i], ts[i], &pl[*npl]);
+        if (rc)
+            goto done;
+        (*npl)++;
+    }
+done:
+    json_decref(list); /* h holds its own reference */
+    return rc;
+}
+
 static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 {
     xb_ctx *c = ctx;
@@ -845,31 +883,10 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         return rc;
     xb_payload pl[4];
     size_t npl = 0;
-    json_t *h = json_object(), *list = json_array(), *r = NULL;
-    rc = ATTNCONF_ENOMEM;
-    if (!h || !list || json_object_set_new(h, "protocol", json_integer(1)) ||
-        json_object_set_new(h, "op", json_string("sdpa")) ||
-        json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
-        json_object_set_new(h, "causal_offset",
-                            a->has_causal_offset ? json_integer(a->causal_offset) : json_null()) ||
-        json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
-        json_object_set(h, "tensors", list)) {
-        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
-        goto done;
-    }
-    rc = xb_sdpa_params(c, a, h);
+    json_t *h = NULL, *r = NULL;
+    rc = xb_sdpa_request(c, a, "sdpa", NULL, &h, pl, &npl);
     if (rc)
         goto done;
-    static const char *const names[4] = {"q", "k", "v", "mask"};
-    const attnconf_tensor *ts[4] = {a->q, a->k, a->v, a->mask};
-    for (int i = 0; i < 4; i++) {
-        if (!ts[i])
-            continue;
-        rc = xb_add_tensor(c, list, names[i], ts[i], &pl[npl]);
-        if (rc)
-            goto done;
-        npl++;
-    }
     const double t0 = mono_now();
     rc = xb_call(c, h, pl, npl, "sdpa", "out", a->out, a->out_capacity, &r);
     if (rc == 0)
@@ -877,7 +894,6 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 done:
     for (size_t i = 0; i < npl; i++)
         free(pl[i].owned);
-    json_decref(list);
     json_decref(h);
     json_decref(r);
     return rc;
@@ -1429,31 +1445,10 @@ int xb_repro(void *ctx, const attnconf_sdpa_args *a, json_t *extra, char **scrip
         return rc;
     xb_payload pl[4];
     size_t npl = 0;
-    json_t *h = json_object(), *list = json_array(), *r = NULL;
-    rc = ATTNCONF_ENOMEM;
-    if (!h || !list || json_object_set_new(h, "protocol", json_integer(1)) ||
-        json_object_set_new(h, "op", json_string("repro")) ||
-        json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
-        json_object_set_new(h, "causal_offset",
-                            a->has_causal_offset ? json_integer(a->causal_offset) : json_null()) ||
-        json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
-        json_object_update(h, extra) || json_object_set(h, "tensors", list)) {
-        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
-        goto done;
-    }
-    rc = xb_sdpa_params(c, a, h);
+    json_t *h = NULL, *r = NULL;
+    rc = xb_sdpa_request(c, a, "repro", extra, &h, pl, &npl);
     if (rc)
         goto done;
-    static const char *const names[4] = {"q", "k", "v", "mask"};
-    const attnconf_tensor *ts[4] = {a->q, a->k, a->v, a->mask};
-    for (int i = 0; i < 4; i++) {
-        if (!ts[i])
-            continue;
-        rc = xb_add_tensor(c, list, names[i], ts[i], &pl[npl]);
-        if (rc)
-            goto done;
-        npl++;
-    }
     rc = xb_call(c, h, pl, npl, "repro", NULL, NULL, 0, &r);
     if (rc)
         goto done;
@@ -1474,7 +1469,6 @@ int xb_repro(void *ctx, const attnconf_sdpa_args *a, json_t *extra, char **scrip
 done:
     for (size_t i = 0; i < npl; i++)
         free(pl[i].owned);
-    json_decref(list);
     json_decref(h);
     json_decref(r);
     return rc;
