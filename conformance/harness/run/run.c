@@ -380,6 +380,29 @@ static int run_cmd_add(char *buf, size_t cap, size_t *len, const char *word, int
     return 0;
 }
 
+/* The start of a command that runs this backend again: "ARGV0 SUB --backend B" with each
+ * --backend-option and the --timeout.  Returns nonzero when cmd[cap] was too small. */
+static int run_cmd_backend(const run_ctx *rn, const char *sub, char *cmd, size_t cap,
+                           size_t *len)
+{
+    int bad = run_cmd_add(cmd, cap, len, rn->argv0 ? rn->argv0 : "attnconf", 1);
+    bad |= run_cmd_add(cmd, cap, len, sub, 0);
+    bad |= run_cmd_add(cmd, cap, len, " --backend ", 0);
+    bad |= run_cmd_add(cmd, cap, len, rn->backend_arg ? rn->backend_arg : "", 1);
+    for (size_t i = 0; i < rn->n_options && rn->options; i++) {
+        char kv[sizeof((hr_result *)0)->rerun];
+        int w = snprintf(kv, sizeof kv, "%s=%s", rn->options[i].key, rn->options[i].value);
+        bad |= w < 0 || (size_t)w >= sizeof kv;
+        bad |= run_cmd_add(cmd, cap, len, " --backend-option ", 0);
+        bad |= run_cmd_add(cmd, cap, len, kv, 1);
+    }
+    if (rn->timeout_arg) {
+        bad |= run_cmd_add(cmd, cap, len, " --timeout ", 0);
+        bad |= run_cmd_add(cmd, cap, len, rn->timeout_arg, 1);
+    }
+    return bad;
+}
+
 void run_result_begin(const run_ctx *rn, const char *id, hr_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -388,20 +411,7 @@ void run_result_begin(const run_ctx *rn, const char *id, hr_result *r)
     r->first_bad = -1;
     char *cmd = r->rerun;
     size_t cap = sizeof r->rerun, len = 0;
-    int bad = run_cmd_add(cmd, cap, &len, rn->argv0 ? rn->argv0 : "attnconf", 1);
-    bad |= run_cmd_add(cmd, cap, &len, " run --backend ", 0);
-    bad |= run_cmd_add(cmd, cap, &len, rn->backend_arg ? rn->backend_arg : "", 1);
-    for (size_t i = 0; i < rn->n_options && rn->options; i++) {
-        char kv[sizeof r->rerun];
-        int w = snprintf(kv, sizeof kv, "%s=%s", rn->options[i].key, rn->options[i].value);
-        bad |= w < 0 || (size_t)w >= sizeof kv;
-        bad |= run_cmd_add(cmd, cap, &len, " --backend-option ", 0);
-        bad |= run_cmd_add(cmd, cap, &len, kv, 1);
-    }
-    if (rn->timeout_arg) {
-        bad |= run_cmd_add(cmd, cap, &len, " --timeout ", 0);
-        bad |= run_cmd_add(cmd, cap, &len, rn->timeout_arg, 1);
-    }
+    int bad = run_cmd_backend(rn, " run", cmd, cap, &len);
     if (rn->case_timeout_arg) {
         bad |= run_cmd_add(cmd, cap, &len, " --case-timeout ", 0);
         bad |= run_cmd_add(cmd, cap, &len, rn->case_timeout_arg, 1);
@@ -972,20 +982,7 @@ static void run_result_repro(const run_ctx *rn, const acase *c, hr_result *r)
         return;
     char *cmd = r->repro;
     size_t cap = sizeof r->repro, len = 0;
-    int bad = run_cmd_add(cmd, cap, &len, rn->argv0 ? rn->argv0 : "attnconf", 1);
-    bad |= run_cmd_add(cmd, cap, &len, " repro --backend ", 0);
-    bad |= run_cmd_add(cmd, cap, &len, arg, 1);
-    for (size_t i = 0; i < rn->n_options && rn->options; i++) {
-        char kv[sizeof r->repro];
-        int w = snprintf(kv, sizeof kv, "%s=%s", rn->options[i].key, rn->options[i].value);
-        bad |= w < 0 || (size_t)w >= sizeof kv;
-        bad |= run_cmd_add(cmd, cap, &len, " --backend-option ", 0);
-        bad |= run_cmd_add(cmd, cap, &len, kv, 1);
-    }
-    if (rn->timeout_arg) {
-        bad |= run_cmd_add(cmd, cap, &len, " --timeout ", 0);
-        bad |= run_cmd_add(cmd, cap, &len, rn->timeout_arg, 1);
-    }
+    int bad = run_cmd_backend(rn, " repro", cmd, cap, &len);
     bad |= run_cmd_add(cmd, cap, &len, " --cases ", 0);
     bad |= run_cmd_add(cmd, cap, &len, rn->cases_dir ? rn->cases_dir : "", 1);
     bad |= run_cmd_add(cmd, cap, &len, " --case ", 0);
