@@ -199,6 +199,27 @@ class MaskRequest:
     kv_len: int = 0                # 0: Lk = offset + lq; else a static key buffer of kv_len slots
 
 
+class ReproWriter:
+    """The frame of a repro writer (PROTOCOL.md "repro"): an adapter that answers only repro
+    requests, each for one of the plugins it knows (`plugins`, matched to the request's
+    backend.name).  A subclass gives plugins, open() and repro()."""
+
+    plugins: tuple = ()
+
+    def sdpa(self, req):
+        raise Refusal(ENOTSUP, "a repro writer answers repro only")
+
+    def plugin_of(self, header: dict) -> tuple:
+        """(name, version) of the plugin the request is for (the version "" when the request
+        gives none); EINVAL for a plugin this writer does not know."""
+        be = header.get("backend") or {}
+        plugin = be.get("name")
+        if plugin not in self.plugins:
+            raise Refusal(EINVAL, f"backend {plugin!r}: this writer knows "
+                          f"{', '.join(self.plugins)}")
+        return plugin, be.get("version") or ""
+
+
 def bf16_to_f32(bits) -> np.ndarray:
     """bfloat16 bit patterns -> float32, exactly (bf16 is the top half of an f32)."""
     return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)

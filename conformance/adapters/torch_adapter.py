@@ -92,13 +92,43 @@ def versions() -> str:
             f"cpu capability {torch.backends.cpu.get_cpu_capability()}")
 
 
+THREADS = ax.Option("threads", None, "torch.set_num_threads(N); absent: PyTorch's default")
+
+
+def set_threads(value):
+    """The threads option (THREADS) of a torch adapter: torch.set_num_threads(N), or nothing."""
+    if value is None:
+        return
+    if not re.fullmatch(r"[1-9][0-9]{0,3}", value):
+        raise ax.Refusal(ax.EINVAL, f"option threads={value!r}: expected an integer from 1 "
+                         "to 9999")
+    torch.set_num_threads(int(value))
+
+
+def refusal_of(exc, dtype_words=r"dtype|Expected .*(float|bool|Half|BFloat16)"):
+    """The status of an exception torch raised: ENOMEM for an allocation failure, ENOTSUP for
+    "No available kernel" (a forced kernel that cannot take the input), EDTYPE for an argument
+    error whose text matches dtype_words, EINVAL for any other argument error; None (a crash of
+    the library, EBACKEND) for the rest."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if isinstance(exc, MemoryError) or "DefaultCPUAllocator: can't allocate" in text:
+        return ax.Refusal(ax.ENOMEM, text)
+    if "No available kernel" in text:
+        return ax.Refusal(ax.ENOTSUP, text)
+    if isinstance(exc, (RuntimeError, ValueError, TypeError, IndexError)):
+        if re.search(dtype_words, text):
+            return ax.Refusal(ax.EDTYPE, text)
+        return ax.Refusal(ax.EINVAL, text)
+    return None
+
+
 class TorchSdpa:
     options = [
         ax.Option("kernel", "default", "the SDPA kernel: default (PyTorch's dispatch), math "
                   "(SDPBackend.MATH) or flash (SDPBackend.FLASH_ATTENTION, its CPU kernel)"),
         ax.Option("causal", "flag", "how causal is said: flag (is_causal=True, top-left) or "
                   "lower_right (attn_mask=causal_lower_right(Lq, Lk), bottom-right)"),
-        ax.Option("threads", None, "torch.set_num_threads(N); absent: PyTorch's default"),
+        THREADS,
     ]
 
     def open(self, options):
@@ -108,11 +138,7 @@ class TorchSdpa:
         if options["causal"] not in CAUSAL:
             raise ax.Refusal(ax.EINVAL, f"option causal={options['causal']!r}: expected "
                              f"one of {', '.join(CAUSAL)}")
-        if options["threads"] is not None:
-            if not re.fullmatch(r"[1-9][0-9]{0,3}", options["threads"]):
-                raise ax.Refusal(ax.EINVAL, f"option threads={options['threads']!r}: expected "
-                                 "an integer from 1 to 9999")
-            torch.set_num_threads(int(options["threads"]))
+        set_threads(options["threads"])
         self.kernel = KERNELS[options["kernel"]]
         self.threads = options["threads"]
         self.lower_right = options["causal"] == "lower_right"
@@ -221,16 +247,7 @@ class TorchSdpa:
         return repro_text.script(header, repro_text.inputs(req), self.name, lib), "python"
 
     def refusal_of(self, exc):
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())
-        if isinstance(exc, MemoryError) or "DefaultCPUAllocator: can't allocate" in text:
-            return ax.Refusal(ax.ENOMEM, text)
-        if "No available kernel" in text:
-            return ax.Refusal(ax.ENOTSUP, text)
-        if isinstance(exc, (RuntimeError, ValueError, TypeError, IndexError)):
-            if re.search(r"dtype|Expected .*(float|bool|Half|BFloat16)", text):
-                return ax.Refusal(ax.EDTYPE, text)
-            return ax.Refusal(ax.EINVAL, text)
-        return None
+        return refusal_of(exc)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,6 @@ Run (from the repository root, with a Python that has torch installed):
         --cases cases --backend-option compile=yes
 """
 
-import re
 import sys
 
 sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
@@ -103,18 +102,14 @@ class TorchFlex:
         ax.Option("compile", "yes", "yes: torch.compile(flex_attention, dynamic=False) "
                   "(inductor's CPU kernel); no: flex_attention uncompiled (PyTorch's math "
                   "reference path)"),
-        ax.Option("threads", None, "torch.set_num_threads(N); absent: PyTorch's default"),
+        torch_adapter.THREADS,
     ]
 
     def open(self, options):
         if options["compile"] not in COMPILE:
             raise ax.Refusal(ax.EINVAL, f"option compile={options['compile']!r}: expected "
                              f"one of {', '.join(COMPILE)}")
-        if options["threads"] is not None:
-            if not re.fullmatch(r"[1-9][0-9]{0,3}", options["threads"]):
-                raise ax.Refusal(ax.EINVAL, f"option threads={options['threads']!r}: expected "
-                                 "an integer from 1 to 9999")
-            torch.set_num_threads(int(options["threads"]))
+        torch_adapter.set_threads(options["threads"])
         self.compiled = COMPILE[options["compile"]]
         if self.compiled:
             # One graph per shape: at the default limit the ninth would run uncompiled.
@@ -204,7 +199,7 @@ class TorchFlex:
     def refusal_of(self, exc):
         if isinstance(exc, BackendCompilerFailed):
             return compiler_refusal(exc)
-        return torch_adapter.TorchSdpa.refusal_of(self, exc)
+        return torch_adapter.refusal_of(exc)
 
 
 def compiler_refusal(exc: BackendCompilerFailed) -> ax.Refusal:

@@ -66,7 +66,6 @@ Run (from the repository root, with a Python that has transformers and torch):
 
 import os
 import platform
-import re
 import sys
 
 sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
@@ -86,6 +85,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.llama.modeling_llama import eager_attention_forward
 from torch.nn.attention.flex_attention import BlockMask, create_mask
 
+import torch_adapter
 from torch_adapter import from_torch, to_torch
 from transformers_cache import CacheOps, quanto_version
 
@@ -280,14 +280,9 @@ class TransformersAdapter(CacheOps):
 
     @staticmethod
     def refusal_of(exc):
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())
-        if isinstance(exc, MemoryError) or "DefaultCPUAllocator: can't allocate" in text:
-            return ax.Refusal(ax.ENOMEM, text)
-        if isinstance(exc, (RuntimeError, ValueError, TypeError, IndexError)):
-            if re.search(r"dtype|scalar type|Expected .*(float|bool|Half|BFloat16)|same type", text):
-                return ax.Refusal(ax.EDTYPE, text)
-            return ax.Refusal(ax.EINVAL, text)
-        return None
+        # transformers' own checks word a dtype mismatch as "scalar type" or "same type" too.
+        return torch_adapter.refusal_of(
+            exc, r"dtype|scalar type|Expected .*(float|bool|Half|BFloat16)|same type")
 
 
 if __name__ == "__main__":

@@ -143,7 +143,8 @@ def ggml_prefix() -> str:
     return "$GGML_PREFIX"
 
 
-class GgmlReproWriter:
+class GgmlReproWriter(ax.ReproWriter):
+    plugins = PLUGINS
     # gb_options
     options = [
         ax.Option("threads", "auto", "CPU threads for ggml_graph_compute: auto or 1..512"),
@@ -165,14 +166,8 @@ class GgmlReproWriter:
                 "gqa", "dv_ne_d", "strided", "scale", "mask.broadcast"]
         return ax.Identity("ggml-repro", "attnconf repro writer for the ggml plugins", caps)
 
-    def sdpa(self, req):
-        raise ax.Refusal(ax.ENOTSUP, "a repro writer answers repro only")
-
     def repro(self, req: ax.SdpaRequest, header: dict):
-        be = header.get("backend") or {}
-        plugin = be.get("name")
-        if plugin not in PLUGINS:
-            raise ax.Refusal(ax.EINVAL, f"backend {plugin!r}: this writer knows {', '.join(PLUGINS)}")
+        plugin, version = self.plugin_of(header)
         ops = plugin == "ggml-ops"
         refused = refusals(req, ops)
         if refused:
@@ -180,7 +175,7 @@ class GgmlReproWriter:
             raise ax.Refusal(ax.ENOTSUP, f"{plugin} answers this case itself before calling ggml "
                              f"({'einval' if status == ax.EINVAL else 'edtype' if status == ax.EDTYPE else 'enotsup'}: "
                              f"{why}): there is no ggml call to reproduce")
-        return self.c_file(req, header, plugin, ops, be.get("version") or "ggml"), "c"
+        return self.c_file(req, header, plugin, ops, version or "ggml"), "c"
 
     def c_file(self, req, header, plugin, ops, version) -> str:
         expect = header.get("expect") or {}

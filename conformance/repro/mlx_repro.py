@@ -89,7 +89,8 @@ def primitives(q, k, v, mask, causal, scale):
 '''
 
 
-class MlxReproWriter:
+class MlxReproWriter(ax.ReproWriter):
+    plugins = PLUGINS
     options = [ax.Option("device", "cpu", "the plugin's device option: cpu or gpu")]
 
     def open(self, options):
@@ -102,14 +103,8 @@ class MlxReproWriter:
                 "strided", "scale", "mask.broadcast"]
         return ax.Identity("mlx-repro", "attnconf repro writer for the mlx plugins", caps)
 
-    def sdpa(self, req):
-        raise ax.Refusal(ax.ENOTSUP, "a repro writer answers repro only")
-
     def repro(self, req: ax.SdpaRequest, header: dict):
-        be = header.get("backend") or {}
-        plugin = be.get("name")
-        if plugin not in PLUGINS:
-            raise ax.Refusal(ax.EINVAL, f"backend {plugin!r}: this writer knows {', '.join(PLUGINS)}")
+        plugin, version = self.plugin_of(header)
         if req.causal and req.causal_offset is not None:  # mb_sdpa_impl
             raise ax.Refusal(ax.ENOTSUP, "sdpa: an explicit causal offset is not expressible "
                              "through MLX's API (mask \"causal\" is always bottom-right)")
@@ -156,7 +151,7 @@ class MlxReproWriter:
         posed = ("q, k, v (and the mask): MLX arrays built as the plugin builds them (to_mx, "
                  "mirroring mb_from_host),\nstrided views included; scale: " + said +
                  f"; then\n{how}; on MLX's {self.device} device.")
-        version = be.get("version") or "mlx"
+        version = version or "mlx"
         lib = repro_text.Library(
             requires=f"mlx=={version.split()[-1]} numpy" if version.startswith("mlx ") else
             "mlx numpy", versions=f"{version} (attnconf plugin {plugin}, device {self.device})",

@@ -476,6 +476,18 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
     }
 }
 
+/* put_finding for each run of v[0..n) (sorted by entry) that shares one expected-results entry. */
+static void put_findings(FILE *f, const rp_data *d, const rp_case *const *v, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && !strcmp(v[j]->x_case, v[i]->x_case))
+            j++;
+        put_finding(f, d, v + i, j - i);
+        i = j;
+    }
+}
+
 /* The NOT_SUPPORTED entries as one table: pattern, cases, why. */
 static void put_unsupported_entries(FILE *f, const rp_case *const *v, size_t n)
 {
@@ -560,13 +572,7 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
     fprintf(f, "#### Divergences from SPEC.md (%zu case%s)\n\n", nd, nd == 1 ? "" : "s");
     if (nd == 0)
         fputs("None.\n", f);
-    for (size_t i = 0; i < nd;) {
-        size_t j = i + 1;
-        while (j < nd && !strcmp(v[j]->x_case, v[i]->x_case))
-            j++;
-        put_finding(f, d, v + i, j - i);
-        i = j;
-    }
+    put_findings(f, d, v, nd);
     fputc('\n', f);
 
     size_t ns = 0;
@@ -590,13 +596,7 @@ static int put_thirdparty_backend(FILE *f, const rp_data *d, size_t b)
     qsort(v, nx, sizeof *v, cmp_by_entry);
     if (nx) {
         fprintf(f, "#### Unexpressible (%zu case%s)\n\n", nx, nx == 1 ? "" : "s");
-        for (size_t i = 0; i < nx;) {
-            size_t j = i + 1;
-            while (j < nx && !strcmp(v[j]->x_case, v[i]->x_case))
-                j++;
-            put_finding(f, d, v + i, j - i);
-            i = j;
-        }
+        put_findings(f, d, v, nx);
         fputc('\n', f);
     }
     free(v);
