@@ -869,6 +869,32 @@ done:
     return rc;
 }
 
+/* One exchange of an sdpa-shaped request (xb_sdpa_request): the adapter started if need be, the
+ * request sent, its reply *r (to json_decref) read, the output (if out) filled; *call_s the
+ * seconds of the exchange alone, by the harness's clock (the bound of the reply's "seconds"). */
+static int xb_sdpa_exchange(xb_ctx *c, const attnconf_sdpa_args *a, const char *op,
+                            json_t *extra, attnconf_tensor *out, size_t out_capacity, json_t **r,
+                            double *call_s)
+{
+    *r = NULL;
+    int rc = xb_ensure(c);
+    if (rc)
+        return rc;
+    xb_payload pl[4];
+    size_t npl = 0;
+    json_t *h = NULL;
+    rc = xb_sdpa_request(c, a, op, extra, &h, pl, &npl);
+    if (rc == 0) {
+        const double t0 = mono_now();
+        rc = xb_call(c, h, pl, npl, op, out ? "out" : NULL, out, out_capacity, r);
+        *call_s = mono_now() - t0;
+    }
+    for (size_t i = 0; i < npl; i++)
+        free(pl[i].owned);
+    json_decref(h);
+    return rc;
+}
+
 static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
 {
     xb_ctx *c = ctx;
@@ -878,23 +904,11 @@ static int xb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         xb_fmt(c->last_error, sizeof c->last_error, "exec: sdpa without q, k, v or out");
         return ATTNCONF_EINVAL;
     }
-    int rc = xb_ensure(c);
-    if (rc)
-        return rc;
-    xb_payload pl[4];
-    size_t npl = 0;
-    json_t *h = NULL, *r = NULL;
-    rc = xb_sdpa_request(c, a, "sdpa", NULL, &h, pl, &npl);
-    if (rc)
-        goto done;
-    const double t0 = mono_now();
-    rc = xb_call(c, h, pl, npl, "sdpa", "out", a->out, a->out_capacity, &r);
+    json_t *r = NULL;
+    double call_s = 0;
+    int rc = xb_sdpa_exchange(c, a, "sdpa", NULL, a->out, a->out_capacity, &r, &call_s);
     if (rc == 0)
-        rc = xb_take_seconds(c, r, mono_now() - t0);
-done:
-    for (size_t i = 0; i < npl; i++)
-        free(pl[i].owned);
-    json_decref(h);
+        rc = xb_take_seconds(c, r, call_s);
     json_decref(r);
     return rc;
 }
@@ -1440,16 +1454,9 @@ int xb_repro(void *ctx, const attnconf_sdpa_args *a, json_t *extra, char **scrip
         xb_fmt(c->last_error, sizeof c->last_error, "exec: repro without q, k, v or members");
         return ATTNCONF_EINVAL;
     }
-    int rc = xb_ensure(c);
-    if (rc)
-        return rc;
-    xb_payload pl[4];
-    size_t npl = 0;
-    json_t *h = NULL, *r = NULL;
-    rc = xb_sdpa_request(c, a, "repro", extra, &h, pl, &npl);
-    if (rc)
-        goto done;
-    rc = xb_call(c, h, pl, npl, "repro", NULL, NULL, 0, &r);
+    json_t *r = NULL;
+    double call_s;
+    int rc = xb_sdpa_exchange(c, a, "repro", extra, NULL, 0, &r, &call_s);
     if (rc)
         goto done;
     json_t *s = json_object_get(r, "script"), *l = json_object_get(r, "language");
@@ -1467,9 +1474,6 @@ int xb_repro(void *ctx, const attnconf_sdpa_args *a, json_t *extra, char **scrip
     }
     xb_fmt(language, language_len, "%s", lang);
 done:
-    for (size_t i = 0; i < npl; i++)
-        free(pl[i].owned);
-    json_decref(h);
     json_decref(r);
     return rc;
 }
