@@ -421,12 +421,12 @@ Test(caselib, peek_id)
         {"a: {x: [1, {y: 2}], id: nested.not.this}\nb: [[id, z]]\nc: &k 3\nd: *k\n"
          "id: \"x.y.z\"\n",
          "x.y.z"},
-        {"id: [a.b.c]\n", NULL},            /* not a scalar */
-        {"a: 1\n", NULL},                   /* no id */
-        {"- id: a.b.c\n", NULL},            /* not a mapping */
-        {"? [id]\n: a.b.c\n", NULL},        /* complex key */
-        {"id: a.b.c\nb: [1,\n", "a.b.c"},   /* stops at the id: a later error unseen */
-        {"a: [1,\nid: a.b.c\n", NULL},      /* a syntax error before the id */
+        {"id: [a.b.c]\n", NULL},          /* not a scalar */
+        {"a: 1\n", NULL},                 /* no id */
+        {"- id: a.b.c\n", NULL},          /* not a mapping */
+        {"? [id]\n: a.b.c\n", NULL},      /* complex key */
+        {"id: a.b.c\nb: [1,\n", "a.b.c"}, /* stops at the id: a later error unseen */
+        {"a: [1,\nid: a.b.c\n", NULL},    /* a syntax error before the id */
         {"", NULL},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -872,9 +872,8 @@ done:
 /* One exchange of an sdpa-shaped request (xb_sdpa_request): the adapter started if need be, the
  * request sent, its reply *r (to json_decref) read, the output (if out) filled; *call_s the
  * seconds of the exchange alone, by the harness's clock (the bound of the reply's "seconds"). */
-static int xb_sdpa_exchange(xb_ctx *c, const attnconf_sdpa_args *a, const char *op,
-                            json_t *extra, attnconf_tensor *out, size_t out_capacity, json_t **r,
-                            double *call_s)
+static int xb_sdpa_exchange(xb_ctx *c, const attnconf_sdpa_args *a, const char *op, json_t *extra,
+                            attnconf_tensor *out, size_t out_capacity, json_t **r, double *call_s)
 {
     *r = NULL;
     int rc = xb_ensure(c);

@@ -382,8 +382,7 @@ static int run_cmd_add(char *buf, size_t cap, size_t *len, const char *word, int
 
 /* The start of a command that runs this backend again: "ARGV0 SUB --backend B" with each
  * --backend-option and the --timeout.  Returns nonzero when cmd[cap] was too small. */
-static int run_cmd_backend(const run_ctx *rn, const char *sub, char *cmd, size_t cap,
-                           size_t *len)
+static int run_cmd_backend(const run_ctx *rn, const char *sub, char *cmd, size_t cap, size_t *len)
 {
     int bad = run_cmd_add(cmd, cap, len, rn->argv0 ? rn->argv0 : "attnconf", 1);
     bad |= run_cmd_add(cmd, cap, len, sub, 0);
