@@ -122,6 +122,47 @@ def refusal_of(exc, dtype_words=r"dtype|Expected .*(float|bool|Half|BFloat16)"):
     return None
 
 
+def repro_script(req: ax.SdpaRequest, header: dict, name: str, how: list, imports: list,
+                 helpers: list, body: list, threads, library: str = "", versions_text: str = ""):
+    """(text, "python") of a reproducer (attnconf_repro.script) for a torch adapter: the torch
+    part every one of them shares (numpy and torch imported, torch.set_num_threads when the
+    run set threads, to_torch embedded, q, k, v made from INPUTS; after the call the torch
+    version printed and `out` returned as float64 values with its wire dtype), around the
+    adapter's own: `imports` (lines), `helpers` (functions and classes, embedded with
+    inspect.getsource), `body` (lines of run_library() that leave the result in `out`) and
+    `how` (lines saying how the call is posed).  library: what else to install, with its
+    version (e.g. "transformers==5.23.0"); versions_text: the hello version, if not versions()."""
+    setup = "\n".join([
+        "import numpy as np",
+        "import torch",
+        *imports,
+        "",
+        "WIRE = {torch.float32: 'f32', torch.float16: 'f16', torch.bfloat16: 'bf16'}",
+        *([f"torch.set_num_threads({threads})"] if threads else []),
+        "",
+        "",
+        "\n\n".join(inspect.getsource(fn) for fn in [to_torch, *helpers]),
+    ])
+    call = "\n".join([
+        "q, k, v = to_torch(INPUTS['q']), to_torch(INPUTS['k']), to_torch(INPUTS['v'])",
+        *body,
+        "print(f'torch {torch.__version__}, cpu capability '",
+        "      f'{torch.backends.cpu.get_cpu_capability()}')",
+        "return out.detach().to(torch.float64).numpy(), WIRE.get(out.dtype, str(out.dtype))",
+    ])
+    posed = [
+        "q, k, v: torch tensors of the case's dtype over the embedded buffers, with the "
+        "strides attnconf",
+        "passed (torch.as_strided; bf16 from its bit patterns), shape (B, H, L, D);",
+        *how,
+    ]
+    requires = " ".join([f"torch=={torch.__version__.split('+')[0]}", *([library] if library else []),
+                         "numpy"])
+    lib = repro_text.Library(requires=requires, versions=versions_text or versions(),
+                             posed="\n".join(posed), setup=setup, call=call)
+    return repro_text.script(header, repro_text.inputs(req), name, lib), "python"
+
+
 class TorchSdpa:
     options = [
         ax.Option("kernel", "default", "the SDPA kernel: default (PyTorch's dispatch), math "
@@ -213,38 +254,15 @@ class TorchSdpa:
         """A reproducer (PROTOCOL.md "repro"): the same to_torch, plan and kernel as sdpa()."""
         call = ", ".join(["q, k, v"] + [f"{key}={src}" for key, (_, src) in self.plan(req).items()])
         kernel = "" if self.kernel is None else f", sdpa_kernel(SDPBackend.{self.kernel.name})"
-        setup = "\n".join([
-            "import numpy as np",
-            "import torch",
-            "import torch.nn.functional as F",
-            "from torch.nn.attention import SDPBackend, sdpa_kernel",
-            "from torch.nn.attention.bias import causal_lower_right",
-            "",
-            "WIRE = {torch.float32: 'f32', torch.float16: 'f16', torch.bfloat16: 'bf16'}",
-            *([f"torch.set_num_threads({self.threads})"] if self.threads else []),
-            "",
-            "",
-            inspect.getsource(to_torch),
-        ])
-        body = "\n".join([
-            "q, k, v = to_torch(INPUTS['q']), to_torch(INPUTS['k']), to_torch(INPUTS['v'])",
-            f"with torch.no_grad(){kernel}:",
-            f"    out = F.scaled_dot_product_attention({call})",
-            "print(f'torch {torch.__version__}, cpu capability '",
-            "      f'{torch.backends.cpu.get_cpu_capability()}')",
-            "return out.detach().to(torch.float64).numpy(), WIRE.get(out.dtype, str(out.dtype))",
-        ])
-        how = [
-            "q, k, v: torch tensors of the case's dtype over the embedded buffers, with the "
-            "strides attnconf",
-            "passed (torch.as_strided; bf16 from its bit patterns), shape (B, H, L, D);",
-            f"F.scaled_dot_product_attention({call})" + (
-                f" under sdpa_kernel(SDPBackend.{self.kernel.name})" if self.kernel else
-                " (PyTorch's own kernel choice)") + ".",
-        ]
-        lib = repro_text.Library(requires=f"torch=={torch.__version__.split('+')[0]} numpy",
-                                 versions=versions(), posed="\n".join(how), setup=setup, call=body)
-        return repro_text.script(header, repro_text.inputs(req), self.name, lib), "python"
+        imports = ["import torch.nn.functional as F",
+                   "from torch.nn.attention import SDPBackend, sdpa_kernel",
+                   "from torch.nn.attention.bias import causal_lower_right"]
+        body = [f"with torch.no_grad(){kernel}:",
+                f"    out = F.scaled_dot_product_attention({call})"]
+        how = [f"F.scaled_dot_product_attention({call})" + (
+            f" under sdpa_kernel(SDPBackend.{self.kernel.name})" if self.kernel else
+            " (PyTorch's own kernel choice)") + "."]
+        return repro_script(req, header, self.name, how, imports, [], body, self.threads)
 
     def refusal_of(self, exc):
         return refusal_of(exc)
