@@ -32,6 +32,8 @@ padding argument: every constraint is a function the user writes):
   * build_mask (op: mask cases) is create_mask over the same mask_mods, (B, 1, Lq, Lk) with
     Lk = kv_len or offset + Lq; no argument is checked here, so what flex builds is judged.
   * No KV cache: flex has none.
+  * repro (PROTOCOL.md): a reproducer script of one case, with keep_mods and flex_kwargs (the
+    keyword arguments sdpa() passes) embedded, compiled or not as the run.
 The parameters the user would pick (offset, window, lengths) are written into the mask_mod as
 given: flex checks none of them, and neither does this adapter.
 
@@ -97,6 +99,48 @@ def keep_mods(causal: bool, offset, window: int, lengths, left_padding):
     return mods, lengths is not None or left_padding is not None
 
 
+def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding, scale):
+    """(kwargs, said): flex_attention's keyword arguments for a case, as a flex user writes
+    them (q, k: the call's tensors; mask: the case's mask tensor or None; the rest the case's
+    parameters, causal_offset None for bottom-right), and those arguments in words."""
+    kwargs = {}
+    if scale is not None:
+        kwargs["scale"] = scale
+    if q.dim() >= 3 and k.dim() == q.dim() and q.shape[-3] != k.shape[-3]:
+        kwargs["enable_gqa"] = True
+    said = [f"{key}={value!r}" for key, value in kwargs.items()]
+    if q.dim() != 4 or k.dim() != 4:
+        # No mask can be built for such a shape: flex_attention itself says what it takes.
+        return kwargs, ", ".join(said) or "no keyword arguments"
+    B, Hq, Lq = q.shape[0], q.shape[1], q.shape[2]
+    Lk = k.shape[2]
+    offset = Lk - Lq if causal_offset is None else causal_offset
+    mods, by_batch = keep_mods(causal, offset, window, lengths, left_padding)
+    by_head = False
+    if mask is not None:
+        by_batch = by_batch or (mask.dim() == 4 and mask.shape[0] != 1)
+        by_head = mask.dim() >= 3 and mask.shape[-3] != 1
+        full = mask.expand(B, Hq, Lq, Lk)
+        if mask.dtype == torch.bool:
+            def bool_mod(b, h, q_idx, kv_idx):
+                return full[b, h, q_idx, kv_idx]
+            mods.append(bool_mod)
+        else:
+            def bias_mod(score, b, h, q_idx, kv_idx):
+                return score + full[b, h, q_idx, kv_idx]
+            kwargs["score_mod"] = bias_mod
+            said.append("score_mod=bias_mod")
+    if mods:
+        mask_mod = mods[0] if len(mods) == 1 else and_masks(*mods)
+        sizes = [B if by_batch else None, Hq if by_head else None, Lq, Lk]
+        kwargs["block_mask"] = create_block_mask(mask_mod, *sizes, device="cpu")
+        names = ", ".join(m.__name__ for m in mods)
+        mod = names if len(mods) == 1 else f"and_masks({names})"
+        said.append(f"block_mask=create_block_mask({mod}, {', '.join(map(str, sizes))}, "
+                    "device='cpu')")
+    return kwargs, ", ".join(said) or "no keyword arguments"
+
+
 class TorchFlex:
     options = [
         ax.Option("compile", "yes", "yes: torch.compile(flex_attention, dynamic=False) "
@@ -126,44 +170,46 @@ class TorchFlex:
                 "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
                 "sdpa.lengths", "sdpa.left_padding"]
         mode = "torch.compile(dynamic=False), inductor cpp" if self.compiled else "eager"
-        return ax.Identity(name, f"{torch_adapter.versions()}, threads "
-                           f"{torch.get_num_threads()}, {mode}", caps)
+        self.name, self.threads = name, options["threads"]
+        self.version = f"{torch_adapter.versions()}, threads {torch.get_num_threads()}, {mode}"
+        return ax.Identity(name, self.version, caps)
 
     def sdpa(self, req: ax.SdpaRequest):
         q, k, v = (torch_adapter.to_torch(t) for t in (req.q, req.k, req.v))
-        kwargs = {}
-        if req.scale is not None:
-            kwargs["scale"] = req.scale
-        if q.dim() >= 3 and k.dim() == q.dim() and q.shape[-3] != k.shape[-3]:
-            kwargs["enable_gqa"] = True
-        if q.dim() != 4 or k.dim() != 4:
-            # No mask can be built for such a shape: flex_attention itself says what it takes.
-            return torch_adapter.from_torch(self.call(q, k, v, kwargs))
-        B, Hq, Lq = q.shape[0], q.shape[1], q.shape[2]
-        Lk = k.shape[2]
-        offset = Lk - Lq if req.causal_offset is None else req.causal_offset
-        mods, by_batch = keep_mods(req.causal, offset, req.window, req.lengths,
-                                   req.left_padding)
-        by_head = False
-        if req.mask is not None:
-            mask = torch_adapter.to_torch(req.mask)
-            by_batch = by_batch or (mask.dim() == 4 and mask.shape[0] != 1)
-            by_head = mask.dim() >= 3 and mask.shape[-3] != 1
-            full = mask.expand(B, Hq, Lq, Lk)
-            if mask.dtype == torch.bool:
-                def bool_mod(b, h, q_idx, kv_idx):
-                    return full[b, h, q_idx, kv_idx]
-                mods.append(bool_mod)
-            else:
-                def bias_mod(score, b, h, q_idx, kv_idx):
-                    return score + full[b, h, q_idx, kv_idx]
-                kwargs["score_mod"] = bias_mod
-        if mods:
-            mask_mod = mods[0] if len(mods) == 1 else and_masks(*mods)
-            kwargs["block_mask"] = create_block_mask(
-                mask_mod, B if by_batch else None, Hq if by_head else None, Lq, Lk,
-                device="cpu")
+        mask = None if req.mask is None else torch_adapter.to_torch(req.mask)
+        kwargs, _ = flex_kwargs(q, k, mask, req.causal, req.causal_offset, req.window,
+                                req.lengths, req.left_padding, req.scale)
         return torch_adapter.from_torch(self.call(q, k, v, kwargs))
+
+    def repro(self, req: ax.SdpaRequest, header: dict):
+        """A reproducer (PROTOCOL.md "repro"): to_torch, keep_mods and flex_kwargs embedded, so
+        the script builds the mask_mods, score_mod and BlockMask as sdpa() does, and calls
+        flex_attention compiled or not as this run does."""
+        params = (f"causal={req.causal!r}, causal_offset={req.causal_offset!r}, "
+                  f"window={req.window!r}, lengths={req.lengths!r}, "
+                  f"left_padding={req.left_padding!r}, scale={req.scale!r}")
+        flex = "torch.compile(flex_attention, dynamic=False)" if self.compiled else "flex_attention"
+        body = [
+            "mask = to_torch(INPUTS['mask'])" if req.mask is not None else "mask = None",
+            f"kwargs, said = flex_kwargs(q, k, mask, {params})",
+            "print(f'flex_attention(q, k, v, **kwargs), kwargs: {said}')",
+            f"flex = {flex}",
+            "with torch.no_grad():",
+            "    out = flex(q, k, v, **kwargs)",
+        ]
+        imports = ["from torch.nn.attention.flex_attention import and_masks, create_block_mask, "
+                   "flex_attention"]
+        q, k = torch_adapter.to_torch(req.q), torch_adapter.to_torch(req.k)
+        mask = None if req.mask is None else torch_adapter.to_torch(req.mask)
+        _, said = flex_kwargs(q, k, mask, req.causal, req.causal_offset, req.window,
+                              req.lengths, req.left_padding, req.scale)
+        how = [f"{flex}(q, k, v, **kwargs) under torch.no_grad(), kwargs from flex_kwargs below",
+               "(each keep constraint a mask_mod from keep_mods, several combined with and_masks,",
+               "a bool mask a mask_mod indexing it, an additive one a score_mod adding it):",
+               said + "."]
+        return torch_adapter.repro_script(req, header, self.name, how, imports,
+                                          [keep_mods, flex_kwargs], body, self.threads,
+                                          versions_text=self.version)
 
     def call(self, q, k, v, kwargs):
         if not self.compiled:
