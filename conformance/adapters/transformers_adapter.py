@@ -55,6 +55,11 @@ when lengths or left padding are given (else 1); the keep mask is the builder's 
 (sdpa), its zero entries (eager's additive 0 / finfo.min mask) or the flex BlockMask's mask_mod
 evaluated on its blocks.  The KV cache operations: transformers_cache.py.
 
+repro (PROTOCOL.md): a reproducer script of one sdpa case, after the same check() as sdpa(), with
+Layer, model_config, padding_mask, seen_cache, as_4d and model_mask embedded, so the script
+builds the mask and calls the attention function as sdpa() does (a cache's own attend-step mask,
+cache_mask_of, belongs to cache sequences, which have no reproducers).
+
 Nothing is validated ahead of transformers: its exceptions are mapped to statuses (refusal_of).
 An sdpa reply's "seconds" is the time of the attention function call alone.
 
@@ -93,12 +98,14 @@ IMPLS = {"sdpa": "sdpa", "eager": "eager", "flex": "flex_attention"}
 
 
 class Layer(torch.nn.Module):
-    """What the attention functions read from a model's attention module."""
+    """What the attention functions read from a model's attention module, for q and k."""
 
-    def __init__(self, causal: bool, groups: int):
+    def __init__(self, causal: bool, q, k):
         super().__init__()
+        hq = q.shape[1] if q.dim() == 4 else 1
+        hkv = k.shape[1] if k.dim() == 4 and k.shape[1] else 1
         self.is_causal = causal
-        self.num_key_value_groups = groups
+        self.num_key_value_groups = hq // hkv
         self.layer_idx = 0
         self.eval()
 
@@ -115,14 +122,19 @@ def model_config(impl: str, sliding_window=None, chunk_size=None, causal=True):
     return cfg
 
 
-def padding_mask(batch: int, width: int, lengths, left_padding):
-    """The 2-D 0/1 attention_mask (int64, as a tokenizer returns it) of lengths / left padding."""
-    if lengths is None and left_padding is None:
-        return None
+def check_padding(lengths, left_padding):
+    """EINEXPRESSIBLE for what padding_mask cannot say: a negative entry."""
     for name, entries in (("lengths", lengths), ("left_padding", left_padding)):
         if entries is not None and any(x < 0 for x in entries):
             raise ax.Refusal(ax.EINEXPRESSIBLE, f"{name} {list(entries)}: a 2-D 0/1 attention_mask "
                              "has no way to say a negative entry")
+
+
+def padding_mask(batch: int, width: int, lengths, left_padding):
+    """The 2-D 0/1 attention_mask (int64, as a tokenizer returns it) of lengths / left padding
+    (entries >= 0: check_padding)."""
+    if lengths is None and left_padding is None:
+        return None
     width = max([width] + list(lengths or []) + list(left_padding or []))
     j = torch.arange(width)[None, :]
     keep = torch.ones((len(lengths if lengths is not None else left_padding), width), dtype=torch.bool)
@@ -143,6 +155,47 @@ def seen_cache(impl: str, kv_len: int, lq: int, offset: int, k, v):
     if offset:
         cache.update(k, v, 0)
     return cache
+
+
+def as_4d(mask):
+    """A case mask as the 4-D custom mask a model takes: leading axes of 1 below rank 4."""
+    if mask.dim() < 4:
+        mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    return mask
+
+
+def model_mask(impl: str, q, k, v, mask, causal: bool, causal_offset, window: int, lengths,
+               left_padding):
+    """(attention_mask, layer.is_causal) as a model hands them to the attention function, for
+    q, k, v, the case's mask tensor (or None) and its parameters (causal_offset None:
+    bottom-right, Lk - Lq; window 0: none), built by transformers.masking_utils under
+    config._attn_implementation = impl.  What has no spelling here (a negative padding entry,
+    an offset outside 0..Lk - Lq, an additive or per-head mask beside padding) was refused
+    before (the adapter's check)."""
+    if q.dim() != 4 or k.dim() != 4:
+        return mask, causal  # a must-reject rank: no builder takes it, the function gets it
+    B, lq, lk = q.shape[0], q.shape[-2], k.shape[-2]
+    pad = padding_mask(B, lk, lengths, left_padding)
+    emb = torch.empty((B, lq, 1), dtype=q.dtype)
+    overlay = {}
+    if mask is not None:
+        mask = as_4d(mask)
+        if pad is None and not window:
+            return mask, causal
+        # A (batch, query, key) bool mask beside a 2-D one: the builders' documented overlay.
+        custom = mask.expand(B, 1, lq, lk)
+        overlay = {"and_mask_function": lambda b, h, i, j: custom[b, 0, i, j]}
+    if not causal:
+        cfg = model_config(impl, sliding_window=window or None, causal=False)
+        ehs = {} if lq == lk else {"encoder_hidden_states": torch.empty((B, lk, 1), dtype=q.dtype)}
+        build = create_bidirectional_sliding_window_mask if window else create_bidirectional_mask
+        return build(config=cfg, inputs_embeds=emb, attention_mask=pad, **ehs, **overlay), False
+    off = lk - lq if causal_offset is None else causal_offset
+    cache = seen_cache(impl, lk, lq, off, k[:, :, :off], v[:, :, :off])
+    cfg = model_config(impl, sliding_window=window or None)
+    build = create_sliding_window_causal_mask if window else create_causal_mask
+    return build(config=cfg, inputs_embeds=emb, attention_mask=pad, past_key_values=cache,
+                 **overlay), True
 
 
 def keep_of(mask, batch: int, lq: int, lk: int) -> np.ndarray:
@@ -197,60 +250,105 @@ class TransformersAdapter(CacheOps):
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale", "build_mask",
                 "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
                 "sdpa.lengths", "sdpa.left_padding"] + self.cache_capabilities()
-        return ax.Identity("transformers-" + options["attention"], versions(self.impl), caps)
+        self.name = "transformers-" + options["attention"]
+        return ax.Identity(self.name, versions(self.impl), caps)
 
-    def built_mask(self, req: ax.SdpaRequest, q, k, v):
-        """(attention_mask, layer.is_causal) as a model hands them to the attention function."""
-        B, lq, lk = q.shape[0], q.shape[-2], k.shape[-2]
-        window = req.window
-        pad = padding_mask(B, lk, req.lengths, req.left_padding)
-        emb = torch.empty((B, lq, 1), dtype=q.dtype)
+    @staticmethod
+    def check(req: ax.SdpaRequest):
+        """The refusals of what model_mask cannot pose (in the order a model would meet them):
+        a negative padding entry (EINEXPRESSIBLE), a per-head or additive mask beside padding or
+        a window, a causal offset outside 0..Lk - Lq given to a mask builder (ENOTSUP)."""
+        if len(req.q.shape) != 4 or len(req.k.shape) != 4:
+            return
+        check_padding(req.lengths, req.left_padding)
+        padded = req.lengths is not None or req.left_padding is not None
         if req.mask is not None:
-            mask = to_torch(req.mask)
-            if mask.dim() < 4:
-                mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-            if pad is None and not window:
-                return mask, req.causal
+            if not padded and not req.window:
+                return  # the mask goes to the function as it is: no builder sees the case
+            mask = as_4d(to_torch(req.mask))
             if mask.dtype != torch.bool or mask.dim() != 4 or mask.shape[1] != 1:
                 raise ax.Refusal(ax.ENOTSUP, "a per-head or additive mask with lengths, left "
                                  "padding or a window: transformers takes one attention_mask "
                                  "(2-D padding or 4-D custom) and only (batch, query, key) "
                                  "boolean overlays beside a 2-D one")
-            custom = mask.expand(B, 1, lq, lk)
-            overlay = {"and_mask_function": lambda b, h, i, j: custom[b, 0, i, j]}
-        else:
-            overlay = {}
-        if not req.causal:
-            cfg = model_config(self.impl, sliding_window=window or None, causal=False)
-            ehs = {} if lq == lk else {"encoder_hidden_states": torch.empty((B, lk, 1), dtype=q.dtype)}
-            build = create_bidirectional_sliding_window_mask if window else create_bidirectional_mask
-            return build(config=cfg, inputs_embeds=emb, attention_mask=pad, **ehs, **overlay), False
+        lq, lk = req.q.shape[-2], req.k.shape[-2]
         off = lk - lq if req.causal_offset is None else req.causal_offset
-        if off < 0 or off > lk - lq:
+        if req.causal and (off < 0 or off > lk - lq):
             raise ax.Refusal(ax.ENOTSUP, f"causal offset {off} with Lq {lq}, Lk {lk}: transformers "
                              "takes the offset from a cache's seen tokens, 0..Lk - Lq")
-        cache = seen_cache(self.impl, lk, lq, off, k[:, :, :off], v[:, :, :off])
-        cfg = model_config(self.impl, sliding_window=window or None)
-        build = create_sliding_window_causal_mask if window else create_causal_mask
-        return build(config=cfg, inputs_embeds=emb, attention_mask=pad, past_key_values=cache,
-                     **overlay), True
+
+    @staticmethod
+    def scaling(req: ax.SdpaRequest) -> float:
+        """The scaling a model passes: the case's scale, else head_dim**-0.5."""
+        return req.q.shape[-1] ** -0.5 if req.scale is None else req.scale
 
     def sdpa(self, req: ax.SdpaRequest):
         q, k, v = to_torch(req.q), to_torch(req.k), to_torch(req.v)
-        hq = q.shape[1] if q.dim() == 4 else 1
-        hkv = k.shape[1] if k.dim() == 4 and k.shape[1] else 1
-        scale = q.shape[-1] ** -0.5 if req.scale is None else req.scale
         with torch.no_grad():
             native = self.cache_mask_of(req)
             if native is not None:
                 mask, causal = native[0], True
-            elif q.dim() == 4 and k.dim() == 4:
-                mask, causal = self.built_mask(req, q, k, v)
-            else:  # a must-reject rank: no builder takes it, the function gets the tensors
-                mask, causal = (None if req.mask is None else to_torch(req.mask)), req.causal
-            out, _ = ax.timed(self.attention, Layer(causal, hq // hkv), q, k, v, mask,
-                              dropout=0.0, scaling=scale)
+            else:
+                self.check(req)
+                mask, causal = model_mask(self.impl, q, k, v, None if req.mask is None else
+                                          to_torch(req.mask), req.causal, req.causal_offset,
+                                          req.window, req.lengths, req.left_padding)
+            out, _ = ax.timed(self.attention, Layer(causal, q, k), q, k, v, mask,
+                              dropout=0.0, scaling=self.scaling(req))
         return from_torch(out.transpose(1, 2) if out.dim() == 4 else out)
+
+    def repro(self, req: ax.SdpaRequest, header: dict):
+        """A reproducer (PROTOCOL.md "repro"): check() first (a case sdpa() refuses is refused
+        alike), then model_mask and its helpers embedded, so the script builds the mask with
+        transformers.masking_utils and calls the attention function as sdpa() does."""
+        self.check(req)
+        fn = {"sdpa": "sdpa_attention_forward", "eager": "eager_attention_forward",
+              "flex_attention": "flex_attention_forward"}.get(self.impl, self.impl)
+        params = (f"causal={req.causal!r}, causal_offset={req.causal_offset!r}, "
+                  f"window={req.window!r}, lengths={req.lengths!r}, "
+                  f"left_padding={req.left_padding!r}")
+        body = [
+            "mask = to_torch(INPUTS['mask'])" if req.mask is not None else "mask = None",
+            f"attention = ALL_ATTENTION_FUNCTIONS.get_interface({self.impl!r}, "
+            "eager_attention_forward)",
+            "with torch.no_grad():",
+            f"    attention_mask, is_causal = model_mask({self.impl!r}, q, k, v, mask, {params})",
+            "    out, _ = attention(Layer(is_causal, q, k), q, k, v, attention_mask, dropout=0.0,",
+            f"                       scaling={self.scaling(req)!r})",
+            "out = out.transpose(1, 2) if out.dim() == 4 else out",
+            "print(f'transformers {transformers.__version__}: {attention.__name__}, attention_mask '",
+            "      f'{type(attention_mask).__name__} {list(getattr(attention_mask, \"shape\", []))} '",
+            "      f'{getattr(attention_mask, \"dtype\", \"\")}, is_causal {is_causal}')",
+        ]
+        imports = [
+            *(["import os", "",
+               "# transformers compiles flex_attention and create_block_mask; the run did not.",
+               "os.environ['TORCHDYNAMO_DISABLE'] = '1'"] if self.impl == "flex_attention"
+              else []),
+            "import transformers",
+            "from transformers import DynamicCache, MistralConfig, StaticCache",
+            "from transformers.masking_utils import (create_bidirectional_mask,",
+            "    create_bidirectional_sliding_window_mask, create_causal_mask,",
+            "    create_sliding_window_causal_mask)",
+            "from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS",
+            "from transformers.models.llama.modeling_llama import eager_attention_forward",
+        ]
+        how = [
+            f"{fn} (ALL_ATTENTION_FUNCTIONS.get_interface({self.impl!r}, ...)) called as a "
+            "decoder layer calls it,",
+            "attention(layer, q, k, v, attention_mask, dropout=0.0, scaling=...), layer a minimal "
+            "module (Layer below);",
+            "attention_mask and is_causal from model_mask below: masking_utils' builders over a "
+            "one-layer config",
+            "(sliding_window = the window), a 2-D 0/1 padding mask and a cache that has seen the "
+            "causal offset's",
+            "tokens; a case mask of its own passed as the 4-D custom mask (or and_mask_function "
+            "beside padding).",
+        ]
+        return torch_adapter.repro_script(
+            req, header, self.name, how, imports,
+            [Layer, model_config, padding_mask, seen_cache, as_4d, model_mask], body, None,
+            library=f"transformers=={transformers.__version__}", versions_text=versions(self.impl))
 
     def cache_mask_of(self, req: ax.SdpaRequest):
         """The mask the cache built for this attend step (cache_make_mask, then cache_update and
@@ -268,6 +366,7 @@ class TransformersAdapter(CacheOps):
     def build_mask(self, req: ax.MaskRequest):
         arrays = req.lengths is not None or req.left_padding is not None
         B = req.batch if arrays else 1
+        check_padding(req.lengths, req.left_padding)
         lk = req.kv_len or req.offset + req.lq
         pad = padding_mask(B, lk, req.lengths, req.left_padding)
         seen = torch.zeros((B, 1, req.offset, 1))
