@@ -391,8 +391,8 @@ static int load_cases(const char *dir, const opts *o, entry **out, size_t *n)
          * run costs what it selects, not the whole directory. */
         char hid[ACASE_ID_MAX], pid[ACASE_ID_MAX];
         pseudo_id(paths[i], pid, sizeof pid);
-        if (acase_peek_id(paths[i], hid, sizeof hid) == 0 && !selected(o, hid) &&
-            !selected(o, pid)) {
+        if (!selected(o, pid) && acase_peek_id(paths[i], hid, sizeof hid) == 0 &&
+            !selected(o, hid)) { /* the name first: no peek when it (or no filter) selects */
             free(paths[i]);
             continue;
         }
