@@ -38,6 +38,9 @@ void acase_free(acase *c)
         free(c->rules[i]);
     free(c->lengths);
     free(c->left_padding);
+    free(c->sinks);
+    free(c->segment_ids);
+    free(c->block_ids);
     tensor_free(&c->q);
     tensor_free(&c->k);
     tensor_free(&c->v);

@@ -258,9 +258,10 @@ int acase__rd_tensor(acase__rd *r, const yaml_node_t *n, const char *name, acase
     char path[AYR_FIELD_MAX], f[AYR_FIELD_MAX], why[128];
     /* A name with a '.' is already a full path (a cache step's "steps[3].k"). */
     ayr_fieldf(path, strchr(name, '.') ? "%s" : "inputs.%s", name);
-    ayr_field s[] = {{"dtype", 1, NULL}, {"shape", 1, NULL},    {"layout", 0, NULL},
-                     {"data", 0, NULL},  {"generate", 0, NULL}, {"stride0", 0, NULL}};
-    if (ayr_map(y, n, path, s, 6))
+    ayr_field s[] = {{"dtype", 1, NULL},   {"shape", 1, NULL},    {"layout", 0, NULL},
+                     {"data", 0, NULL},    {"generate", 0, NULL}, {"stride0", 0, NULL},
+                     {"row_pad", 0, NULL}, {"view", 0, NULL}};
+    if (ayr_map(y, n, path, s, 8))
         return -1;
     t->present = 1;
     ayr_join(f, path, "dtype");
@@ -285,6 +286,33 @@ int acase__rd_tensor(acase__rd *r, const yaml_node_t *n, const char *name, acase
             return ayr_fail(y, s[2].val, f, "unknown layout '%s' (expected bhld or blhd)", lay);
         if (t->layout == ACASE_LAYOUT_BLHD && t->ndim != 4)
             return ayr_fail(y, s[2].val, f, "blhd needs a rank-4 tensor");
+    }
+    if (s[6].val) {
+        ayr_join(f, path, "row_pad");
+        if (ayr_int(y, s[6].val, f, &t->row_pad))
+            return -1;
+        if (t->row_pad < 1 || t->row_pad > ACASE_MAX_ROW_PAD || t->ndim != 4)
+            return ayr_fail(y, s[6].val, f, "expected 1..%d on a rank-4 tensor", ACASE_MAX_ROW_PAD);
+    }
+    if (s[7].val) {
+        /* v seen through k's buffer: its values are k's first Dv columns, filled in by the op's
+         * reader once k is read, so the file holds no data for it. */
+        const char *view;
+        ayr_join(f, path, "view");
+        if (ayr_str(y, s[7].val, f, &view))
+            return -1;
+        if (strcmp(view, "k_prefix") != 0)
+            return ayr_fail(y, s[7].val, f, "unknown view '%s' (expected k_prefix)", view);
+        if (strcmp(name, "v") != 0 || t->ndim != 4)
+            return ayr_fail(y, s[7].val, f, "only a rank-4 inputs.v can be a view of k");
+        if (s[3].val || s[4].val || s[5].val || s[2].val || s[6].val)
+            return ayr_fail(y, n, path,
+                            "a view takes k's data and layout: no data, generate, "
+                            "layout, stride0 or row_pad");
+        t->view_k_prefix = 1;
+        t->source = ACASE_SRC_INLINE;
+        ayr_join(f, path, "shape");
+        return acase__rd_charge(r, s[1].val, f, t->numel);
     }
     if (!!s[3].val == !!s[4].val)
         return ayr_fail(y, n, path, "exactly one of data and generate is required");
@@ -501,6 +529,14 @@ void acase__w_tensor(ayw *w, const char *name, const acase_tensor *t)
         ayw_plain(w, "layout");
         ayw_plain(w, "blhd");
     }
+    if (t->view_k_prefix) {
+        ayw_plain(w, "view");
+        ayw_plain(w, "k_prefix");
+        ayw_map_end(w);
+        return;
+    }
+    if (t->row_pad)
+        ayw_kint(w, "row_pad", t->row_pad);
     if (t->stride0) {
         ayw_plain(w, "stride0");
         ayw_seq(w, 1);

@@ -46,6 +46,21 @@ int acase__rd_one_shot(acase__rd *r, const struct acase_op_nodes *n);
  * each, as many in both; c->batch from them (1 when neither is given). */
 int acase__rd_padding(acase__rd *r, const yaml_node_t *lengths, const yaml_node_t *left_padding,
                       acase *c);
+/* The format v3 terms of SPEC clauses 20-22 (terms.c): the value nodes, NULL when absent (op
+ * mask passes only chunk, segment_ids and block_ids). */
+typedef struct acase__terms_nodes {
+    const yaml_node_t *softcap, *alibi_max_bias, *sinks, *chunk, *segment_ids, *block_ids;
+} acase__terms_nodes;
+/* Read them into c, after acase__rd_padding (the id lists' row count must agree with the
+ * padding lists', and sets c->batch without them). */
+int acase__rd_terms(acase__rd *r, const acase__terms_nodes *t, acase *c);
+/* The cross-field rules of the terms for a call with hq query heads, lk keys and the causal flag
+ * (acase__chk_fail's contract): always exact binary32 values; with an expected result also
+ * their ranges, one sink per query head, chunk and blocks only with causal, Lk ids per row. */
+int acase__chk_terms(acase__chk *k, const acase *c, int64_t hq, int64_t lk, int causal);
+/* Write the terms of c that are set, in the canonical order. */
+void acase__w_terms(ayw *w, const acase *c);
+
 /* `expected`: exactly one of out, keep and error, row_checks only with out.  An error is read
  * into c->expected.error; else the op's result node (`out` when want_out, op sdpa; `keep`, op
  * mask) and row_checks are the op's to read (*result NULL for an error case), and the other

@@ -14,8 +14,9 @@ static int read_params(acase__rd *r, const yaml_node_t *n, acase *c)
 {
     ayr *y = &r->y;
     ayr_field s[] = {{"lq", 1, NULL},      {"offset", 1, NULL},       {"window", 0, NULL},
-                     {"lengths", 0, NULL}, {"left_padding", 0, NULL}, {"kv_len", 0, NULL}};
-    if (ayr_map(y, n, "params", s, 6))
+                     {"lengths", 0, NULL}, {"left_padding", 0, NULL}, {"kv_len", 0, NULL},
+                     {"chunk", 0, NULL},   {"segment_ids", 0, NULL},  {"block_ids", 0, NULL}};
+    if (ayr_map(y, n, "params", s, 9))
         return -1;
     if (ayr_int(y, s[0].val, "params.lq", &c->lq) ||
         ayr_int(y, s[1].val, "params.offset", &c->offset))
@@ -28,7 +29,8 @@ static int read_params(acase__rd *r, const yaml_node_t *n, acase *c)
         if (c->kv_len <= 0)
             return ayr_fail(y, s[5].val, "params.kv_len", "must be >= 1 (omit it for offset + lq)");
     }
-    return acase__rd_padding(r, s[3].val, s[4].val, c);
+    const acase__terms_nodes t = {NULL, NULL, NULL, s[6].val, s[7].val, s[8].val};
+    return acase__rd_padding(r, s[3].val, s[4].val, c) || acase__rd_terms(r, &t, c) ? -1 : 0;
 }
 
 /* expected.keep: {shape, data} of 0 / 1 values. */
@@ -76,10 +78,15 @@ static int mask_check(acase__chk *k, const acase *c)
                                         : 0);
     if (acase__chk_batch(k, c))
         return -1;
+    if (c->softcap != 0.0 || c->alibi_max_bias != 0.0 || c->sinks)
+        return acase__chk_fail(k, "params", "softcap, alibi_max_bias and sinks are sdpa terms");
+    if (acase__chk_terms(k, c, 0, lk, 1))
+        return -1;
+    const int per_seq = c->lengths || c->left_padding || c->segment_ids || c->block_ids;
     /* The harness allocates the keep mask before calling a backend, also for a must-reject
      * case: a size over the limit could never be run, so it is a bad case, not a backend error. */
     if (c->lq >= 0 && c->offset >= 0) {
-        const int64_t b = (c->lengths || c->left_padding) ? c->batch : 1;
+        const int64_t b = per_seq ? c->batch : 1;
         const int64_t lim = ACASE_MAX_TENSOR_NUMEL;
         if (c->offset > lim || c->lq > lim || lk > lim || lk < 0 ||
             (c->lq > 0 && lk > 0 && (lk > lim / c->lq || b > lim / (c->lq * lk))))
@@ -116,7 +123,7 @@ static int mask_check(acase__chk *k, const acase *c)
     }
     if (e->dtype != ATTNREF_BOOL)
         return acase__chk_fail(k, "expected.keep", "dtype must be bool");
-    int64_t b = (c->lengths || c->left_padding) ? c->batch : 1;
+    int64_t b = per_seq ? c->batch : 1;
     int64_t want[4] = {b, 1, c->lq, lk};
     if (e->ndim != 4 || e->shape[0] != want[0] || e->shape[1] != want[1] ||
         e->shape[2] != want[2] || e->shape[3] != want[3])
@@ -158,6 +165,7 @@ static void mask_write(ayw *w, const acase *c)
     acase__w_padding(w, c);
     if (c->kv_len)
         ayw_kint(w, "kv_len", c->kv_len);
+    acase__w_terms(w, c);
     ayw_map_end(w);
     acase__w_expected(w, c, write_keep);
 }
@@ -175,6 +183,12 @@ static uint64_t mask_requires(const acase *c)
         r |= ATTNCONF_CAP_LEFT_PAD;
     if (c->kv_len != 0)
         r |= ATTNCONF_CAP_KV_LEN;
+    if (c->chunk != 0)
+        r |= ATTNCONF_CAP_MASK_CHUNK;
+    if (c->segment_ids)
+        r |= ATTNCONF_CAP_MASK_SEGMENTS;
+    if (c->block_ids)
+        r |= ATTNCONF_CAP_MASK_BLOCKS;
     return r;
 }
 

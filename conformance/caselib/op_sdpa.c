@@ -3,6 +3,7 @@
  * reader, the cross-field rules, the writer and the implied capabilities of the op, in one
  * slice over the shared fields (op.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,9 +17,11 @@
 static int read_params(acase__rd *r, const yaml_node_t *n, acase *c)
 {
     ayr *y = &r->y;
-    ayr_field s[] = {{"scale", 0, NULL},  {"causal", 1, NULL},  {"causal_offset", 0, NULL},
-                     {"window", 0, NULL}, {"lengths", 0, NULL}, {"left_padding", 0, NULL}};
-    if (ayr_map(y, n, "params", s, 6))
+    ayr_field s[] = {{"scale", 0, NULL},   {"causal", 1, NULL},         {"causal_offset", 0, NULL},
+                     {"window", 0, NULL},  {"lengths", 0, NULL},        {"left_padding", 0, NULL},
+                     {"softcap", 0, NULL}, {"alibi_max_bias", 0, NULL}, {"sinks", 0, NULL},
+                     {"chunk", 0, NULL},   {"segment_ids", 0, NULL},    {"block_ids", 0, NULL}};
+    if (ayr_map(y, n, "params", s, 12))
         return -1;
     if (s[0].val) {
         if (ayr_double(y, s[0].val, "params.scale", &c->scale))
@@ -34,7 +37,8 @@ static int read_params(acase__rd *r, const yaml_node_t *n, acase *c)
     }
     if (s[3].val && ayr_int(y, s[3].val, "params.window", &c->window))
         return -1;
-    return acase__rd_padding(r, s[4].val, s[5].val, c);
+    const acase__terms_nodes t = {s[6].val, s[7].val, s[8].val, s[9].val, s[10].val, s[11].val};
+    return acase__rd_padding(r, s[4].val, s[5].val, c) || acase__rd_terms(r, &t, c) ? -1 : 0;
 }
 
 /* expected.row_checks: {exact: [r, ...], finite: [r, ...]} on an SDPA output whose shape has
@@ -141,6 +145,26 @@ static int read_out(acase__rd *r, const yaml_node_t *n, const yaml_node_t *row_c
     return row_checks ? read_row_checks(y, row_checks, e) : 0;
 }
 
+/* v of `view: k_prefix`: its values are the first Dv columns of k. */
+static int fill_k_prefix(ayr *y, const yaml_node_t *n, acase *c)
+{
+    acase_tensor *k = &c->k, *v = &c->v;
+    char why[128];
+    if (k->ndim != 4 || k->dtype != v->dtype || k->shape[0] != v->shape[0] ||
+        k->shape[1] != v->shape[1] || k->shape[2] != v->shape[2] || v->shape[3] > k->shape[3])
+        return ayr_fail(y, n, "inputs.v.view",
+                        "k_prefix needs v of k's dtype and shape but a last extent Dv <= D");
+    if (acase_tensor_alloc(v, why, sizeof why))
+        return ayr_fail(y, n, "inputs.v", "%s", why);
+    const size_t es = attnref_dtype_size(v->dtype);
+    const int64_t rows = v->shape[0] * v->shape[1] * v->shape[2];
+    const int64_t dv = v->shape[3], d = k->shape[3];
+    for (int64_t r = 0; r < rows && dv > 0; r++)
+        memcpy((char *)v->data + (size_t)(r * dv) * es,
+               (const char *)k->data + (size_t)(r * d) * es, (size_t)dv * es);
+    return 0;
+}
+
 static int sdpa_read(acase__rd *r, const struct acase_op_nodes *n, acase *c)
 {
     ayr *y = &r->y;
@@ -155,6 +179,8 @@ static int sdpa_read(acase__rd *r, const struct acase_op_nodes *n, acase *c)
         acase__rd_tensor(r, in[2].val, "v", &c->v))
         return -1;
     if (in[3].val && acase__rd_tensor(r, in[3].val, "mask", &c->mask))
+        return -1;
+    if (c->v.view_k_prefix && fill_k_prefix(y, in[2].val, c))
         return -1;
 
     yaml_node_t *out, *row_checks;
@@ -226,6 +252,55 @@ static int check_tensor(acase__chk *k, const char *name, const acase_tensor *t)
     return 0;
 }
 
+/* Format v3's row_pad (q, k, v) and v's `view: k_prefix`: v then is the first Dv columns of
+ * k's buffer, so it must be one with k in everything but its last extent, and hold exactly
+ * those values. */
+static int check_views(acase__chk *k, const acase *c)
+{
+    const acase_tensor *ts[4] = {&c->q, &c->k, &c->v, &c->mask};
+    const char *names[4] = {"q", "k", "v", "mask"};
+    for (int t = 0; t < 4; t++) {
+        if (!ts[t]->present)
+            continue;
+        char f[64];
+        if (ts[t]->row_pad) {
+            snprintf(f, sizeof f, "inputs.%s.row_pad", names[t]);
+            if (t == 3)
+                return acase__chk_fail(k, f, "only q, k and v");
+            if (ts[t]->ndim != 4 || ts[t]->row_pad < 0 || ts[t]->row_pad > ACASE_MAX_ROW_PAD)
+                return acase__chk_fail(k, f, "needs a rank-4 tensor and 1..%d elements",
+                                       ACASE_MAX_ROW_PAD);
+            if (ts[t]->stride0 || ts[t]->layout != ACASE_LAYOUT_BHLD)
+                return acase__chk_fail(k, f, "only with the bhld layout and without stride0");
+        }
+        if (ts[t]->view_k_prefix && t != 2) {
+            snprintf(f, sizeof f, "inputs.%s.view", names[t]);
+            return acase__chk_fail(k, f, "only v can be a view of k");
+        }
+    }
+    const acase_tensor *kt = &c->k, *vt = &c->v;
+    if (!vt->present || !vt->view_k_prefix)
+        return 0;
+    if (!kt->present || kt->ndim != 4 || vt->ndim != 4 || kt->dtype != vt->dtype ||
+        kt->shape[0] != vt->shape[0] || kt->shape[1] != vt->shape[1] ||
+        kt->shape[2] != vt->shape[2] || vt->shape[3] > kt->shape[3])
+        return acase__chk_fail(k, "inputs.v.view",
+                               "k_prefix needs v of k's dtype and shape but a last extent "
+                               "Dv <= D");
+    if (vt->stride0 || vt->row_pad || vt->layout != ACASE_LAYOUT_BHLD)
+        return acase__chk_fail(k, "inputs.v.view", "k_prefix takes k's layout: give v none");
+    const size_t es = attnref_dtype_size(vt->dtype);
+    const int64_t rows = vt->shape[0] * vt->shape[1] * vt->shape[2];
+    const int64_t dv = vt->shape[3], d = kt->shape[3];
+    for (int64_t r = 0; vt->data && kt->data && r < rows; r++)
+        if (memcmp((const char *)vt->data + (size_t)(r * dv) * es,
+                   (const char *)kt->data + (size_t)(r * d) * es, (size_t)dv * es) != 0)
+            return acase__chk_fail(k, "inputs.v.view",
+                                   "v row %lld differs from the first Dv columns of k",
+                                   (long long)r);
+    return 0;
+}
+
 static int sdpa_check(acase__chk *k, const acase *c)
 {
     const acase_expected *e = &c->expected;
@@ -251,6 +326,11 @@ static int sdpa_check(acase__chk *k, const acase *c)
         return acase__chk_fail(k, "params", "mask-builder parameters are not allowed for op sdpa");
     if (acase__chk_batch(k, c))
         return -1;
+    if (check_views(k, c))
+        return -1;
+    const int qk4 = c->q.ndim == 4 && c->k.ndim == 4;
+    if (acase__chk_terms(k, c, qk4 ? c->q.shape[1] : 0, qk4 ? c->k.shape[2] : 0, c->causal))
+        return -1;
     if (e->error)
         return 0;
     if (c->window < 0)
@@ -265,8 +345,11 @@ static int sdpa_check(acase__chk *k, const acase *c)
     if (c->causal && c->mask.present)
         return acase__chk_fail(k, "params.causal",
                                "causal together with a mask tensor must be an error case");
-    if (c->lengths || c->left_padding) {
-        const char *f = c->lengths ? "params.lengths" : "params.left_padding";
+    if (c->lengths || c->left_padding || c->segment_ids || c->block_ids) {
+        const char *f = c->lengths        ? "params.lengths"
+                        : c->left_padding ? "params.left_padding"
+                        : c->segment_ids  ? "params.segment_ids"
+                                          : "params.block_ids";
         if (c->batch != c->q.shape[0])
             return acase__chk_fail(k, f,
                                    "has %lld entries, q has batch %lld (must be equal unless "
@@ -351,6 +434,7 @@ static void sdpa_write(ayw *w, const acase *c)
     if (c->has_causal_offset)
         ayw_kint(w, "causal_offset", c->causal_offset);
     acase__w_padding(w, c);
+    acase__w_terms(w, c);
     ayw_map_end(w);
 
     ayw_plain(w, "inputs");
@@ -402,6 +486,25 @@ static uint64_t sdpa_requires(const acase *c)
         r |= ATTNCONF_CAP_SDPA_LENGTHS;
     if (c->left_padding)
         r |= ATTNCONF_CAP_SDPA_LEFT_PAD;
+    if (c->softcap != 0.0)
+        r |= ATTNCONF_CAP_SOFTCAP;
+    if (c->alibi_max_bias != 0.0)
+        r |= ATTNCONF_CAP_ALIBI;
+    if (c->sinks)
+        r |= ATTNCONF_CAP_SINKS;
+    if (c->chunk != 0)
+        r |= ATTNCONF_CAP_CHUNK;
+    if (c->segment_ids)
+        r |= ATTNCONF_CAP_SEGMENTS;
+    if (c->block_ids)
+        r |= ATTNCONF_CAP_BLOCKS;
+    /* A padded row pitch, or V seen through K's buffer (its rows are D apart, not Dv), is a
+     * non-contiguous view. */
+    if ((q->present && q->row_pad) || (k->present && k->row_pad) || (v->present && v->row_pad))
+        r |= ATTNCONF_CAP_STRIDED;
+    if (v->present && v->view_k_prefix && k->present && k->ndim == 4 && v->ndim == 4 &&
+        v->shape[3] != k->shape[3])
+        r |= ATTNCONF_CAP_STRIDED;
     if ((q->present && q->stride0) || (k->present && k->stride0) || (v->present && v->stride0))
         r |= ATTNCONF_CAP_STRIDE0;
     if ((q->present && q->layout == ACASE_LAYOUT_BLHD) ||

@@ -19,12 +19,30 @@ static int64_t mask_index(const acase_tensor *m, const int64_t idx[4])
     return off;
 }
 
+attnref_sdpa_params acase_sdpa_params(const acase *c)
+{
+    const attnref_sdpa_params p = {.has_scale = c->has_scale,
+                                   .scale = c->scale,
+                                   .causal = c->causal,
+                                   .has_causal_offset = c->has_causal_offset,
+                                   .causal_offset = c->causal_offset,
+                                   .window = c->window,
+                                   .batch = c->batch,
+                                   .lengths = c->lengths,
+                                   .left_padding = c->left_padding,
+                                   .softcap = c->softcap,
+                                   .alibi_max_bias = c->alibi_max_bias,
+                                   .sinks = c->sinks,
+                                   .chunk = c->chunk,
+                                   .segment_ids = c->segment_ids,
+                                   .block_ids = c->block_ids};
+    return p;
+}
+
 int acase_sdpa_keeps(const acase *c, int64_t b, int64_t h, int64_t i, int64_t j, double *add)
 {
     /* The parameters' keep set is the reference's own statement (attnref_sdpa_key_kept). */
-    const attnref_sdpa_params p = {c->has_scale,     c->scale,  c->causal, c->has_causal_offset,
-                                   c->causal_offset, c->window, c->batch,  c->lengths,
-                                   c->left_padding};
+    const attnref_sdpa_params p = acase_sdpa_params(c);
     *add = 0.0;
     if (!attnref_sdpa_key_kept(&p, c->q.shape[2], c->k.shape[2], b, i, j))
         return 0;

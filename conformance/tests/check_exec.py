@@ -176,7 +176,7 @@ def s_params(args):
         if r["status"] in ("FAIL", "ERROR")))
 
 
-NONFINITE_SCALE_CASE = """attnconf_case: 2
+NONFINITE_SCALE_CASE = """attnconf_case: 3
 id: sdpa.fixture.scale_%(name)s.f32
 description: "A non-finite explicit scale (%(yaml)s) is rejected; it reaches an exec adapter as a string."
 rules: [clause2.explicit_scale]

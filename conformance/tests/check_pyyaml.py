@@ -155,7 +155,7 @@ def check_tolerance(tol, shape, where):
 
 def check_case(d, path):
     need(isinstance(d, dict), path, 'not a mapping')
-    need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 2, path, 'attnconf_case != 2')
+    need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 3, path, 'attnconf_case != 3')
     if d.get('op') == 'cache':
         return
     check_keys(d, path, ('attnconf_case', 'id', 'description', 'rules', 'op', 'requires',

@@ -26,9 +26,13 @@ static int64_t draw(int64_t lo, int64_t hi) /* uniform in [lo, hi] */
 /* Pairs and distinct keys of batch row b, one key at a time. */
 static void brute(const bs_shape *s, int64_t b, int64_t *pairs, int64_t *keys)
 {
-    const attnref_sdpa_params p = {
-        0,         0.0,  s->causal,  s->has_causal_offset, s->causal_offset,
-        s->window, s->b, s->lengths, s->left_padding};
+    const attnref_sdpa_params p = {.causal = s->causal,
+                                   .has_causal_offset = s->has_causal_offset,
+                                   .causal_offset = s->causal_offset,
+                                   .window = s->window,
+                                   .batch = s->b,
+                                   .lengths = s->lengths,
+                                   .left_padding = s->left_padding};
     *pairs = *keys = 0;
     for (int64_t j = 0; j < s->lk; j++) {
         int any = 0;

@@ -207,6 +207,15 @@ Test(caselib, cap_names)
         {"sdpa.left_padding", ATTNCONF_CAP_SDPA_LEFT_PAD},
         {"mask.kv_len", ATTNCONF_CAP_KV_LEN},
         {"stride0", ATTNCONF_CAP_STRIDE0},
+        {"sdpa.softcap", ATTNCONF_CAP_SOFTCAP},
+        {"sdpa.alibi", ATTNCONF_CAP_ALIBI},
+        {"sdpa.sinks", ATTNCONF_CAP_SINKS},
+        {"sdpa.chunk", ATTNCONF_CAP_CHUNK},
+        {"sdpa.segments", ATTNCONF_CAP_SEGMENTS},
+        {"sdpa.blocks", ATTNCONF_CAP_BLOCKS},
+        {"mask.chunk", ATTNCONF_CAP_MASK_CHUNK},
+        {"mask.segments", ATTNCONF_CAP_MASK_SEGMENTS},
+        {"mask.blocks", ATTNCONF_CAP_MASK_BLOCKS},
     };
     uint64_t all = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -214,11 +223,11 @@ Test(caselib, cap_names)
         cr_assert_str_eq(acase_cap_name(want[i].bit), want[i].name);
         all |= want[i].bit;
     }
-    cr_assert_eq(all, 0x1fffffull);
+    cr_assert_eq(all, 0x3fffffffull);
     cr_assert_eq(acase_cap_from_name("f64"), 0);
     cr_assert_eq(acase_cap_from_name(""), 0);
     cr_assert_eq(acase_cap_from_name(NULL), 0);
-    cr_assert_null(acase_cap_name(1ull << 21));
+    cr_assert_null(acase_cap_name(1ull << 30));
     cr_assert_null(acase_cap_name(ATTNCONF_CAP_F32 | ATTNCONF_CAP_F16));
 }
 
@@ -416,7 +425,7 @@ Test(caselib, peek_id)
     static const struct {
         const char *text, *id; /* id NULL: expect -1 */
     } rows[] = {
-        {"attnconf_case: 2\nid: sdpa.nomask.basic.f32\nop: sdpa\n", "sdpa.nomask.basic.f32"},
+        {"attnconf_case: 3\nid: sdpa.nomask.basic.f32\nop: sdpa\n", "sdpa.nomask.basic.f32"},
         /* after nested values of every kind, and quoted */
         {"a: {x: [1, {y: 2}], id: nested.not.this}\nb: [[id, z]]\nc: &k 3\nd: *k\n"
          "id: \"x.y.z\"\n",
@@ -687,7 +696,7 @@ Test(casewrite, canonical_text)
     char *text = write_to_string(c, err, sizeof err, &rc);
     cr_assert_eq(rc, 0, "%s", err);
     static const char want[] =
-        "attnconf_case: 2\n"
+        "attnconf_case: 3\n"
         "id: sdpa.example.tiny\n"
         "description: \"Tiny: one query # not a comment.\"\n"
         "rules: [sdpa.scale.default]\n"
@@ -927,7 +936,7 @@ Test(casewrite, rejects_invalid_case)
 /* ---- caseread ------------------------------------------------------------------------- */
 
 static const char base_case[] =
-    "attnconf_case: 2\n"                                          /* 1 */
+    "attnconf_case: 3\n"                                          /* 1 */
     "id: sdpa.test.base\n"                                        /* 2 */
     "description: \"Base case.\"\n"                               /* 3 */
     "rules: [sdpa.base]\n"                                        /* 4 */
@@ -1018,7 +1027,7 @@ Test(caseread, accepted_spellings)
      * style; an f16 decimal that is exact; f32 decimals rounded to nearest. */
     static const char text[] =
         "id: sdpa.test.spellings\n"
-        "attnconf_case: 2\n"
+        "attnconf_case: 3\n"
         "rules:\n  - sdpa.base\n"
         "description: plain text is fine\n"
         "op: sdpa\n"
@@ -1088,17 +1097,21 @@ Test(caseread, version)
 {
     /* Version 1 files (atol/rtol tolerances, no v2 keys) are refused as such. */
     expect_line_error(1, "attnconf_case: 1",
-                      "1:16: attnconf_case: unsupported format version 1 (this reader reads 2)");
-    expect_line_error(1, "attnconf_case: 3",
-                      "1:16: attnconf_case: unsupported format version 3 (this reader reads 2)");
-    expect_line_error(1, "attnconf_case: \"2\"",
+                      "1:16: attnconf_case: unsupported format version 1 (this reader reads 3)");
+    /* Version 2 files lack nothing version 3 needs, but are refused all the same: a version is
+     * regenerated, never read as another. */
+    expect_line_error(1, "attnconf_case: 2",
+                      "1:16: attnconf_case: unsupported format version 2 (this reader reads 3)");
+    expect_line_error(1, "attnconf_case: 4",
+                      "1:16: attnconf_case: unsupported format version 4 (this reader reads 3)");
+    expect_line_error(1, "attnconf_case: \"3\"",
                       "1:16: attnconf_case: expected an integer, got a "
                       "quoted string");
-    expect_line_error(1, "attnconf_case: 2.0", "1:16: attnconf_case: expected a decimal integer");
+    expect_line_error(1, "attnconf_case: 3.0", "1:16: attnconf_case: expected a decimal integer");
     expect_line_error(1, NULL, "1:1: attnconf_case: required key missing");
     /* A future version with unknown keys is reported as a version problem. */
-    char *t = base_with(1, "attnconf_case: 3\nnew_field: 3");
-    expect_error(t, "1:16: attnconf_case: unsupported format version 3");
+    char *t = base_with(1, "attnconf_case: 4\nnew_field: 3");
+    expect_error(t, "1:16: attnconf_case: unsupported format version 4");
     free(t);
     /* A whole version-1 file (its v1 tolerance included): the version, not the tolerance. */
     t = base_with(1, "attnconf_case: 1");
@@ -1106,7 +1119,7 @@ Test(caseread, version)
     cr_assert_not_null(u);
     char *tol = strstr(t, "tolerance:");
     snprintf(u, strlen(t) + 32, "%.*stolerance: {atol: 1.0e-06, rtol: 0.0}\n", (int)(tol - t), t);
-    expect_error(u, "1:16: attnconf_case: unsupported format version 1 (this reader reads 2)");
+    expect_error(u, "1:16: attnconf_case: unsupported format version 1 (this reader reads 3)");
     free(u);
     free(t);
 }
@@ -1391,7 +1404,7 @@ Test(caseread, expected_and_tolerance)
 }
 
 static const char mask_case[] =
-    "attnconf_case: 2\n"
+    "attnconf_case: 3\n"
     "id: mask.test.base\n"
     "description: \"Mask.\"\n"
     "rules: [mask.causal]\n"
@@ -1481,7 +1494,7 @@ Test(caseread, missing_file)
 
 /* Canonical: write(read(rows_case)) is rows_case, byte for byte.  Output (1, 1, 4, 2): 4 rows. */
 static const char rows_case[] =
-    "attnconf_case: 2\n"               /* 1 */
+    "attnconf_case: 3\n"               /* 1 */
     "id: sdpa.test.rows\n"             /* 2 */
     "description: \"Row checks.\"\n"   /* 3 */
     "rules: [fully_masked_row.zero]\n" /* 4 */
@@ -1771,7 +1784,7 @@ Test(caseread, load_mem)
 /* Canonical: write(read(v2_case)) is v2_case, byte for byte.  Output (2, 2, 2, 2): 8 rows.
  * k is stored as its batch-0 slice (2, 3, 2) = 12 values, v as one (3, 2) slice. */
 static const char v2_case[] =
-    "attnconf_case: 2\n"                                                               /* 1 */
+    "attnconf_case: 3\n"                                                               /* 1 */
     "id: sdpa.test.v2\n"                                                               /* 2 */
     "description: \"Format v2 keys.\"\n"                                               /* 3 */
     "rules: [sdpa.window]\n"                                                           /* 4 */

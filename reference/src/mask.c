@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "attnref/dtype.h"
+#include "attnref/sdpa.h"
 #include "internal.h"
 
 /* One row-range check for lengths[] / left_padding[]: every entry must index a key slot
@@ -30,14 +31,19 @@ int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_d
     if (p->window < 0)
         return attnref__fail(diag, ATTNREF_EINVAL, "window: must be >= 1, or 0 for none; got %lld",
                              (long long)p->window);
+    if (p->chunk < 0)
+        return attnref__fail(diag, ATTNREF_EINVAL, "chunk: must be >= 1, or 0 for none; got %lld",
+                             (long long)p->chunk);
     if (p->kv_len < 0)
         return attnref__fail(diag, ATTNREF_EINVAL,
                              "kv_len: must be >= offset + lq, or 0 for none; got %lld",
                              (long long)p->kv_len);
-    const int per_seq = p->lengths != NULL || p->left_padding != NULL;
+    const int per_seq = p->lengths != NULL || p->left_padding != NULL || p->segment_ids != NULL ||
+                        p->block_ids != NULL;
     if (per_seq && p->batch < 1)
         return attnref__fail(diag, ATTNREF_EINVAL,
-                             "batch: must be >= 1 when lengths or left_padding is given, got %lld",
+                             "batch: must be >= 1 when lengths, left_padding, segment_ids or "
+                             "block_ids is given, got %lld",
                              (long long)p->batch);
     const int64_t batch = per_seq ? p->batch : 1;
     /* Every factor is checked before it is multiplied, so nothing below can overflow. */
@@ -93,22 +99,24 @@ int attnref_build_mask(const attnref_mask_params *p, attnref_tensor *keep, attnr
                              attnref__shape_str(want, sizeof want, 4, shape));
     }
 
+    /* The builder's keep set is causal SDPA's with the explicit offset (one statement of it:
+     * attnref_sdpa_key_kept). */
+    const attnref_sdpa_params sp = {.causal = 1,
+                                    .has_causal_offset = 1,
+                                    .causal_offset = p->offset,
+                                    .window = p->window,
+                                    .batch = shape[0],
+                                    .lengths = p->lengths,
+                                    .left_padding = p->left_padding,
+                                    .chunk = p->chunk,
+                                    .segment_ids = p->segment_ids,
+                                    .block_ids = p->block_ids};
     uint8_t *base = keep->data;
-    for (int64_t b = 0; b < shape[0]; b++) {
-        /* Per-sequence bounds reduce to one half-open key interval [lo, hi). */
-        const int64_t lo = p->left_padding ? p->left_padding[b] : 0;
-        const int64_t hi = p->lengths ? p->lengths[b] : shape[3];
-        for (int64_t i = 0; i < shape[2]; i++) {
-            const int64_t pos = p->offset + i; /* absolute position of query i (bottom-right) */
-            for (int64_t j = 0; j < shape[3]; j++) {
-                int k = j <= pos && j >= lo && j < hi;
-                if (p->window > 0)
-                    k = k && j > pos - p->window;
+    for (int64_t b = 0; b < shape[0]; b++)
+        for (int64_t i = 0; i < shape[2]; i++)
+            for (int64_t j = 0; j < shape[3]; j++)
                 base[b * keep->strides[0] + i * keep->strides[2] + j * keep->strides[3]] =
-                    (uint8_t)k;
-            }
-        }
-    }
+                    (uint8_t)attnref_sdpa_key_kept(&sp, shape[2], shape[3], b, i, j);
     attnref__ok(diag);
     return ATTNREF_OK;
 }

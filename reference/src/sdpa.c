@@ -6,6 +6,7 @@
  */
 #include "attnref/sdpa.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +26,52 @@ static int check_rank4(const attnref_tensor *t, const char *name, const char *la
         return attnref__fail(diag, ATTNREF_EINVAL, "%s: expected rank 4 %s, got rank %d", name,
                              layout, (int)t->ndim);
     return ATTNREF_OK;
+}
+
+/* The terms of SPEC clauses 20-22 against the validated dimensions. */
+static int check_terms(const attnref_sdpa_params *p, const dims *dm, attnref_diag *diag)
+{
+    if (!(p->softcap >= 0.0) || !isfinite(p->softcap))
+        return attnref__fail(diag, ATTNREF_EINVAL,
+                             "softcap: %g must be finite and > 0 (0 = no soft-capping)",
+                             p->softcap);
+    if (!(p->alibi_max_bias >= 0.0) || !isfinite(p->alibi_max_bias))
+        return attnref__fail(diag, ATTNREF_EINVAL,
+                             "alibi_max_bias: %g must be finite and > 0 (0 = no ALiBi)",
+                             p->alibi_max_bias);
+    for (int64_t h = 0; p->sinks && h < dm->hq; h++)
+        if (!isfinite(p->sinks[h]))
+            return attnref__fail(diag, ATTNREF_EINVAL, "sinks[%lld]: %g is not finite",
+                                 (long long)h, p->sinks[h]);
+    if (p->chunk < 0)
+        return attnref__fail(diag, ATTNREF_EINVAL, "chunk: %lld is negative (0 = no chunks)",
+                             (long long)p->chunk);
+    if (p->chunk > 0 && !p->causal)
+        return attnref__fail(diag, ATTNREF_EINVAL,
+                             "chunk: chunked attention needs causal (chunks are counted along the "
+                             "causal positions)");
+    if (p->block_ids && !p->causal)
+        return attnref__fail(diag, ATTNREF_EINVAL,
+                             "block_ids: bidirectional blocks need causal (a block adds its later "
+                             "keys to the causal set)");
+    const int64_t *ids[2] = {p->segment_ids, p->block_ids};
+    const char *names[2] = {"segment_ids", "block_ids"};
+    for (int a = 0; a < 2; a++)
+        if (ids[a] && p->batch != dm->b)
+            return attnref__fail(diag, ATTNREF_EINVAL,
+                                 "%s: %lld rows (params.batch), but q has batch B = %lld", names[a],
+                                 (long long)p->batch, (long long)dm->b);
+    return ATTNREF_OK;
+}
+
+double attnref_alibi_slope(double max_bias, int64_t hq, int64_t h)
+{
+    int64_t n = 1;
+    while (n * 2 <= hq)
+        n *= 2;
+    if (h < n)
+        return exp2(-max_bias * (double)(h + 1) / (double)n);
+    return exp2(-(max_bias / 2.0) * (double)(2 * (h - n) + 1) / (double)n);
 }
 
 /* The mask parameters of SPEC clause 19 against the validated dimensions. */
@@ -55,6 +102,23 @@ static int check_mask_params(const attnref_sdpa_params *p, const dims *dm, attnr
     return ATTNREF_OK;
 }
 
+/* The query's absolute position off + i (0 <= i < Lq) into *pos when it is a key slot
+ * 0..lk-1, and 1; else 0.  off < lk bounds the sum, so nothing overflows. */
+static int query_slot(int64_t off, int64_t i, int64_t lk, int64_t *pos)
+{
+    if (off >= lk)
+        return 0;
+    *pos = off + i;
+    return *pos >= 0 && *pos < lk;
+}
+
+/* floor(x / c) for c >= 1. */
+static int64_t floor_div(int64_t x, int64_t c)
+{
+    const int64_t q = x / c;
+    return q - (x % c != 0 && x < 0);
+}
+
 int attnref_sdpa_key_kept(const attnref_sdpa_params *p, int64_t lq, int64_t lk, int64_t b,
                           int64_t i, int64_t j)
 {
@@ -64,18 +128,41 @@ int attnref_sdpa_key_kept(const attnref_sdpa_params *p, int64_t lq, int64_t lk, 
         return 0;
     if (p->left_padding && j < p->left_padding[b])
         return 0;
+    const int64_t off = p->has_causal_offset ? p->causal_offset : lk - lq;
+    int64_t pos = 0;
+    const int in_slot = query_slot(off, i, lk, &pos);
+    if (p->segment_ids && (!in_slot || p->segment_ids[b * lk + pos] != p->segment_ids[b * lk + j]))
+        return 0;
     if (!p->causal)
         return 1;
-    const int64_t off = p->has_causal_offset ? p->causal_offset : lk - lq;
     /* Causal: drop j > off + i, i.e. j - i > off (the indices are small, the offset is any
-     * int64, so only j - i is formed). */
+     * int64, so only j - i is formed), unless a bidirectional block holds both. */
     const int64_t d = j - i;
-    if (d > off)
+    if (d > off) {
+        const int64_t *blk = p->block_ids;
+        if (!blk || !in_slot || blk[b * lk + pos] < 0 || blk[b * lk + pos] != blk[b * lk + j])
+            return 0;
+        /* A later key of the query's own block: inside every window (j > p), and in slot range,
+         * so the chunk test below is exact. */
+    } else if (p->window > 0 && (d < 0 && off > INT64_MAX + d ? 1 : off - d >= p->window)) {
+        /* Window: drop j <= off + i - W, i.e. off - d >= W.  off >= d here, so off - d is a
+         * non-negative number that overflows only when it exceeds INT64_MAX, hence W. */
         return 0;
-    /* Window: drop j <= off + i - W, i.e. off - d >= W.  off >= d here, so off - d is a
-     * non-negative number that overflows only when it exceeds INT64_MAX, hence W. */
-    if (p->window > 0 && (d < 0 && off > INT64_MAX + d ? 1 : off - d >= p->window))
-        return 0;
+    }
+    if (p->chunk > 0) {
+        const int64_t lp = p->left_padding ? p->left_padding[b] : 0;
+        /* j - lp >= 0: left padding already dropped the keys before lp. */
+        const int64_t t = (j - lp) - floor_div(j - lp, p->chunk) * p->chunk; /* 0 <= t < C */
+        if (d > off) {
+            if (floor_div(pos - lp, p->chunk) != floor_div(j - lp, p->chunk))
+                return 0;
+        } else if ((d < 0 && off > INT64_MAX + d) || off - d >= p->chunk - t) {
+            /* The query sits off - d >= 0 positions after j: the same chunk iff j's place in
+             * its chunk plus that distance stays below C (p may be past every slot, even past
+             * INT64_MAX, so p itself is never formed). */
+            return 0;
+        }
+    }
     return 1;
 }
 
@@ -155,7 +242,14 @@ static int check_args(const attnref_tensor *q, const attnref_tensor *k, const at
                              "mask: give either a mask tensor or causal, not both");
     if (p->has_scale && !isfinite(p->scale))
         return attnref__fail(diag, ATTNREF_EINVAL, "scale: must be finite");
-    if ((rc = check_mask_params(p, dm, diag)) != ATTNREF_OK)
+    /* Kernels hold the scale as an f32 (clause 2): one it cannot hold is refused, not turned
+     * into inf and NaN. */
+    if (p->has_scale && fabs(p->scale) > FLT_MAX)
+        return attnref__fail(diag, ATTNREF_EINVAL,
+                             "scale: %g is outside the f32 range (|scale| <= %g)", p->scale,
+                             (double)FLT_MAX);
+    if ((rc = check_mask_params(p, dm, diag)) != ATTNREF_OK ||
+        (rc = check_terms(p, dm, diag)) != ATTNREF_OK)
         return rc;
     if (mask) {
         const int64_t full[4] = {dm->b, dm->hq, dm->lq, dm->lk};
@@ -191,6 +285,7 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
         return rc;
 
     const double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)dm.d);
+    const int64_t off = p->has_causal_offset ? p->causal_offset : dm.lk - dm.lq; /* ALiBi's p */
     const int64_t group = dm.hq / dm.hkv; /* query heads per kv head */
 
     /* Scratch: one score row, its kept flags, and the Dv accumulator. */
@@ -216,6 +311,8 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
     for (int64_t b = 0; b < dm.b; b++)
         for (int64_t h = 0; h < dm.hq; h++) {
             const int64_t hk = h / group; /* repeat-interleave: h -> h / (Hq / Hkv) */
+            const double slope =
+                p->alibi_max_bias > 0.0 ? attnref_alibi_slope(p->alibi_max_bias, dm.hq, h) : 0.0;
             for (int64_t i = 0; i < dm.lq; i++) {
                 const int64_t qrow = b * q->strides[0] + h * q->strides[1] + i * q->strides[2];
                 const int64_t mrow = b * mst[0] + h * mst[1] + i * mst[2];
@@ -240,7 +337,12 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
                     for (int64_t d = 0; d < dm.d; d++)
                         dot += attnref_load(q->data, q->dtype, qrow + d * q->strides[3]) *
                                attnref_load(k->data, k->dtype, krow + d * k->strides[3]);
-                    const double s = scale * dot + add;
+                    double s = scale * dot;
+                    if (p->softcap > 0.0)
+                        s = p->softcap * tanh(s / p->softcap);
+                    if (p->alibi_max_bias > 0.0)
+                        s -= slope * fabs((double)off - (double)(j - i)); /* |p - j| */
+                    s += add;
                     score[j] = s;
                     kept[j] = 1;
                     nkept++;
@@ -250,6 +352,13 @@ static int sdpa_impl(const attnref_tensor *q, const attnref_tensor *k, const att
                 for (int64_t e = 0; e < dm.dv; e++)
                     acc[e] = 0.0;
                 double sum = 0.0;
+                if (nkept > 0 && p->sinks) {
+                    /* The sink is one more logit with no value: it only adds to the normaliser
+                     * (and takes part in the max that keeps every exp <= 1). */
+                    if (p->sinks[h] > mx)
+                        mx = p->sinks[h];
+                    sum = exp(p->sinks[h] - mx);
+                }
                 if (nkept > 0) {
                     for (int64_t j = 0; j < dm.lk; j++) {
                         if (!kept[j])

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "attnref/mask.h"
+#include "attncase/sdpa_rows.h"
 #include "attnref/sdpa.h"
 #include "casegen.h"
 
@@ -200,7 +201,10 @@ static void expect_mask(acase *c)
                              .batch = c->batch,
                              .lengths = c->lengths,
                              .left_padding = c->left_padding,
-                             .kv_len = c->kv_len};
+                             .kv_len = c->kv_len,
+                             .chunk = c->chunk,
+                             .segment_ids = c->segment_ids,
+                             .block_ids = c->block_ids};
     attnref_diag diag;
     int64_t shape[4];
     int rc = attnref_mask_shape(&p, shape, &diag);
@@ -231,15 +235,7 @@ static void expect_sdpa(acase *c)
     attnref_tensor q = view(&c->q), k = view(&c->k), v = view(&c->v), m;
     if (c->mask.present)
         m = view(&c->mask);
-    attnref_sdpa_params p = {.has_scale = c->has_scale,
-                             .scale = c->scale,
-                             .causal = c->causal,
-                             .has_causal_offset = c->has_causal_offset,
-                             .causal_offset = c->causal_offset,
-                             .window = c->window,
-                             .batch = c->batch,
-                             .lengths = c->lengths,
-                             .left_padding = c->left_padding};
+    const attnref_sdpa_params p = acase_sdpa_params(c);
     acase_expected *e = &c->expected;
     char err[256];
     e->dtype = c->q.dtype;

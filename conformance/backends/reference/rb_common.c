@@ -116,6 +116,24 @@ int rb_sdpa_unpack(rb_ctx *ctx, const attnconf_sdpa_args *args, rb_sdpa_call *c)
         p->left_padding = args->left_padding;
         p->batch = args->q->ndim >= 1 ? args->q->shape[0] : 0;
     }
+    /* The terms of current models (SPEC clauses 20-22, fifth revision). */
+    if (args->struct_size >= offsetof(attnconf_sdpa_args, block_ids) + sizeof args->block_ids) {
+        p->softcap = args->softcap;
+        p->alibi_max_bias = args->alibi_max_bias;
+        p->chunk = args->chunk;
+        p->segment_ids = args->segment_ids;
+        p->block_ids = args->block_ids;
+        if (args->sinks && args->q->ndim >= 2) {
+            const int64_t hq = args->q->shape[1];
+            if (hq > RB_MAX_SINK_HEADS)
+                return rb_fail(ctx, ATTNCONF_ENOTSUP,
+                               "sinks: %lld query heads, this plugin takes sinks for at most %d",
+                               (long long)hq, RB_MAX_SINK_HEADS);
+            for (int64_t h = 0; h < hq; h++)
+                c->sinks[h] = (double)args->sinks[h];
+            p->sinks = c->sinks;
+        }
+    }
 
     /* The output buffer must hold every element the strides address; check it before anything
      * writes (attnref does not know the capacity).  Only a valid float dtype has a size. */
@@ -156,6 +174,11 @@ int rb_mask_unpack(rb_ctx *ctx, const attnconf_mask_args *args, attnref_mask_par
     p->left_padding = args->left_padding;
     if (args->struct_size >= mask_v1_size + sizeof args->kv_len)
         p->kv_len = args->kv_len;
+    if (args->struct_size >= offsetof(attnconf_mask_args, block_ids) + sizeof args->block_ids) {
+        p->chunk = args->chunk;
+        p->segment_ids = args->segment_ids;
+        p->block_ids = args->block_ids;
+    }
     rb_to_ref(args->keep, keep);
     return ATTNCONF_OK;
 }

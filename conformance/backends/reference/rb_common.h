@@ -43,11 +43,17 @@ void rb_to_ref(const attnconf_tensor *in, attnref_tensor *out);
  * overflows). */
 int rb_fits(const attnref_tensor *t, size_t elem, size_t capacity);
 
+/* Query heads the plugins take sinks for (more is ENOTSUP: a reference for tests, not for
+ * production head counts). */
+#define RB_MAX_SINK_HEADS 1024
+
 /* The attnref view of an sdpa call (rb_sdpa_unpack). */
 typedef struct rb_sdpa_call {
     attnref_tensor q, k, v, mask, out; /* out.dtype is q's: the output dtype is never upcast */
     int has_mask;                      /* mask is meaningful */
-    attnref_sdpa_params p;             /* scale, causal, offset and the clause-19 parameters */
+    attnref_sdpa_params p;             /* scale, causal, offset, the clause-19 parameters and
+                                          the terms of clauses 20-22 */
+    double sinks[RB_MAX_SINK_HEADS];   /* p.sinks points here: the host's f32 sinks widened */
 } rb_sdpa_call;
 
 /* Unpack host sdpa arguments: NULL pointers, an args.struct_size below the ABI v1 struct

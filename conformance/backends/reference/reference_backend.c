@@ -80,7 +80,10 @@ static uint64_t rb_capabilities(void *ctx)
            ATTNCONF_CAP_LENGTHS | ATTNCONF_CAP_LEFT_PAD | ATTNCONF_CAP_SDPA_WINDOW |
            ATTNCONF_CAP_SDPA_LENGTHS | ATTNCONF_CAP_SDPA_LEFT_PAD |
            /* attnref takes any non-negative strides, 0 included; kv_len is a mask param */
-           ATTNCONF_CAP_STRIDE0 | ATTNCONF_CAP_KV_LEN | RC_CAPS;
+           ATTNCONF_CAP_STRIDE0 | ATTNCONF_CAP_KV_LEN | ATTNCONF_CAP_SOFTCAP | ATTNCONF_CAP_ALIBI |
+           ATTNCONF_CAP_SINKS | ATTNCONF_CAP_CHUNK | ATTNCONF_CAP_SEGMENTS | ATTNCONF_CAP_BLOCKS |
+           ATTNCONF_CAP_MASK_CHUNK | ATTNCONF_CAP_MASK_SEGMENTS | ATTNCONF_CAP_MASK_BLOCKS |
+           RC_CAPS;
 }
 
 static int rb_sdpa(void *vctx, const attnconf_sdpa_args *args)

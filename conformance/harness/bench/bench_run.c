@@ -145,9 +145,13 @@ static void *alloc(size_t bytes)
  * same keys (neither causal nor window). */
 static void fill_mask(const bs_shape *s, uint8_t *m, int64_t rows)
 {
-    const attnref_sdpa_params p = {
-        0,         0.0,  s->causal,  s->has_causal_offset, s->causal_offset,
-        s->window, s->b, s->lengths, s->left_padding};
+    const attnref_sdpa_params p = {.causal = s->causal,
+                                   .has_causal_offset = s->has_causal_offset,
+                                   .causal_offset = s->causal_offset,
+                                   .window = s->window,
+                                   .batch = s->b,
+                                   .lengths = s->lengths,
+                                   .left_padding = s->left_padding};
     for (int64_t b = 0; b < s->b; b++)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < s->lk; j++)

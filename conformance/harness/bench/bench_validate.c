@@ -75,7 +75,13 @@ static int check_row(const bs_shape *s, attnref_dtype dt, const char *q, const c
     attnref_diag diag = {{0}};
     int64_t *len = s->lengths ? &s->lengths[b] : NULL;
     int64_t *pad = s->left_padding ? &s->left_padding[b] : NULL;
-    const attnref_sdpa_params p = {0, 0.0, s->causal, s->causal, off + i, s->window, 1, len, pad};
+    const attnref_sdpa_params p = {.causal = s->causal,
+                                   .has_causal_offset = s->causal,
+                                   .causal_offset = off + i,
+                                   .window = s->window,
+                                   .batch = 1,
+                                   .lengths = len,
+                                   .left_padding = pad};
     int rc = attnref_tensor_init(&tq, qd, dt, 4, qs, &diag);
     if (rc == ATTNREF_OK)
         rc = attnref_tensor_init(&tk, kd, dt, 4, ks, &diag);
@@ -95,8 +101,12 @@ static int check_row(const bs_shape *s, attnref_dtype dt, const char *q, const c
     c.op = ACASE_OP_SDPA;
     snprintf(c.id, sizeof c.id, "bench.row.%lld_%lld_%lld", (long long)b, (long long)h,
              (long long)i);
-    const acase_tensor base = {1, dt, 4, {1, 1, 1, 1}, ACASE_LAYOUT_BHLD, 0, ACASE_SRC_INLINE, 0,
-                               0, 0,  0, NULL};
+    const acase_tensor base = {.present = 1,
+                               .dtype = dt,
+                               .ndim = 4,
+                               .shape = {1, 1, 1, 1},
+                               .layout = ACASE_LAYOUT_BHLD,
+                               .source = ACASE_SRC_INLINE};
     c.q = c.k = c.v = base;
     memcpy(c.q.shape, qs, sizeof qs);
     memcpy(c.k.shape, ks, sizeof ks);

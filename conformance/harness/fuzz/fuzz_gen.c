@@ -170,8 +170,15 @@ void hf_call_text(const hf_call *c, char *buf, size_t n)
 /* Whether row (b, h, i) keeps key j (the parameters by the reference's rule, then the mask). */
 static int call_keeps(const hf_call *c, int64_t b, int64_t h, int64_t i, int64_t j)
 {
-    const attnref_sdpa_params p = {c->has_scale, c->scale, c->causal,  c->has_offset,  c->offset,
-                                   c->window,    c->B,     c->lengths, c->left_padding};
+    const attnref_sdpa_params p = {.has_scale = c->has_scale,
+                                   .scale = c->scale,
+                                   .causal = c->causal,
+                                   .has_causal_offset = c->has_offset,
+                                   .causal_offset = c->offset,
+                                   .window = c->window,
+                                   .batch = c->B,
+                                   .lengths = c->lengths,
+                                   .left_padding = c->left_padding};
     if (!attnref_sdpa_key_kept(&p, c->Lq, c->Lk, b, i, j))
         return 0;
     if (!c->mask_kind)
@@ -709,8 +716,15 @@ acase *hf_build(const hf_call *c, const char *id, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", id, diag.msg);
         goto fail;
     }
-    const attnref_sdpa_params p = {c->has_scale, c->scale, c->causal,  c->has_offset,  c->offset,
-                                   c->window,    c->B,     c->lengths, c->left_padding};
+    const attnref_sdpa_params p = {.has_scale = c->has_scale,
+                                   .scale = c->scale,
+                                   .causal = c->causal,
+                                   .has_causal_offset = c->has_offset,
+                                   .causal_offset = c->offset,
+                                   .window = c->window,
+                                   .batch = c->B,
+                                   .lengths = c->lengths,
+                                   .left_padding = c->left_padding};
     int rc = attnref_sdpa_f64(&tq, &tk, &tv, c->mask_kind ? &tm : NULL, &p, e->values, &diag);
     if (rc != ATTNREF_OK) {
         snprintf(err, errlen, "%s: the reference rejected the call: %s", id, diag.msg);

@@ -514,7 +514,7 @@ static int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded
     for (int32_t d = 0; d < t->ndim && d < 4; d++)
         out->shape[d] = t->shape[d];
     size_t es = attnref_dtype_size(t->dtype);
-    if (t->ndim != 4 || (t->layout != ACASE_LAYOUT_BLHD && !t->stride0)) {
+    if (t->ndim != 4 || (t->layout != ACASE_LAYOUT_BLHD && !t->stride0 && !t->row_pad)) {
         if (run_guarded_alloc(owned, (size_t)(t->numel > 0 ? t->numel : 1) * (es ? es : 1), name))
             return -1;
         if (t->data && t->numel > 0)
@@ -529,15 +529,17 @@ static int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded
         st[d] = (d < 2 && (t->stride0 >> d) & 1) ? 1 : t->shape[d];
     const int order[2][4] = {{0, 1, 2, 3}, {0, 2, 1, 3}};
     const int *ph = order[t->layout == ACASE_LAYOUT_BLHD];
+    /* Format v3 row_pad: each row of the last dimension is row_pad elements longer than D. */
     int64_t phys_stride[4], s = 1;
     for (int k = 3; k >= 0; k--) {
         phys_stride[ph[k]] = s;
-        s *= st[ph[k]] > 0 ? st[ph[k]] : 1;
+        s *= (st[ph[k]] > 0 ? st[ph[k]] : 1) + (ph[k] == 3 ? t->row_pad : 0);
     }
-    const int64_t stored = st[0] * st[1] * st[2] * st[3];
+    const int64_t stored = s;
     if (run_guarded_alloc(owned, (size_t)(stored > 0 ? stored : 1) * es, name))
         return -1;
     unsigned char *buf = owned->data;
+    memset(buf, 0xFF, (size_t)(stored > 0 ? stored : 1) * es); /* the gaps: NaN in every dtype */
     const unsigned char *src = t->data;
     const int64_t H = t->shape[1], L = t->shape[2], D = t->shape[3];
     for (int64_t b = 0; b < st[0] && src; b++)
@@ -565,6 +567,23 @@ static int run_readonly_ints(const int64_t *src, size_t n, run_guarded *g, const
         return -1;
     memcpy(g->data, src, n * sizeof *src);
     *out = (const int64_t *)(void *)g->data;
+    return run_guarded_readonly(g);
+}
+
+/* A read-only guarded f32 copy of n doubles (the sinks, exact in f32 by the case format): *out
+ * = NULL when src is NULL.  Returns 0, or -1 on allocation or protection failure. */
+static int run_readonly_floats(const double *src, size_t n, run_guarded *g, const char *name,
+                               const float **out)
+{
+    *out = NULL;
+    if (!src)
+        return 0;
+    if (run_guarded_alloc(g, n * sizeof(float), name))
+        return -1;
+    float *f = (float *)(void *)g->data;
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)src[i];
+    *out = f;
     return run_guarded_readonly(g);
 }
 
@@ -763,14 +782,14 @@ struct run_sdpa_call {
     attnconf_tensor q, k, v, mask, out;
     attnconf_tensor before; /* out as described before the call */
     size_t capacity;        /* bytes of the output buffer */
-    run_guarded own[6], outg;
+    run_guarded own[9], outg;
 };
 
 void run_sdpa_release(run_sdpa_call *sc)
 {
     if (!sc)
         return;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 9; i++)
         run_guarded_free(&sc->own[i]);
     run_guarded_free(&sc->outg);
     free(sc);
@@ -792,15 +811,33 @@ run_sdpa_call *run_sdpa_prepare(const acase *c, hr_result *r)
      * case requires their capability bit, so a backend without it never gets here with them.
      * The ABI's arrays have one entry per batch row of q, so a case whose array length
      * differs cannot be posed (the reference API can: attnref_sdpa_params.batch). */
-    const int64_t *lengths = NULL, *left_padding = NULL;
-    if ((c->lengths || c->left_padding) && (c->q.ndim < 1 || c->batch != c->q.shape[0])) {
+    const int64_t *lengths = NULL, *left_padding = NULL, *segment_ids = NULL, *block_ids = NULL;
+    const float *sinks = NULL;
+    const int per_seq = c->lengths || c->left_padding || c->segment_ids || c->block_ids;
+    if (per_seq && (c->q.ndim < 1 || c->batch != c->q.shape[0])) {
         run_set(r, HR_ERROR,
                 "case: %s has %lld entries but q has batch %lld: the ABI passes one "
                 "per batch row",
-                c->lengths ? "params.lengths" : "params.left_padding", (long long)c->batch,
-                (long long)(c->q.ndim >= 1 ? c->q.shape[0] : 0));
+                c->lengths        ? "params.lengths"
+                : c->left_padding ? "params.left_padding"
+                : c->segment_ids  ? "params.segment_ids"
+                                  : "params.block_ids",
+                (long long)c->batch, (long long)(c->q.ndim >= 1 ? c->q.shape[0] : 0));
         goto fail;
     }
+    /* The id lists are [B, Lk] at the ABI: a case whose rows have another length cannot be
+     * posed there. */
+    if ((c->segment_ids || c->block_ids) && (c->k.ndim != 4 || c->ids_len != c->k.shape[2])) {
+        run_set(r, HR_ERROR, "case: the id lists have %lld entries per row, k has Lk = %lld",
+                (long long)c->ids_len, (long long)(c->k.ndim == 4 ? c->k.shape[2] : 0));
+        goto fail;
+    }
+    if (c->sinks && (c->q.ndim < 2 || c->nsinks != c->q.shape[1])) {
+        run_set(r, HR_ERROR, "case: params.sinks has %lld values, q has %lld heads",
+                (long long)c->nsinks, (long long)(c->q.ndim >= 2 ? c->q.shape[1] : 0));
+        goto fail;
+    }
+    const size_t ids = (size_t)c->batch * (size_t)c->ids_len;
     run_guarded *own = sc->own;
     if (run_describe(&c->q, &sc->q, &own[0], "input q") ||
         run_describe(&c->k, &sc->k, &own[1], "input k") ||
@@ -808,9 +845,18 @@ run_sdpa_call *run_sdpa_prepare(const acase *c, hr_result *r)
         (c->mask.present && run_describe(&c->mask, &sc->mask, &own[3], "input mask")) ||
         run_readonly_ints(c->lengths, (size_t)c->batch, &own[4], "input lengths", &lengths) ||
         run_readonly_ints(c->left_padding, (size_t)c->batch, &own[5], "input left_padding",
-                          &left_padding)) {
+                          &left_padding) ||
+        run_readonly_ints(c->segment_ids, ids, &own[6], "input segment_ids", &segment_ids) ||
+        run_readonly_ints(c->block_ids, ids, &own[7], "input block_ids", &block_ids) ||
+        run_readonly_floats(c->sinks, (size_t)c->nsinks, &own[8], "input sinks", &sinks)) {
         run_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
         goto fail;
+    }
+    if (c->v.view_k_prefix) {
+        /* V a prefix view of K: k's own buffer and strides, Dv columns. */
+        const int64_t dv = sc->v.shape[3];
+        sc->v = sc->k;
+        sc->v.shape[3] = dv;
     }
 
     /* Output (B,Hq,Lq,Dv): the expected shape when there is one; for a must-reject case the
@@ -867,6 +913,19 @@ run_sdpa_call *run_sdpa_prepare(const acase *c, hr_result *r)
         a->lengths = lengths;
     if (c->requires & ATTNCONF_CAP_SDPA_LEFT_PAD)
         a->left_padding = left_padding;
+    /* The terms of clauses 20-22, likewise only where the case requires their bits. */
+    if (c->requires & ATTNCONF_CAP_SOFTCAP)
+        a->softcap = c->softcap;
+    if (c->requires & ATTNCONF_CAP_ALIBI)
+        a->alibi_max_bias = c->alibi_max_bias;
+    if (c->requires & ATTNCONF_CAP_CHUNK)
+        a->chunk = c->chunk;
+    if (c->requires & ATTNCONF_CAP_SEGMENTS)
+        a->segment_ids = segment_ids;
+    if (c->requires & ATTNCONF_CAP_BLOCKS)
+        a->block_ids = block_ids;
+    if (c->requires & ATTNCONF_CAP_SINKS)
+        a->sinks = sinks;
     return sc;
 fail:
     run_sdpa_release(sc);
@@ -901,7 +960,8 @@ static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
     } else {
         /* A must-reject case: the shape its parameters imply, which may be negative; a
          * conforming backend rejects before writing. */
-        keep.shape[0] = (c->lengths || c->left_padding) ? c->batch : 1;
+        keep.shape[0] =
+            (c->lengths || c->left_padding || c->segment_ids || c->block_ids) ? c->batch : 1;
         keep.shape[1] = 1;
         keep.shape[2] = c->lq;
         if (c->kv_len != 0)
@@ -922,9 +982,11 @@ static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
     }
     run_contiguous_strides(keep.ndim, keep.shape, keep.strides);
     size_t bytes = (size_t)(numel > 0 ? numel : 1);
-    run_guarded kg, lg, pg;
+    run_guarded kg, lg, pg, sg, bg;
     memset(&lg, 0, sizeof lg);
     memset(&pg, 0, sizeof pg);
+    memset(&sg, 0, sizeof sg);
+    memset(&bg, 0, sizeof bg);
     if (run_guarded_alloc(&kg, bytes, "keep mask buffer")) {
         run_set(r, HR_ERROR, "harness: out of memory for a %zu-byte keep mask", bytes);
         return;
@@ -933,9 +995,12 @@ static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
     keep.data = kg.data;
     /* lengths / left_padding: read-only copies, like the sdpa inputs. */
     size_t nb = c->batch > 0 ? (size_t)c->batch : 0; /* the reader's entry count */
-    const int64_t *lengths = NULL, *left_padding = NULL;
+    const int64_t *lengths = NULL, *left_padding = NULL, *segment_ids = NULL, *block_ids = NULL;
+    const size_t ids = nb * (size_t)(c->ids_len > 0 ? c->ids_len : 0);
     if (run_readonly_ints(c->lengths, nb, &lg, "input lengths", &lengths) ||
-        run_readonly_ints(c->left_padding, nb, &pg, "input left_padding", &left_padding)) {
+        run_readonly_ints(c->left_padding, nb, &pg, "input left_padding", &left_padding) ||
+        run_readonly_ints(c->segment_ids, ids, &sg, "input segment_ids", &segment_ids) ||
+        run_readonly_ints(c->block_ids, ids, &bg, "input block_ids", &block_ids)) {
         run_set(r, HR_ERROR, "harness: out of memory laying out the inputs");
         goto done;
     }
@@ -955,6 +1020,12 @@ static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
      * another backend never gets here with kv_len != 0). */
     if (hb->caps & ATTNCONF_CAP_KV_LEN)
         a.kv_len = c->kv_len;
+    if (c->requires & ATTNCONF_CAP_MASK_CHUNK)
+        a.chunk = c->chunk;
+    if (c->requires & ATTNCONF_CAP_MASK_SEGMENTS)
+        a.segment_ids = segment_ids;
+    if (c->requires & ATTNCONF_CAP_MASK_BLOCKS)
+        a.block_ids = block_ids;
 
     int rc = hb_build_mask(hb, &a, &r->seconds);
 
@@ -964,6 +1035,8 @@ done:
     run_guarded_free(&kg);
     run_guarded_free(&lg);
     run_guarded_free(&pg);
+    run_guarded_free(&sg);
+    run_guarded_free(&bg);
 }
 
 /* r->repro: the command that writes the reproducer of sdpa case c on rn's backend, when one

@@ -37,6 +37,8 @@
  *   - KV cache (optional, fourth revision): conformance is judged after every operation on the
  *     absolute positions each row retains in time order, the keys/values there, the keep mask
  *     the cache builds and attention through it, never on the physical layout [14-18].
+ *   - terms of current models (fifth revision): softcap, ALiBi, sinks, chunked attention,
+ *     documents and bidirectional blocks, in the order given at attnconf_sdpa_args [20-22].
  *   - mask parameters (third revision): window (with causal), per-row lengths and left_padding
  *     exclude keys exactly as the build_mask parameters of the same name, composed by
  *     intersection with causal and a mask tensor; lengths never move the causal offset [19].
@@ -58,7 +60,9 @@
  *   ATTNCONF_EINVAL: a q/k/v/out that is not rank 4; batch, kv heads, Lk or D that disagree
  *     between q, k, v and out; Hq not a multiple of Hkv (or Hkv = 0) [1]; a mask shape that does
  *     not broadcast to (B, Hq, Lq, Lk), e.g. kv heads where query heads are required [7]; causal
- *     together with a mask tensor; a non-finite scale [2]; window < 0, or window without causal;
+ *     together with a mask tensor; a non-finite scale, or one outside the f32 range [2];
+ *     softcap or alibi_max_bias negative or not finite, a sink not finite, chunk < 0, chunk or
+ *     block_ids without causal [20-22]; window < 0, or window without causal;
  *     lengths[b] or left_padding[b] outside 0..Lk [19]; and in build_mask: window < 0, lengths
  *     outside 0..offset+lq, left_padding < 0 [4, 5].
  * Any other error code, or a success, on such a case is a FAIL.
@@ -157,6 +161,18 @@ typedef struct attnconf_tensor {
 #define ATTNCONF_CAP_STRIDE0                                                                       \
     (1ull << 20) /* "stride0": q/k/v with stride 0 on the batch or
                                                   head axis */
+/* Fifth revision of ABI v1: the terms of current models (attnconf_sdpa_args.softcap and the
+ * members after it, attnconf_mask_args.chunk and after; SPEC.md clauses 20-22).  As in the
+ * third revision, the host never passes a term whose bit the backend does not report. */
+#define ATTNCONF_CAP_SOFTCAP (1ull << 21)       /* "sdpa.softcap": logit soft-capping [20] */
+#define ATTNCONF_CAP_ALIBI (1ull << 22)         /* "sdpa.alibi": ALiBi from max_bias [21] */
+#define ATTNCONF_CAP_SINKS (1ull << 23)         /* "sdpa.sinks": a sink logit per query head [22] */
+#define ATTNCONF_CAP_CHUNK (1ull << 24)         /* "sdpa.chunk": chunked attention [20] */
+#define ATTNCONF_CAP_SEGMENTS (1ull << 25)      /* "sdpa.segments": document ids (packing) [20] */
+#define ATTNCONF_CAP_BLOCKS (1ull << 26)        /* "sdpa.blocks": bidirectional blocks [20] */
+#define ATTNCONF_CAP_MASK_CHUNK (1ull << 27)    /* "mask.chunk": build_mask: chunk [20] */
+#define ATTNCONF_CAP_MASK_SEGMENTS (1ull << 28) /* "mask.segments": build_mask: documents */
+#define ATTNCONF_CAP_MASK_BLOCKS (1ull << 29)   /* "mask.blocks": build_mask: blocks */
 /* Fourth revision of ABI v1: the KV cache members at the end of attnconf_backend (bits 32..47
  * are the cache's).  A backend reports a kind's bit only with cache_create, cache_update,
  * cache_trim, cache_make_mask, cache_state and cache_destroy all set; CACHE_BATCH also needs
@@ -203,6 +219,29 @@ typedef struct attnconf_sdpa_args {
                                      causal offset. */
     const int64_t *left_padding; /* [B] or NULL: batch row b keeps only keys
                                      j >= left_padding[b] (0 <= left_padding[b] <= Lk) */
+
+    /* ---- fifth revision: the terms of current models (SPEC.md clauses 20-22).  Read only when
+     * struct_size covers them; the host sets each only for a backend that reports its bit
+     * (ATTNCONF_CAP_SOFTCAP ...).  The order for a kept key j of query row (b, h, i) at
+     * absolute position p = off + i (off the causal offset, Lk - Lq unless given; also without
+     * causal): s = scale * q.k; s = softcap * tanh(s / softcap); s -= m_h * |p - j| (ALiBi);
+     * s += mask; then the sink joins the softmax as a logit with no value vector.  A row that
+     * keeps no key is 0 [9], with or without a sink. ---- */
+    double softcap;        /* 0 = none; c > 0 [20] */
+    double alibi_max_bias; /* 0 = none; > 0: slope of query head h of Hq, n = 2^floor(log2 Hq):
+                              m_h = 2^(-max_bias (h+1) / n) for h < n, else
+                              2^(-(max_bias/2) (2 (h - n) + 1) / n) (ggml's max_bias) [21] */
+    const float *sinks;    /* [Hq] or NULL: sink logit sigma_h of query head h, never scaled,
+                              softcapped or biased [22] */
+    int64_t chunk;         /* 0 = none; C >= 1 (needs causal): the query at p keeps key j only if
+                              floor((j - lp) / C) == floor((p - lp) / C), lp = left_padding[b]
+                              (0 without it) [20] */
+    const int64_t *segment_ids; /* [B * Lk] (row b at b * Lk) or NULL: the query at p keeps key j
+                                   only if segment_ids[p] == segment_ids[j] of its row; a query
+                                   whose p is not in 0..Lk-1 keeps nothing [20] */
+    const int64_t *block_ids;   /* [B * Lk] or NULL (needs causal): a key j > p is also kept when
+                                   block_ids[p] >= 0 and block_ids[j] == block_ids[p]; window,
+                                   chunk, segments and padding still apply [20] */
 } attnconf_sdpa_args;
 
 /* Arguments of `build_mask` (semantics as attnref/mask.h). */
@@ -220,6 +259,12 @@ typedef struct attnconf_mask_args {
      * ATTNCONF_CAP_KV_LEN) ---- */
     int64_t kv_len; /* 0 = offset + lq; else the length of a static key buffer,
                                      >= offset + lq: slots past offset + lq are never kept */
+    /* ---- fifth revision (read only when struct_size covers them; each set only for a backend
+     * with ATTNCONF_CAP_MASK_CHUNK / _SEGMENTS / _BLOCKS): the terms of attnconf_sdpa_args of
+     * the same names, with causal and causal_offset = offset; batch is their row count. ---- */
+    int64_t chunk;              /* 0 = none; C >= 1 [20] */
+    const int64_t *segment_ids; /* [batch * Lk] or NULL [20] */
+    const int64_t *block_ids;   /* [batch * Lk] or NULL [20] */
 } attnconf_mask_args;
 
 /* ---- The KV cache (fourth revision; SPEC.md clauses 14-18; the members at the end of

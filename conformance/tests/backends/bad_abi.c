@@ -45,7 +45,7 @@ static void bad_close(void *ctx)
 static uint64_t bad_caps(void *ctx)
 {
     (void)ctx;
-    return ATTNCONF_CAP_F32 | (BAD_ABI_MODE == 10 ? 1ull << 21 : 0) |
+    return ATTNCONF_CAP_F32 | (BAD_ABI_MODE == 10 ? 1ull << 30 : 0) |
            (BAD_ABI_MODE == 11 ? ATTNCONF_CAP_CACHE_STD : 0);
 }
 

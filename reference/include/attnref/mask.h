@@ -11,6 +11,11 @@
  *     and j < lengths[b]        when lengths  (right padding: total valid keys, cache included)
  *     and j >= left_padding[b]  when left_padding
  *
+ *     and, with the terms of SPEC clause 20: the same chunk (chunk C, counted from
+ *     left_padding[b]), the same document (segment_ids), and a bidirectional block that also
+ *     keeps the later keys of the query's own block (block_ids), exactly as attnref_sdpa_key_kept
+ *     says for causal SDPA with causal_offset = offset.
+ *
  * The result is a boolean keep mask (true = attend) of shape (B, 1, Lq, Lk); B = 1 when
  * neither lengths nor left_padding is given.  Composition is an intersection of keep sets.
  *
@@ -42,12 +47,17 @@ typedef struct attnref_mask_params {
     int64_t kv_len;              /* 0: Lk = offset + lq; else the static key buffer's length
                                     Lk = kv_len >= offset + lq (slots past offset + lq are never
                                     kept).  Last, so positional initialisers stay valid. */
+    /* Terms of current models (SPEC clause 20), meaning exactly what the attnref_sdpa_params
+     * fields of the same names mean with causal and causal_offset = offset (attnref/sdpa.h). */
+    int64_t chunk;              /* 0 = none; C >= 1: chunks counted from left_padding[b] */
+    const int64_t *segment_ids; /* [batch * Lk] document ids, or NULL */
+    const int64_t *block_ids;   /* [batch * Lk] bidirectional block ids (< 0 = none), or NULL */
 } attnref_mask_params;
 
 /* Shape of the keep mask for p: (B, 1, lq, Lk), Lk = kv_len when kv_len > 0, else offset + lq,
  * written to shape[0..3].
- * Returns ATTNREF_OK, ATTNREF_EINVAL (a negative count, window < 0, batch < 1 with per-sequence
- * arrays, kv_len < 0 or 0 < kv_len < offset + lq, a lengths/left_padding entry outside 0..Lk)
+ * Returns ATTNREF_OK, ATTNREF_EINVAL (a negative count, window < 0, chunk < 0, batch < 1 with
+ * per-sequence arrays (lengths, left_padding, segment_ids, block_ids), kv_len < 0 or 0 < kv_len < offset + lq, a lengths/left_padding entry outside 0..Lk)
  * or ATTNREF_ERANGE (the mask would exceed ATTNREF_MAX_NUMEL elements).  The diagnostic names
  * the field and the batch row. */
 int attnref_mask_shape(const attnref_mask_params *p, int64_t shape[4], attnref_diag *diag);

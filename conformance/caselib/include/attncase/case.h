@@ -1,4 +1,4 @@
-/* attncase/case.h — in-memory model of a golden case (case format v2, cases/FORMAT.md), its
+/* attncase/case.h — in-memory model of a golden case (case format v3, cases/FORMAT.md), its
  * YAML reader and writer, and the seeded input generator.
  *
  * One library owns the format so that casegen (the writer) and the harness (the reader) cannot
@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define ACASE_FORMAT_VERSION 2
+#define ACASE_FORMAT_VERSION 3
 
 /* Limits that keep a malformed or hostile case file from causing a huge allocation. */
 #define ACASE_MAX_TENSOR_NUMEL ((int64_t)1 << 24) /* per tensor */
@@ -34,6 +34,7 @@ extern "C" {
  * attncase/ylimits.h's, checked while libyaml parses, before the document tree is built, so a
  * hostile file cannot make parsing slow or large (cases/FORMAT.md, "Files"). */
 #define ACASE_ID_MAX 128
+#define ACASE_MAX_ROW_PAD 64 /* format v3 row_pad */
 
 typedef enum acase_op {
     ACASE_OP_MASK = 1,
@@ -61,6 +62,14 @@ typedef struct acase_tensor {
      * stride 0 on dimension d (d in 0..1: batch or heads; rank 4 only).  `data` is still the
      * full logical tensor, constant along those dimensions; the file stores one slice. */
     uint8_t stride0;
+    /* Format v3 `row_pad: N` (rank-4 q/k/v, 1..ACASE_MAX_ROW_PAD): the harness lays each row of
+     * the last dimension out N elements apart from the next (NaN poison between), so the
+     * backend sees strides[2] = D + N (and so on up); 0 = none. */
+    int64_t row_pad;
+    /* Format v3 `view: k_prefix` (v only): the backend sees v as the first Dv columns of k's
+     * own buffer (V a prefix view of K, as absorbed MLA stores it); `data` still holds v's
+     * values, which must equal those columns of k. */
+    int view_k_prefix;
     acase_source source;
     uint64_t seed; /* ACASE_SRC_UNIFORM: SplitMix64 seed */
     double lo, hi; /* ACASE_SRC_UNIFORM: half-open range [lo, hi) */
@@ -113,6 +122,18 @@ typedef struct acase {
     int64_t lq, offset, window, batch, kv_len;
     int64_t *lengths;      /* owned, [batch], or NULL */
     int64_t *left_padding; /* owned, [batch], or NULL */
+    /* Format v3, the terms of current models (SPEC clauses 20-22; cases/FORMAT.md, params).
+     * op == ACASE_OP_SDPA: all of them; op == ACASE_OP_MASK: chunk, segment_ids, block_ids.
+     * segment_ids / block_ids are batch rows of ids_len (= Lk) entries, row-major; batch is
+     * then their row count (and agrees with lengths / left_padding when those are given). */
+    double softcap;        /* 0 = none */
+    double alibi_max_bias; /* 0 = none */
+    double *sinks;         /* owned, [nsinks] (= Hq), or NULL */
+    int64_t nsinks;
+    int64_t chunk;        /* 0 = none */
+    int64_t *segment_ids; /* owned, [batch * ids_len], or NULL */
+    int64_t *block_ids;   /* owned, [batch * ids_len], or NULL */
+    int64_t ids_len;
 
     /* op == ACASE_OP_SDPA */
     int has_scale;

@@ -10,10 +10,15 @@
 #include <stdint.h>
 
 #include "attncase/case.h"
+#include "attnref/sdpa.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The reference's parameters for an op: sdpa case: scale, causal and offset, the mask
+ * parameters and the terms of current models, borrowing c's arrays (valid while c is). */
+attnref_sdpa_params acase_sdpa_params(const acase *c);
 
 /* Whether query row (b, h, i) of case c keeps key j, by the intersection of SPEC clauses 3
  * (causal, bottom-right unless has_causal_offset), 19 (window W: j > off + i - W; lengths[b]:
