@@ -376,6 +376,16 @@ static const tcase TERMS[] = {
      "so those rows are 0 (without a sink they would only need to be finite, clause 11)",
      "clause22.fully_masked", ALL, SHAPE(1, 2, 2, 4, 12, 16, 16, 1.0), .sink_lo = 0.5,
      .sink_hi = 2.0, .extra = X_MIN_ROWS},
+    {"sinks.padded_row",
+     "Sinks with a batch row whose every key is padding expressed in an additive mask of the "
+     "finite minimum (odd query rows), decode-sized Lq = 3 over 21 keys: those rows are 0",
+     "clause22.fully_masked", ALL, SHAPE(2, 4, 2, 3, 21, 32, 32, 1.0), .sink_lo = -1.0,
+     .sink_hi = 1.0, .extra = X_MIN_ROWS},
+    {"sinks.softcap",
+     "Sinks of 15 to 30 with soft-capping 20 (and no other term): 20 tanh(sigma / 20) would "
+     "weigh the sink less",
+     "clause22.sink", ALL, SHAPE(1, 4, 1, 1, 50, 64, 64, 6.0), .causal = 1, .softcap = 20.0,
+     .sink_lo = 15.0, .sink_hi = 30.0},
     {"sinks.softcap_alibi",
      "Sinks of 20 to 40 with soft-capping 30 and ALiBi: the sink is never capped (30 tanh(40/30) "
      "= 26 would weigh it less), scaled or biased",
@@ -436,6 +446,11 @@ static const tcase TERMS[] = {
      "Two image blocks: an image sees its own later tokens but never the next image",
      "clause20.blocks", ALL, SHAPE(1, 2, 2, 16, 16, 16, 16, 1.0), .causal = 1,
      .blk = "-1x1,0x4,1x4,-1x2,2x3,-1x2"},
+    {"blocks.adjacent",
+     "Two adjacent image blocks and a third after text, B = 2: each image sees all of itself and "
+     "nothing of the next",
+     "clause20.blocks", ALL, SHAPE(2, 2, 1, 16, 16, 16, 16, 1.0), .causal = 1,
+     .blk = "-1x2,0x6,1x6,-1x2|0x3,1x3,-1x4,2x5,-1x1"},
     {"blocks.longer_than_window",
      "An image of 9 tokens on a sliding layer with window 4: the window still applies to the "
      "earlier image tokens, (causal OR block) AND window (transformers keeps the whole image)",

@@ -76,6 +76,20 @@ static void km_mask_strides(const attnref_tensor *m, int64_t st[4])
     }
 }
 
+/* The ALiBi slope of query head h of hq in f32 (clause 21), as ggml computes it; with
+ * RBM_ALIBI_PROSE the paper's prose instead, 2^(-max_bias (h + 1) / hq) for every head, which
+ * differs when hq is not a power of two. */
+static float km_slope(float max_bias, int64_t hq, int64_t h, int bug)
+{
+    if (bug == RBM_ALIBI_PROSE)
+        return exp2f(-max_bias * (float)(h + 1) / (float)hq);
+    int64_t n = 1;
+    while (n * 2 <= hq)
+        n *= 2;
+    const float m0 = exp2f(-max_bias / (float)n), m1 = exp2f(-(max_bias / 2.0f) / (float)n);
+    return h < n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n) + 1));
+}
+
 int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
             const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out, int bug,
             attnref_diag *diag)
@@ -84,6 +98,13 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
     const int64_t Lk = k->shape[2], Dv = v->shape[3], group = Hq / k->shape[1];
     const attnref_dtype dt = q->dtype;
     const float sigma = p->has_scale ? (float)p->scale : (float)(1.0 / sqrt((double)D));
+    const float cap = (float)p->softcap;
+    const int64_t off = p->has_causal_offset ? p->causal_offset : Lk - Lq; /* p - i */
+    /* RBM_CHUNK_ABSOLUTE: the keep rule without the chunk; the chunk is then counted from slot 0
+     * below instead of from the row's first real token. */
+    attnref_sdpa_params pk = *p;
+    if (bug == RBM_CHUNK_ABSOLUTE)
+        pk.chunk = 0;
     int64_t mst[4] = {0, 0, 0, 0};
     if (mask)
         km_mask_strides(mask, mst);
@@ -128,6 +149,9 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                 const int64_t mh = (bug == RBM_DECODE_MASK_HEAD && Lq == 1) ? g : h;
                 float m = bug == RBM_SEED_FINITE ? -5.0e4f : -INFINITY;
                 float l = 0.0f;
+                const float slope =
+                    p->alibi_max_bias > 0.0 ? km_slope((float)p->alibi_max_bias, Hq, h, bug) : 0.0f;
+                const double pos = (double)off + (double)i; /* the query's absolute position */
                 for (int64_t e = 0; e < Dv; e++)
                     acc[e] = 0.0f;
                 for (int64_t j0 = 0; j0 < Lk; j0 += KM_BLOCK) {
@@ -136,7 +160,10 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                     int kept[KM_BLOCK], any = 0, all = 1;
                     for (int64_t t = 0; t < n; t++) {
                         const int64_t j = j0 + t;
-                        int keep = attnref_sdpa_key_kept(p, Lq, Lk, b, i, j);
+                        int keep = attnref_sdpa_key_kept(&pk, Lq, Lk, b, i, j);
+                        if (keep && bug == RBM_CHUNK_ABSOLUTE && p->chunk > 0)
+                            keep = floor((double)j / (double)p->chunk) ==
+                                   floor(pos / (double)p->chunk);
                         float add = 0.0f;
                         if (keep && mask) {
                             const double mv =
@@ -145,9 +172,10 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                             if (mask->dtype == ATTNREF_BOOL)
                                 keep = mv != 0.0;
                             else if (mv == -INFINITY)
-                                keep = 0;
-                            else
-                                add = (float)mv;
+                                /* RBM_SOFTCAP_AFTER_MASK caps the masked score too: c tanh(-inf)
+                                 * = -c, a finite score that takes part in the softmax. */
+                                keep = bug == RBM_SOFTCAP_AFTER_MASK && cap > 0.0f;
+                            add = (float)mv;
                         }
                         kept[t] = keep;
                         s[t] = add;
@@ -187,8 +215,23 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                          * scale is applied (f16 overflows above 65504). */
                         if (bug == RBM_QK_ROUND)
                             dot = km_round(dot, dt);
-                        const float scaled = sigma * dot;
+                        float scaled = sigma * dot;
+                        /* Clause 20: the cap on the scaled score, before the bias and the mask;
+                         * RBM_SOFTCAP_UNSCALED caps the raw q.k and scales afterwards. */
+                        if (cap > 0.0f && bug == RBM_SOFTCAP_UNSCALED)
+                            scaled = sigma * (cap * tanhf(dot / cap));
+                        else if (cap > 0.0f && bug != RBM_SOFTCAP_AFTER_MASK)
+                            scaled = cap * tanhf(scaled / cap);
+                        if (slope > 0.0f) {
+                            /* Clause 21: -m |p - j|; RBM_ALIBI_SIGNED writes it m (j - p), equal
+                             * up to the row's constant only where no later key is kept. */
+                            const float dist = (float)fabs(pos - (double)j);
+                            scaled -= bug == RBM_ALIBI_SIGNED ? slope * (float)(pos - (double)j)
+                                                              : slope * dist;
+                        }
                         s[t] = scaled + s[t];
+                        if (cap > 0.0f && bug == RBM_SOFTCAP_AFTER_MASK)
+                            s[t] = cap * tanhf(s[t] / cap);
                         if (s[t] > mb)
                             mb = s[t];
                     }
@@ -215,6 +258,27 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                         }
                     }
                     m = mnew;
+                }
+                if (p->sinks && l != 0.0f) {
+                    /* Clause 22: the sink joins the normaliser unscaled, with no value.
+                     * RBM_SINK_VALUE gives it key 0's value vector; RBM_SINK_DROPPED_MASKED
+                     * drops it on a row whose kept keys all sit at a finite-minimum mask (its
+                     * running max is far below any real score). */
+                    const float sk = (float)p->sinks[h];
+                    const float masked = mask && mask->dtype != ATTNREF_BOOL
+                                             ? (float)(attnref_dtype_finite_min(mask->dtype) / 2)
+                                             : -INFINITY;
+                    if (!(bug == RBM_SINK_DROPPED_MASKED && m <= masked)) {
+                        const float mn = sk > m ? sk : m, corr = expf(m - mn), ps = expf(sk - mn);
+                        l = l * corr + ps;
+                        for (int64_t e = 0; e < Dv; e++) {
+                            acc[e] = acc[e] * corr;
+                            if (bug == RBM_SINK_VALUE)
+                                acc[e] += ps * (float)attnref_load(
+                                                   v->data, dt,
+                                                   km_in(b * vs[0] + g * vs[1] + e * vs[3], vspan));
+                        }
+                    }
                 }
                 for (int64_t e = 0; e < Dv; e++) {
                     /* l == 0: no key kept (clause 9), or, with a finite seed, every weight
