@@ -376,6 +376,16 @@ static const tcase TERMS[] = {
      "so those rows are 0 (without a sink they would only need to be finite, clause 11)",
      "clause22.fully_masked", ALL, SHAPE(1, 2, 2, 4, 12, 16, 16, 1.0), .sink_lo = 0.5,
      .sink_hi = 2.0, .extra = X_MIN_ROWS},
+    {"sinks.padded_row",
+     "Sinks with a batch row whose every key is padding expressed in an additive mask of the "
+     "finite minimum (odd query rows), decode-sized Lq = 3 over 21 keys: those rows are 0",
+     "clause22.fully_masked", ALL, SHAPE(2, 4, 2, 3, 21, 32, 32, 1.0), .sink_lo = -1.0,
+     .sink_hi = 1.0, .extra = X_MIN_ROWS},
+    {"sinks.softcap",
+     "Sinks of 15 to 30 with soft-capping 20 (and no other term): 20 tanh(sigma / 20) would "
+     "weigh the sink less",
+     "clause22.sink", ALL, SHAPE(1, 4, 1, 1, 50, 64, 64, 6.0), .causal = 1, .softcap = 20.0,
+     .sink_lo = 15.0, .sink_hi = 30.0},
     {"sinks.softcap_alibi",
      "Sinks of 20 to 40 with soft-capping 30 and ALiBi: the sink is never capped (30 tanh(40/30) "
      "= 26 would weigh it less), scaled or biased",
@@ -436,6 +446,11 @@ static const tcase TERMS[] = {
      "Two image blocks: an image sees its own later tokens but never the next image",
      "clause20.blocks", ALL, SHAPE(1, 2, 2, 16, 16, 16, 16, 1.0), .causal = 1,
      .blk = "-1x1,0x4,1x4,-1x2,2x3,-1x2"},
+    {"blocks.adjacent",
+     "Two adjacent image blocks and a third after text, B = 2: each image sees all of itself and "
+     "nothing of the next",
+     "clause20.blocks", ALL, SHAPE(2, 2, 1, 16, 16, 16, 16, 1.0), .causal = 1,
+     .blk = "-1x2,0x6,1x6,-1x2|0x3,1x3,-1x4,2x5,-1x1"},
     {"blocks.longer_than_window",
      "An image of 9 tokens on a sliding layer with window 4: the window still applies to the "
      "earlier image tokens, (causal OR block) AND window (transformers keeps the whole image)",
@@ -509,6 +524,60 @@ static void terms_invalid_sink(cg *g, const tcase *s)
     c->nsinks = s->hq;
     cg_expect_error(c, s->error);
     cg_emit(g, c);
+}
+
+/* sdpa.scale_range.*: the binary32 range of an explicit scale (SPEC clause 2, issue 20's
+ * decision): the largest f32 scale is valid, one past it is EINVAL, and scaled scores beyond the
+ * f32 range still owe the exact (finite) result. */
+static void scale_range(cg *g)
+{
+    static const struct {
+        const char *stem, *what;
+        unsigned dts;
+        double scale, amp;
+        int64_t lq, lk, d;
+        int error;
+    } R[] = {
+        {"max_f32_tiny_qk",
+         "The largest f32 scale, FLT_MAX, on q and k near 1e-19 (scores of a "
+         "few units): valid and used as given",
+         F32 | BF16, 3.4028234663852886e38, 1.5e-19, 3, 17, 16, 0},
+        {"scores_overflow",
+         "Scale 3e38 on ordinary q and k: every scaled score overflows f32 "
+         "(|s| up to 1e39), the exact softmax puts its weight on the largest "
+         "score, so the output is finite; NaN from inf - inf is a FAIL",
+         ALL, 3e38, 1.0, 4, 9, 8, 0},
+        {"scores_overflow_decode",
+         "Scale 1e38 in a decode over 70 keys: some scores overflow f32, "
+         "the output is the value of the largest",
+         ALL, 1e38, 1.0, 1, 70, 32, 0},
+        {"neg_max_f32", "Scale -FLT_MAX on ordinary q and k: the weight goes to the smallest q.k",
+         F32 | F16, -3.4028234663852886e38, 1.0, 2, 6, 4, 0},
+        {"min_subnormal",
+         "The smallest f32 subnormal scale 1.4e-45: every score is 0 to f32 "
+         "precision, the output is the mean of V",
+         F32 | BF16, 1.401298464324817e-45, 1.0, 2, 7, 8, 0},
+        {"over_f32", "Scale 3.5e38, just past FLT_MAX: no f32 holds it, so it must be rejected",
+         F32 | BF16, 3.5e38, 1.0, 1, 3, 4, ATTNREF_EINVAL},
+        {"over_f32_1e39", "Scale 1e39 must be rejected", F32, 1e39, 1.0, 1, 3, 4, ATTNREF_EINVAL},
+        {"over_f32_1e300", "Scale -1e300 must be rejected", F16, -1e300, 1.0, 1, 3, 4,
+         ATTNREF_EINVAL},
+    };
+    for (size_t n = 0; n < sizeof R / sizeof R[0]; n++)
+        for (int d = 0; d < 3; d++) {
+            if (!(R[n].dts & (1u << d)))
+                continue;
+            char id[ACASE_ID_MAX], stem[ACASE_ID_MAX];
+            snprintf(stem, sizeof stem, "sdpa.scale_range.%s", R[n].stem);
+            cg_id_dt(id, sizeof id, stem, CG_DTYPES[d]);
+            acase *c = cg_sdpa(id, R[n].what, "clause2.range", CG_DTYPES[d], 1, 2, 1, R[n].lq,
+                               R[n].lk, R[n].d, R[n].d, R[n].amp);
+            c->has_scale = 1;
+            c->scale = R[n].scale;
+            if (R[n].error)
+                cg_expect_error(c, R[n].error);
+            cg_emit(g, c);
+        }
 }
 
 /* The mask builder's forms of the terms (mask.terms.*): transformers' golden masks. */
@@ -654,4 +723,5 @@ void fam_terms(cg *g)
                 terms_case(g, s, CG_DTYPES[d]);
     }
     mask_terms(g);
+    scale_range(g);
 }

@@ -76,6 +76,91 @@ static void km_mask_strides(const attnref_tensor *m, int64_t st[4])
     }
 }
 
+/* The ALiBi slope of query head h of hq in f32 (clause 21), as ggml computes it; with
+ * RBM_ALIBI_PROSE the paper's prose instead, 2^(-max_bias (h + 1) / hq) for every head, which
+ * differs when hq is not a power of two. */
+static float km_slope(float max_bias, int64_t hq, int64_t h, int bug)
+{
+    if (bug == RBM_ALIBI_PROSE)
+        return exp2f(-max_bias * (float)(h + 1) / (float)hq);
+    int64_t n = 1;
+    while (n * 2 <= hq)
+        n *= 2;
+    const float m0 = exp2f(-max_bias / (float)n), m1 = exp2f(-(max_bias / 2.0f) / (float)n);
+    return h < n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n) + 1));
+}
+
+/* Row (b, h, i) in binary64 from the f32-held scale and slope (SPEC clause 2's fallback for
+ * scores beyond the f32 range): the same keys and terms, one rounding at the end.  Arguments as
+ * km_sdpa's, already valid; kp the keep parameters the kernel uses.  Returns 0, or -1 when the
+ * accumulator cannot be allocated. */
+static int km_row_wide(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                       const attnref_tensor *mask, const attnref_sdpa_params *p,
+                       const attnref_sdpa_params *kp, int64_t b, int64_t h, int64_t i, float sigma,
+                       float slope, attnref_tensor *out)
+{
+    const int64_t Lq = q->shape[2], D = q->shape[3], Lk = k->shape[2], Dv = v->shape[3];
+    const int64_t g = h / (q->shape[1] / k->shape[1]);
+    const int64_t off = p->has_causal_offset ? p->causal_offset : Lk - Lq;
+    const double pos = (double)off + (double)i;
+    int64_t mst[4] = {0, 0, 0, 0};
+    if (mask)
+        km_mask_strides(mask, mst);
+    double *acc = calloc((size_t)(Dv > 0 ? Dv : 1), sizeof *acc);
+    if (!acc)
+        return -1;
+    double mx = p->sinks ? p->sinks[h] : -INFINITY, sum = 0.0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t j = 0; j < Lk; j++) {
+            if (!attnref_sdpa_key_kept(kp, Lq, Lk, b, i, j))
+                continue;
+            double add = 0.0;
+            if (mask) {
+                add = attnref_load(mask->data, mask->dtype,
+                                   b * mst[0] + h * mst[1] + i * mst[2] + j * mst[3]);
+                if (mask->dtype == ATTNREF_BOOL ? add == 0.0 : add == -INFINITY)
+                    continue;
+                if (mask->dtype == ATTNREF_BOOL)
+                    add = 0.0;
+            }
+            double dot = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                dot += attnref_load(q->data, q->dtype,
+                                    b * q->strides[0] + h * q->strides[1] + i * q->strides[2] +
+                                        d * q->strides[3]) *
+                       attnref_load(k->data, k->dtype,
+                                    b * k->strides[0] + g * k->strides[1] + j * k->strides[2] +
+                                        d * k->strides[3]);
+            double sc = (double)sigma * dot;
+            if (p->softcap > 0.0)
+                sc = p->softcap * tanh(sc / p->softcap);
+            sc -= (double)slope * fabs(pos - (double)j);
+            sc += add;
+            if (pass == 0) {
+                mx = sc > mx ? sc : mx;
+                continue;
+            }
+            const double w = exp(sc - mx);
+            sum += w;
+            for (int64_t e = 0; e < Dv; e++)
+                acc[e] += w * attnref_load(v->data, v->dtype,
+                                           b * v->strides[0] + g * v->strides[1] +
+                                               j * v->strides[2] + e * v->strides[3]);
+        }
+        if (pass == 0 && p->sinks)
+            sum = 0.0; /* the sink's e^(sigma - mx) is added once the max is known */
+    }
+    if (p->sinks)
+        sum += exp(p->sinks[h] - mx);
+    for (int64_t e = 0; e < Dv; e++)
+        attnref_store(out->data, out->dtype,
+                      b * out->strides[0] + h * out->strides[1] + i * out->strides[2] +
+                          e * out->strides[3],
+                      sum > 0.0 ? acc[e] / sum : 0.0);
+    free(acc);
+    return 0;
+}
+
 int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
             const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out, int bug,
             attnref_diag *diag)
@@ -84,6 +169,13 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
     const int64_t Lk = k->shape[2], Dv = v->shape[3], group = Hq / k->shape[1];
     const attnref_dtype dt = q->dtype;
     const float sigma = p->has_scale ? (float)p->scale : (float)(1.0 / sqrt((double)D));
+    const float cap = (float)p->softcap;
+    const int64_t off = p->has_causal_offset ? p->causal_offset : Lk - Lq; /* p - i */
+    /* RBM_CHUNK_ABSOLUTE: the keep rule without the chunk; the chunk is then counted from slot 0
+     * below instead of from the row's first real token. */
+    attnref_sdpa_params pk = *p;
+    if (bug == RBM_CHUNK_ABSOLUTE)
+        pk.chunk = 0;
     int64_t mst[4] = {0, 0, 0, 0};
     if (mask)
         km_mask_strides(mask, mst);
@@ -128,6 +220,10 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                 const int64_t mh = (bug == RBM_DECODE_MASK_HEAD && Lq == 1) ? g : h;
                 float m = bug == RBM_SEED_FINITE ? -5.0e4f : -INFINITY;
                 float l = 0.0f;
+                const float slope =
+                    p->alibi_max_bias > 0.0 ? km_slope((float)p->alibi_max_bias, Hq, h, bug) : 0.0f;
+                const double pos = (double)off + (double)i; /* the query's absolute position */
+                int wide = 0;
                 for (int64_t e = 0; e < Dv; e++)
                     acc[e] = 0.0f;
                 for (int64_t j0 = 0; j0 < Lk; j0 += KM_BLOCK) {
@@ -136,7 +232,10 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                     int kept[KM_BLOCK], any = 0, all = 1;
                     for (int64_t t = 0; t < n; t++) {
                         const int64_t j = j0 + t;
-                        int keep = attnref_sdpa_key_kept(p, Lq, Lk, b, i, j);
+                        int keep = attnref_sdpa_key_kept(&pk, Lq, Lk, b, i, j);
+                        if (keep && bug == RBM_CHUNK_ABSOLUTE && p->chunk > 0)
+                            keep = floor((double)j / (double)p->chunk) ==
+                                   floor(pos / (double)p->chunk);
                         float add = 0.0f;
                         if (keep && mask) {
                             const double mv =
@@ -145,9 +244,10 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                             if (mask->dtype == ATTNREF_BOOL)
                                 keep = mv != 0.0;
                             else if (mv == -INFINITY)
-                                keep = 0;
-                            else
-                                add = (float)mv;
+                                /* RBM_SOFTCAP_AFTER_MASK caps the masked score too: c tanh(-inf)
+                                 * = -c, a finite score that takes part in the softmax. */
+                                keep = bug == RBM_SOFTCAP_AFTER_MASK && cap > 0.0f;
+                            add = (float)mv;
                         }
                         kept[t] = keep;
                         s[t] = add;
@@ -185,10 +285,30 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                         }
                         /* RBM_QK_ROUND: the raw q.k stored in the input dtype before the
                          * scale is applied (f16 overflows above 65504). */
+                        /* SPEC clause 2: f32 scores that overflow from finite inputs send the
+                         * row to the binary64 path below (judged on the honest product, so
+                         * RBM_QK_ROUND's own overflow stays its bug). */
+                        if (!isfinite(sigma * dot) && isfinite(dot))
+                            wide = 1;
                         if (bug == RBM_QK_ROUND)
                             dot = km_round(dot, dt);
-                        const float scaled = sigma * dot;
+                        float scaled = sigma * dot;
+                        /* Clause 20: the cap on the scaled score, before the bias and the mask;
+                         * RBM_SOFTCAP_UNSCALED caps the raw q.k and scales afterwards. */
+                        if (cap > 0.0f && bug == RBM_SOFTCAP_UNSCALED)
+                            scaled = sigma * (cap * tanhf(dot / cap));
+                        else if (cap > 0.0f && bug != RBM_SOFTCAP_AFTER_MASK)
+                            scaled = cap * tanhf(scaled / cap);
+                        if (slope > 0.0f) {
+                            /* Clause 21: -m |p - j|; RBM_ALIBI_SIGNED writes it m (j - p), equal
+                             * up to the row's constant only where no later key is kept. */
+                            const float dist = (float)fabs(pos - (double)j);
+                            scaled -= bug == RBM_ALIBI_SIGNED ? slope * (float)(pos - (double)j)
+                                                              : slope * dist;
+                        }
                         s[t] = scaled + s[t];
+                        if (cap > 0.0f && bug == RBM_SOFTCAP_AFTER_MASK)
+                            s[t] = cap * tanhf(s[t] / cap);
                         if (s[t] > mb)
                             mb = s[t];
                     }
@@ -215,6 +335,36 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                         }
                     }
                     m = mnew;
+                }
+                if (p->sinks && l != 0.0f) {
+                    /* Clause 22: the sink joins the normaliser unscaled, with no value.
+                     * RBM_SINK_VALUE gives it key 0's value vector; RBM_SINK_DROPPED_MASKED
+                     * drops it on a row whose kept keys all sit at a finite-minimum mask (its
+                     * running max is far below any real score). */
+                    const float sk = (float)p->sinks[h];
+                    const float masked = mask && mask->dtype != ATTNREF_BOOL
+                                             ? (float)(attnref_dtype_finite_min(mask->dtype) / 2)
+                                             : -INFINITY;
+                    if (!(bug == RBM_SINK_DROPPED_MASKED && m <= masked)) {
+                        const float mn = sk > m ? sk : m, corr = expf(m - mn), ps = expf(sk - mn);
+                        l = l * corr + ps;
+                        for (int64_t e = 0; e < Dv; e++) {
+                            acc[e] = acc[e] * corr;
+                            if (bug == RBM_SINK_VALUE)
+                                acc[e] += ps * (float)attnref_load(
+                                                   v->data, dt,
+                                                   km_in(b * vs[0] + g * vs[1] + e * vs[3], vspan));
+                        }
+                    }
+                }
+                if (wide && bug != RBM_NO_WIDE) {
+                    if (km_row_wide(q, k, v, mask, p, &pk, b, h, i, sigma, slope, out) != 0) {
+                        free(acc);
+                        if (diag)
+                            strcpy(diag->msg, "kernel mutant: cannot allocate a wide row");
+                        return ATTNREF_ENOMEM;
+                    }
+                    continue;
                 }
                 for (int64_t e = 0; e < Dv; e++) {
                     /* l == 0: no key kept (clause 9), or, with a finite seed, every weight

@@ -432,6 +432,71 @@ static int rbm_sdpa_bool_eq_one(const attnref_tensor *q, const attnref_tensor *k
     return st;
 }
 
+/* The parameter bugs of the terms of current models (clauses 2, 20, 22): the reference run
+ * again on rewritten parameters, after the real call has validated them.  The sink bugs change
+ * sigma_h (times the scale; soft-capped), the block bug merges every block into one (so a
+ * block's query sees the later keys of the next block), the document bug moves each boundary
+ * one key early (key j takes the id of key j + 1), the MLA bug drops an explicit scale when
+ * Dv != D. */
+static int rbm_sdpa_terms(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                          const attnref_tensor *mask, const attnref_sdpa_params *params,
+                          attnref_tensor *out, attnref_diag *diag)
+{
+    int st = attnref_sdpa(q, k, v, mask, params, out, diag);
+    if (st != ATTNREF_OK)
+        return st;
+    attnref_sdpa_params p = *params;
+    const int64_t hq = q->shape[1], lk = k->shape[2], n = params->batch * lk;
+    double *sinks = NULL;
+    int64_t *ids = NULL;
+    switch (ATTNCONF_MUTANT) {
+    case RBM_SINK_SCALED:
+    case RBM_SINK_SOFTCAPPED:
+        if (!p.sinks)
+            return ATTNREF_OK;
+        sinks = malloc((size_t)hq * sizeof *sinks);
+        if (!sinks)
+            return rbm_fail(diag, ATTNREF_ENOMEM, "mutant: cannot allocate the sinks");
+        for (int64_t h = 0; h < hq; h++) {
+            const double sg = p.sinks[h];
+            const double scale = p.has_scale ? p.scale : 1.0 / sqrt((double)q->shape[3]);
+            sinks[h] = ATTNCONF_MUTANT == RBM_SINK_SCALED ? sg * scale
+                       : p.softcap > 0.0                  ? p.softcap * tanh(sg / p.softcap)
+                                                          : sg;
+        }
+        p.sinks = sinks;
+        break;
+    case RBM_BLOCK_ANY:
+    case RBM_DOC_OFF_BY_ONE: {
+        const int64_t *src = ATTNCONF_MUTANT == RBM_BLOCK_ANY ? p.block_ids : p.segment_ids;
+        if (!src)
+            return ATTNREF_OK;
+        ids = malloc((size_t)n * sizeof *ids);
+        if (!ids)
+            return rbm_fail(diag, ATTNREF_ENOMEM, "mutant: cannot allocate the ids");
+        for (int64_t x = 0; x < n; x++)
+            ids[x] = ATTNCONF_MUTANT == RBM_BLOCK_ANY ? (src[x] >= 0 ? 0 : -1)
+                     : x % lk + 1 < lk                ? src[x + 1]
+                                                      : src[x];
+        if (ATTNCONF_MUTANT == RBM_BLOCK_ANY)
+            p.block_ids = ids;
+        else
+            p.segment_ids = ids;
+        break;
+    }
+    case RBM_MLA_DEFAULT_SCALE:
+        if (!p.has_scale || v->shape[3] == q->shape[3])
+            return ATTNREF_OK;
+        p.has_scale = 0;
+        break;
+    default: return ATTNREF_OK;
+    }
+    st = attnref_sdpa(q, k, v, mask, &p, out, diag);
+    free(sinks);
+    free(ids);
+    return st;
+}
+
 int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
              const attnref_tensor *mask, const attnref_sdpa_params *params, attnref_tensor *out,
              size_t out_capacity, attnref_diag *diag)
@@ -472,6 +537,19 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
     case RBM_SCALE_DV: return rbm_sdpa_scale_dv(q, k, v, mask, params, out, diag);
     case RBM_FLOAT01_AS_BOOL: return rbm_sdpa_float01(q, k, v, mask, params, out, diag);
     case RBM_BOOL_EQ_ONE: return rbm_sdpa_bool_eq_one(q, k, v, mask, params, out, diag);
+    case RBM_SINK_SCALED:
+    case RBM_SINK_SOFTCAPPED:
+    case RBM_BLOCK_ANY:
+    case RBM_DOC_OFF_BY_ONE:
+    case RBM_MLA_DEFAULT_SCALE: return rbm_sdpa_terms(q, k, v, mask, params, out, diag);
+    case RBM_SINK_VALUE:
+    case RBM_SINK_DROPPED_MASKED:
+    case RBM_SOFTCAP_AFTER_MASK:
+    case RBM_SOFTCAP_UNSCALED:
+    case RBM_ALIBI_PROSE:
+    case RBM_ALIBI_SIGNED:
+    case RBM_CHUNK_ABSOLUTE:
+    case RBM_NO_WIDE:
     case RBM_KERNEL:
     case RBM_SEED_FINITE:
     case RBM_QK_ROUND:

@@ -58,6 +58,21 @@
                                    alone says: skipped when that key is masked although later
                                    keys are kept (a window start or left padding inside a block)
                                    [19] */
+/* Terms of current models (SPEC clauses 20-22).  The kernel ones (kernel_mutant.c): */
+#define RBM_SINK_VALUE 33          /* the sink given key 0's value vector [22] */
+#define RBM_SINK_DROPPED_MASKED 34 /* no sink on rows masked by the finite minimum [22] */
+#define RBM_SOFTCAP_AFTER_MASK 35  /* soft-capping after the mask is added [20] */
+#define RBM_SOFTCAP_UNSCALED 36    /* soft-capping of the raw q.k, scaled afterwards [20] */
+#define RBM_ALIBI_PROSE 37         /* slopes 2^(-b (h+1) / Hq) for every head [21] */
+#define RBM_ALIBI_SIGNED 38        /* bias m (j - p) instead of -m |p - j| [21] */
+#define RBM_CHUNK_ABSOLUTE 39      /* chunks counted from slot 0, not from left padding [20] */
+#define RBM_NO_WIDE 43 /* f32 scores that overflow (a scale near FLT_MAX) left to give NaN [2] */
+/* ... and the ones that rewrite the reference's parameters (mutants.c): */
+#define RBM_SINK_SCALED 31       /* the sink multiplied by the scale [22] */
+#define RBM_SINK_SOFTCAPPED 32   /* the sink soft-capped [22] */
+#define RBM_BLOCK_ANY 40         /* a block's query sees the later keys of every block [20] */
+#define RBM_DOC_OFF_BY_ONE 41    /* each document boundary one key early [20] */
+#define RBM_MLA_DEFAULT_SCALE 42 /* the explicit scale ignored when Dv != D: 1/sqrt(D) [2] */
 
 /* The plugin name of the mutant being compiled: "mutant_<bug>", as its CMake target (the
  * bug-free RBM_KERNEL, target mutant_kernel, is "kernel_control"), and RBM_BREAKS, the SPEC.md
@@ -129,6 +144,45 @@
 #elif ATTNCONF_MUTANT == RBM_BLOCK_FIRST_KEY
 #define RBM_NAME "mutant_block_first_key"
 #define RBM_BREAKS "19"
+#elif ATTNCONF_MUTANT == RBM_SINK_SCALED
+#define RBM_NAME "mutant_sink_scaled"
+#define RBM_BREAKS "22"
+#elif ATTNCONF_MUTANT == RBM_SINK_SOFTCAPPED
+#define RBM_NAME "mutant_sink_softcapped"
+#define RBM_BREAKS "22"
+#elif ATTNCONF_MUTANT == RBM_SINK_VALUE
+#define RBM_NAME "mutant_sink_value"
+#define RBM_BREAKS "22"
+#elif ATTNCONF_MUTANT == RBM_SINK_DROPPED_MASKED
+#define RBM_NAME "mutant_sink_dropped_masked"
+#define RBM_BREAKS "22"
+#elif ATTNCONF_MUTANT == RBM_SOFTCAP_AFTER_MASK
+#define RBM_NAME "mutant_softcap_after_mask"
+#define RBM_BREAKS "20"
+#elif ATTNCONF_MUTANT == RBM_SOFTCAP_UNSCALED
+#define RBM_NAME "mutant_softcap_unscaled"
+#define RBM_BREAKS "20"
+#elif ATTNCONF_MUTANT == RBM_ALIBI_PROSE
+#define RBM_NAME "mutant_alibi_prose"
+#define RBM_BREAKS "21"
+#elif ATTNCONF_MUTANT == RBM_ALIBI_SIGNED
+#define RBM_NAME "mutant_alibi_signed"
+#define RBM_BREAKS "21"
+#elif ATTNCONF_MUTANT == RBM_CHUNK_ABSOLUTE
+#define RBM_NAME "mutant_chunk_absolute"
+#define RBM_BREAKS "20"
+#elif ATTNCONF_MUTANT == RBM_BLOCK_ANY
+#define RBM_NAME "mutant_block_any"
+#define RBM_BREAKS "20"
+#elif ATTNCONF_MUTANT == RBM_DOC_OFF_BY_ONE
+#define RBM_NAME "mutant_doc_off_by_one"
+#define RBM_BREAKS "20"
+#elif ATTNCONF_MUTANT == RBM_NO_WIDE
+#define RBM_NAME "mutant_no_wide"
+#define RBM_BREAKS "2"
+#elif ATTNCONF_MUTANT == RBM_MLA_DEFAULT_SCALE
+#define RBM_NAME "mutant_mla_default_scale"
+#define RBM_BREAKS "2"
 #else
 #error "unknown ATTNCONF_MUTANT (see the RBM_* constants in mutants.h)"
 #endif
