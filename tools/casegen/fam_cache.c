@@ -600,6 +600,21 @@ static void fam_standard(cg *g)
         emit(g, s);
     }
 
+    /* Boundary values (cases/EDGES.md): trim(0) is a no-op that returns 0. */
+    for (int i = 0; i < 2; i++) {
+        char id[96];
+        acase_cache_params pz = P(ACASE_CACHE_STANDARD, CG_DTYPES[i], 1, 1, 1);
+        cg_id_dt(id, sizeof id, "cache.standard.trim_zero", CG_DTYPES[i]);
+        s = seq_new(id,
+                    "trim(0) on 4 tokens returns 0 and changes nothing; the next token takes "
+                    "position 4 (boundary value, cases/EDGES.md).",
+                    "clause14.trim", &pz, VAL_POSITION);
+        update(s, 0, 4);
+        trim(s, 0, 0);
+        attend(s, 0, 1, 1, 0);
+        emit(g, s);
+    }
+
     s = seq_new("cache.standard.trim_then_attend",
                 "Trim rewinds: after 6 tokens and trim(2), the next 2-token block takes positions "
                 "4 and 5 again and its queries see [0..4] and [0..5].",
@@ -688,6 +703,25 @@ static void fam_rotating(cg *g)
     for (int j = 0; j < 4; j++)
         attend(s, 0, 1, 1, 3);
     emit(g, s);
+
+    /* Boundary value (cases/EDGES.md): a first update longer than max_size, in random data,
+     * attends as one-shot causal attention with a window of max_size. */
+    for (int i = 1; i < 3; i++) {
+        char id[96];
+        acase_cache_params pl = P(ACASE_CACHE_ROTATING, CG_DTYPES[i], 1, 1, 8);
+        pl.max_size = 4;
+        cg_id_dt(id, sizeof id, "cache.rotating.long_prefill", CG_DTYPES[i]);
+        s = seq_new(id,
+                    "max_size 4, one 7-token prefill (past max_size) then two decodes, random "
+                    "data: each output equals one-shot causal attention with a window of 4 "
+                    "(boundary value, cases/EDGES.md).",
+                    "clause15.first_chunk", &pl, VAL_RANDOM);
+        attend(s, 0, 7, 2, 0);
+        attend(s, 0, 1, 2, 0);
+        attend(s, 0, 1, 2, 0);
+        require_one_shot(s, 4);
+        emit(g, s);
+    }
 
     for (int i = 0; i < 3; i++) {
         char id[96];

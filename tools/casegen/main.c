@@ -37,6 +37,7 @@ int main(int argc, char **argv)
     fam_exact(&g);
     fam_kinds(&g);
     fam_terms(&g);
+    fam_edges(&g);
 
     /* Files casegen no longer produces. */
     char **files = NULL, err[256];

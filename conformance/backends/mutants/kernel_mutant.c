@@ -256,6 +256,10 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                     }
                     if (!any)
                         continue; /* a fully masked block contributes nothing: skip it */
+                    /* RBM_TAIL_TILE: a vector loop without its remainder: the last, partial
+                     * tile of a row longer than one tile is never processed. */
+                    if (bug == RBM_TAIL_TILE && j0 > 0 && n < KM_BLOCK)
+                        continue;
                     /* RBM_BLOCK_SKIP: the skip test looks at the block's edge keys only, so a
                      * block whose first or last key is masked is skipped although it keeps
                      * others (a causal diagonal, a window edge or padding inside a block). */

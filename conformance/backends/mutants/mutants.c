@@ -489,6 +489,21 @@ static int rbm_sdpa_terms(const attnref_tensor *q, const attnref_tensor *k, cons
             return ATTNREF_OK;
         p.has_scale = 0;
         break;
+    case RBM_SCALE_ZERO_DEFAULT:
+        if (!p.has_scale || p.scale != 0.0)
+            return ATTNREF_OK;
+        p.has_scale = 0;
+        break;
+    case RBM_OFFSET_CLAMP:
+        if (!p.causal || !p.has_causal_offset || p.causal_offset >= 0)
+            return ATTNREF_OK;
+        p.causal_offset = 0;
+        break;
+    case RBM_WINDOW_CLAMP:
+        if (p.window < lk || lk < 2)
+            return ATTNREF_OK;
+        p.window = lk - 1;
+        break;
     default: return ATTNREF_OK;
     }
     st = attnref_sdpa(q, k, v, mask, &p, out, diag);
@@ -541,7 +556,10 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
     case RBM_SINK_SOFTCAPPED:
     case RBM_BLOCK_ANY:
     case RBM_DOC_OFF_BY_ONE:
-    case RBM_MLA_DEFAULT_SCALE: return rbm_sdpa_terms(q, k, v, mask, params, out, diag);
+    case RBM_MLA_DEFAULT_SCALE:
+    case RBM_SCALE_ZERO_DEFAULT:
+    case RBM_OFFSET_CLAMP:
+    case RBM_WINDOW_CLAMP: return rbm_sdpa_terms(q, k, v, mask, params, out, diag);
     case RBM_SINK_VALUE:
     case RBM_SINK_DROPPED_MASKED:
     case RBM_SOFTCAP_AFTER_MASK:
@@ -550,6 +568,7 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
     case RBM_ALIBI_SIGNED:
     case RBM_CHUNK_ABSOLUTE:
     case RBM_NO_WIDE:
+    case RBM_TAIL_TILE:
     case RBM_KERNEL:
     case RBM_SEED_FINITE:
     case RBM_QK_ROUND:

@@ -67,6 +67,11 @@
 #define RBM_ALIBI_SIGNED 38        /* bias m (j - p) instead of -m |p - j| [21] */
 #define RBM_CHUNK_ABSOLUTE 39      /* chunks counted from slot 0, not from left padding [20] */
 #define RBM_NO_WIDE 43 /* f32 scores that overflow (a scale near FLT_MAX) left to give NaN [2] */
+/* Boundary-value bugs (issue 20, cases/EDGES.md): */
+#define RBM_TAIL_TILE 44 /* the last, partial key tile skipped when Lk is no multiple of 16 [13] */
+#define RBM_SCALE_ZERO_DEFAULT 45 /* an explicit scale of 0 taken as "not given" [2] */
+#define RBM_OFFSET_CLAMP 46       /* a negative explicit causal offset clamped to 0 [3] */
+#define RBM_WINDOW_CLAMP 47       /* a window of Lk keys or more clamped to Lk - 1 [4, 19] */
 /* ... and the ones that rewrite the reference's parameters (mutants.c): */
 #define RBM_SINK_SCALED 31       /* the sink multiplied by the scale [22] */
 #define RBM_SINK_SOFTCAPPED 32   /* the sink soft-capped [22] */
@@ -180,6 +185,18 @@
 #elif ATTNCONF_MUTANT == RBM_NO_WIDE
 #define RBM_NAME "mutant_no_wide"
 #define RBM_BREAKS "2"
+#elif ATTNCONF_MUTANT == RBM_TAIL_TILE
+#define RBM_NAME "mutant_tail_tile"
+#define RBM_BREAKS "13"
+#elif ATTNCONF_MUTANT == RBM_SCALE_ZERO_DEFAULT
+#define RBM_NAME "mutant_scale_zero_default"
+#define RBM_BREAKS "2"
+#elif ATTNCONF_MUTANT == RBM_OFFSET_CLAMP
+#define RBM_NAME "mutant_offset_clamp"
+#define RBM_BREAKS "3"
+#elif ATTNCONF_MUTANT == RBM_WINDOW_CLAMP
+#define RBM_NAME "mutant_window_clamp"
+#define RBM_BREAKS "4, 19"
 #elif ATTNCONF_MUTANT == RBM_MLA_DEFAULT_SCALE
 #define RBM_NAME "mutant_mla_default_scale"
 #define RBM_BREAKS "2"
