@@ -22,6 +22,13 @@
  * smallest subnormal.  The output rounding is the ulps term, half an ulp of the dtype at the
  * expected value; where the computed value may cross into the next binade that half ulp
  * doubles, and the difference goes into the row term.
+ *
+ * The terms of clauses 20-22 enter the score error in their order.  Soft-capping
+ * s' = c tanh(s/c) has derivative sech^2(s/c) <= 1, so it scales the error of s and adds its
+ * own evaluation error (TANH_ULPS w |s'|, and u |s'| where a kernel holds s' in the dtype); an
+ * ALiBi bias b = -m |p - j| carries its slope's f32 error (ALIBI_ULPS w |b|) and the addition's
+ * rounding (w |s|).  A sink sigma is one more logit with a zero value vector: it joins the max
+ * and the normaliser (n + 1 terms), and its own exp error moves the output by p_sigma |out|.
  */
 #include "attncase/bound.h"
 
@@ -32,6 +39,7 @@
 
 #include "attncase/sdpa_rows.h"
 #include "attnref/dtype.h"
+#include "attnref/sdpa.h"
 
 static double unit_roundoff(attnref_dtype dt)
 {
@@ -105,6 +113,7 @@ int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errle
     const int64_t Hkv = c->k.shape[1], Lk = c->k.shape[2], Dv = c->v.shape[3];
     const double u = unit_roundoff(dt), w = ldexp(1.0, -24), half_sub = smallest_subnormal(dt) / 2;
     const double sigma = c->has_scale ? c->scale : 1.0 / sqrt((double)D);
+    const int64_t off = c->has_causal_offset ? c->causal_offset : Lk - Lq; /* ALiBi's p - i */
     const double e_sigma = scale_error(c, sigma, dt);
     const double g_dot = gamma_n((double)D);
     const size_t lk1 = (size_t)Lk + 1;
@@ -133,6 +142,8 @@ int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errle
                 const int64_t hk = h / (Hq / Hkv);
                 const int64_t qrow = ((b * Hq + h) * Lq + i) * D;
                 double mx = -INFINITY;
+                const double slope =
+                    c->alibi_max_bias > 0.0 ? attnref_alibi_slope(c->alibi_max_bias, Hq, h) : 0.0;
                 for (int64_t j = 0; j < Lk; j++) {
                     if (!kept[j])
                         continue;
@@ -146,29 +157,52 @@ int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errle
                     }
                     dot[j] = s;
                     abs_dot[j] = a;
-                    p[j] = sigma * s + add[j];
+                    /* The score and its error up to the mask, term by term (clauses 20, 21). */
+                    const double pre = sigma * s;
+                    double e = (fabs(sigma) + e_sigma) * g_dot * a + e_sigma * fabs(s) +
+                               (u + w) * fabs(pre);
+                    double sc = pre;
+                    if (c->softcap > 0.0) {
+                        const double t = tanh(pre / c->softcap);
+                        sc = c->softcap * t;
+                        e = (1.0 - t * t) * e + (ACASE_BOUND_TANH_ULPS * w + u) * fabs(sc);
+                    }
+                    if (slope > 0.0) {
+                        const double bias = -slope * fabs((double)off - (double)(j - i));
+                        sc += bias;
+                        e += ACASE_BOUND_ALIBI_ULPS * w * fabs(bias) + w * fabs(sc);
+                    }
+                    p[j] = sc + add[j];
+                    ds[j] = e + (add[j] != 0.0 ? w * fabs(p[j]) : 0.0);
                     if (p[j] > mx)
                         mx = p[j];
                 }
+                const int has_sink = c->sinks != NULL;
+                const double sink = has_sink ? c->sinks[h] : 0.0;
+                if (has_sink && sink > mx)
+                    mx = sink;
                 double sum = 0.0;
                 for (int64_t j = 0; j < Lk; j++) {
                     if (!kept[j])
                         continue;
-                    const double s = p[j], sd = fabs(sigma * dot[j]);
-                    ds[j] = (fabs(sigma) + e_sigma) * g_dot * abs_dot[j] + e_sigma * fabs(dot[j]) +
-                            (u + w) * sd + (add[j] != 0.0 ? w * fabs(s) : 0.0) +
-                            2.0 * w * fabs(s - mx) + ACASE_BOUND_EXP_ULPS * w;
+                    const double s = p[j];
+                    ds[j] += 2.0 * w * fabs(s - mx) + ACASE_BOUND_EXP_ULPS * w;
                     p[j] = exp(s - mx);
                     sum += p[j];
                 }
+                double p_sink = has_sink ? exp(sink - mx) : 0.0;
+                const double ds_sink = 2.0 * w * fabs(sink - mx) + ACASE_BOUND_EXP_ULPS * w;
+                sum += p_sink;
+                p_sink /= sum;
                 for (int64_t j = 0; j < Lk; j++)
                     if (kept[j])
                         p[j] /= sum;
                 /* acc: n - 1 additions, up to n rescales, the product when P is f32; l: the
-                 * same on positive terms, so a relative error of the whole output, as the
-                 * division's two roundings (reciprocal, product). */
+                 * same on positive terms (n + 1 with a sink), so a relative error of the whole
+                 * output, as the division's two roundings (reciprocal, product). */
+                const double nl = (double)n + (has_sink ? 1.0 : 0.0);
                 const double g_acc = gamma_n(2.0 * (double)n + 1.0);
-                const double g_norm = gamma_n(2.0 * (double)n) + 2.0 * w;
+                const double g_norm = gamma_n(2.0 * nl) + 2.0 * w;
                 for (int64_t x = 0; x < Dv; x++) {
                     double out = 0.0;
                     for (int64_t j = 0; j < Lk; j++)
@@ -185,6 +219,8 @@ int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errle
                         t_prob += fmax(u * p[j], half_sub) * fabs(v);
                         t_abs += p[j] * fabs(v);
                     }
+                    /* The sink's value is 0: d out / d sigma = -p_sigma out. */
+                    t_soft += p_sink * fabs(out) * ds_sink;
                     const double t =
                         ACASE_BOUND_SAFETY * (t_soft + t_prob + g_acc * t_abs + g_norm * fabs(out));
                     /* A non-finite input among the kept keys makes the expected value NaN or

@@ -79,9 +79,11 @@ int64_t acase_sdpa_row_modes(const acase *c, uint8_t *mode)
                     }
                 }
                 const int64_t r = (b * Hq + h) * Lq + i;
-                mode[r] = kept == 0   ? ACASE_CHECK_EXACT  /* clause 9 */
-                          : live == 0 ? ACASE_CHECK_FINITE /* clause 11 */
-                                      : ACASE_CHECK_CLOSE;
+                /* A sink outweighs keys at the finite minimum: such a row is (within the
+                 * tolerance) 0, no longer implementation-defined (clause 22). */
+                mode[r] = kept == 0                ? ACASE_CHECK_EXACT  /* clause 9 */
+                          : live == 0 && !c->sinks ? ACASE_CHECK_FINITE /* clause 11 */
+                                                   : ACASE_CHECK_CLOSE;
                 special += mode[r] != ACASE_CHECK_CLOSE;
             }
     return special;

@@ -95,10 +95,11 @@ int acase__rd_terms(acase__rd *r, const acase__terms_nodes *t, acase *c)
     return 0;
 }
 
-/* v exactly representable in binary32 (what the ABI passes for these values). */
+/* v exactly representable in binary32 (what the ABI passes for these values); NaN and the
+ * infinities are (a rejection case holds them). */
 static int is_f32(double v)
 {
-    return (double)(float)v == v;
+    return isnan(v) || (double)(float)v == v;
 }
 
 int acase__chk_terms(acase__chk *k, const acase *c, int64_t hq, int64_t lk, int causal)
@@ -110,7 +111,7 @@ int acase__chk_terms(acase__chk *k, const acase *c, int64_t hq, int64_t lk, int 
         return acase__chk_fail(k, "params.alibi_max_bias", "%g is not exactly a binary32 value",
                                c->alibi_max_bias);
     for (int64_t h = 0; h < c->nsinks; h++)
-        if (isfinite(c->sinks[h]) && !is_f32(c->sinks[h]))
+        if (!is_f32(c->sinks[h]))
             return acase__chk_fail(k, "params.sinks",
                                    "entry %lld = %g is not exactly a binary32 "
                                    "value",

@@ -5,7 +5,7 @@ usage: check_pyyaml.py [--format-md FORMAT.md [--harness ATTNCONF --backend BACK
                        ATTNCASE_SAMPLE_EXE WORKDIR [CASES_DIR...]
 
 Runs `ATTNCASE_SAMPLE_EXE write WORKDIR` (the every-feature sample cases of the C writer), then
-checks every *.yaml under WORKDIR and under each CASES_DIR against the v2 schema, field by field
+checks every *.yaml under WORKDIR and under each CASES_DIR against the v3 schema, field by field
 and element by element, plus specific values of the samples (-0.0 keeps its sign, NaN/inf,
 descriptions with ':' and '#', f16 bit patterns as ints, stride0 slices, kv_len, row_atol).
 
@@ -27,7 +27,8 @@ import yaml
 CAPS = {'f32', 'f16', 'bf16', 'mask.bool', 'mask.additive', 'causal', 'causal.offset', 'gqa',
         'dv_ne_d', 'strided', 'scale', 'mask.broadcast', 'build_mask', 'window', 'lengths',
         'left_padding', 'sdpa.window', 'sdpa.lengths', 'sdpa.left_padding', 'mask.kv_len',
-        'stride0'}
+        'stride0', 'sdpa.softcap', 'sdpa.alibi', 'sdpa.sinks', 'sdpa.chunk', 'sdpa.segments',
+        'sdpa.blocks', 'mask.chunk', 'mask.segments', 'mask.blocks'}
 
 
 class Bad(Exception):
@@ -65,9 +66,18 @@ def check_shape(s, where):
 
 
 def check_tensor(t, where, name):
-    check_keys(t, where, ('dtype', 'shape'), ('layout', 'stride0', 'data', 'generate'))
+    check_keys(t, where, ('dtype', 'shape'),
+               ('layout', 'stride0', 'row_pad', 'view', 'data', 'generate'))
     need(t['dtype'] in ('f32', 'f16', 'bf16', 'bool'), where + '.dtype', repr(t['dtype']))
     n = check_shape(t['shape'], where + '.shape')
+    if 'view' in t:
+        # v as the first Dv columns of k: no data of its own (format v3).
+        need(name == 'v' and t['view'] == 'k_prefix' and list(t) == ['dtype', 'shape', 'view'],
+             where + '.view', repr(t))
+        return
+    if 'row_pad' in t:
+        need(is_int(t['row_pad']) and 1 <= t['row_pad'] <= 64 and len(t['shape']) == 4,
+             where + '.row_pad', repr(t['row_pad']))
     if 'layout' in t:
         need(t['layout'] in ('bhld', 'blhd'), where + '.layout', repr(t['layout']))
     if 'stride0' in t:
@@ -134,6 +144,21 @@ def check_int_lists(p, path):
     if 'lengths' in p and 'left_padding' in p:
         need(len(p['lengths']) == len(p['left_padding']), path + ': params',
              'lengths and left_padding differ in length')
+    # Format v3: B rows of Lk ids each, as many rows as the padding lists have entries.
+    rows = set()
+    for k in ('segment_ids', 'block_ids'):
+        if k in p:
+            ids = p[k]
+            need(isinstance(ids, list) and ids and
+                 all(isinstance(r, list) and r and all(is_int(x) for x in r) for r in ids) and
+                 len({len(r) for r in ids}) == 1, '%s: params.%s' % (path, k), repr(ids))
+            rows.add(len(ids))
+    for k in ('lengths', 'left_padding'):
+        if k in p and rows:
+            rows.add(len(p[k]))
+    need(len(rows) <= 1, path + ': params', 'the per-sequence lists differ in length')
+    if 'chunk' in p:
+        need(is_int(p['chunk']), path + ': params.chunk', 'not an int')
 
 
 def check_tolerance(tol, shape, where):
@@ -179,10 +204,17 @@ def check_case(d, path):
          'only with expected.out')
     if op == 'sdpa':
         check_keys(p, path + ': params', ('causal',),
-                   ('scale', 'causal_offset', 'window', 'lengths', 'left_padding'))
+                   ('scale', 'causal_offset', 'window', 'lengths', 'left_padding', 'softcap',
+                    'alibi_max_bias', 'sinks', 'chunk', 'segment_ids', 'block_ids'))
         need(isinstance(p['causal'], bool), path + ': params.causal', repr(p['causal']))
-        if 'scale' in p:
-            check_float(p['scale'], path + ': params.scale')
+        for k in ('scale', 'softcap', 'alibi_max_bias'):
+            if k in p:
+                check_float(p[k], '%s: params.%s' % (path, k))
+        if 'sinks' in p:
+            need(isinstance(p['sinks'], list) and p['sinks'], path + ': params.sinks',
+                 repr(p['sinks']))
+            for i, x in enumerate(p['sinks']):
+                check_float(x, '%s: params.sinks[%d]' % (path, i))
         for k in ('causal_offset', 'window'):
             if k in p:
                 need(is_int(p[k]), '%s: params.%s' % (path, k), 'not an int')
@@ -193,7 +225,8 @@ def check_case(d, path):
     else:
         need('inputs' not in d, path, 'inputs with op mask')
         check_keys(p, path + ': params', ('lq', 'offset'),
-                   ('window', 'lengths', 'left_padding', 'kv_len'))
+                   ('window', 'lengths', 'left_padding', 'kv_len', 'chunk', 'segment_ids',
+                    'block_ids'))
         for k in ('lq', 'offset', 'window', 'kv_len'):
             if k in p:
                 need(is_int(p[k]), '%s: params.%s' % (path, k), 'not an int')

@@ -88,6 +88,7 @@ void fam_cache(cg *g); /* fam_cache.c: cache.* sequences (SPEC 14-18) */
 void fam_params(cg *g);
 void fam_exact(cg *g);
 void fam_kinds(cg *g); /* fam_kinds.c: sentinels, overflow_qk, layout, decode, static */
+void fam_terms(cg *g); /* fam_terms.c: sdpa.terms.*, mask.terms.* (SPEC 20-22) */
 
 /* Tolerance (tolerance.c, SPEC.md clause 13): sets c->ulps / c->row_atol from the first-order
  * error bound (acase_sdpa_bound), then stops casegen unless every honest implementation

@@ -39,7 +39,35 @@ typedef struct hrow {
     const double *add;
     int has_scale;
     double scale;
+    /* The terms of clauses 20-22 as an f32 kernel holds them: softcap c (0 = none), the ALiBi
+     * slope (0 = none) from powf as ggml computes it, the query's absolute position, the sink. */
+    float softcap, slope;
+    double pos;
+    int has_sink;
+    float sink;
 } hrow;
+
+/* Soft-capping and ALiBi on a scaled f32 score, in the order of clauses 20-21, before the mask
+ * value is added. */
+static float terms(const hrow *r, int64_t j, float s)
+{
+    if (r->softcap > 0.0f)
+        s = r->softcap * tanhf(s / r->softcap);
+    if (r->slope > 0.0f)
+        s -= r->slope * (float)fabs(r->pos - (double)j);
+    return s;
+}
+
+/* ggml's slope of head h of hq in f32 (powf of powf): an honest kernel's rounding of clause 21. */
+static float slope_f32(float max_bias, int64_t hq, int64_t h)
+{
+    int64_t n = 1;
+    while (n * 2 <= hq)
+        n *= 2;
+    const float m0 = powf(2.0f, -max_bias / (float)n),
+                m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n);
+    return h < n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n) + 1));
+}
 
 static float dot_f32(const hrow *r, int64_t j)
 {
@@ -63,10 +91,12 @@ static float scale_of(const hrow *r, int in_dtype)
  * f32 into acc and copied to out. */
 static void rounded_p_times_v(const hrow *r, const float *s, float *out, float *acc)
 {
-    float mx = -INFINITY, sum = 0.0f;
+    float mx = r->has_sink ? r->sink : -INFINITY, sum = 0.0f;
     for (int64_t j = 0; j < r->lk; j++)
         if (r->kept[j])
             mx = fmaxf(mx, s[j]);
+    if (r->has_sink)
+        sum += expf(r->sink - mx);
     for (int64_t j = 0; j < r->lk; j++)
         if (r->kept[j])
             sum += expf(s[j] - mx);
@@ -90,7 +120,7 @@ static void impl_materialised(const hrow *r, float *out, float *s, float *acc)
     const float sc = scale_of(r, 1);
     for (int64_t j = 0; j < r->lk; j++)
         if (r->kept[j])
-            s[j] = rd(dot_f32(r, j) * sc, r->dt) + (float)r->add[j];
+            s[j] = rd(terms(r, j, rd(dot_f32(r, j) * sc, r->dt)), r->dt) + (float)r->add[j];
     rounded_p_times_v(r, s, out, acc);
 }
 
@@ -98,12 +128,14 @@ static void impl_materialised(const hrow *r, float *out, float *s, float *acc)
 static void impl_two_pass_f32(const hrow *r, float *out, float *s, float *acc)
 {
     const float sc = scale_of(r, 0);
-    float mx = -INFINITY, sum = 0.0f;
+    float mx = r->has_sink ? r->sink : -INFINITY, sum = 0.0f;
     for (int64_t j = 0; j < r->lk; j++)
         if (r->kept[j]) {
-            s[j] = dot_f32(r, j) * sc + (float)r->add[j];
+            s[j] = terms(r, j, dot_f32(r, j) * sc) + (float)r->add[j];
             mx = fmaxf(mx, s[j]);
         }
+    if (r->has_sink)
+        sum += expf(r->sink - mx);
     for (int64_t x = 0; x < r->dv; x++)
         acc[x] = 0.0f;
     for (int64_t j = 0; j < r->lk; j++)
@@ -133,7 +165,7 @@ static float online_range(const hrow *r, int64_t lo, int64_t hi, int64_t tile, f
         float mt = -INFINITY;
         for (int64_t j = t0; j < t1; j++)
             if (r->kept[j]) {
-                s[j] = dot_f32(r, j) * sc + (float)r->add[j];
+                s[j] = terms(r, j, dot_f32(r, j) * sc) + (float)r->add[j];
                 mt = fmaxf(mt, s[j]);
             }
         if (mt == -INFINITY)
@@ -158,10 +190,22 @@ static float online_range(const hrow *r, int64_t lo, int64_t hi, int64_t tile, f
     return m;
 }
 
+/* The sink folded into a finished (m, l, acc) after the key loop, as ggml's kernel does. */
+static void fold_sink(const hrow *r, float m, float *l, float *acc)
+{
+    if (!r->has_sink)
+        return;
+    const float mn = fmaxf(m, r->sink), alpha = expf(m - mn);
+    *l = *l * alpha + expf(r->sink - mn);
+    for (int64_t x = 0; x < r->dv; x++)
+        acc[x] *= alpha;
+}
+
 static void impl_flash(const hrow *r, float *out, float *s, float *acc)
 {
     float l;
-    online_range(r, 0, r->lk, 16, &l, acc, s);
+    const float m = online_range(r, 0, r->lk, 16, &l, acc, s);
+    fold_sink(r, m, &l, acc);
     for (int64_t x = 0; x < r->dv; x++)
         out[x] = acc[x] / l;
 }
@@ -180,6 +224,10 @@ static void impl_split_k(const hrow *r, float *out, float *s, float *acc)
     }
     for (int64_t x = 0; x < r->dv; x++)
         acc[x] = 0.0f;
+    if (r->has_sink) { /* the sink joins the combine as one more partial with no value */
+        m = fmaxf(m, r->sink);
+        l += expf(r->sink - m);
+    }
     for (int sp = 0; sp < SPLITS; sp++) {
         if (ms[sp] == -INFINITY)
             continue;
@@ -198,13 +246,14 @@ static void impl_decode_reverse(const hrow *r, float *out, float *s, float *acc)
 {
     (void)s;
     const float sc = scale_of(r, 1);
-    float m = -INFINITY, l = 0.0f;
+    /* The sink starts the online pass: (m, l) = (sigma, 1) with a zero accumulator. */
+    float m = r->has_sink ? r->sink : -INFINITY, l = r->has_sink ? 1.0f : 0.0f;
     for (int64_t x = 0; x < r->dv; x++)
         acc[x] = 0.0f;
     for (int64_t j = r->lk - 1; j >= 0; j--) {
         if (!r->kept[j])
             continue;
-        const float sj = rd(dot_f32(r, j) * sc, r->dt) + (float)r->add[j];
+        const float sj = rd(terms(r, j, rd(dot_f32(r, j) * sc, r->dt)), r->dt) + (float)r->add[j];
         const float mn = fmaxf(m, sj);
         const float alpha = expf(m - mn), p = expf(sj - mn);
         l = l * alpha + p;
@@ -227,7 +276,7 @@ static void impl_prescaled(const hrow *r, float *out, float *s, float *acc)
             float a = 0.0f;
             for (int64_t x = 0; x < r->d; x++)
                 a += rd(r->q[x] * qs, r->dt) * rd(r->k[j * r->d + x] * rs, r->dt);
-            s[j] = rd(a, r->dt) + (float)r->add[j];
+            s[j] = rd(terms(r, j, rd(a, r->dt)), r->dt) + (float)r->add[j];
         }
     rounded_p_times_v(r, s, out, acc);
 }
@@ -290,7 +339,10 @@ void cg_honest_sdpa(const acase *c, int which, double *out)
               .kept = kept,
               .add = add,
               .has_scale = c->has_scale,
-              .scale = c->scale};
+              .scale = c->scale,
+              .softcap = (float)c->softcap,
+              .has_sink = c->sinks != NULL};
+    const int64_t off = c->has_causal_offset ? c->causal_offset : Lk - Lq;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < Lq; i++) {
@@ -304,6 +356,10 @@ void cg_honest_sdpa(const acase *c, int which, double *out)
                 r.q = q + ((b * Hq + h) * Lq + i) * D;
                 r.k = k + (b * Hkv + hk) * Lk * D;
                 r.v = v + (b * Hkv + hk) * Lk * Dv;
+                r.slope =
+                    c->alibi_max_bias > 0.0 ? slope_f32((float)c->alibi_max_bias, Hq, h) : 0.0f;
+                r.pos = (double)off + (double)i;
+                r.sink = r.has_sink ? (float)c->sinks[h] : 0.0f;
                 IMPLS[which].fn(&r, row, s, acc);
                 for (int64_t x = 0; x < Dv; x++)
                     out[o + x] = rd(row[x], dt);

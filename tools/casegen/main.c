@@ -36,6 +36,7 @@ int main(int argc, char **argv)
     fam_params(&g);
     fam_exact(&g);
     fam_kinds(&g);
+    fam_terms(&g);
 
     /* Files casegen no longer produces. */
     char **files = NULL, err[256];

@@ -24,6 +24,11 @@ extern "C" {
 #endif
 #define ACASE_BOUND_ULPS 0.5
 #define ACASE_BOUND_EXP_ULPS 4.0 /* relative error of exp/exp2 in f32, in units of 2^-24 */
+/* The terms of clauses 20-22 as an f32 kernel computes them: tanhf of the softcap (and the
+ * division by c and product by c around it), and an ALiBi slope from powf / exp2f of the
+ * f32 max_bias, times the distance; in units of 2^-24 of the result. */
+#define ACASE_BOUND_TANH_ULPS 6.0
+#define ACASE_BOUND_ALIBI_ULPS 8.0
 
 /* Which keys output row (b, h, i) of an op: sdpa case keeps: acase_sdpa_keeps
  * (attncase/sdpa_rows.h: the parameters AND the mask tensor) for every key.  kept[Lk] gets 0/1

@@ -31,7 +31,8 @@ int acase_sdpa_keeps(const acase *c, int64_t b, int64_t h, int64_t i, int64_t j,
 /* The check mode of each output row (SPEC clauses 9 and 11): ACASE_CHECK_EXACT for a row that
  * keeps no key (the output is exactly 0), ACASE_CHECK_FINITE for a row whose kept keys all
  * carry an additive value at or below half the mask dtype's finite minimum (implementation-
- * defined, only finiteness is checked), ACASE_CHECK_CLOSE otherwise.  Writes B*Hq*Lq modes into
+ * defined, only finiteness is checked) unless the case has sinks (the sink outweighs such keys:
+ * the row is 0, clause 22), ACASE_CHECK_CLOSE otherwise.  Writes B*Hq*Lq modes into
  * mode (caller-allocated).  Returns the number of rows that are not CLOSE. */
 int64_t acase_sdpa_row_modes(const acase *c, uint8_t *mode);
 
