@@ -151,8 +151,10 @@ def s_ok(args):
     statuses(res, ["sdpa.strided.blhd_all.f32", "sdpa.scale.negative.f32",
                    "sdpa.fully_masked.lk0.f32", "sdpa.sizes.lk113_d80_dv64.f32"], "PASS")
     statuses(res, ["sdpa.invalid.head_dim_mismatch.f32"], "EXPECTED_ERROR", "shapes")
-    # build_mask: every mask family, must-reject cases included.
-    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "mask.*", name="run3")
+    # build_mask: every mask family, must-reject cases included (mask.terms needs the
+    # fifth-revision capabilities: the terms scenario).
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "mask.*", "--exclude",
+                                       "mask.terms.*", name="run3")
     check(rc == 0, "exit 0 on mask.* (got %d)" % rc)
     check(len(res) >= 10, "the mask families ran (%d cases)" % len(res))
     check(all(r["status"] in ("PASS", "EXPECTED_ERROR") for r in res.values()),
@@ -972,6 +974,17 @@ def s_terms(args):
     those cases (NOT_SUPPORTED), and the requests it does get carry exactly the members of the
     earlier revisions.  A request whose id rows outgrow the 1 MiB header is not sent (ERROR).
     Without the bridge's fifth-revision members, every term case here FAILs."""
+    # The golden families first: bad_adapter's pure-Python terms against the reference's
+    # cases (f32 without a mask tensor: what it computes; the rest is NOT_SUPPORTED).
+    golden = args.cases
+    rc, out, _, _, doc, res = json_run(args, backend(args, "terms",
+                                                     os.path.join(args.workdir, "golden.sent")),
+                                       "sdpa.terms.*.f32", "--filter", "mask.terms.*",
+                                       name="golden")
+    by = collections.Counter(r["status"] for r in res.values())
+    check(rc == 0 and by["PASS"] >= 40 and by["EXPECTED_ERROR"] >= 5
+          and by["FAIL"] + by["ERROR"] == 0,
+          "golden sdpa.terms.*.f32 / mask.terms.* through the pipe: %s" % dict(by))
     args.cases = _write_term_cases(args)
     ids = sorted(TERM_SDPA) + sorted(TERM_MASK)
     for mode in ("terms", "log"):
@@ -1030,6 +1043,7 @@ def s_terms(args):
     statuses(res, ["sdpa.fixture.terms_huge_ids"], "ERROR", r"^adapter failure: exec: the sdpa "
              r"request header would be \d+ bytes, over the protocol's 1 MiB$")
     check(not os.path.exists(sent) or os.path.getsize(sent) == 0, "huge: nothing was sent")
+    args.cases = golden
 
 
 PARSE_TERMS = r"""
