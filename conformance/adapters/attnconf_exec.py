@@ -76,7 +76,8 @@ CAPABILITIES = frozenset({
     "f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
     "causal.offset", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window", "lengths",
     "left_padding", "mask.kv_len", "stride0", "stride0.wire", "sdpa.window", "sdpa.lengths",
-    "sdpa.left_padding",
+    "sdpa.left_padding", "sdpa.softcap", "sdpa.alibi", "sdpa.sinks", "sdpa.chunk",
+    "sdpa.segments", "sdpa.blocks", "mask.chunk", "mask.segments", "mask.blocks",
     "cache.standard", "cache.rotating", "cache.chunked", "cache.quantized", "cache.batch",
     "cache.batch_rotating",
 })
@@ -157,6 +158,17 @@ class SdpaRequest:
     window: int = 0                       # 0: none; W >= 1 (with causal) keeps W keys
     lengths: Optional[list] = None        # [B]: batch row b keeps keys j < lengths[b]
     left_padding: Optional[list] = None   # [B]: batch row b keeps keys j >= left_padding[b]
+    # The terms of current models (SPEC clauses 20-22), likewise sent only to an adapter that
+    # lists sdpa.softcap / sdpa.alibi / sdpa.sinks / sdpa.chunk / sdpa.segments / sdpa.blocks.
+    # Order for a kept key j of query i at p = causal offset + i: s = scale*q.k, then
+    # softcap*tanh(s/softcap), then - m_h*|p - j|, then + mask; the sink joins the softmax.
+    softcap: float = 0.0                  # 0: none; c > 0 (floats may be nan/inf: must-reject)
+    alibi_max_bias: float = 0.0           # 0: none; ALiBi slopes from this maximum bias
+    sinks: Optional[list] = None          # [Hq] floats: the sink logit of each query head
+    chunk: int = 0                        # 0: none; C (with causal): keys of p's own chunk
+    segment_ids: Optional[list] = None    # B lists of Lk ints: keys of p's own document
+    block_ids: Optional[list] = None      # B lists of Lk ints (with causal): later keys of p's
+                                          # bidirectional block are kept too (negative: none)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +209,11 @@ class MaskRequest:
     lengths: Optional[list]
     left_padding: Optional[list]
     kv_len: int = 0                # 0: Lk = offset + lq; else a static key buffer of kv_len slots
+    # The terms of SdpaRequest of the same names, with causal and causal offset = offset; sent
+    # only to an adapter that lists mask.chunk / mask.segments / mask.blocks.
+    chunk: int = 0
+    segment_ids: Optional[list] = None    # batch lists of Lk ints
+    block_ids: Optional[list] = None
 
 
 class ReproWriter:
@@ -378,17 +395,33 @@ def timed(fn, *args, **kwargs):
     return result
 
 
+def _float(x) -> float:
+    """A header float: a JSON number, or one of "nan", "inf", "-inf" (PROTOCOL.md)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, str)):
+        raise ProtocolError(f"{x!r} is not a number")
+    try:
+        return float(x)
+    except ValueError:
+        raise ProtocolError(f"{x!r} is not a number") from None
+
+
 def _sdpa_request(header, tensors) -> SdpaRequest:
     """The SdpaRequest of an sdpa (or repro) request."""
     if not {"q", "k", "v"} <= tensors.keys():
         raise ProtocolError(f"sdpa without q, k and v (got {sorted(tensors)})")
     offset, scale = header.get("causal_offset"), header.get("scale")
+    sinks = header.get("sinks")
     return SdpaRequest(tensors["q"], tensors["k"], tensors["v"], tensors.get("mask"),
                        causal=bool(header.get("causal")),
                        causal_offset=None if offset is None else int(offset),
                        scale=None if scale is None else float(scale),
                        window=int(header.get("window") or 0),
-                       lengths=header.get("lengths"), left_padding=header.get("left_padding"))
+                       lengths=header.get("lengths"), left_padding=header.get("left_padding"),
+                       softcap=_float(header.get("softcap", 0.0)),
+                       alibi_max_bias=_float(header.get("alibi_max_bias", 0.0)),
+                       sinks=None if sinks is None else [_float(x) for x in sinks],
+                       chunk=int(header.get("chunk") or 0),
+                       segment_ids=header.get("segment_ids"), block_ids=header.get("block_ids"))
 
 
 def _repro(adapter, header, tensors) -> dict:
@@ -426,7 +459,8 @@ def _build_mask(adapter, header):
         raise Refusal(ENOTSUP, "this adapter has no build_mask")
     req = MaskRequest(int(header["lq"]), int(header["offset"]), int(header.get("window") or 0),
                       int(header.get("batch") or 1), header.get("lengths"), header.get("left_padding"),
-                      int(header.get("kv_len") or 0))
+                      int(header.get("kv_len") or 0), int(header.get("chunk") or 0),
+                      header.get("segment_ids"), header.get("block_ids"))
     return [("keep", "bool", _wire_array("bool", adapter.build_mask(req)))]
 
 

@@ -104,7 +104,8 @@ def _docstring(header: dict, backend: str, lib: Library, filename: str) -> str:
         params.append(f"causal_offset={header['causal_offset']}")
     if header.get("scale") is not None:
         params.append(f"scale={header['scale']!r}")
-    for key in ("window", "lengths", "left_padding"):
+    for key in ("window", "lengths", "left_padding", "softcap", "alibi_max_bias", "sinks",
+                "chunk", "segment_ids", "block_ids"):
         if header.get(key):
             params.append(f"{key}={header[key]!r}")
     lines = [
@@ -184,7 +185,7 @@ INPUTS = {}
 '''
 
 # The float64 reference of SPEC.md for one sdpa call, and the comparison.  Written from SPEC.md
-# (clauses 1-3, 6, 7, 9, 10, 19), independently of attnconf's C reference.
+# (clauses 1-3, 6, 7, 9, 10, 19-22), independently of attnconf's C reference.
 _REFERENCE = '''
 def reference():
     """SPEC.md's output for INPUTS and the parameters above, in float64.
@@ -195,7 +196,16 @@ def reference():
     j <= offset + i under causal (offset = Lk - Lq unless given: bottom-right), when
     j > offset + i - WINDOW, when j < LENGTHS[b] and when j >= LEFT_PADDING[b]; a query that
     keeps no key gets 0; a key that is not kept contributes nothing, whatever its K and V hold
-    (NaN and inf included)."""
+    (NaN and inf included).
+
+    The terms of current models, with p = offset + i the query's absolute position (also
+    without causal): CHUNK keeps only keys of p's chunk, counted from LEFT_PADDING[b];
+    SEGMENT_IDS keeps only keys of p's document (none when p is not a key slot); BLOCK_IDS also
+    keeps the later keys of p's bidirectional block (ids >= 0) past the causal cut, window,
+    chunk, documents and padding still applying.  A kept key's score is
+    scale * q.k, then SOFTCAP * tanh(s / SOFTCAP), then - m_h * |p - j| (ALiBi slope m_h of
+    query head h from ALIBI_MAX_BIAS), then + bias; SINKS[h] joins the softmax as a logit with
+    no value vector."""
     q, k, v = values(INPUTS["q"]), values(INPUTS["k"]), values(INPUTS["v"])
     b_, hq, lq, d = q.shape
     hkv, lk, dv = k.shape[1], k.shape[2], v.shape[3]
@@ -211,27 +221,56 @@ def reference():
             keep &= bias != -np.inf
     i = np.arange(lq)[:, None]
     j = np.arange(lk)[None, :]
-    if CAUSAL:
-        offset = lk - lq if CAUSAL_OFFSET is None else CAUSAL_OFFSET
-        keep &= j <= offset + i
-        if WINDOW:
-            keep &= j > offset + i - WINDOW
+    offset = lk - lq if CAUSAL_OFFSET is None else CAUSAL_OFFSET
+    p = offset + i  # each query's absolute position
+    in_slot = (p >= 0) & (p < lk)
+    slot = np.clip(p, 0, max(lk - 1, 0))
     for b in range(b_):
+        lp = LEFT_PADDING[b] if LEFT_PADDING is not None else 0
+        row = np.ones((lq, lk), bool)
         if LENGTHS is not None:
-            keep[b] &= j < LENGTHS[b]
-        if LEFT_PADDING is not None:
-            keep[b] &= j >= LEFT_PADDING[b]
+            row &= j < LENGTHS[b]
+        row &= j >= lp
+        if SEGMENT_IDS is not None and lk:
+            seg = np.asarray(SEGMENT_IDS[b])
+            row &= in_slot & (seg[slot] == seg[j])
+        if CAUSAL:
+            later = j > p
+            cut = later
+            if BLOCK_IDS is not None and lk:
+                blk = np.asarray(BLOCK_IDS[b])
+                cut = later & ~(in_slot & (blk[slot] >= 0) & (blk[slot] == blk[j]))
+            if WINDOW:
+                cut = cut | (~later & (j <= p - WINDOW))
+            if CHUNK:
+                cut = cut | ((p - lp) // CHUNK != (j - lp) // CHUNK)
+            row &= ~cut
+        keep[b] &= row
     out = np.zeros((b_, hq, lq, dv))
+    n = 1
+    while n * 2 <= hq:
+        n *= 2
     for b in range(b_):
         for h in range(hq):
             kh = h // (hq // hkv)
+            if h < n:
+                slope = 2.0 ** (-ALIBI_MAX_BIAS * (h + 1) / n)
+            else:
+                slope = 2.0 ** (-(ALIBI_MAX_BIAS / 2) * (2 * (h - n) + 1) / n)
             for r in range(lq):
                 kept = np.flatnonzero(keep[b, h, r])
                 if kept.size == 0:
-                    continue  # a row that keeps no key is 0
-                s = scale * (k[b, kh, kept] @ q[b, h, r]) + bias[b, h, r, kept]
-                w = np.exp(s - s.max())
-                out[b, h, r] = (w / w.sum()) @ v[b, kh, kept]
+                    continue  # a row that keeps no key is 0, with or without a sink
+                s = scale * (k[b, kh, kept] @ q[b, h, r])
+                if SOFTCAP:
+                    s = SOFTCAP * np.tanh(s / SOFTCAP)
+                if ALIBI_MAX_BIAS:
+                    s = s - slope * np.abs(p[r, 0] - kept)
+                s = s + bias[b, h, r, kept]
+                sink = -np.inf if SINKS is None else SINKS[h]
+                mx = max(s.max(), sink)
+                w = np.exp(s - mx)
+                out[b, h, r] = (w / (w.sum() + np.exp(sink - mx))) @ v[b, kh, kept]
     return out
 
 
@@ -311,6 +350,12 @@ if __name__ == "__main__":
 '''
 
 
+def _literal(x) -> str:
+    """A header float (a number, or "nan" / "inf" / "-inf") as Python source."""
+    x = float(x)
+    return repr(x) if np.isfinite(x) else f"float({str(x)!r})"
+
+
 def script(header: dict, tensors: dict, backend: str, lib: Library,
            filename: Optional[str] = None) -> str:
     """The reproducer's text for a repro request `header` (the sdpa members plus "case",
@@ -329,7 +374,7 @@ def script(header: dict, tensors: dict, backend: str, lib: Library,
         raise ValueError(f"repro: expect.row_checks {rows!r} is not a string of c, e, f")
     case = str(header.get("case") or "case")
     filename = filename or f"repro_{case.replace('.', '_').replace('*', '_')}.py"
-    scale = header.get("scale")
+    scale, sinks = header.get("scale"), header.get("sinks")
     params = "\n".join([
         f"CASE = {case!r}",
         f"CAUSAL = {bool(header.get('causal'))!r}",
@@ -338,6 +383,12 @@ def script(header: dict, tensors: dict, backend: str, lib: Library,
         f"WINDOW = {int(header.get('window') or 0)!r}",
         f"LENGTHS = {header.get('lengths')!r}",
         f"LEFT_PADDING = {header.get('left_padding')!r}",
+        f"SOFTCAP = {_literal(header.get('softcap') or 0)}",
+        f"ALIBI_MAX_BIAS = {_literal(header.get('alibi_max_bias') or 0)}",
+        f"SINKS = {'None' if sinks is None else '[' + ', '.join(map(_literal, sinks)) + ']'}",
+        f"CHUNK = {int(header.get('chunk') or 0)!r}",
+        f"SEGMENT_IDS = {header.get('segment_ids')!r}",
+        f"BLOCK_IDS = {header.get('block_ids')!r}",
         f"EXPECT_STATUS = {status!r}  # 'ok': a result is required; else the rejection required",
         f"ATOL = {float(atol if atol is not None else 0)!r}  # the largest error the case allows "
         "any element",

@@ -15,6 +15,12 @@ How cases are posed:
     MLX does the broadcasting and the dtype check.
   * no scale: D**-0.5, the `self.scale = head_dim**-0.5` every mlx-lm attention layer passes
     (MLX itself has no default).
+  * sinks (sdpa.sinks, SPEC clause 22): the function's own `sinks` argument, an MLX array of
+    Hq values in q's dtype (a model's sinks are a weight of its dtype, as gpt-oss's; MLX
+    refuses sinks that do not promote to the output type), passed on to
+    mx.fast.scaled_dot_product_attention.  mlx-lm has no argument for the other terms
+    (softcap, ALiBi, chunk, documents, blocks: its models build those in their own code or
+    masks), so they are not claimed.
   * the output dtype is whatever MLX returned.
   * build_mask: create_causal_mask(lq, offset, window_size, right_padding = offset + lq -
     lengths, left_padding), the form mlx-lm's batched caches use.
@@ -84,7 +90,7 @@ class MlxLmAdapter(CacheOps):
             version=self.version,
             capabilities=["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast",
                           "causal", "gqa", "dv_ne_d", "strided", "scale", "build_mask", "window",
-                          "lengths", "left_padding"] + self.CACHE_CAPABILITIES)
+                          "lengths", "left_padding", "sdpa.sinks"] + self.CACHE_CAPABILITIES)
 
     def plan(self, req: ax.SdpaRequest) -> dict:
         """The keyword arguments of the scaled_dot_product_attention call, each as (value,
@@ -104,7 +110,15 @@ class MlxLmAdapter(CacheOps):
         else:
             mask = (to_mx(req.mask), "to_mx(INPUTS['mask'])")
         scale = req.q.shape[-1] ** -0.5 if req.scale is None else req.scale
-        return {"cache": (None, "None"), "scale": (scale, repr(scale)), "mask": mask}
+        plan = {"cache": (None, "None"), "scale": (scale, repr(scale)), "mask": mask}
+        if req.sinks is not None:
+            src = "[" + ", ".join(f"float({str(x)!r})" if not np.isfinite(x) else repr(x)
+                                  for x in req.sinks) + "]"
+            dt = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}.get(req.q.dtype,
+                                                                              "float32")
+            plan["sinks"] = (mx.array(req.sinks, dtype=mx.float32).astype(getattr(mx, dt)),
+                             f"mx.array({src}, dtype=mx.float32).astype(mx.{dt})")
+        return plan
 
     def sdpa(self, req: ax.SdpaRequest):
         kwargs = {key: value for key, (value, _) in self.plan(req).items()}

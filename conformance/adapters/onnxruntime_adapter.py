@@ -9,6 +9,10 @@ How cases are posed, as an ONNX user would:
   * q, k, v are the 4-D (B, H, L, D) inputs Q, K, V; GQA follows from the head counts.
   * an explicit scale is the `scale` attribute (a float32 attribute: ONNX rounds it); with
     none the attribute is omitted and ONNX's default 1/sqrt(D) applies.
+  * soft-capping (sdpa.softcap, SPEC clause 20) is the `softcap` attribute, which ONNX applies
+    to the scaled Q.K^T before the mask is added, as SPEC orders it; passed as given (no
+    check ahead of ONNX).  ALiBi, sinks, chunks, documents and blocks have no Attention-23/24
+    spelling and are not claimed.
   * causal is is_causal=1.  With Lk > Lq (a KV cache: offset Lk - Lq) the first Lk - Lq keys
     and values go in past_key / past_value and the last Lq in K / V (with present_key /
     present_value declared as outputs); with Lk == Lq there is no past.  Lq > Lk, or an
@@ -148,7 +152,7 @@ class OnnxRuntimeAdapter:
         self.opset = int(options["opset"])
         self.sessions = {}
         caps = ["f32", "f16", "mask.bool", "mask.additive", "mask.broadcast", "causal", "gqa",
-                "dv_ne_d", "scale", "build_mask"]
+                "dv_ne_d", "scale", "build_mask", "sdpa.softcap"]
         if self.opset >= 24:
             caps += ["lengths", "sdpa.lengths"]
         self.identity_version = (f"onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
@@ -192,7 +196,10 @@ class OnnxRuntimeAdapter:
             if req.causal_offset != lk - lq:
                 raise ax.Refusal(ax.ENOTSUP, f"causal offset {req.causal_offset} != Lk - Lq: "
                                  "ONNX's causal offset is the past length")
-        return {} if req.scale is None else {"scale": req.scale}
+        attrs = {} if req.scale is None else {"scale": req.scale}
+        if req.softcap:
+            attrs["softcap"] = req.softcap
+        return attrs
 
     def sdpa(self, req: ax.SdpaRequest):
         attrs = self.plan(req)

@@ -57,6 +57,7 @@ Run (from the repository root, with a Python that has torch installed):
         --cases cases --backend-option compile=yes
 """
 
+import math
 import sys
 
 sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
@@ -64,22 +65,61 @@ import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channe
 
 import torch  # noqa: E402
 import torch_adapter  # noqa: E402  # to_torch, from_torch, versions, refusal_of: the SDPA adapter's own
-from torch._dynamo.exc import BackendCompilerFailed
+from torch._dynamo.exc import BackendCompilerFailed, TorchRuntimeError
 from torch._inductor.exc import CppCompileError, LoweringException
 from torch.nn.attention import flex_attention as flex_module
-from torch.nn.attention.flex_attention import (and_masks, create_block_mask, create_mask,
-                                               flex_attention)
+from torch.nn.attention.flex_attention import (AuxRequest, and_masks, create_block_mask,
+                                               create_mask, flex_attention, or_masks)
 
 COMPILE = {"yes": True, "no": False}
 
 
-def keep_mods(causal: bool, offset, window: int, lengths, left_padding):
-    """The mask_mods of the structural constraints, and whether any reads the batch index."""
+def keep_mods(causal: bool, offset, window: int, lengths, left_padding, chunk=0,
+              segment_ids=None, block_ids=None):
+    """The mask_mods of the structural constraints, and whether any reads the batch index.
+    segment_ids / block_ids: B lists of Lk ids, indexed by the query's position q_idx + offset
+    (a query past the key buffer has no id: it keeps nothing of a document, and no block)."""
     mods = []
+    pos_ids = {}
+    for name, ids in (("segment_ids", segment_ids), ("block_ids", block_ids)):
+        if ids is not None:
+            pos_ids[name] = torch.tensor(ids, dtype=torch.int64)
+    lk = next(iter(pos_ids.values())).shape[1] if pos_ids else 0
+
+    def at_query(ids, b, q_idx):
+        """(the id of the query's own position, whether that position is a key slot)."""
+        pos = q_idx + offset
+        inside = (pos >= 0) & (pos < lk)
+        return ids[b, pos.clamp(0, lk - 1)], inside
     if causal:
         def causal_mod(b, h, q_idx, kv_idx):
             return kv_idx <= q_idx + offset
-        mods.append(causal_mod)
+        if block_ids is not None:
+            # Bidirectional blocks (Gemma 3's image tokens): a query in a block also sees the
+            # block's later keys, or_masks over the causal mask_mod.
+            blocks = pos_ids["block_ids"]
+
+            def block_mod(b, h, q_idx, kv_idx):
+                own, inside = at_query(blocks, b, q_idx)
+                return inside & (own >= 0) & (blocks[b, kv_idx] == own)
+            mods.append(or_masks(causal_mod, block_mod))
+        else:
+            mods.append(causal_mod)
+    if segment_ids is not None:
+        docs = pos_ids["segment_ids"]
+
+        def document_mod(b, h, q_idx, kv_idx):
+            own, inside = at_query(docs, b, q_idx)
+            return inside & (docs[b, kv_idx] == own)
+        mods.append(document_mod)
+    if chunk:
+        starts = torch.tensor(left_padding if left_padding is not None else [0],
+                              dtype=torch.int64)
+
+        def chunk_mod(b, h, q_idx, kv_idx):
+            lp = starts[b] if left_padding is not None else starts[0]
+            return (kv_idx - lp) // chunk == (q_idx + offset - lp) // chunk
+        mods.append(chunk_mod)
     if window:
         def window_mod(b, h, q_idx, kv_idx):
             return kv_idx > q_idx + offset - window
@@ -96,13 +136,30 @@ def keep_mods(causal: bool, offset, window: int, lengths, left_padding):
         def left_padding_mod(b, h, q_idx, kv_idx):
             return kv_idx >= first[b]
         mods.append(left_padding_mod)
-    return mods, lengths is not None or left_padding is not None
+    return mods, (lengths is not None or left_padding is not None or segment_ids is not None
+                  or block_ids is not None)
 
 
-def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding, scale):
+def alibi_slopes(max_bias: float, hq: int):
+    """ALiBi's slope of each query head from the maximum bias (SPEC clause 21, ggml's
+    max_bias): n = 2^floor(log2 Hq), 2^(-max_bias (h+1) / n) for h < n, then the odd steps
+    2^(-(max_bias/2) (2 (h - n) + 1) / n)."""
+    n = 1
+    while n * 2 <= hq:
+        n *= 2
+    return torch.tensor([2.0 ** (-max_bias * (h + 1) / n) if h < n else
+                         2.0 ** (-(max_bias / 2) * (2 * (h - n) + 1) / n) for h in range(hq)],
+                        dtype=torch.float32)
+
+
+def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding, scale,
+                softcap=0.0, alibi_max_bias=0.0, chunk=0, segment_ids=None, block_ids=None):
     """(kwargs, said): flex_attention's keyword arguments for a case, as a flex user writes
     them (q, k: the call's tensors; mask: the case's mask tensor or None; the rest the case's
-    parameters, causal_offset None for bottom-right), and those arguments in words."""
+    parameters, causal_offset None for bottom-right), and those arguments in words.  The
+    score terms are one score_mod, in the order flex users (and transformers' flex
+    integration) write them: soft-capping of the scaled score, then the ALiBi bias, then an
+    additive mask."""
     kwargs = {}
     if scale is not None:
         kwargs["scale"] = scale
@@ -115,8 +172,20 @@ def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding
     B, Hq, Lq = q.shape[0], q.shape[1], q.shape[2]
     Lk = k.shape[2]
     offset = Lk - Lq if causal_offset is None else causal_offset
-    mods, by_batch = keep_mods(causal, offset, window, lengths, left_padding)
+    mods, by_batch = keep_mods(causal, offset, window, lengths, left_padding, chunk,
+                               segment_ids, block_ids)
     by_head = False
+    terms = []  # (name, score term) applied in order
+    if softcap:
+        def softcap_term(score, b, h, q_idx, kv_idx):
+            return softcap * torch.tanh(score / softcap)
+        terms.append(softcap_term)
+    if alibi_max_bias:
+        slopes = alibi_slopes(alibi_max_bias, Hq)
+
+        def alibi_term(score, b, h, q_idx, kv_idx):
+            return score - slopes[h] * (q_idx + offset - kv_idx).abs()
+        terms.append(alibi_term)
     if mask is not None:
         by_batch = by_batch or (mask.dim() == 4 and mask.shape[0] != 1)
         by_head = mask.dim() >= 3 and mask.shape[-3] != 1
@@ -128,8 +197,17 @@ def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding
         else:
             def bias_mod(score, b, h, q_idx, kv_idx):
                 return score + full[b, h, q_idx, kv_idx]
-            kwargs["score_mod"] = bias_mod
-            said.append("score_mod=bias_mod")
+            terms.append(bias_mod)
+    if len(terms) == 1:
+        kwargs["score_mod"] = terms[0]
+        said.append(f"score_mod={terms[0].__name__}")
+    elif terms:
+        def score_mod(score, b, h, q_idx, kv_idx):
+            for term in terms:
+                score = term(score, b, h, q_idx, kv_idx)
+            return score
+        kwargs["score_mod"] = score_mod
+        said.append(f"score_mod=({' then '.join(t.__name__ for t in terms)})")
     if mods:
         mask_mod = mods[0] if len(mods) == 1 else and_masks(*mods)
         sizes = [B if by_batch else None, Hq if by_head else None, Lq, Lk]
@@ -139,6 +217,17 @@ def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding
         said.append(f"block_mask=create_block_mask({mod}, {', '.join(map(str, sizes))}, "
                     "device='cpu')")
     return kwargs, ", ".join(said) or "no keyword arguments"
+
+
+def sink_renorm(out, lse, sinks):
+    """Attention sinks after the call, as transformers' flex integration adds them: flex has
+    no sink argument, and a sink cannot be a score_mod (it is a logit with no key), so the
+    output is renormalised with flex's log-sum-exp (natural log, f32): the softmax over the
+    kept keys and the sink logit s_h is out * Z / (Z + e^s_h) = out * sigmoid(lse - s_h).  A
+    row that keeps no key has lse = -inf and stays 0.  The product is f32; it is cast back to
+    out's dtype, as transformers does (the user's step, not the library's upcast)."""
+    sink = torch.tensor(sinks, dtype=torch.float32).view(1, -1, 1)
+    return (out * torch.sigmoid(lse - sink).unsqueeze(-1)).to(out.dtype)
 
 
 class TorchFlex:
@@ -168,7 +257,9 @@ class TorchFlex:
         caps = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale", "build_mask",
                 "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
-                "sdpa.lengths", "sdpa.left_padding"]
+                "sdpa.lengths", "sdpa.left_padding", "sdpa.softcap", "sdpa.alibi", "sdpa.sinks",
+                "sdpa.chunk", "sdpa.segments", "sdpa.blocks", "mask.chunk", "mask.segments",
+                "mask.blocks"]
         mode = "torch.compile(dynamic=False), inductor cpp" if self.compiled else "eager"
         self.name, self.threads = name, options["threads"]
         self.version = f"{torch_adapter.versions()}, threads {torch.get_num_threads()}, {mode}"
@@ -177,39 +268,46 @@ class TorchFlex:
     def sdpa(self, req: ax.SdpaRequest):
         q, k, v = (torch_adapter.to_torch(t) for t in (req.q, req.k, req.v))
         mask = None if req.mask is None else torch_adapter.to_torch(req.mask)
-        kwargs, _ = flex_kwargs(q, k, mask, req.causal, req.causal_offset, req.window,
-                                req.lengths, req.left_padding, req.scale)
-        return torch_adapter.from_torch(self.call(q, k, v, kwargs))
+        kwargs, _ = flex_kwargs(q, k, mask, *terms_of(req))
+        if req.sinks is None:
+            return torch_adapter.from_torch(self.call(q, k, v, kwargs))
+        kwargs["return_aux"] = AuxRequest(lse=True)
+        out, aux = self.call(q, k, v, kwargs)
+        return torch_adapter.from_torch(ax.timed(sink_renorm, out, aux.lse, req.sinks))
 
     def repro(self, req: ax.SdpaRequest, header: dict):
         """A reproducer (PROTOCOL.md "repro"): to_torch, keep_mods and flex_kwargs embedded, so
         the script builds the mask_mods, score_mod and BlockMask as sdpa() does, and calls
         flex_attention compiled or not as this run does."""
-        params = (f"causal={req.causal!r}, causal_offset={req.causal_offset!r}, "
-                  f"window={req.window!r}, lengths={req.lengths!r}, "
-                  f"left_padding={req.left_padding!r}, scale={req.scale!r}")
+        params = ", ".join(source(x) for x in terms_of(req))
         flex = "torch.compile(flex_attention, dynamic=False)" if self.compiled else "flex_attention"
         body = [
             "mask = to_torch(INPUTS['mask'])" if req.mask is not None else "mask = None",
             f"kwargs, said = flex_kwargs(q, k, mask, {params})",
             "print(f'flex_attention(q, k, v, **kwargs), kwargs: {said}')",
             f"flex = {flex}",
-            "with torch.no_grad():",
-            "    out = flex(q, k, v, **kwargs)",
         ]
-        imports = ["from torch.nn.attention.flex_attention import and_masks, create_block_mask, "
-                   "flex_attention"]
+        if req.sinks is None:
+            body += ["with torch.no_grad():", "    out = flex(q, k, v, **kwargs)"]
+        else:
+            body += ["with torch.no_grad():",
+                     "    out, aux = flex(q, k, v, return_aux=AuxRequest(lse=True), **kwargs)",
+                     f"    out = sink_renorm(out, aux.lse, {source(req.sinks)})"]
+        imports = ["from torch.nn.attention.flex_attention import AuxRequest, "
+                   "and_masks, create_block_mask, flex_attention, or_masks"]
         q, k = torch_adapter.to_torch(req.q), torch_adapter.to_torch(req.k)
         mask = None if req.mask is None else torch_adapter.to_torch(req.mask)
-        _, said = flex_kwargs(q, k, mask, req.causal, req.causal_offset, req.window,
-                              req.lengths, req.left_padding, req.scale)
+        _, said = flex_kwargs(q, k, mask, *terms_of(req))
         how = [f"{flex}(q, k, v, **kwargs) under torch.no_grad(), kwargs from flex_kwargs below",
                "(each keep constraint a mask_mod from keep_mods, several combined with and_masks,",
-               "a bool mask a mask_mod indexing it, an additive one a score_mod adding it):",
+               "bidirectional blocks or_masks over causal, a bool mask a mask_mod indexing it;",
+               "softcap, ALiBi and an additive mask one score_mod, in that order):",
                said + "."]
+        if req.sinks is not None:
+            how.append("Sinks: return_aux=AuxRequest(lse=True), then sink_renorm (below).")
         return torch_adapter.repro_script(req, header, self.name, how, imports,
-                                          [keep_mods, flex_kwargs], body, self.threads,
-                                          versions_text=self.version)
+                                          [keep_mods, alibi_slopes, flex_kwargs, sink_renorm],
+                                          body, self.threads, versions_text=self.version)
 
     def call(self, q, k, v, kwargs):
         if not self.compiled:
@@ -236,8 +334,8 @@ class TorchFlex:
 
     def build_mask(self, req: ax.MaskRequest):
         lk = req.kv_len or req.offset + req.lq
-        per_row = req.lengths is not None or req.left_padding is not None
-        mods, _ = keep_mods(True, req.offset, req.window, req.lengths, req.left_padding)
+        mods, per_row = keep_mods(True, req.offset, req.window, req.lengths, req.left_padding,
+                                  req.chunk, req.segment_ids, req.block_ids)
         mask_mod = mods[0] if len(mods) == 1 else and_masks(*mods)
         keep = create_mask(mask_mod, req.batch if per_row else 1, 1, req.lq, lk, device="cpu")
         return keep.numpy()
@@ -245,7 +343,27 @@ class TorchFlex:
     def refusal_of(self, exc):
         if isinstance(exc, BackendCompilerFailed):
             return compiler_refusal(exc)
+        if isinstance(exc, TorchRuntimeError) and "got AssertionError(" in str(exc):
+            # The uncompiled path traces its higher-order op with dynamo too; a failed
+            # assertion there (its fake-tensor repr names dtypes) is flex's own failure.
+            return ax.Refusal(ax.EBACKEND, " ".join(f"{type(exc).__name__}: {exc}".split()))
         return torch_adapter.refusal_of(exc)
+
+
+def terms_of(req: ax.SdpaRequest) -> tuple:
+    """flex_kwargs's arguments after q, k and mask, from a request."""
+    return (req.causal, req.causal_offset, req.window, req.lengths, req.left_padding, req.scale,
+            req.softcap, req.alibi_max_bias, req.chunk, req.segment_ids, req.block_ids)
+
+
+def source(x) -> str:
+    """x (a parameter: None, a bool, a number, a list of them) as Python source; a non-finite
+    float (a must-reject case's) as float('inf') and the like."""
+    if isinstance(x, list):
+        return "[" + ", ".join(source(e) for e in x) + "]"
+    if isinstance(x, float) and not math.isfinite(x):
+        return f"float({str(x)!r})"
+    return repr(x)
 
 
 def compiler_refusal(exc: BackendCompilerFailed) -> ax.Refusal:

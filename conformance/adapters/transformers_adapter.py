@@ -49,6 +49,23 @@ How an sdpa case is posed:
     then has no spelling beside a 2-D mask: ENOTSUP.
   * causal together with a mask tensor: the mask is passed with layer.is_causal = True, as a
     causal model with a user's 4-D mask does.
+The terms of current models (SPEC clauses 20-22), where transformers has them:
+  * softcap (sdpa.softcap), attention=eager and flex only: the attention function called with
+    softcap=c, as Gemma 2's layers call it: eager is then Gemma 2's own eager_attention_forward
+    (models/gemma2: tanh capping of the scaled scores before the mask), flex
+    flex_attention_forward's softcap argument (its score_mod).  sdpa_attention_forward has no
+    softcap: not claimed there.  Other terms of sdpa cases (ALiBi, sinks, chunks, documents,
+    blocks) are not claimed: the attention functions take no such argument (ALiBi and sinks live
+    in model code, the mask terms in the mask builders below).
+  * build_mask's chunk (mask.chunk): create_chunked_causal_mask with config.attention_chunk_size
+    (chunks counted from each row's left padding, which transformers reads off the 2-D
+    attention_mask); chunk with a window has no builder: ENOTSUP.
+  * build_mask's block_ids (mask.blocks): the builders' block_sequence_ids (the bidirectional
+    blockwise overlay, OR-ed onto the causal pattern; negative = no block).
+  * build_mask's segment_ids (mask.segments): packed sequences as transformers detects them,
+    position_ids restarting at 0 at every document, with no attention_mask and no cache; a
+    document whose tokens are not contiguous, a cache (offset > 0 or kv_len), or padding beside
+    documents has no such spelling: ENOTSUP.
 build_mask: the same builders, allow_is_causal_skip=False, over a cache that has seen `offset`
 tokens (a StaticCache of kv_len slots when kv_len is given, else a DynamicCache), B = batch
 when lengths or left padding are given (else 1); the keep mask is the builder's bool mask
@@ -84,9 +101,11 @@ from transformers.masking_utils import (
     create_bidirectional_mask,
     create_bidirectional_sliding_window_mask,
     create_causal_mask,
+    create_chunked_causal_mask,
     create_sliding_window_causal_mask,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward as gemma2_eager
 from transformers.models.llama.modeling_llama import eager_attention_forward
 from torch.nn.attention.flex_attention import BlockMask, create_mask
 
@@ -198,6 +217,26 @@ def model_mask(impl: str, q, k, v, mask, causal: bool, causal_offset, window: in
                  **overlay), True
 
 
+def packed_positions(segment_ids) -> torch.Tensor:
+    """The position_ids of packed sequences (B, L) for document ids: 0, 1, ... within each
+    document, restarting at each new one, which is how transformers finds the documents.  A
+    document whose tokens are not contiguous has no such spelling: ENOTSUP."""
+    rows = []
+    for row in segment_ids:
+        pos, done = [], set()
+        for j, doc in enumerate(row):
+            if j and doc == row[j - 1]:
+                pos.append(pos[-1] + 1)
+                continue
+            if doc in done:
+                raise ax.Refusal(ax.ENOTSUP, f"document {doc} of segment_ids {list(row)} is not "
+                                 "contiguous: position_ids restart per packed sequence")
+            done.add(doc)
+            pos.append(0)
+        rows.append(pos)
+    return torch.tensor(rows, dtype=torch.long)
+
+
 def keep_of(mask, batch: int, lq: int, lk: int) -> np.ndarray:
     """The keep mask (B, 1, lq, lk) a built mask stands for, as the attention applies it."""
     if mask is None:
@@ -249,7 +288,10 @@ class TransformersAdapter(CacheOps):
         caps = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale", "build_mask",
                 "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
-                "sdpa.lengths", "sdpa.left_padding"] + self.cache_capabilities()
+                "sdpa.lengths", "sdpa.left_padding", "mask.chunk", "mask.segments",
+                "mask.blocks"] + self.cache_capabilities()
+        if self.impl in ("eager", "flex_attention"):
+            caps.append("sdpa.softcap")
         self.name = "transformers-" + options["attention"]
         return ax.Identity(self.name, versions(self.impl), caps)
 
@@ -293,9 +335,18 @@ class TransformersAdapter(CacheOps):
                 mask, causal = model_mask(self.impl, q, k, v, None if req.mask is None else
                                           to_torch(req.mask), req.causal, req.causal_offset,
                                           req.window, req.lengths, req.left_padding)
-            out, _ = ax.timed(self.attention, Layer(causal, q, k), q, k, v, mask,
-                              dropout=0.0, scaling=self.scaling(req))
+            attention, extra = self.attention_for(req)
+            out, _ = ax.timed(attention, Layer(causal, q, k), q, k, v, mask,
+                              dropout=0.0, scaling=self.scaling(req), **extra)
         return from_torch(out.transpose(1, 2) if out.dim() == 4 else out)
+
+    def attention_for(self, req: ax.SdpaRequest):
+        """(attention function, its extra keyword arguments): a soft-capped case goes as Gemma 2
+        calls attention, softcap=c, to Gemma 2's eager function under eager."""
+        if not req.softcap:
+            return self.attention, {}
+        fn = gemma2_eager if self.impl == "eager" else self.attention
+        return fn, {"softcap": req.softcap}
 
     def repro(self, req: ax.SdpaRequest, header: dict):
         """A reproducer (PROTOCOL.md "repro"): check() first (a case sdpa() refuses is refused
@@ -307,14 +358,16 @@ class TransformersAdapter(CacheOps):
         params = (f"causal={req.causal!r}, causal_offset={req.causal_offset!r}, "
                   f"window={req.window!r}, lengths={req.lengths!r}, "
                   f"left_padding={req.left_padding!r}")
+        softcap = f", softcap={req.softcap!r}" if req.softcap else ""
+        getter = ("gemma2_eager" if req.softcap and self.impl == "eager" else
+                  f"ALL_ATTENTION_FUNCTIONS.get_interface({self.impl!r}, eager_attention_forward)")
         body = [
             "mask = to_torch(INPUTS['mask'])" if req.mask is not None else "mask = None",
-            f"attention = ALL_ATTENTION_FUNCTIONS.get_interface({self.impl!r}, "
-            "eager_attention_forward)",
+            f"attention = {getter}",
             "with torch.no_grad():",
             f"    attention_mask, is_causal = model_mask({self.impl!r}, q, k, v, mask, {params})",
             "    out, _ = attention(Layer(is_causal, q, k), q, k, v, attention_mask, dropout=0.0,",
-            f"                       scaling={self.scaling(req)!r})",
+            f"                       scaling={self.scaling(req)!r}{softcap})",
             "out = out.transpose(1, 2) if out.dim() == 4 else out",
             "print(f'transformers {transformers.__version__}: {attention.__name__}, attention_mask '",
             "      f'{type(attention_mask).__name__} {list(getattr(attention_mask, \"shape\", []))} '",
@@ -332,6 +385,8 @@ class TransformersAdapter(CacheOps):
             "    create_sliding_window_causal_mask)",
             "from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS",
             "from transformers.models.llama.modeling_llama import eager_attention_forward",
+            *(["from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward "
+               "as gemma2_eager"] if req.softcap and self.impl == "eager" else []),
         ]
         how = [
             f"{fn} (ALL_ATTENTION_FUNCTIONS.get_interface({self.impl!r}, ...)) called as a "
@@ -364,17 +419,33 @@ class TransformersAdapter(CacheOps):
         return (built,)
 
     def build_mask(self, req: ax.MaskRequest):
-        arrays = req.lengths is not None or req.left_padding is not None
-        B = req.batch if arrays else 1
+        padded = req.lengths is not None or req.left_padding is not None
+        ids = req.segment_ids is not None or req.block_ids is not None
+        B = req.batch if padded or ids else 1
         check_padding(req.lengths, req.left_padding)
         lk = req.kv_len or req.offset + req.lq
         pad = padding_mask(B, lk, req.lengths, req.left_padding)
         seen = torch.zeros((B, 1, req.offset, 1))
         cache = seen_cache(self.impl, lk, req.lq, req.offset, seen, seen)
-        cfg = model_config(self.impl, sliding_window=req.window or None)
-        build = create_sliding_window_causal_mask if req.window else create_causal_mask
+        if req.chunk and req.window:
+            raise ax.Refusal(ax.ENOTSUP, "chunk with a window: transformers has no builder of "
+                             "both (create_chunked_causal_mask or the sliding-window one)")
+        cfg = model_config(self.impl, sliding_window=req.window or None,
+                           chunk_size=req.chunk or None)
+        build = (create_chunked_causal_mask if req.chunk else
+                 create_sliding_window_causal_mask if req.window else create_causal_mask)
+        extra = {}
+        if req.block_ids is not None:
+            extra["block_sequence_ids"] = torch.tensor(req.block_ids, dtype=torch.long)
+        if req.segment_ids is not None:
+            extra["position_ids"] = packed_positions(req.segment_ids)
+            if padded or req.offset or lk != req.lq:
+                raise ax.Refusal(ax.ENOTSUP, "documents beside padding or a cache: transformers "
+                                 "detects packed sequences only from position_ids with no "
+                                 "attention_mask and no cache")
+            cache = None
         mask = build(config=cfg, inputs_embeds=torch.empty((B, req.lq, 1)), attention_mask=pad,
-                     past_key_values=cache, allow_is_causal_skip=False)
+                     past_key_values=cache, allow_is_causal_skip=False, **extra)
         return keep_of(mask, B, req.lq, lk)
 
     @staticmethod

@@ -12,6 +12,7 @@ what went wrong and exits 1.  The adapter is tests/adapters/bad_adapter.py (see 
 import argparse
 import collections
 import json
+import math
 import os
 import re
 import shlex
@@ -150,8 +151,10 @@ def s_ok(args):
     statuses(res, ["sdpa.strided.blhd_all.f32", "sdpa.scale.negative.f32",
                    "sdpa.fully_masked.lk0.f32", "sdpa.sizes.lk113_d80_dv64.f32"], "PASS")
     statuses(res, ["sdpa.invalid.head_dim_mismatch.f32"], "EXPECTED_ERROR", "shapes")
-    # build_mask: every mask family, must-reject cases included.
-    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "mask.*", name="run3")
+    # build_mask: every mask family, must-reject cases included (mask.terms needs the
+    # fifth-revision capabilities: the terms scenario).
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "mask.*", "--exclude",
+                                       "mask.terms.*", name="run3")
     check(rc == 0, "exit 0 on mask.* (got %d)" % rc)
     check(len(res) >= 10, "the mask families ran (%d cases)" % len(res))
     check(all(r["status"] in ("PASS", "EXPECTED_ERROR") for r in res.values()),
@@ -792,6 +795,308 @@ def s_attnconf_exec_stride0(args):
                 check(got[name] == {"strides": strides, "held": held, "view_strides": view},
                       "%s: %s %s: got %s, expected strides %s, %d elements held, view strides "
                       "%s" % (mode, case, name, got[name], strides, held, view))
+
+
+# ---- the terms of current models (ABI v1 fifth revision, SPEC clauses 20-22) -----------------
+
+def _vals(n, seed):
+    """n small values, exact in f32 (multiples of 1/16 in [-1, 1])."""
+    return [((seed * 7919 + i * 104729) % 33 - 16) / 16.0 for i in range(n)]
+
+
+def _alibi_slope(max_bias, hq, h):
+    n = 1
+    while n * 2 <= hq:
+        n *= 2
+    e = max_bias * (h + 1) / n if h < n else (max_bias / 2) * (2 * (h - n) + 1) / n
+    return 2.0 ** -e
+
+
+def _keeps(p, causal, off, b, i, j, lk):
+    """The keep rule of backend.h attnconf_sdpa_args (fifth revision) for query i at p = off + i
+    of batch row b and key j; p["..."] the case's params."""
+    pos = off + i
+    lp = (p.get("left_padding") or [0] * (b + 1))[b]
+    if p.get("lengths") is not None and j >= p["lengths"][b] or j < lp:
+        return False
+    seg, blk = p.get("segment_ids"), p.get("block_ids")
+    if seg is not None and not (0 <= pos < lk and seg[b][pos] == seg[b][j]):
+        return False
+    if not causal:
+        return True
+    if j > pos:
+        return blk is not None and 0 <= pos < lk and blk[b][pos] >= 0 and \
+            blk[b][pos] == blk[b][j] and (not p.get("chunk") or
+                                          (pos - lp) // p["chunk"] == (j - lp) // p["chunk"])
+    if p.get("window") and j <= pos - p["window"]:
+        return False
+    return not p.get("chunk") or (pos - lp) // p["chunk"] == (j - lp) // p["chunk"]
+
+
+def _yaml(x):
+    """x as a YAML flow value (JSON is one, but for the spelling of infinity)."""
+    return json.dumps(x).replace("Infinity", ".inf")
+
+
+def _terms_sdpa_case(cid, p, shape, requires, error=None):
+    """An f32 sdpa fixture case with params p; expected computed here in double."""
+    (B, Hq, Lq, D), Hkv, Lk, Dv = shape
+    q, k, v = _vals(B * Hq * Lq * D, 1), _vals(B * Hkv * Lk * D, 2), _vals(B * Hkv * Lk * Dv, 3)
+    causal = p.get("causal", False)
+    off = Lk - Lq
+    out, nrows = [], B * Hq * Lq
+    for b in range(B):
+        for h in range(Hq):
+            hk = h // (Hq // Hkv)
+            m = _alibi_slope(p["alibi_max_bias"], Hq, h) if p.get("alibi_max_bias") else 0.0
+            for i in range(Lq):
+                logits = {}
+                for j in range(Lk):
+                    if not _keeps(p, causal, off, b, i, j, Lk):
+                        continue
+                    s = sum(q[((b * Hq + h) * Lq + i) * D + d] * k[((b * Hkv + hk) * Lk + j) * D + d]
+                            for d in range(D)) / math.sqrt(D)
+                    if p.get("softcap"):
+                        s = p["softcap"] * math.tanh(s / p["softcap"])
+                    logits[j] = s - m * abs(off + i - j)
+                if not logits:
+                    out += [0.0] * Dv
+                    continue
+                sink = p["sinks"][h] if p.get("sinks") else -math.inf
+                mx = max(list(logits.values()) + [sink])
+                w = {j: math.exp(s - mx) for j, s in logits.items()}
+                tot = sum(w.values()) + math.exp(sink - mx)
+                out += [sum(wj * v[((b * Hkv + hk) * Lk + j) * Dv + e] for j, wj in w.items())
+                        / tot for e in range(Dv)]
+    f = lambda xs: "[" + ", ".join("%.8e" % x for x in xs) + "]"
+    params = ", ".join("%s: %s" % (key, _yaml(val)) for key, val in p.items())
+    if error:
+        expected = "expected:\n  error: %s\n" % error
+    else:
+        expected = ("expected:\n  out: {dtype: f32, shape: %s, data: [%s]}\n"
+                    "tolerance: {ulps: 5.0e-01, row_atol: %s}\n"
+                    % (_yaml([B, Hq, Lq, Dv]), ", ".join("%.16e" % x for x in out),
+                       "[" + ", ".join(["1.0e-06"] * nrows) + "]"))
+    return ("attnconf_case: 3\nid: %s\ndescription: \"exec fixture: the fifth-revision terms "
+            "reach the adapter.\"\nrules: [clause20.terms]\nop: sdpa\nrequires: %s\n"
+            "params: {%s}\ninputs:\n  q: {dtype: f32, shape: %s, data: %s}\n"
+            "  k: {dtype: f32, shape: %s, data: %s}\n  v: {dtype: f32, shape: %s, data: %s}\n%s"
+            % (cid, _yaml(requires).replace('"', ""), params,
+               _yaml([B, Hq, Lq, D]), f(q), _yaml([B, Hkv, Lk, D]), f(k),
+               _yaml([B, Hkv, Lk, Dv]), f(v), expected))
+
+
+def _terms_mask_case(cid, p, requires):
+    lq, off = p["lq"], p["offset"]
+    lk = off + lq
+    rows = len((p.get("segment_ids") or p.get("block_ids") or [[0]]))
+    keep = [1 if _keeps(p, True, off, b, i, j, lk) else 0
+            for b in range(rows) for i in range(lq) for j in range(lk)]
+    params = ", ".join("%s: %s" % (key, _yaml(val)) for key, val in p.items())
+    return ("attnconf_case: 3\nid: %s\ndescription: \"exec fixture: the fifth-revision mask "
+            "terms reach the adapter.\"\nrules: [clause20.terms]\nop: mask\nrequires: %s\n"
+            "params: {%s}\nexpected:\n  keep: {shape: %s, data: %s}\n"
+            % (cid, _yaml(requires).replace('"', ""), params, _yaml([rows, 1, lq, lk]),
+               _yaml(keep)))
+
+
+SEG = [[0, 0, 1, 1, 1], [0, 1, 1, 2, 2]]
+BLK = [[-1, 3, 3, 3, -1], [5, 5, -1, 2, 2]]
+ALL = {"causal": True, "softcap": 0.75, "alibi_max_bias": 8.0, "sinks": [0.5, -1.25, 2.0],
+       "chunk": 3, "left_padding": [1, 0], "segment_ids": SEG, "block_ids": [[-1, 3, 3, 3, 3],
+                                                                              [5, 5, -1, 2, 2]]}
+# id -> (params, shape ((B, Hq, Lq, D), Hkv, Lk, Dv), requires beyond f32, expected error);
+# run order is id order.
+TERM_SDPA = {
+    "sdpa.fixture.terms_all": (ALL, ((2, 3, 3, 4), 1, 5, 4), [
+        "causal", "gqa", "sdpa.left_padding", "sdpa.softcap", "sdpa.alibi", "sdpa.sinks",
+        "sdpa.chunk", "sdpa.segments", "sdpa.blocks"], None),
+    "sdpa.fixture.terms_alibi": ({"causal": True, "alibi_max_bias": 8.0},
+                                 ((1, 3, 3, 4), 1, 5, 4), ["causal", "gqa", "sdpa.alibi"], None),
+    "sdpa.fixture.terms_blocks": ({"causal": True, "block_ids": BLK}, ((2, 2, 3, 4), 1, 5, 4),
+                                  ["causal", "gqa", "sdpa.blocks"], None),
+    "sdpa.fixture.terms_chunk": ({"causal": True, "chunk": 2, "left_padding": [1]},
+                                 ((1, 2, 3, 4), 2, 5, 4),
+                                 ["causal", "sdpa.left_padding", "sdpa.chunk"], None),
+    "sdpa.fixture.terms_plain": ({"causal": True}, ((1, 2, 3, 4), 2, 5, 4), ["causal"], None),
+    "sdpa.fixture.terms_segments": ({"causal": False, "segment_ids": SEG},
+                                    ((2, 2, 3, 4), 2, 5, 4), ["sdpa.segments"], None),
+    "sdpa.fixture.terms_sinks": ({"causal": True, "sinks": [0.5, -1.25]}, ((1, 2, 3, 4), 2, 5, 4),
+                                 ["causal", "sdpa.sinks"], None),
+    "sdpa.fixture.terms_softcap": ({"causal": False, "softcap": 0.5}, ((1, 2, 3, 4), 2, 5, 4),
+                                   ["sdpa.softcap"], None),
+    "sdpa.fixture.terms_softcap_inf": ({"causal": False, "softcap": math.inf},
+                                       ((1, 2, 3, 4), 2, 5, 4), ["sdpa.softcap"], "einval"),
+}
+TERM_MASK = {
+    "mask.fixture.terms_blocks": ({"lq": 3, "offset": 2, "block_ids": BLK},
+                                  ["build_mask", "mask.blocks"]),
+    "mask.fixture.terms_chunk": ({"lq": 3, "offset": 2, "chunk": 2}, ["build_mask", "mask.chunk"]),
+    "mask.fixture.terms_plain": ({"lq": 3, "offset": 2}, ["build_mask"]),
+    "mask.fixture.terms_segments": ({"lq": 3, "offset": 2, "segment_ids": SEG},
+                                    ["build_mask", "mask.segments"]),
+}
+# The request members of the first and later revisions: every header has these (and only
+# these, plus what the case sets among the fifth revision's).
+SDPA_KEYS = {"protocol", "op", "causal", "causal_offset", "scale"}
+MASK_KEYS = {"protocol", "op", "lq", "offset", "window", "batch", "lengths", "left_padding"}
+
+
+def _write_term_cases(args):
+    cases = os.path.join(args.workdir, "cases")
+    os.makedirs(cases, exist_ok=True)
+    for cid, (p, shape, req, err) in TERM_SDPA.items():
+        with open(os.path.join(cases, cid + ".yaml"), "w") as f:
+            f.write(_terms_sdpa_case(cid, p, shape, ["f32"] + req, err))
+    for cid, (p, req) in TERM_MASK.items():
+        with open(os.path.join(cases, cid + ".yaml"), "w") as f:
+            f.write(_terms_mask_case(cid, p, req))
+    return cases
+
+
+def _sent(p, op):
+    """The fifth-revision members a request for a case with params p carries (its wire form)."""
+    names = ("softcap", "alibi_max_bias", "sinks", "chunk", "segment_ids", "block_ids")
+    want = {n: p[n] for n in names if n in p}
+    if want.get("softcap") == math.inf:
+        want["softcap"] = "inf"  # JSON has no infinity (PROTOCOL.md)
+    if op == "sdpa" and "left_padding" in p:
+        want["left_padding"] = p["left_padding"]
+    return want
+
+
+def s_terms(args):
+    """The terms of ABI v1's fifth revision cross the protocol (PROTOCOL.md "sdpa",
+    "build_mask"): to an adapter that lists sdpa.softcap ... mask.blocks, each member the case
+    sets arrives, with its value (softcap inf as the string "inf", sinks as numbers, the id
+    lists as B rows of Lk), and no member the case does not set; the adapter computes them and
+    passes, and rejects the invalid one.  An adapter without those capabilities is sent none of
+    those cases (NOT_SUPPORTED), and the requests it does get carry exactly the members of the
+    earlier revisions.  A request whose id rows outgrow the 1 MiB header is not sent (ERROR).
+    Without the bridge's fifth-revision members, every term case here FAILs."""
+    # The golden families first: bad_adapter's pure-Python terms against the reference's
+    # cases (f32 without a mask tensor: what it computes; the rest is NOT_SUPPORTED).
+    golden = args.cases
+    rc, out, _, _, doc, res = json_run(args, backend(args, "terms",
+                                                     os.path.join(args.workdir, "golden.sent")),
+                                       "sdpa.terms.*.f32", "--filter", "mask.terms.*",
+                                       name="golden")
+    by = collections.Counter(r["status"] for r in res.values())
+    check(rc == 0 and by["PASS"] >= 40 and by["EXPECTED_ERROR"] >= 5
+          and by["FAIL"] + by["ERROR"] == 0,
+          "golden sdpa.terms.*.f32 / mask.terms.* through the pipe: %s" % dict(by))
+    args.cases = _write_term_cases(args)
+    ids = sorted(TERM_SDPA) + sorted(TERM_MASK)
+    for mode in ("terms", "log"):
+        sent = os.path.join(args.workdir, mode + ".sent")
+        if os.path.exists(sent):
+            os.remove(sent)
+        rc, out, _, _, doc, res = json_run(args, backend(args, mode, sent), "*.fixture.terms_*",
+                                           name=mode)
+        lines = [json.loads(x) for x in open(sent)] if os.path.exists(sent) else []
+        if mode == "terms":
+            check(rc == 0, "terms: exit 0 (got %d)" % rc)
+            statuses(res, [i for i in ids if i != "sdpa.fixture.terms_softcap_inf"], "PASS")
+            statuses(res, ["sdpa.fixture.terms_softcap_inf"], "EXPECTED_ERROR",
+                     r"softcap inf must be finite")
+            expect = ids
+        else:
+            check(rc == 0, "log: exit 0 (got %d)" % rc)
+            statuses(res, ["sdpa.fixture.terms_plain", "mask.fixture.terms_plain"], "PASS")
+            statuses(res, [i for i in ids if not i.endswith("_plain")], "NOT_SUPPORTED",
+                     r"^backend lacks (sdpa|mask)\.")
+            expect = ["mask.fixture.terms_plain", "sdpa.fixture.terms_plain"]
+        # mask cases run before sdpa ones (case-id order)
+        expect = sorted(expect)
+        check(len(lines) == len(expect), "%s: one request per case sent (%d of %d)"
+              % (mode, len(lines), len(expect)))
+        for cid, got in zip(expect, lines):
+            op = "sdpa" if cid.startswith("sdpa.") else "build_mask"
+            p = TERM_SDPA[cid][0] if op == "sdpa" else TERM_MASK[cid][0]
+            want = _sent(p, op)
+            base = SDPA_KEYS if op == "sdpa" else MASK_KEYS
+            extra = {key: val for key, val in got.items() if key not in base}
+            check(got.get("op") == op and base <= got.keys() and extra == want,
+                  "%s: %s sent the members %s beyond the earlier revisions', expected %s"
+                  % (mode, cid, extra, want))
+    # Id rows too long for one header (64 rows of 8192 ids: about 1.5 MB of JSON) are never
+    # sent: the case is an ERROR naming the size, and the adapter saw nothing.
+    huge = os.path.join(args.workdir, "huge")
+    os.makedirs(huge, exist_ok=True)
+    row = "[" + ", ".join(["0"] * 8192) + "]"
+    gen = "generate: {kind: uniform, seed: %d, lo: -1.0e+00, hi: 1.0e+00}"
+    with open(os.path.join(huge, "huge.yaml"), "w") as f:
+        f.write("attnconf_case: 3\nid: sdpa.fixture.terms_huge_ids\ndescription: \"exec fixture: "
+                "id rows too long for a header.\"\nrules: [clause20.terms]\nop: sdpa\n"
+                "requires: [f32, sdpa.segments]\nparams: {causal: false, segment_ids: [%s]}\n"
+                "inputs:\n  q: {dtype: f32, shape: [64, 1, 1, 1], %s}\n"
+                "  k: {dtype: f32, shape: [64, 1, 8192, 1], %s}\n"
+                "  v: {dtype: f32, shape: [64, 1, 8192, 1], %s}\nexpected:\n  error: einval\n"
+                % (", ".join([row] * 64), gen % 1, gen % 2, gen % 3))
+    args.cases = huge
+    sent = os.path.join(args.workdir, "huge.sent")
+    if os.path.exists(sent):
+        os.remove(sent)
+    rc, out, _, _, doc, res = json_run(args, backend(args, "terms", sent), "sdpa.fixture.*",
+                                       name="huge")
+    check(rc == 1, "huge: exit 1 (got %d)" % rc)
+    statuses(res, ["sdpa.fixture.terms_huge_ids"], "ERROR", r"^adapter failure: exec: the sdpa "
+             r"request header would be \d+ bytes, over the protocol's 1 MiB$")
+    check(not os.path.exists(sent) or os.path.getsize(sent) == 0, "huge: nothing was sent")
+    args.cases = golden
+
+
+PARSE_TERMS = r"""
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, sys.argv[1])
+import attnconf_exec as ax
+import numpy as np
+t = ax.Tensor("q", "f32", (1,), (1,), np.zeros(1, "<f4"))
+base = {"protocol": 1, "op": "sdpa", "causal": True, "causal_offset": None, "scale": None}
+r = ax._sdpa_request(base, {"q": t, "k": t, "v": t})
+assert (r.softcap, r.alibi_max_bias, r.sinks, r.chunk, r.segment_ids, r.block_ids) == \
+    (0.0, 0.0, None, 0, None, None), r
+h = dict(base, softcap=30.0, alibi_max_bias="inf", sinks=[0.5, "-inf", "nan"], chunk=4,
+         segment_ids=[[0, 0, 1]], block_ids=[[-1, 2, 2]])
+r = ax._sdpa_request(h, {"q": t, "k": t, "v": t})
+assert r.softcap == 30.0 and r.alibi_max_bias == float("inf") and r.chunk == 4, r
+assert r.sinks[:2] == [0.5, float("-inf")] and r.sinks[2] != r.sinks[2], r.sinks
+assert r.segment_ids == [[0, 0, 1]] and r.block_ids == [[-1, 2, 2]], r
+for bad in ({"softcap": [1]}, {"sinks": [True]}, {"alibi_max_bias": "big"}):
+    try:
+        ax._sdpa_request(dict(base, **bad), {"q": t, "k": t, "v": t})
+    except ax.ProtocolError as e:
+        print("refused:", e, file=sys.stderr)
+    else:
+        raise AssertionError("accepted %r" % bad)
+class A:
+    def build_mask(self, req):
+        self.req = req
+        return np.zeros((1, 1, 1, 3), bool)
+a = A()
+ax._build_mask(a, {"lq": 1, "offset": 2, "window": 0, "batch": 1, "lengths": None,
+                   "left_padding": None})
+assert (a.req.chunk, a.req.segment_ids, a.req.block_ids) == (0, None, None), a.req
+ax._build_mask(a, {"lq": 1, "offset": 2, "window": 0, "batch": 1, "lengths": None,
+                   "left_padding": None, "chunk": 2, "segment_ids": [[1, 1, 2]],
+                   "block_ids": [[0, 0, -1]]})
+assert (a.req.chunk, a.req.segment_ids, a.req.block_ids) == (2, [[1, 1, 2]], [[0, 0, -1]])
+assert {"sdpa.softcap", "sdpa.alibi", "sdpa.sinks", "sdpa.chunk", "sdpa.segments",
+        "sdpa.blocks", "mask.chunk", "mask.segments", "mask.blocks"} <= ax.CAPABILITIES
+print("terms ok", file=sys.stderr)
+"""
+
+
+def s_attnconf_exec_terms(args):
+    """attnconf_exec.py reads the fifth-revision members into SdpaRequest / MaskRequest (their
+    defaults when absent; "inf" / "-inf" / "nan" strings as floats; anything else that is not a
+    number is a protocol error) and accepts their capability names in an Identity."""
+    adapters = os.path.join(HERE, "..", "adapters")
+    p = subprocess.run([args.python, "-c", PARSE_TERMS, adapters], capture_output=True, text=True)
+    print(p.stderr)
+    check(p.returncode == 0 and "terms ok" in p.stderr and p.stderr.count("refused:") == 3,
+          "attnconf_exec reads the terms")
 
 
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}

@@ -556,6 +556,15 @@ static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, c
         return ATTNCONF_ENOMEM;
     }
     size_t tl = strlen(text);
+    if (tl + 1 > XB_MAX_HEADER) {
+        /* The id rows of a long batch can outgrow the 1 MiB every reader may assume: the
+         * request cannot be framed, and the adapter, which has seen nothing, keeps running. */
+        free(text);
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: the %s request header would be %zu bytes, over the protocol's 1 MiB", op,
+               tl + 1);
+        return HB_ETRANSPORT;
+    }
     text[tl] = '\n'; /* json_dumps's terminator becomes the framing newline */
     xb_fmt(what, sizeof what, "sending %s", op);
     int io = xb_write_all(c, text, tl + 1, deadline);
@@ -782,21 +791,87 @@ static const char *xb_last_error(void *ctx)
 
 static json_t *xb_int_list(const int64_t *v, int64_t n);
 
-/* The mask parameters (SPEC clause 19) into the sdpa header, each only when set: the host sets
- * them only for an adapter reporting sdpa.window / sdpa.lengths / sdpa.left_padding, so every
- * other adapter sees the first-revision header unchanged.  The arrays have one entry per batch
- * row of q.  Returns 0 or a status (with last_error set). */
+/* `n` doubles as a JSON list (non-finite values as the strings of jsonv_num), or NULL. */
+static json_t *xb_f32_list(const float *v, int64_t n)
+{
+    json_t *a = json_array();
+    for (int64_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, jsonv_num((double)v[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* A [rows * cols] row-major int64 array as `rows` JSON lists of `cols` integers (the
+ * "positions" form of cache_state), or NULL when out of memory. */
+static json_t *xb_int_rows(const int64_t *v, int64_t rows, int64_t cols)
+{
+    json_t *a = json_array();
+    for (int64_t b = 0; a && b < rows; b++) {
+        json_t *row = xb_int_list(v + b * cols, cols);
+        if (!row || json_array_append_new(a, row) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* segment_ids / block_ids (fifth revision, [rows * cols]) into h as row lists, each only when
+ * set.  Returns 0 or ATTNCONF_ENOMEM. */
+static int xb_id_rows(json_t *h, const int64_t *segment_ids, const int64_t *block_ids, int64_t rows,
+                      int64_t cols)
+{
+    const char *names[2] = {"segment_ids", "block_ids"};
+    const int64_t *arrays[2] = {segment_ids, block_ids};
+    for (int i = 0; i < 2; i++) {
+        if (!arrays[i])
+            continue;
+        json_t *l = xb_int_rows(arrays[i], rows, cols);
+        if (!l || json_object_set_new(h, names[i], l))
+            return ATTNCONF_ENOMEM;
+    }
+    return 0;
+}
+
+/* The mask parameters (SPEC clause 19) and the terms of current models (clauses 20-22) into
+ * the sdpa header, each only when set: the host sets each only for an adapter reporting its
+ * capability (sdpa.window ... sdpa.blocks), so every other adapter sees the first-revision
+ * header unchanged.  lengths / left_padding have one entry per batch row of q, sinks one per
+ * query head, segment_ids / block_ids one row of Lk per batch row.  Returns 0 or a status
+ * (with last_error set). */
 static int xb_sdpa_params(xb_ctx *c, const attnconf_sdpa_args *a, json_t *h)
 {
     if (a->struct_size < offsetof(attnconf_sdpa_args, left_padding) + sizeof a->left_padding)
         return 0;
-    if ((a->lengths || a->left_padding) &&
+    const int fifth =
+        a->struct_size >= offsetof(attnconf_sdpa_args, block_ids) + sizeof a->block_ids;
+    const int64_t *segment_ids = fifth ? a->segment_ids : NULL;
+    const int64_t *block_ids = fifth ? a->block_ids : NULL;
+    const float *sinks = fifth ? a->sinks : NULL;
+    if ((a->lengths || a->left_padding || segment_ids || block_ids) &&
         (a->q->ndim < 1 || a->q->shape[0] < 0 || a->q->shape[0] > ACASE_MAX_TENSOR_NUMEL)) {
         xb_fmt(c->last_error, sizeof c->last_error,
-               "exec: lengths / left_padding need a q with a batch dimension");
+               "exec: lengths / left_padding / segment_ids / block_ids need a q with a batch "
+               "dimension");
         return ATTNCONF_EINVAL;
     }
     const int64_t nb = a->q->ndim >= 1 ? a->q->shape[0] : 0;
+    /* The id rows are [B, Lk]: Lk is k's key axis, and the product must be a size the host
+     * could have allocated. */
+    if ((segment_ids || block_ids) &&
+        (a->k->ndim != 4 || a->k->shape[2] < 0 || a->k->shape[2] > ACASE_MAX_TENSOR_NUMEL ||
+         (a->k->shape[2] > 0 && nb > ACASE_MAX_TENSOR_NUMEL / a->k->shape[2]))) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: segment_ids / block_ids need a rank-4 k whose B * Lk is in range");
+        return ATTNCONF_EINVAL;
+    }
+    if (sinks && (a->q->ndim < 2 || a->q->shape[1] < 0 || a->q->shape[1] > ACASE_MAX_BATCH)) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: sinks need a q with a head dimension of at most %d", ACASE_MAX_BATCH);
+        return ATTNCONF_EINVAL;
+    }
     const char *names[2] = {"lengths", "left_padding"};
     const int64_t *arrays[2] = {a->lengths, a->left_padding};
     if (a->window != 0 && json_object_set_new(h, "window", json_integer(a->window)))
@@ -808,6 +883,22 @@ static int xb_sdpa_params(xb_ctx *c, const attnconf_sdpa_args *a, json_t *h)
         if (!l || json_object_set_new(h, names[i], l))
             goto oom;
     }
+    if (!fifth)
+        return 0;
+    /* A must-reject case's softcap or bias may be negative or non-finite: "nan", "inf",
+     * "-inf" as for the scale.  0 means none and is never sent. */
+    if ((a->softcap != 0 && json_object_set_new(h, "softcap", jsonv_num(a->softcap))) ||
+        (a->alibi_max_bias != 0 &&
+         json_object_set_new(h, "alibi_max_bias", jsonv_num(a->alibi_max_bias))) ||
+        (a->chunk != 0 && json_object_set_new(h, "chunk", json_integer(a->chunk))))
+        goto oom;
+    if (sinks) {
+        json_t *l = xb_f32_list(sinks, a->q->shape[1]);
+        if (!l || json_object_set_new(h, "sinks", l))
+            goto oom;
+    }
+    if (xb_id_rows(h, segment_ids, block_ids, nb, a->k->ndim == 4 ? a->k->shape[2] : 0))
+        goto oom;
     return 0;
 oom:
     xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
@@ -934,9 +1025,27 @@ static int xb_build_mask(void *ctx, const attnconf_mask_args *a)
         xb_fmt(c->last_error, sizeof c->last_error, "exec: build_mask without keep");
         return ATTNCONF_EINVAL;
     }
-    if ((a->lengths || a->left_padding) && (a->batch < 0 || a->batch > ACASE_MAX_TENSOR_NUMEL)) {
+    const int fifth =
+        a->struct_size >= offsetof(attnconf_mask_args, block_ids) + sizeof a->block_ids;
+    const int64_t *segment_ids = fifth ? a->segment_ids : NULL;
+    const int64_t *block_ids = fifth ? a->block_ids : NULL;
+    if ((a->lengths || a->left_padding || segment_ids || block_ids) &&
+        (a->batch < 0 || a->batch > ACASE_MAX_TENSOR_NUMEL)) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: batch %lld out of range",
                (long long)a->batch);
+        return ATTNCONF_EINVAL;
+    }
+    /* The id rows are [batch, Lk], Lk = kv_len or offset + lq (backend.h): parameters that
+     * give no such size cannot be read, let alone sent. */
+    const int has_kv_len =
+        a->struct_size >= offsetof(attnconf_mask_args, kv_len) + sizeof a->kv_len && a->kv_len;
+    int64_t lk = has_kv_len ? a->kv_len : 0;
+    if ((segment_ids || block_ids) &&
+        ((!has_kv_len && __builtin_add_overflow(a->offset, a->lq, &lk)) || lk < 0 ||
+         lk > ACASE_MAX_TENSOR_NUMEL || (lk > 0 && a->batch > ACASE_MAX_TENSOR_NUMEL / lk))) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: segment_ids / block_ids need batch * Lk in range (batch %lld, Lk %lld)",
+               (long long)a->batch, (long long)lk);
         return ATTNCONF_EINVAL;
     }
     int rc = xb_ensure(c);
@@ -953,8 +1062,10 @@ static int xb_build_mask(void *ctx, const attnconf_mask_args *a)
         json_object_set(h, "lengths", len) || json_object_set(h, "left_padding", lp) ||
         /* a static key buffer: sent only when set (the host sets it only for an adapter
          * reporting mask.kv_len), so the first-revision header is unchanged */
-        (a->struct_size >= offsetof(attnconf_mask_args, kv_len) + sizeof a->kv_len &&
-         a->kv_len != 0 && json_object_set_new(h, "kv_len", json_integer(a->kv_len)))) {
+        (has_kv_len && json_object_set_new(h, "kv_len", json_integer(a->kv_len))) ||
+        /* the fifth revision's terms likewise (mask.chunk, mask.segments, mask.blocks) */
+        (fifth && a->chunk != 0 && json_object_set_new(h, "chunk", json_integer(a->chunk))) ||
+        xb_id_rows(h, segment_ids, block_ids, a->batch, lk)) {
         xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
         rc = ATTNCONF_ENOMEM;
     } else {

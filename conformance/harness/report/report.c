@@ -13,7 +13,7 @@
  * only per-family counts of the cases that caught them.
  *
  * "Spec clauses" groups the cases by the SPEC.md clause their rule ids cite: a rule id
- * "clauseN.<name>" (N in 1..19, no leading zero, a non-empty name) belongs to clause N, any
+ * "clauseN.<name>" (N in 1..SPEC_CLAUSES, no leading zero, a non-empty name) belongs to clause N, any
  * other id to the row "other".  Per clause: its distinct rule ids, the number of distinct case
  * ids citing it over all files, passed/run of those cases on each non-mutant backend, and the
  * mutants that FAILed, had an INCORRECT_DTYPE or ERRORed on at least one of them.

@@ -42,6 +42,12 @@ Standard library only.  MODE (argv[1]):
                 harness must grant UNEXPRESSIBLE only where a rejection is required
   pid           answers every sdpa with status -5 and the error "adapter pid N" (its process
                 id): which process served which case (--restart)
+  log           like ok, and it appends each sdpa and build_mask request header (its members,
+                "tensors" left out) to STATE_FILE (argv[2]), one JSON object a line: what an
+                adapter without the fifth-revision capabilities is sent
+  terms         like log, listing the fifth-revision capabilities too (sdpa.softcap, sdpa.alibi,
+                sdpa.sinks, sdpa.chunk, sdpa.segments, sdpa.blocks, mask.chunk, mask.segments,
+                mask.blocks) and computing those terms (SPEC clauses 20-22)
   chatty        like ok, and it writes to stderr: "started, pid N" at start, and in every sdpa
                 a three-line traceback-like block ending in "UserWarning: sdpa #K recompiled"
                 (K counts this process's sdpa requests), as a library's warnings would be;
@@ -128,9 +134,76 @@ def hello(header):
         caps.append("stride0")
     if MODE == "stride0wire":
         caps.append("stride0.wire")
+    if MODE == "terms":
+        caps += TERM_CAPS
     send({"status": 0, "name": "bad_adapter", "version": "bad_adapter 1 (%s)" % MODE,
           "capabilities": caps,
           "options": [{"key": "device", "default": "cpu", "help": "cpu only (a test adapter)"}]})
+
+
+TERM_CAPS = ["sdpa.softcap", "sdpa.alibi", "sdpa.sinks", "sdpa.chunk", "sdpa.segments",
+             "sdpa.blocks", "mask.chunk", "mask.segments", "mask.blocks"]
+
+
+def number(x):
+    """A header float: a JSON number or "nan" / "inf" / "-inf" (PROTOCOL.md)."""
+    return float(x)
+
+
+def terms_error(h, causal, hq, b, lk):
+    """The reason the fifth-revision terms of request h are invalid (SPEC clauses 20-22), or
+    None.  hq: query heads (None for build_mask); b, lk: the id lists' rows and columns."""
+    for name in ("softcap", "alibi_max_bias"):
+        x = number(h.get(name, 0.0))
+        if not (math.isfinite(x) and x >= 0):
+            return "%s %r must be finite and >= 0" % (name, x)
+    sinks = h.get("sinks")
+    if sinks is not None and (len(sinks) != hq or not all(math.isfinite(number(x))
+                                                           for x in sinks)):
+        return "sinks: %d finite values expected" % hq
+    chunk = h.get("chunk", 0)
+    if chunk < 0 or ((chunk or h.get("block_ids") is not None) and not causal):
+        return "chunk %d / block_ids: chunk must be >= 0, and both need causal" % chunk
+    for name in ("segment_ids", "block_ids"):
+        ids = h.get(name)
+        if ids is not None and (len(ids) != b or any(len(row) != lk for row in ids)):
+            return "%s: %d rows of %d ids expected" % (name, b, lk)
+    return None
+
+
+def kept(h, causal, offset, b, i, j, lk):
+    """Whether query i of batch row b keeps key j (causal offset `offset`): causal, window,
+    lengths, left_padding and the fifth-revision chunk, segment_ids and block_ids, as
+    attnref_sdpa_key_kept."""
+    window, chunk = h.get("window") or 0, h.get("chunk") or 0
+    lengths, left = h.get("lengths"), h.get("left_padding")
+    seg, blk = h.get("segment_ids"), h.get("block_ids")
+    if (lengths is not None and j >= lengths[b]) or (left is not None and j < left[b]):
+        return False
+    p = offset + i
+    in_slot = 0 <= p < lk
+    if seg is not None and (not in_slot or seg[b][p] != seg[b][j]):
+        return False
+    if not causal:
+        return True
+    later = j > p
+    if later and not (blk is not None and in_slot and blk[b][p] >= 0 and blk[b][p] == blk[b][j]):
+        return False
+    if not later and window and j <= p - window:
+        return False
+    lp = left[b] if left is not None else 0
+    if chunk and (j - lp) // chunk != (p - lp) // chunk:
+        return False
+    return True
+
+
+def alibi_slope(max_bias, hq, h):
+    n = 1
+    while n * 2 <= hq:
+        n *= 2
+    if h < n:
+        return 2.0 ** (-max_bias * (h + 1) / n)
+    return 2.0 ** (-(max_bias / 2) * (2 * (h - n) + 1) / n)
 
 
 def view(desc, data):
@@ -174,6 +247,12 @@ def sdpa(header, tensors):
         if arr is not None and (len(arr) != B or any(x < 0 or x > Lk for x in arr)):
             return EINVAL, "%s: %d entries in 0..%d expected" % (name, B, Lk), None, b""
     causal = bool(header.get("causal"))
+    why = terms_error(header, causal, Hq, B, Lk)
+    if why:
+        return EINVAL, why, None, b""
+    softcap = number(header.get("softcap", 0.0))
+    max_bias = number(header.get("alibi_max_bias", 0.0))
+    sinks = header.get("sinks")
     offset = header.get("causal_offset")
     offset = Lk - Lq if offset is None else offset
     group = Hq // Hkv
@@ -181,19 +260,22 @@ def sdpa(header, tensors):
     for b in range(B):
         for h in range(Hq):
             hk = h // group
+            slope = alibi_slope(max_bias, Hq, h) if max_bias else 0.0
             for i in range(Lq):
-                keys = [j for j in range(Lk) if (not causal or j <= offset + i)
-                        and (not window or j > offset + i - window)
-                        and (lengths is None or j < lengths[b])
-                        and (left is None or j >= left[b])]
+                keys = [j for j in range(Lk) if kept(header, causal, offset, b, i, j, Lk)]
                 if not keys:
                     result.extend([0.0] * Dv)
                     continue
-                logits = [scale * sum(Q((b, h, i, d)) * K((b, hk, j, d)) for d in range(D))
-                          for j in keys]
-                m = max(logits)
+                logits = []
+                for j in keys:
+                    s = scale * sum(Q((b, h, i, d)) * K((b, hk, j, d)) for d in range(D))
+                    if softcap:
+                        s = softcap * math.tanh(s / softcap)
+                    logits.append(s - slope * abs(offset + i - j))
+                sink = number(sinks[h]) if sinks is not None else -math.inf
+                m = max(logits + [sink])
                 w = [math.exp(x - m) for x in logits]
-                total = sum(w)
+                total = sum(w) + math.exp(sink - m)
                 for e in range(Dv):
                     result.append(sum(wj * V((b, hk, j, e)) for wj, j in zip(w, keys)) / total)
     payload = struct.pack("<%df" % len(result), *result)
@@ -212,26 +294,32 @@ def build_mask(h):
     if kv_len and kv_len < offset + lq:
         return EINVAL, "kv_len %d is below offset + lq = %d" % (kv_len, offset + lq), None, b""
     per_seq = lengths is not None or left is not None
+    per_seq = per_seq or h.get("segment_ids") is not None or h.get("block_ids") is not None
     if per_seq and batch < 1:
         return EINVAL, "batch must be >= 1 with lengths or left_padding", None, b""
     for name, arr in (("lengths", lengths), ("left_padding", left)):
         if arr is not None and (len(arr) != batch or any(x < 0 or x > lk for x in arr)):
             return EINVAL, "%s entries must be in 0..%d" % (name, lk), None, b""
+    why = terms_error(h, True, None, batch, lk)
+    if why:
+        return EINVAL, why, None, b""
     B = batch if per_seq else 1
     keep = bytearray()
     for b in range(B):
         for i in range(lq):
-            p = offset + i
             for j in range(lk):
-                ok = j <= p and (window == 0 or j > p - window)
-                ok = ok and (lengths is None or j < lengths[b])
-                ok = ok and (left is None or j >= left[b])
-                keep.append(1 if ok else 0)
+                keep.append(1 if kept(h, True, offset, b, i, j, lk) else 0)
     desc = {"name": "keep", "dtype": "bool", "shape": [B, 1, lq, lk], "nbytes": len(keep)}
     return 0, "", desc, bytes(keep)
 
 
 SDPA_CALLS = 0
+
+
+def log_request(header):
+    if MODE in ("log", "terms"):
+        with open(STATE, "a") as f:
+            f.write(json.dumps({k: v for k, v in header.items() if k != "tensors"}) + "\n")
 
 
 def serve_sdpa(header, tensor_list):
@@ -253,6 +341,7 @@ def serve_sdpa(header, tensor_list):
         log("dying in the middle of sdpa")
         os._exit(3)
     tensors = read_payloads(tensor_list)
+    log_request(header)
     if MODE in ("stride0", "stride0wire"):
         with open(STATE, "a") as f:
             f.write(json.dumps(tensor_list) + "\n")
@@ -317,6 +406,7 @@ def main():
         elif op == "build_mask" and MODE == "inexpressible":
             error(EINEXPRESSIBLE, "bad_adapter cannot write these mask parameters in its API")
         elif op == "build_mask":
+            log_request(header)
             status, text, desc, payload = build_mask(header)
             if status != 0:
                 error(status, text)

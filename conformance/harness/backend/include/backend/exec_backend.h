@@ -19,9 +19,11 @@
  * version, capabilities and options are the adapter's (valid until table->close(*ctx), which
  * ends the adapter and frees both) and *ctx to its context.  Calls on the table that meet a
  * transport failure return HB_ETRANSPORT with the reason in last_error, kill the adapter and
- * start a fresh one (with the same hello) at the next call.  Each call may take up to timeout_s
- * seconds.  Returns -1 with err = the problem (without the "exec:CMD: " prefix; an adapter's
- * refusal reads "adapter refused hello: ERROR") and nothing left running. */
+ * start a fresh one (with the same hello) at the next call; a request whose header would
+ * exceed the protocol's 1 MiB is not sent and returns HB_ETRANSPORT, the adapter kept.  Each
+ * call may take up to timeout_s seconds.  Returns -1 with err = the problem (without the
+ * "exec:CMD: " prefix; an adapter's refusal reads "adapter refused hello: ERROR") and nothing
+ * left running. */
 int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options, double timeout_s,
             const char *stderr_to, const attnconf_backend **table, void **ctx, char *err,
             size_t errlen);
