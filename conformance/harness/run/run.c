@@ -980,6 +980,14 @@ static void run_mask(const run_ctx *rn, const acase *c, hr_result *r)
                 (long long)ACASE_MAX_TENSOR_NUMEL);
         return;
     }
+    /* The ABI's id lists are [batch, Lk]: rows of another length cannot be posed there (a
+     * backend would read past them). */
+    if ((c->segment_ids || c->block_ids) && c->ids_len != keep.shape[3]) {
+        run_set(r, HR_ERROR,
+                "case: the id lists have %lld entries per row, the keep mask has Lk = %lld",
+                (long long)c->ids_len, (long long)keep.shape[3]);
+        return;
+    }
     run_contiguous_strides(keep.ndim, keep.shape, keep.strides);
     size_t bytes = (size_t)(numel > 0 ? numel : 1);
     run_guarded kg, lg, pg, sg, bg;
