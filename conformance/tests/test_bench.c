@@ -216,7 +216,22 @@ Test(bench_suite, bad_fields_name_line_and_field)
     expect_error("    colour: red\n",
                  ":14: shapes[0]: unknown key 'colour' (known: id, dtypes, "
                  "batch, q_heads, kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, "
-                 "window, lengths, left_padding, bound)");
+                 "window, lengths, left_padding, softcap, alibi_max_bias, sinks, chunk, documents, "
+                 "blocks, bound)");
+    /* The terms of current models. */
+    expect_error("    softcap: -1\n", ":14: shapes[0].softcap: '-1' is not a number in (0, 1e+30]");
+    expect_error("    softcap: lots\n", ":14: shapes[0].softcap: expected a number");
+    expect_error("    sinks: [1, 2]\n",
+                 ":14: shapes[0].sinks: expected a list of 4 numbers (one per query head)");
+    expect_error("    sinks: [1, 2, x, 4]\n",
+                 ":14: shapes[0].sinks: entry 2: expected a number of magnitude <= 1e30");
+    expect_error("    chunk: 4\n", ":14: shapes[0].chunk: needs causal: true (SPEC clause 20)");
+    expect_error("    documents: [3, 4]\n",
+                 ":14: shapes[0].documents: the lengths sum to 7, lk is 8");
+    expect_error("    causal: true\n    blocks: [[2, 3], [4, 1]]\n",
+                 ":15: shapes[0].blocks: 4 is out of range (5..7)");
+    expect_error("    blocks: [[2, 3]]\n",
+                 ":14: shapes[0].blocks: needs causal: true (SPEC clause 20)");
     expect_error("    causal: yes\n", ":14: shapes[0].causal: expected true or false");
     expect_error("    causal: true\n    causal_offset: 1099511627777\n",
                  ":15: shapes[0].causal_offset: 1099511627777 is out of range "
@@ -235,6 +250,55 @@ Test(bench_suite, bad_fields_name_line_and_field)
     expect_error("  - id: T D\n    dtypes: [f16]\n    batch: 1\n    q_heads: 1\n    kv_heads: 1\n"
                  "    lq: 1\n    lk: 1\n    head_dim: 1\n    bound: memory\n",
                  ":14: shapes[1].id: 'T D' has a character outside [A-Za-z0-9_.-]");
+}
+
+Test(bench_suite, terms_load_and_count)
+{
+    char err[1024];
+    bs_suite s;
+    cr_assert_eq(load_text(HEAD SHAPE "    causal: true\n    softcap: 50.0\n    alibi_max_bias: 8\n"
+                                      "    sinks: [0.1, -1, 2.5e0, 3]\n    chunk: 5\n"
+                                      "    documents: [3, 1, 4]\n    blocks: [[0, 2], [5, 3]]\n",
+                           1ull << 40, &s, err, sizeof err),
+                 0, "%s", err);
+    const bs_shape *sh = &s.shapes[0];
+    cr_assert_eq(sh->softcap, 50.0);
+    cr_assert_eq(sh->alibi_max_bias, 8.0);
+    cr_assert_eq(sh->sinks[0], (double)0.1f, "sinks are f32 values");
+    cr_assert_eq(sh->sinks_f32[2], 2.5f);
+    cr_assert_eq(sh->chunk, 5);
+    const int64_t seg[8] = {0, 0, 0, 1, 2, 2, 2, 2}, blk[8] = {0, 0, -1, -1, -1, 1, 1, 1};
+    for (int b = 0; b < 3; b++)
+        for (int j = 0; j < 8; j++) {
+            cr_assert_eq(sh->segment_ids[b * 8 + j], seg[j]);
+            cr_assert_eq(sh->block_ids[b * 8 + j], blk[j]);
+        }
+    /* Counted key by key: the same as attnref_sdpa_key_kept over every pair. */
+    const attnref_sdpa_params p = {.causal = 1,
+                                   .batch = 3,
+                                   .chunk = 5,
+                                   .segment_ids = sh->segment_ids,
+                                   .block_ids = sh->block_ids};
+    int64_t want = 0;
+    for (int64_t b = 0; b < 3; b++)
+        for (int64_t i = 0; i < 8; i++)
+            for (int64_t j = 0; j < 8; j++)
+                want += attnref_sdpa_key_kept(&p, 8, 8, b, i, j);
+    bs_counts c;
+    bs_count(sh, ATTNREF_F32, &c);
+    cr_assert_eq(c.visible_pairs, want * 4);
+    /* The score terms need their bits; there is no mask form of them. */
+    bb_via via;
+    char why[256];
+    const uint64_t base = ATTNCONF_CAP_F32 | ATTNCONF_CAP_GQA | ATTNCONF_CAP_CAUSAL |
+                          ATTNCONF_CAP_CHUNK | ATTNCONF_CAP_SEGMENTS | ATTNCONF_CAP_BLOCKS |
+                          ATTNCONF_CAP_SOFTCAP | ATTNCONF_CAP_ALIBI;
+    cr_assert_eq(bb_supported(sh, ATTNREF_F32, base, &via, why, sizeof why), -1);
+    cr_assert_str_eq(why, "needs sdpa.sinks");
+    cr_assert_eq(bb_supported(sh, ATTNREF_F32, base | ATTNCONF_CAP_SINKS, &via, why, sizeof why),
+                 0);
+    cr_assert_eq(via, BB_VIA_PARAMS);
+    bs_suite_free(&s);
 }
 
 Test(bench_suite, sizes_are_refused_before_allocating)

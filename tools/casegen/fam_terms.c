@@ -526,6 +526,60 @@ static void terms_invalid_sink(cg *g, const tcase *s)
     cg_emit(g, c);
 }
 
+/* sdpa.scale_range.*: the binary32 range of an explicit scale (SPEC clause 2, issue 20's
+ * decision): the largest f32 scale is valid, one past it is EINVAL, and scaled scores beyond the
+ * f32 range still owe the exact (finite) result. */
+static void scale_range(cg *g)
+{
+    static const struct {
+        const char *stem, *what;
+        unsigned dts;
+        double scale, amp;
+        int64_t lq, lk, d;
+        int error;
+    } R[] = {
+        {"max_f32_tiny_qk",
+         "The largest f32 scale, FLT_MAX, on q and k near 1e-19 (scores of a "
+         "few units): valid and used as given",
+         F32 | BF16, 3.4028234663852886e38, 1.5e-19, 3, 17, 16, 0},
+        {"scores_overflow",
+         "Scale 3e38 on ordinary q and k: every scaled score overflows f32 "
+         "(|s| up to 1e39), the exact softmax puts its weight on the largest "
+         "score, so the output is finite; NaN from inf - inf is a FAIL",
+         ALL, 3e38, 1.0, 4, 9, 8, 0},
+        {"scores_overflow_decode",
+         "Scale 1e38 in a decode over 70 keys: some scores overflow f32, "
+         "the output is the value of the largest",
+         ALL, 1e38, 1.0, 1, 70, 32, 0},
+        {"neg_max_f32", "Scale -FLT_MAX on ordinary q and k: the weight goes to the smallest q.k",
+         F32 | F16, -3.4028234663852886e38, 1.0, 2, 6, 4, 0},
+        {"min_subnormal",
+         "The smallest f32 subnormal scale 1.4e-45: every score is 0 to f32 "
+         "precision, the output is the mean of V",
+         F32 | BF16, 1.401298464324817e-45, 1.0, 2, 7, 8, 0},
+        {"over_f32", "Scale 3.5e38, just past FLT_MAX: no f32 holds it, so it must be rejected",
+         F32 | BF16, 3.5e38, 1.0, 1, 3, 4, ATTNREF_EINVAL},
+        {"over_f32_1e39", "Scale 1e39 must be rejected", F32, 1e39, 1.0, 1, 3, 4, ATTNREF_EINVAL},
+        {"over_f32_1e300", "Scale -1e300 must be rejected", F16, -1e300, 1.0, 1, 3, 4,
+         ATTNREF_EINVAL},
+    };
+    for (size_t n = 0; n < sizeof R / sizeof R[0]; n++)
+        for (int d = 0; d < 3; d++) {
+            if (!(R[n].dts & (1u << d)))
+                continue;
+            char id[ACASE_ID_MAX], stem[ACASE_ID_MAX];
+            snprintf(stem, sizeof stem, "sdpa.scale_range.%s", R[n].stem);
+            cg_id_dt(id, sizeof id, stem, CG_DTYPES[d]);
+            acase *c = cg_sdpa(id, R[n].what, "clause2.range", CG_DTYPES[d], 1, 2, 1, R[n].lq,
+                               R[n].lk, R[n].d, R[n].d, R[n].amp);
+            c->has_scale = 1;
+            c->scale = R[n].scale;
+            if (R[n].error)
+                cg_expect_error(c, R[n].error);
+            cg_emit(g, c);
+        }
+}
+
 /* The mask builder's forms of the terms (mask.terms.*): transformers' golden masks. */
 static void mask_terms(cg *g)
 {
@@ -669,4 +723,5 @@ void fam_terms(cg *g)
                 terms_case(g, s, CG_DTYPES[d]);
     }
     mask_terms(g);
+    scale_range(g);
 }

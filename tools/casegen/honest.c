@@ -281,6 +281,68 @@ static void impl_prescaled(const hrow *r, float *out, float *s, float *acc)
     rounded_p_times_v(r, s, out, acc);
 }
 
+/* The fallback SPEC clause 2 asks of every kernel whose f32 scores overflow from finite inputs
+ * (a scale near the f32 limit): the row recomputed in binary64 from the f32 inputs and the
+ * f32-held scale and terms, rounded once.  Every implementation above takes it where its own row
+ * came out non-finite on finite kept inputs. */
+static void impl_wide(const hrow *r, float *out)
+{
+    const double sc = scale_of(r, 0);
+    double mx = r->has_sink ? r->sink : -INFINITY, sum = 0.0;
+    double *s = malloc(((size_t)r->lk + 1) * sizeof *s), *acc = calloc((size_t)r->dv + 1, 8);
+    if (!s || !acc) {
+        fprintf(stderr, "casegen: out of memory\n");
+        exit(1);
+    }
+    for (int64_t j = 0; j < r->lk; j++) {
+        if (!r->kept[j])
+            continue;
+        double dot = 0.0;
+        for (int64_t x = 0; x < r->d; x++)
+            dot += (double)r->q[x] * (double)r->k[j * r->d + x];
+        double v = sc * dot;
+        if (r->softcap > 0.0f)
+            v = r->softcap * tanh(v / r->softcap);
+        if (r->slope > 0.0f)
+            v -= r->slope * fabs(r->pos - (double)j);
+        s[j] = v + r->add[j];
+        mx = fmax(mx, s[j]);
+    }
+    if (r->has_sink)
+        sum += exp(r->sink - mx);
+    for (int64_t j = 0; j < r->lk; j++) {
+        if (!r->kept[j])
+            continue;
+        const double e = exp(s[j] - mx);
+        sum += e;
+        for (int64_t x = 0; x < r->dv; x++)
+            acc[x] += e * r->v[j * r->dv + x];
+    }
+    for (int64_t x = 0; x < r->dv; x++)
+        out[x] = (float)(acc[x] / sum);
+    free(s);
+    free(acc);
+}
+
+/* Whether the row's q and every kept key's K and V are finite (then so must the output be). */
+static int row_inputs_finite(const hrow *r)
+{
+    for (int64_t x = 0; x < r->d; x++)
+        if (!isfinite(r->q[x]))
+            return 0;
+    for (int64_t j = 0; j < r->lk; j++) {
+        if (!r->kept[j] || !isfinite(r->add[j]))
+            continue;
+        for (int64_t x = 0; x < r->d; x++)
+            if (!isfinite(r->k[j * r->d + x]))
+                return 0;
+        for (int64_t x = 0; x < r->dv; x++)
+            if (!isfinite(r->v[j * r->dv + x]))
+                return 0;
+    }
+    return 1;
+}
+
 typedef void (*impl_fn)(const hrow *, float *, float *, float *);
 static const struct {
     const char *name;
@@ -361,6 +423,11 @@ void cg_honest_sdpa(const acase *c, int which, double *out)
                 r.pos = (double)off + (double)i;
                 r.sink = r.has_sink ? (float)c->sinks[h] : 0.0f;
                 IMPLS[which].fn(&r, row, s, acc);
+                int finite = 1;
+                for (int64_t x = 0; x < Dv; x++)
+                    finite &= isfinite(row[x]) != 0;
+                if (!finite && row_inputs_finite(&r))
+                    impl_wide(&r, row);
                 for (int64_t x = 0; x < Dv; x++)
                     out[o + x] = rd(row[x], dt);
             }

@@ -91,15 +91,20 @@ static void cpu_close(void *vctx)
 static uint64_t cpu_capabilities(void *ctx)
 {
     (void)ctx;
-    /* Everything the reference serves: every mask kind and parameter, any strides (0
-     * included), the KV caches (reference_cache.c). */
+    /* Everything the reference serves: every mask kind and parameter, the terms of current
+     * models (softcap, ALiBi, sinks, chunk, documents, blocks: in the kernels, cpu_sdpa.c), any
+     * strides (0 included), the KV caches (reference_cache.c); build_mask is the reference's,
+     * so it takes chunk, documents and blocks too. */
     return ATTNCONF_CAP_F32 | ATTNCONF_CAP_F16 | ATTNCONF_CAP_BF16 | ATTNCONF_CAP_MASK_BOOL |
            ATTNCONF_CAP_MASK_ADD | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_CAUSAL_OFFSET |
            ATTNCONF_CAP_GQA | ATTNCONF_CAP_DV_NE_D | ATTNCONF_CAP_STRIDED | ATTNCONF_CAP_SCALE |
            ATTNCONF_CAP_MASK_BCAST | ATTNCONF_CAP_BUILD_MASK | ATTNCONF_CAP_WINDOW |
            ATTNCONF_CAP_LENGTHS | ATTNCONF_CAP_LEFT_PAD | ATTNCONF_CAP_SDPA_WINDOW |
            ATTNCONF_CAP_SDPA_LENGTHS | ATTNCONF_CAP_SDPA_LEFT_PAD | ATTNCONF_CAP_STRIDE0 |
-           ATTNCONF_CAP_KV_LEN | RC_CAPS;
+           ATTNCONF_CAP_KV_LEN | ATTNCONF_CAP_SOFTCAP | ATTNCONF_CAP_ALIBI | ATTNCONF_CAP_SINKS |
+           ATTNCONF_CAP_CHUNK | ATTNCONF_CAP_SEGMENTS | ATTNCONF_CAP_BLOCKS |
+           ATTNCONF_CAP_MASK_CHUNK | ATTNCONF_CAP_MASK_SEGMENTS | ATTNCONF_CAP_MASK_BLOCKS |
+           RC_CAPS;
 }
 
 static double now_s(void)

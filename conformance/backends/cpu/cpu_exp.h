@@ -1,4 +1,5 @@
-/* cpu_exp.h — the cpu plugin's expf, one algorithm for the scalar code and both kernel paths.
+/* cpu_exp.h — the cpu plugin's expf and soft-capping (tanh), one algorithm for the scalar code and
+ * both kernel paths.
  *
  * Why not libm's expf: the AVX2 path needs a vector exp, and the portable path and the scalar
  * tails must give the same values as its lanes so the two paths can be compared exactly where
@@ -67,6 +68,39 @@ static inline float cpu_expf(float x)
     const float y = p * r2 + r + 1.0f;
     const int32_t n1 = n >> 1; /* floor(n / 2): both halves stay in [-80, 64] */
     return y * cpu_exp_pow2i(n1) * cpu_exp_pow2i(n - n1);
+}
+
+/* ---- soft-capping ------------------------------------------------------------------------- */
+
+/* Minimax coefficients of (tanh(y) - y) / y^3 in y^2 on |y| < 0.625 (Cephes tanhf). */
+#define CPU_TANH_T0 (-5.70498872745e-3f)
+#define CPU_TANH_T1 2.06390887954e-2f
+#define CPU_TANH_T2 (-5.37397155531e-2f)
+#define CPU_TANH_T3 1.33314422036e-1f
+#define CPU_TANH_T4 (-3.33332819422e-1f)
+#define CPU_TANH_SMALL 0.625f
+
+/* c * tanh(s / c) of a score s (SPEC clause 20's soft-capping), rc = 1 / c rounded to f32, for c
+ * in [2^-100, 2^100].  With y = s * rc: for |y| < 0.625, c * tanh(y) = s + s * y^2 * t(y^2), where
+ * s stands for c * y (exact: no rounding of c * rc enters) and the error of y only reaches the
+ * small correction; above, c * (1 - 2 / (exp(2|y|) + 1)) with the sign of y, where the
+ * subtraction cancels at most a factor 0.8.  Within 3 ulp of the exact c * tanh(s / c) (the unit
+ * test measures it); +-inf gives +-c, NaN stays NaN.  The AVX2 kernels do the same operations
+ * on 8 lanes. */
+static inline float cpu_softcapf(float s, float c, float rc)
+{
+    const float y = s * rc;
+    const float ay = y < 0.0f ? -y : y;
+    if (ay < CPU_TANH_SMALL) {
+        const float z = y * y;
+        const float t =
+            (((CPU_TANH_T0 * z + CPU_TANH_T1) * z + CPU_TANH_T2) * z + CPU_TANH_T3) * z +
+            CPU_TANH_T4;
+        return s + s * (z * t);
+    }
+    const float e = cpu_expf(ay + ay);
+    const float t = c * (1.0f - 2.0f / (e + 1.0f));
+    return y < 0.0f ? -t : t; /* a NaN y keeps the NaN t */
 }
 
 #endif

@@ -61,6 +61,16 @@ typedef struct cpu_kernels {
                     int64_t rstride, int nkeys, int64_t Dv, const float *corr, float *o,
                     size_t ldo);
 
+    /* s[c] = cpu_softcapf(s[c], cap, rcap) for c < n (cpu_exp.h: c * tanh(s / c)). */
+    void (*softcap)(float *s, int n, float cap, float rcap);
+
+    /* s[c] -= slope * |base - c| for c < n (ALiBi, SPEC clause 21: base is the query's position
+     * minus the tile's first key, the distance formed in f32, exact below 2^24). */
+    void (*alibi)(float *s, int n, float slope, int64_t base);
+
+    /* 1 if every x[0..n) is finite, else 0 (n >= 0). */
+    int (*finite)(const float *x, int n);
+
     /* The largest of x[0..n) ignoring NaN; -inf when n == 0 or every element is -inf or NaN. */
     float (*max)(const float *x, int n);
 

@@ -353,6 +353,72 @@ static float x_exp_sum(float *x, int n, float m)
     return sum;
 }
 
+/* cpu_softcapf (cpu_exp.h) on 8 lanes, operation for operation: both branches, blended. */
+AI __m256 softcap256(__m256 s, __m256 cv, __m256 rcv)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 y = _mm256_mul_ps(s, rcv);
+    const __m256 ay = _mm256_andnot_ps(sign, y);
+    const __m256 z = _mm256_mul_ps(y, y);
+    __m256 t =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(CPU_TANH_T0), z), _mm256_set1_ps(CPU_TANH_T1));
+    t = _mm256_add_ps(_mm256_mul_ps(t, z), _mm256_set1_ps(CPU_TANH_T2));
+    t = _mm256_add_ps(_mm256_mul_ps(t, z), _mm256_set1_ps(CPU_TANH_T3));
+    t = _mm256_add_ps(_mm256_mul_ps(t, z), _mm256_set1_ps(CPU_TANH_T4));
+    const __m256 small = _mm256_add_ps(s, _mm256_mul_ps(s, _mm256_mul_ps(z, t)));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 e = exp256(_mm256_add_ps(ay, ay));
+    const __m256 big = _mm256_mul_ps(
+        cv, _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one))));
+    /* y < 0: -big (a NaN lane compares false both ways and keeps big, NaN). */
+    const __m256 neg = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LT_OQ);
+    const __m256 bigs = _mm256_blendv_ps(big, _mm256_xor_ps(big, sign), neg);
+    const __m256 is_small = _mm256_cmp_ps(ay, _mm256_set1_ps(CPU_TANH_SMALL), _CMP_LT_OQ);
+    return _mm256_blendv_ps(bigs, small, is_small);
+}
+
+static void x_softcap(float *s, int n, float cap, float rcap)
+{
+    const __m256 cv = _mm256_set1_ps(cap), rcv = _mm256_set1_ps(rcap);
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        _mm256_storeu_ps(s + c, softcap256(_mm256_loadu_ps(s + c), cv, rcv));
+    for (; c < n; c++)
+        s[c] = cpu_softcapf(s[c], cap, rcap);
+}
+
+static void x_alibi(float *s, int n, float slope, int64_t base)
+{
+    const float bf = (float)base;
+    const __m256 sign = _mm256_set1_ps(-0.0f), mv = _mm256_set1_ps(slope);
+    const __m256 step = _mm256_set_ps(7, 6, 5, 4, 3, 2, 1, 0);
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256 col = _mm256_add_ps(_mm256_set1_ps((float)c), step);
+        const __m256 d = _mm256_andnot_ps(sign, _mm256_sub_ps(_mm256_set1_ps(bf), col));
+        _mm256_storeu_ps(s + c, _mm256_sub_ps(_mm256_loadu_ps(s + c), _mm256_mul_ps(mv, d)));
+    }
+    for (; c < n; c++) {
+        const float d = bf - (float)c;
+        s[c] -= slope * (d < 0.0f ? -d : d);
+    }
+}
+
+static int x_finite(const float *x, int n)
+{
+    const __m256i expo = _mm256_set1_epi32(0x7f800000);
+    __m256i bad = _mm256_setzero_si256();
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256i e = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + c)), expo);
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(e, expo));
+    }
+    int ok = _mm256_testz_si256(bad, bad);
+    for (; c < n; c++)
+        ok &= isfinite(x[c]) != 0;
+    return ok;
+}
+
 static float x_max(const float *x, int n)
 {
     __m256 acc = _mm256_set1_ps(-INFINITY);
@@ -492,6 +558,9 @@ const cpu_kernels cpu_kernels_avx2 = {
     .scores_rows = x_scores_rows,
     .pv_rows = x_pv_rows,
     .exp_sum = x_exp_sum,
+    .softcap = x_softcap,
+    .alibi = x_alibi,
+    .finite = x_finite,
     .max = x_max,
     .load_row = x_load_row,
     .pack_kt = x_pack_kt,

@@ -104,6 +104,29 @@ static float p_max(const float *x, int n)
     return m;
 }
 
+static void p_softcap(float *s, int n, float cap, float rcap)
+{
+    for (int c = 0; c < n; c++)
+        s[c] = cpu_softcapf(s[c], cap, rcap);
+}
+
+static void p_alibi(float *s, int n, float slope, int64_t base)
+{
+    const float bf = (float)base;
+    for (int c = 0; c < n; c++) {
+        const float d = bf - (float)c;
+        s[c] -= slope * (d < 0.0f ? -d : d);
+    }
+}
+
+static int p_finite(const float *x, int n)
+{
+    int ok = 1;
+    for (int c = 0; c < n; c++)
+        ok &= isfinite(x[c]) != 0;
+    return ok;
+}
+
 static float p_widen(const void *src, int dtype, int64_t i)
 {
     switch (dtype) {
@@ -153,6 +176,9 @@ const cpu_kernels cpu_kernels_portable = {
     .scores_rows = p_scores_rows,
     .pv_rows = p_pv_rows,
     .exp_sum = p_exp_sum,
+    .softcap = p_softcap,
+    .alibi = p_alibi,
+    .finite = p_finite,
     .max = p_max,
     .load_row = p_load_row,
     .pack_kt = p_pack_kt,

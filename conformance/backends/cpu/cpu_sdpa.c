@@ -39,10 +39,17 @@ typedef struct ws {
     unsigned char *kept; /* [CPU_MR][CPU_BC] kept flags (non-finite V tiles only) */
     float *orow;         /* [dvp] one output row in f32 */
     unsigned char *obuf; /* [dvp * 4] one output row in the dtype (strided outputs) */
+    int64_t *ppr;        /* [bq] ALiBi: the position nearest the query in its key range */
+    double *pd0;         /* [bq] ALiBi: the distance from the query to it */
+    unsigned char *pex;  /* [bq] 1: the key range is exact (cpu_row_keys) */
+    unsigned char *rbad; /* [R] 1: a kept score was not finite (the row is redone in double) */
+    double *acc;         /* [dvp] one row in double (row_f64) */
 } ws;
 
+#define WS_SECTIONS 16
+
 typedef struct layout {
-    size_t off[11];
+    size_t off[WS_SECTIONS];
     size_t bytes;
 } layout;
 
@@ -50,7 +57,7 @@ typedef struct layout {
 static size_t ws_layout(layout *L, size_t R, size_t bq, size_t D, size_t dvp)
 {
     const size_t f = sizeof(float);
-    size_t sz[11];
+    size_t sz[WS_SECTIONS];
     /* Every product is bounded: R, bq <= 2^31, D, dvp <= 2^31 + 16 (ATTNREF_MAX_NUMEL); check
      * the two that can be large together. */
     if (D && R > SIZE_MAX / 8 / D)
@@ -70,8 +77,13 @@ static size_t ws_layout(layout *L, size_t R, size_t bq, size_t D, size_t dvp)
     sz[8] = (size_t)CPU_MR * CPU_BC * f;
     sz[9] = 16 * f;
     sz[10] = (size_t)CPU_MR * CPU_BC + dvp * f + dvp * 4; /* kept, orow, obuf */
+    sz[11] = bq * sizeof(int64_t);
+    sz[12] = bq * sizeof(double);
+    sz[13] = bq;
+    sz[14] = R;
+    sz[15] = dvp * sizeof(double);
     size_t at = 0;
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < WS_SECTIONS; i++) {
         L->off[i] = at;
         if (sz[i] > SIZE_MAX / 2 - at)
             return 0;
@@ -98,6 +110,11 @@ static ws ws_carve(void *base, const layout *L, size_t dvp)
     w.kept = (unsigned char *)(b + L->off[10]);
     w.orow = (float *)(b + L->off[10] + round_up((size_t)CPU_MR * CPU_BC, sizeof(float)));
     w.obuf = (unsigned char *)(w.orow + dvp);
+    w.ppr = (int64_t *)(b + L->off[11]);
+    w.pd0 = (double *)(b + L->off[12]);
+    w.pex = (unsigned char *)(b + L->off[13]);
+    w.rbad = (unsigned char *)(b + L->off[14]);
+    w.acc = (double *)(b + L->off[15]);
     return w;
 }
 
@@ -156,11 +173,19 @@ typedef struct job {
     size_t esz;     /* its size */
     int64_t mst[4]; /* mask strides broadcast to (B, Hq, Lq, Lk): 0 where the extent is 1 */
     float sigma;
-    size_t dvp;  /* Dv rounded up to CPU_NR */
-    size_t rmax; /* rows of the largest item */
+    int capped; /* softcap given: cap and 1 / cap as f32 */
+    float cap, rcap;
+    int f64;         /* every row in double (row_f64): a softcap outside [2^-100, 2^100] */
+    float *slope;    /* [Hq] ALiBi slopes as f32, or NULL */
+    double *slope_d; /* [Hq] the same in binary64 */
+    float *sink;     /* [Hq] sink logits, or NULL */
+    int64_t off;     /* the causal offset: query i sits at off + i (ALiBi, segments) */
+    size_t dvp;      /* Dv rounded up to CPU_NR */
+    size_t rmax;     /* rows of the largest item */
+    size_t pstride;  /* floats per row of a part: m, l, the bad flag, O */
     layout L;
     void **wsb;      /* per-thread scratch blocks */
-    float *partials; /* [ngroups * nsplit][rmax * (dvp + 2)] when nsplit > 1 */
+    float *partials; /* [ngroups * nsplit][rmax * pstride] when nsplit > 1 */
 } job;
 
 static inline float load_f(const void *data, int dt, int64_t i)
@@ -189,14 +214,132 @@ static void group_coords(const cpu_plan *pl, int64_t g, int64_t *b, int64_t *hk,
     *nq = pl->Lq - *i0 < pl->bq ? pl->Lq - *i0 : pl->bq;
 }
 
-/* Write one finished row (o / l, or +0 when the row kept no key) to out[b, h, i, :]. */
-static void write_row(const job *J, ws *w, const float *o, float l, int64_t b, int64_t h, int64_t i)
+/* The key ranges of the nq positions from i0 of batch row b into w (plo, phi, pex), and for
+ * ALiBi the position nearest each query inside its range (ppr) and its distance (pd0): for
+ * every key j of the range |p - j| = |ppr - j| + pd0, so the biases are formed from small
+ * distances and the constant pd0 moves to the sink (softmax is shift-invariant). */
+static void row_ranges(const job *J, ws *w, int64_t b, int64_t i0, int64_t nq)
+{
+    for (int64_t pi = 0; pi < nq; pi++) {
+        const int64_t i = i0 + pi;
+        w->pex[pi] = (unsigned char)cpu_row_keys(&J->pl.keys, b, i, &w->plo[pi], &w->phi[pi]);
+        if (!J->slope)
+            continue;
+        const int64_t lo = w->plo[pi], hi = w->phi[pi];
+        int64_t pr;
+        if (lo >= hi)
+            pr = lo;
+        else if (J->off >= J->pl.Lk) /* p = off + i is past every key (and may not fit) */
+            pr = hi - 1;
+        else
+            pr = J->off + i < lo ? lo : J->off + i > hi - 1 ? hi - 1 : J->off + i;
+        w->ppr[pi] = pr;
+        /* |p - pr| as the reference forms |p - j|. */
+        w->pd0[pi] = fabs((double)J->off - (double)(pr - i));
+    }
+}
+
+/* Row (b, h, i) computed as attnref_sdpa does, in double, and written to out: the row's f32
+ * computation met a non-finite score or output (scores overflowing f32, a kept NaN or inf),
+ * where the reference's double may stay finite; or the call's parameters are outside the f32
+ * kernels' range (J->f64). */
+static void row_f64(const job *J, ws *w, int64_t b, int64_t h, int64_t i)
+{
+    const attnref_sdpa_params *p = J->p;
+    const attnref_tensor *q = J->q, *k = J->kk, *v = J->v, *m = J->mask, *out = J->out;
+    const int64_t D = J->pl.D, Dv = J->pl.Dv, Lq = J->pl.Lq, Lk = J->pl.Lk;
+    const int64_t hk = h / J->pl.G;
+    const double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)D);
+    const double slope = J->slope ? J->slope_d[h] : 0.0;
+    const int64_t qrow = b * q->strides[0] + h * q->strides[1] + i * q->strides[2];
+    const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
+    int64_t lo, hi;
+    cpu_row_keys(&J->pl.keys, b, i, &lo, &hi);
+    double mx = -INFINITY, sum = 0.0;
+    int64_t nkept = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t j = lo; j < hi; j++) {
+            if (!attnref_sdpa_key_kept(p, Lq, Lk, b, i, j))
+                continue;
+            double add = 0.0;
+            if (m) {
+                const double mv = attnref_load(m->data, m->dtype, mrow + j * J->mst[3]);
+                if (m->dtype == ATTNREF_BOOL ? mv == 0.0 : mv == -INFINITY)
+                    continue;
+                if (m->dtype != ATTNREF_BOOL)
+                    add = mv;
+            }
+            const int64_t krow = b * k->strides[0] + hk * k->strides[1] + j * k->strides[2];
+            double dot = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                dot += attnref_load(q->data, q->dtype, qrow + d * q->strides[3]) *
+                       attnref_load(k->data, k->dtype, krow + d * k->strides[3]);
+            double s = scale * dot;
+            if (p->softcap > 0.0)
+                s = p->softcap * tanh(s / p->softcap);
+            if (J->slope)
+                s -= slope * fabs((double)J->off - (double)(j - i));
+            s += add;
+            if (pass == 0) {
+                nkept++;
+                mx = s > mx ? s : mx;
+                continue;
+            }
+            const double wgt = exp(s - mx);
+            sum += wgt;
+            const int64_t vrow = b * v->strides[0] + hk * v->strides[1] + j * v->strides[2];
+            for (int64_t e = 0; e < Dv; e++)
+                w->acc[e] += wgt * attnref_load(v->data, v->dtype, vrow + e * v->strides[3]);
+        }
+        if (pass == 0) {
+            if (nkept == 0)
+                break;
+            if (J->sink && p->sinks[h] > mx)
+                mx = p->sinks[h];
+            sum = J->sink ? exp(p->sinks[h] - mx) : 0.0;
+            for (int64_t e = 0; e < Dv; e++)
+                w->acc[e] = 0.0;
+        }
+    }
+    const int64_t o = b * out->strides[0] + h * out->strides[1] + i * out->strides[2];
+    for (int64_t e = 0; e < Dv; e++)
+        attnref_store(out->data, out->dtype, o + e * out->strides[3],
+                      nkept > 0 ? w->acc[e] / sum : 0.0);
+}
+
+/* Write one finished row to out[b, h, i, :]: O / l with the sink joined (M = max(m, sink); one
+ * more term exp(sink - M) in the sum), or +0 when the row kept no key (l = 0, sink or not).
+ * pi: the row's position in the item (its ALiBi shift); bad: redo the row in double.  A row
+ * whose f32 result is not finite is redone too (the reference may be finite where f32
+ * overflowed; where it is not, double gives the reference's own NaN or inf). */
+static void write_row(const job *J, ws *w, const float *o, float m, float l, int bad, int64_t b,
+                      int64_t h, int64_t i, int64_t pi)
 {
     const int64_t Dv = J->pl.Dv;
     if (Dv == 0)
         return;
+    if (bad) {
+        row_f64(J, w, b, h, i);
+        return;
+    }
+    float f = 1.0f, lsum = l;
+    if (J->sink && l != 0.0f) {
+        float sg = J->sink[h];
+        if (J->slope)
+            sg = (float)((double)J->sink[h] + J->slope_d[h] * w->pd0[pi]);
+        if (sg > m) {
+            f = cpu_expf(m - sg);
+            lsum = l * f + 1.0f;
+        } else {
+            lsum = l + cpu_expf(sg - m);
+        }
+    }
     for (int64_t e = 0; e < Dv; e++)
-        w->orow[e] = l != 0.0f ? o[e] / l : 0.0f; /* a NaN l (poisoned row) gives NaN */
+        w->orow[e] = l != 0.0f ? o[e] * f / lsum : 0.0f;
+    if (!J->k->finite(w->orow, (int)Dv)) {
+        row_f64(J, w, b, h, i);
+        return;
+    }
     const attnref_tensor *out = J->out;
     const int64_t off = b * out->strides[0] + h * out->strides[1] + i * out->strides[2];
     char *dst = (char *)out->data + (size_t)off * J->esz;
@@ -254,11 +397,13 @@ static int pack_tile(const job *J, ws *w, int64_t b, int64_t hk, int64_t j0, int
     return bad;
 }
 
-/* Exclude keys of one score row of tile [j0, j0+n): outside [a, z), and where the mask tensor
- * excludes (false / -inf); add the other additive values.  With kept != NULL also record which
- * keys the row keeps.  mrow: the mask offset of (b, h, i). */
-static void mask_row(const job *J, float *s, unsigned char *kept, int n, int a, int z, int64_t mrow,
-                     int64_t j0)
+/* Exclude keys of one score row of tile [j0, j0+n): outside [a, z); inside it, where the
+ * parameters drop the key (exact == 0: a document or block in several runs) and where the mask
+ * tensor excludes (false / -inf); add the other additive values.  With kept != NULL also record
+ * which keys the row keeps.  mrow: the mask offset of (b, h, i).  Returns 0 when an added
+ * value left a kept score that is not finite (f32 overflow), else 1. */
+static int mask_row(const job *J, float *s, unsigned char *kept, int n, int a, int z, int64_t mrow,
+                    int64_t j0, int exact, int64_t b, int64_t i)
 {
     for (int c = 0; c < a; c++)
         s[c] = -INFINITY;
@@ -268,12 +413,25 @@ static void mask_row(const job *J, float *s, unsigned char *kept, int n, int a, 
         memset(kept, 0, (size_t)n);
         memset(kept + a, 1, (size_t)(z - a));
     }
+    unsigned char drop[CPU_BC];
+    if (!exact)
+        for (int c = a; c < z; c++) {
+            drop[c] = !attnref_sdpa_key_kept(J->p, J->pl.Lq, J->pl.Lk, b, i, j0 + c);
+            if (drop[c]) {
+                s[c] = -INFINITY;
+                if (kept)
+                    kept[c] = 0;
+            }
+        }
     const attnref_tensor *m = J->mask;
     if (!m)
-        return;
+        return 1;
     const int mdt = m->dtype;
     const int64_t ms = J->mst[3];
+    int ok = 1;
     for (int c = a; c < z; c++) {
+        if (!exact && drop[c])
+            continue;
         const float mv = load_f(m->data, mdt, mrow + (j0 + c) * ms);
         if (mdt == ATTNREF_BOOL ? mv == 0.0f : mv == -INFINITY) {
             s[c] = -INFINITY; /* replaced, not added: a NaN score of an excluded key is gone */
@@ -281,8 +439,10 @@ static void mask_row(const job *J, float *s, unsigned char *kept, int n, int a, 
                 kept[c] = 0;
         } else if (mdt != ATTNREF_BOOL) {
             s[c] = s[c] + mv; /* the mask is added in f32 (SPEC.md clause 13) */
+            ok &= isfinite(s[c]) != 0;
         }
     }
+    return ok;
 }
 
 /* Ask for the next tile's K and V rows (after the n of this one, at most `left` keys) while
@@ -344,12 +504,17 @@ static void item_run(void *varg, int64_t idx, int tid)
     const int64_t G = pl->G, D = pl->D, NR = nq * G;
     const size_t dvp = J->dvp;
 
-    for (int64_t pi = 0; pi < nq; pi++)
-        cpu_row_interval(J->p, pl->Lq, pl->Lk, b, i0 + pi, &w.plo[pi], &w.phi[pi]);
+    if (J->f64) {
+        for (int64_t r = 0; pl->nsplit == 1 && r < NR; r++)
+            row_f64(J, &w, b, hk * G + r % G, i0 + r / G);
+        return; /* split: merge_run computes the rows */
+    }
+    row_ranges(J, &w, b, i0, nq);
     for (int64_t r = 0; r < NR; r++) {
         load_q(J, w.qp + (size_t)r * (size_t)D, b, hk * G + r % G, i0 + r / G);
         w.m[r] = -INFINITY;
         w.l[r] = 0.0f;
+        w.rbad[r] = 0;
     }
     memset(w.o, 0, (size_t)NR * dvp * sizeof *w.o);
 
@@ -365,7 +530,7 @@ static void item_run(void *varg, int64_t idx, int tid)
         int seen = 0, all = 1;
         for (int64_t pi = 0; pi < nq; pi++) {
             seen |= w.plo[pi] < j0 + n && w.phi[pi] > j0 && w.plo[pi] < w.phi[pi];
-            all &= w.plo[pi] <= j0 && w.phi[pi] >= j0 + n;
+            all &= w.plo[pi] <= j0 && w.phi[pi] >= j0 + n && w.pex[pi];
         }
         if (!seen)
             continue; /* no row keeps a key of this tile: never read it */
@@ -392,7 +557,7 @@ static void item_run(void *varg, int64_t idx, int tid)
                 ra[t] = (int)a;
                 rz[t] = (int)z;
                 any |= a < z;
-                full &= a == 0 && z == n;
+                full &= a == 0 && z == n && w.pex[pi];
             }
             if (!any)
                 continue;
@@ -404,13 +569,24 @@ static void item_run(void *varg, int64_t idx, int tid)
                           J->sigma, w.s, CPU_BC);
             const int masked = !full || J->mask || bad;
             for (int t = 0; t < nr; t++) {
-                const int64_t r = r0 + t;
+                const int64_t r = r0 + t, pi = r / G, h = hk * G + r % G;
                 float *sr = w.s + (size_t)t * CPU_BC;
+                if (ra[t] < rz[t]) {
+                    /* The score terms, in SPEC order, then a check that the kept scores are
+                     * finite (f32 overflow: the row is redone in double). */
+                    if (J->capped)
+                        K->softcap(sr, n, J->cap, J->rcap);
+                    if (J->slope)
+                        K->alibi(sr, n, J->slope[h], w.ppr[pi] - j0);
+                    if (!K->finite(sr + ra[t], rz[t] - ra[t]))
+                        w.rbad[r] = 1;
+                }
                 if (masked) {
-                    const int64_t h = hk * G + r % G, i = i0 + r / G;
+                    const int64_t i = i0 + pi;
                     const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
-                    mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, n, ra[t], rz[t], mrow,
-                             j0);
+                    if (!mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, n, ra[t], rz[t],
+                                  mrow, j0, w.pex[pi], b, i))
+                        w.rbad[r] = 1;
                 }
                 w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, n, ra[t],
                                          rz[t], &w.m[r], &w.l[r]);
@@ -445,21 +621,24 @@ static void item_run(void *varg, int64_t idx, int tid)
 
     if (pl->nsplit == 1) {
         for (int64_t r = 0; r < NR; r++)
-            write_row(J, &w, w.o + (size_t)r * dvp, w.l[r], b, hk * G + r % G, i0 + r / G);
+            write_row(J, &w, w.o + (size_t)r * dvp, w.m[r], w.l[r], w.rbad[r], b, hk * G + r % G,
+                      i0 + r / G, r / G);
         return;
     }
-    /* A part of a split group: keep (m, l, O) for the merge. */
-    float *part = J->partials + (size_t)(it->group * pl->nsplit + it->split) * J->rmax * (dvp + 2);
+    /* A part of a split group: keep (m, l, bad, O) for the merge. */
+    float *part = J->partials + (size_t)(it->group * pl->nsplit + it->split) * J->rmax * J->pstride;
     for (int64_t r = 0; r < NR; r++) {
-        float *pr = part + (size_t)r * (dvp + 2);
+        float *pr = part + (size_t)r * J->pstride;
         pr[0] = w.m[r];
         pr[1] = w.l[r];
-        memcpy(pr + 2, w.o + (size_t)r * dvp, dvp * sizeof *pr);
+        pr[2] = w.rbad[r];
+        memcpy(pr + 3, w.o + (size_t)r * dvp, dvp * sizeof *pr);
     }
 }
 
 /* Merge the parts of group g (flash-decoding): M = max m_s, l = sum l_s exp(m_s - M),
- * O = sum O_s exp(m_s - M); parts that kept nothing (l_s = 0) are skipped, a NaN l_s poisons. */
+ * O = sum O_s exp(m_s - M); parts that kept nothing (l_s = 0) are skipped, a NaN l_s poisons,
+ * a part's bad flag sends the row to row_f64. */
 static void merge_run(void *varg, int64_t g, int tid)
 {
     const job *J = varg;
@@ -467,28 +646,63 @@ static void merge_run(void *varg, int64_t g, int tid)
     ws w = ws_carve(J->wsb[tid], &J->L, J->dvp);
     int64_t b, hk, i0, nq;
     group_coords(pl, g, &b, &hk, &i0, &nq);
-    const size_t dvp = J->dvp, stride = J->rmax * (dvp + 2);
+    if (J->f64) {
+        for (int64_t r = 0; r < nq * pl->G; r++)
+            row_f64(J, &w, b, hk * pl->G + r % pl->G, i0 + r / pl->G);
+        return;
+    }
+    row_ranges(J, &w, b, i0, nq);
+    const size_t dvp = J->dvp, stride = J->rmax * J->pstride;
     const float *part = J->partials + (size_t)g * (size_t)pl->nsplit * stride;
     for (int64_t r = 0; r < nq * pl->G; r++) {
         float M = -INFINITY;
+        int bad = 0;
         for (int s = 0; s < pl->nsplit; s++) {
-            const float ms = part[(size_t)s * stride + (size_t)r * (dvp + 2)];
-            M = ms > M ? ms : M;
+            const float *pr = part + (size_t)s * stride + (size_t)r * J->pstride;
+            M = pr[0] > M ? pr[0] : M;
+            bad |= pr[2] != 0.0f;
         }
         float l = 0.0f;
         float *o = w.o; /* the thread's accumulator rows are free during the merge */
         memset(o, 0, dvp * sizeof *o);
-        for (int s = 0; s < pl->nsplit; s++) {
-            const float *pr = part + (size_t)s * stride + (size_t)r * (dvp + 2);
+        for (int s = 0; s < pl->nsplit && !bad; s++) {
+            const float *pr = part + (size_t)s * stride + (size_t)r * J->pstride;
             if (pr[1] == 0.0f)
                 continue;
             const float wgt = cpu_expf(pr[0] - M);
             l += pr[1] * wgt;
             for (size_t e = 0; e < dvp; e++)
-                o[e] += pr[2 + e] * wgt;
+                o[e] += pr[3 + e] * wgt;
         }
-        write_row(J, &w, o, l, b, hk * pl->G + r % pl->G, i0 + r / pl->G);
+        write_row(J, &w, o, M, l, bad, b, hk * pl->G + r % pl->G, i0 + r / pl->G, r / pl->G);
     }
+}
+
+/* The per-head terms of a call as f32 (slopes, sinks) in one block at *buf. */
+static int head_terms(job *J, const attnref_sdpa_params *p, int64_t Hq, void **buf)
+{
+    *buf = NULL;
+    const int alibi = p->alibi_max_bias > 0.0, sinks = p->sinks != NULL;
+    if (!alibi && !sinks)
+        return 0;
+    char *m = malloc((size_t)Hq * (2 * sizeof(float) + sizeof(double)));
+    if (!m)
+        return -1;
+    *buf = m;
+    if (alibi) {
+        J->slope_d = (double *)m;
+        J->slope = (float *)(m + (size_t)Hq * sizeof(double));
+        for (int64_t h = 0; h < Hq; h++) {
+            J->slope_d[h] = attnref_alibi_slope(p->alibi_max_bias, Hq, h);
+            J->slope[h] = (float)J->slope_d[h];
+        }
+    }
+    if (sinks) {
+        J->sink = (float *)(m + (size_t)Hq * (sizeof(double) + sizeof(float)));
+        for (int64_t h = 0; h < Hq; h++)
+            J->sink[h] = (float)p->sinks[h]; /* the plugin's sinks are f32 already */
+    }
+    return 0;
 }
 
 int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k,
@@ -511,9 +725,19 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
     J.out = out;
     J.dt = q->dtype;
     J.esz = attnref_dtype_size(q->dtype);
-    /* The scale as an f32, applied to the finished dot product (clause 13's model). */
+    /* The scale as an f32, applied to the finished dot product (clause 13's model);
+     * attnref_sdpa_check refused one outside the f32 range. */
     J.sigma = p->has_scale ? (float)p->scale : (float)(1.0 / sqrt((double)D));
+    J.off = p->has_causal_offset ? p->causal_offset : Lk - Lq;
+    if (p->softcap > 0.0) {
+        J.capped = 1;
+        J.cap = (float)p->softcap;
+        J.rcap = (float)(1.0 / p->softcap);
+        /* Far outside any model's caps, 1 / c or c * tanh would leave the normal f32 range. */
+        J.f64 = !(p->softcap >= 0x1p-100 && p->softcap <= 0x1p100);
+    }
     J.dvp = round_up((size_t)Dv, CPU_NR);
+    J.pstride = J.dvp + 3;
     if (mask) {
         /* Broadcast a rank 0..4 mask to (B, Hq, Lq, Lk): stride 0 where the extent is 1. */
         const int32_t pad = 4 - mask->ndim;
@@ -523,7 +747,13 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
         }
     }
 
+    void *heads;
+    if (head_terms(&J, p, Hq, &heads) != 0) {
+        snprintf(err, errlen, "cpu: cannot allocate the per-head terms");
+        return -1;
+    }
     if (cpu_plan_make(&J.pl, p, B, Hq, Hkv, Lq, Lk, D, Dv, e->threads) != 0) {
+        free(heads);
         snprintf(err, errlen, "cpu: cannot allocate the work list");
         return -1;
     }
@@ -532,6 +762,7 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
         /* A head dimension or GQA group far beyond any model's (the tiles would not fit in
          * memory, let alone a cache): not worth tiling. */
         cpu_plan_free(&J.pl);
+        free(heads);
         return 1;
     }
     for (int t = 0; t < e->threads; t++)
@@ -539,7 +770,7 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
             goto nomem;
     J.wsb = e->ws;
     if (J.pl.nsplit > 1) {
-        const size_t per = J.rmax * (J.dvp + 2);
+        const size_t per = J.rmax * J.pstride;
         const size_t parts = (size_t)J.pl.ngroups * (size_t)J.pl.nsplit;
         if (per > SIZE_MAX / sizeof(float) / parts)
             goto nomem;
@@ -557,18 +788,19 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
             item_run(&J, n, 0);
         for (int64_t g = 0; J.pl.nsplit > 1 && g < J.pl.ngroups; g++)
             merge_run(&J, g, 0);
-        cpu_plan_free(&J.pl);
-        return 0;
+    } else {
+        cpu_pool_run(&e->pool, J.pl.nitems, item_run, &J);
+        if (J.pl.nsplit > 1)
+            cpu_pool_run(&e->pool, J.pl.ngroups, merge_run, &J);
     }
-    cpu_pool_run(&e->pool, J.pl.nitems, item_run, &J);
-    if (J.pl.nsplit > 1)
-        cpu_pool_run(&e->pool, J.pl.ngroups, merge_run, &J);
     cpu_plan_free(&J.pl);
+    free(heads);
     return 0;
 
 nomem:
     snprintf(err, errlen, "cpu: cannot allocate %zu bytes of scratch per thread (%d threads)",
              J.L.bytes, e->threads);
     cpu_plan_free(&J.pl);
+    free(heads);
     return -1;
 }

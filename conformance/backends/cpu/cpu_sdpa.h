@@ -1,6 +1,6 @@
 /* cpu_sdpa.h — the cpu plugin's SDPA: FlashAttention-2-style tiled online softmax on a thread
  * pool, with the semantics of attnref_sdpa (reference/include/attnref/sdpa.h, SPEC.md clauses
- * 1-13 and 19) and its error model (clause 13: f32 accumulation, exp within 2 ulp, the output
+ * 1-13 and 19-22) and its error model (clause 13: f32 accumulation, exp within 2 ulp, the output
  * rounded once to nearest even).
  *
  * Algorithm (one work item = the rows of a GQA group at a block of query positions, cpu_plan.h):
@@ -20,7 +20,11 @@
  *     skips excluded keys instead of multiplying them by 0 (0 * inf = NaN);
  *   - a tile in which a row keeps no key leaves that row's m, l, O untouched (no exp(-inf+inf));
  *   - a NaN score of a kept key makes the row NaN, also when it is the row's only key in a tile;
- *   - tiles and query blocks no row can see are skipped (never read).
+ *   - tiles and query blocks no row can see are skipped (never read);
+ *   - the terms (softcap, ALiBi, sinks; chunk, documents and blocks as key ranges) in the
+ *     kernels, in SPEC order; a sink never makes a row that keeps no key non-zero;
+ *   - a row with a kept score that is not finite in f32, or a result that is not, is computed
+ *     again in double as attnref_sdpa does (f32 overflow from finite inputs: issue 20).
  */
 #ifndef ATTNCONF_CPU_SDPA_H
 #define ATTNCONF_CPU_SDPA_H

@@ -1,5 +1,5 @@
-/* Unit tests of the cpu plugin's internals (Criterion): the structural-mask intervals against
- * attnref_sdpa_key_kept, cpu_expf against libm, and every kernel table against plain loops in
+/* Unit tests of the cpu plugin's internals (Criterion): the structural-mask intervals (chunk,
+ * documents and blocks included) against attnref_sdpa_key_kept, the soft-capping against libm, cpu_expf against libm, and every kernel table against plain loops in
  * double or attnref's exact conversions.  The end-to-end semantics are the golden cases'
  * (ctest conformance.cpu.*) and the fuzzer's (harness.fuzz.cpu_survives). */
 #include <criterion/criterion.h>
@@ -73,7 +73,8 @@ Test(cpu_plan, intervals_equal_key_kept)
         for (int64_t b = 0; b < B; b++)
             for (int64_t i = 0; i < lq; i++) {
                 int64_t lo, hi;
-                cpu_row_interval(&p, lq, lk, b, i, &lo, &hi);
+                cpu_keys ks = {&p, lq, lk, {0}, {0}};
+                cpu_row_keys(&ks, b, i, &lo, &hi);
                 cr_assert(lo >= 0 && hi <= lk && lo <= hi, "interval [%lld, %lld) outside 0..%lld",
                           (long long)lo, (long long)hi, (long long)lk);
                 for (int64_t j = 0; j < lk; j++) {
@@ -90,6 +91,77 @@ Test(cpu_plan, intervals_equal_key_kept)
                 }
             }
     }
+}
+
+/* Chunk, documents and blocks on top of the others: where cpu_row_keys says its range is exact
+ * it holds exactly the kept keys; elsewhere (an id in several runs) at least them. */
+Test(cpu_plan, ranges_with_chunk_segments_blocks)
+{
+    const int64_t offsets[] = {0,
+                               3,
+                               -4,
+                               INT64_MAX,
+                               INT64_MAX - 7,
+                               INT64_MIN,
+                               INT64_MIN + 5,
+                               (int64_t)1 << 40,
+                               -((int64_t)1 << 40)};
+    const int64_t chunks[] = {1, 2, 3, 7, INT64_MAX, INT64_MAX - 2, (int64_t)1 << 62};
+    enum { B = 3, LK = 24 };
+    int64_t lengths[B], left[B], seg[B * LK], blk[B * LK];
+    int inexact = 0;
+    for (int trial = 0; trial < 6000; trial++) {
+        attnref_sdpa_params p;
+        memset(&p, 0, sizeof p);
+        const int64_t lq = rnd_int(0, 12), lk = rnd_int(0, LK);
+        p.causal = rnd_int(0, 4) != 0;
+        p.has_causal_offset = rnd_int(0, 1);
+        p.causal_offset = rnd_int(0, 2) ? rnd_int(-25, 25)
+                                        : offsets[rnd_int(0, sizeof offsets / sizeof *offsets - 1)];
+        p.window = p.causal && rnd_int(0, 2) == 0 ? rnd_int(1, 9) : 0;
+        p.chunk =
+            p.causal && rnd_int(0, 1) ? (rnd_int(0, 3) ? rnd_int(1, 9) : chunks[rnd_int(0, 6)]) : 0;
+        p.batch = B;
+        const int scatter = rnd_int(0, 3) == 0;
+        for (int64_t x = 0, id = 0; x < B * lk; x++) {
+            if (rnd_int(0, 3) == 0)
+                id++;
+            seg[x] = scatter && rnd_int(0, 4) == 0 ? rnd_int(0, 3) : id;
+            blk[x] = rnd_int(0, 2) == 0 ? -1 : (scatter ? rnd_int(0, 3) : x / 5);
+        }
+        for (int b = 0; b < B; b++) {
+            lengths[b] = rnd_int(0, lk);
+            left[b] = rnd_int(0, lk);
+        }
+        p.lengths = rnd_int(0, 2) == 0 ? lengths : NULL;
+        p.left_padding = rnd_int(0, 1) ? left : NULL;
+        p.segment_ids = rnd_int(0, 1) ? seg : NULL;
+        p.block_ids = p.causal && rnd_int(0, 1) ? blk : NULL;
+        cpu_keys ks;
+        cr_assert_eq(cpu_keys_make(&ks, &p, B, lq, lk), 0);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < lq; i++) {
+                int64_t lo, hi;
+                const int exact = cpu_row_keys(&ks, b, i, &lo, &hi);
+                inexact += !exact;
+                cr_assert(lo >= 0 && hi <= lk && lo <= hi);
+                for (int64_t j = 0; j < lk; j++) {
+                    const int want = attnref_sdpa_key_kept(&p, lq, lk, b, i, j);
+                    const int in = lo <= j && j < hi;
+                    cr_assert(exact ? in == want : in || !want,
+                              "trial %d: lq %lld lk %lld b %lld i %lld j %lld causal %d off %lld "
+                              "(given %d) window %lld chunk %lld seg %d blk %d: range [%lld, "
+                              "%lld) exact %d, attnref_sdpa_key_kept %d",
+                              trial, (long long)lq, (long long)lk, (long long)b, (long long)i,
+                              (long long)j, p.causal, (long long)p.causal_offset,
+                              p.has_causal_offset, (long long)p.window, (long long)p.chunk,
+                              p.segment_ids != NULL, p.block_ids != NULL, (long long)lo,
+                              (long long)hi, exact, want);
+                }
+            }
+        cpu_keys_free(&ks);
+    }
+    cr_assert_gt(inexact, 0, "the key-by-key case is exercised");
 }
 
 Test(cpu_plan, splits_cover_each_group_once)
@@ -381,4 +453,62 @@ Test(cpu_kernels, conversions_are_exact)
         t[k]->store_row(x, N, CPU_F32, back);
         cr_assert_eq(memcmp(back, x, sizeof x), 0);
     }
+}
+
+Test(cpu_kernels, softcap_alibi_finite)
+{
+    const cpu_kernels *t[2];
+    const int nt = ntables(t);
+    const float caps[] = {50.0f, 30.0f, 1.0f, 0.01f, 1e6f};
+    double worst = 0.0;
+    for (int k = 0; k < nt; k++)
+        for (int ci = 0; ci < 5; ci++) {
+            const float c = caps[ci], rc = (float)(1.0 / (double)c);
+            enum { N = 4003 };
+            static float x[N], y[N];
+            for (int i = 0; i < N; i++) {
+                /* s / c from 0 to about 12 either way, densely around the 0.625 switch. */
+                const double u = i < 2000 ? (i - 1000) * 0.0125 : rnd_f(-0.7f, 0.7f);
+                x[i] = (float)(u * c);
+            }
+            x[N - 3] = INFINITY;
+            x[N - 2] = -INFINITY;
+            x[N - 1] = NAN;
+            memcpy(y, x, sizeof x);
+            t[k]->softcap(y, N, c, rc);
+            for (int i = 0; i < N - 3; i++) {
+                const double want = (double)c * tanh((double)x[i] / (double)c);
+                const double err = fabs(y[i] - want) / ulp_f32(want);
+                worst = err > worst ? err : worst;
+                cr_assert(err <= 3.0, "%s softcap %g of %.9g: %.9g, libm %.17g (%.2f ulp)",
+                          t[k]->name, (double)c, (double)x[i], (double)y[i], want, err);
+                cr_assert_eq(y[i], cpu_softcapf(x[i], c, rc), "%s: the scalar's value", t[k]->name);
+            }
+            cr_assert_eq(y[N - 3], c);
+            cr_assert_eq(y[N - 2], -c);
+            cr_assert(isnan(y[N - 1]));
+        }
+    cr_log_info("softcap: worst %.3f ulp", worst);
+    for (int k = 0; k < nt; k++)
+        for (int n = 0; n <= 37; n++) {
+            float s[40], want[40];
+            const int64_t base = rnd_int(-50, 90);
+            const float m = rnd_f(0, 1);
+            for (int c = 0; c < n; c++) {
+                s[c] = rnd_f(-5, 5);
+                const float d = (float)llabs(base - c);
+                want[c] = s[c] - m * d;
+            }
+            t[k]->alibi(s, n, m, base);
+            for (int c = 0; c < n; c++)
+                cr_assert_eq(s[c], want[c], "%s alibi n %d c %d", t[k]->name, n, c);
+            for (int c = 0; c < n; c++)
+                s[c] = rnd_f(-5, 5);
+            cr_assert_eq(t[k]->finite(s, n), 1);
+            if (n > 0) {
+                const float bad[3] = {INFINITY, -INFINITY, NAN};
+                s[rnd_int(0, n - 1)] = bad[rnd_int(0, 2)];
+                cr_assert_eq(t[k]->finite(s, n), 0, "%s finite n %d", t[k]->name, n);
+            }
+        }
 }

@@ -90,6 +90,77 @@ static float km_slope(float max_bias, int64_t hq, int64_t h, int bug)
     return h < n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n) + 1));
 }
 
+/* Row (b, h, i) in binary64 from the f32-held scale and slope (SPEC clause 2's fallback for
+ * scores beyond the f32 range): the same keys and terms, one rounding at the end.  Arguments as
+ * km_sdpa's, already valid; kp the keep parameters the kernel uses.  Returns 0, or -1 when the
+ * accumulator cannot be allocated. */
+static int km_row_wide(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
+                       const attnref_tensor *mask, const attnref_sdpa_params *p,
+                       const attnref_sdpa_params *kp, int64_t b, int64_t h, int64_t i, float sigma,
+                       float slope, attnref_tensor *out)
+{
+    const int64_t Lq = q->shape[2], D = q->shape[3], Lk = k->shape[2], Dv = v->shape[3];
+    const int64_t g = h / (q->shape[1] / k->shape[1]);
+    const int64_t off = p->has_causal_offset ? p->causal_offset : Lk - Lq;
+    const double pos = (double)off + (double)i;
+    int64_t mst[4] = {0, 0, 0, 0};
+    if (mask)
+        km_mask_strides(mask, mst);
+    double *acc = calloc((size_t)(Dv > 0 ? Dv : 1), sizeof *acc);
+    if (!acc)
+        return -1;
+    double mx = p->sinks ? p->sinks[h] : -INFINITY, sum = 0.0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t j = 0; j < Lk; j++) {
+            if (!attnref_sdpa_key_kept(kp, Lq, Lk, b, i, j))
+                continue;
+            double add = 0.0;
+            if (mask) {
+                add = attnref_load(mask->data, mask->dtype,
+                                   b * mst[0] + h * mst[1] + i * mst[2] + j * mst[3]);
+                if (mask->dtype == ATTNREF_BOOL ? add == 0.0 : add == -INFINITY)
+                    continue;
+                if (mask->dtype == ATTNREF_BOOL)
+                    add = 0.0;
+            }
+            double dot = 0.0;
+            for (int64_t d = 0; d < D; d++)
+                dot += attnref_load(q->data, q->dtype,
+                                    b * q->strides[0] + h * q->strides[1] + i * q->strides[2] +
+                                        d * q->strides[3]) *
+                       attnref_load(k->data, k->dtype,
+                                    b * k->strides[0] + g * k->strides[1] + j * k->strides[2] +
+                                        d * k->strides[3]);
+            double sc = (double)sigma * dot;
+            if (p->softcap > 0.0)
+                sc = p->softcap * tanh(sc / p->softcap);
+            sc -= (double)slope * fabs(pos - (double)j);
+            sc += add;
+            if (pass == 0) {
+                mx = sc > mx ? sc : mx;
+                continue;
+            }
+            const double w = exp(sc - mx);
+            sum += w;
+            for (int64_t e = 0; e < Dv; e++)
+                acc[e] += w * attnref_load(v->data, v->dtype,
+                                           b * v->strides[0] + g * v->strides[1] +
+                                               j * v->strides[2] + e * v->strides[3]);
+        }
+        if (pass == 0 && p->sinks)
+            sum = 0.0; /* the sink's e^(sigma - mx) is added once the max is known */
+    }
+    if (p->sinks)
+        sum += exp(p->sinks[h] - mx);
+    for (int64_t e = 0; e < Dv; e++)
+        attnref_store(out->data, out->dtype,
+                      b * out->strides[0] + h * out->strides[1] + i * out->strides[2] +
+                          e * out->strides[3],
+                      sum > 0.0 ? acc[e] / sum : 0.0);
+    free(acc);
+    return 0;
+}
+
 int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tensor *v,
             const attnref_tensor *mask, const attnref_sdpa_params *p, attnref_tensor *out, int bug,
             attnref_diag *diag)
@@ -152,6 +223,7 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                 const float slope =
                     p->alibi_max_bias > 0.0 ? km_slope((float)p->alibi_max_bias, Hq, h, bug) : 0.0f;
                 const double pos = (double)off + (double)i; /* the query's absolute position */
+                int wide = 0;
                 for (int64_t e = 0; e < Dv; e++)
                     acc[e] = 0.0f;
                 for (int64_t j0 = 0; j0 < Lk; j0 += KM_BLOCK) {
@@ -213,6 +285,11 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                         }
                         /* RBM_QK_ROUND: the raw q.k stored in the input dtype before the
                          * scale is applied (f16 overflows above 65504). */
+                        /* SPEC clause 2: f32 scores that overflow from finite inputs send the
+                         * row to the binary64 path below (judged on the honest product, so
+                         * RBM_QK_ROUND's own overflow stays its bug). */
+                        if (!isfinite(sigma * dot) && isfinite(dot))
+                            wide = 1;
                         if (bug == RBM_QK_ROUND)
                             dot = km_round(dot, dt);
                         float scaled = sigma * dot;
@@ -279,6 +356,15 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                                                    km_in(b * vs[0] + g * vs[1] + e * vs[3], vspan));
                         }
                     }
+                }
+                if (wide && bug != RBM_NO_WIDE) {
+                    if (km_row_wide(q, k, v, mask, p, &pk, b, h, i, sigma, slope, out) != 0) {
+                        free(acc);
+                        if (diag)
+                            strcpy(diag->msg, "kernel mutant: cannot allocate a wide row");
+                        return ATTNREF_ENOMEM;
+                    }
+                    continue;
                 }
                 for (int64_t e = 0; e < Dv; e++) {
                     /* l == 0: no key kept (clause 9), or, with a finite seed, every weight

@@ -549,6 +549,7 @@ int rbm_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_ten
     case RBM_ALIBI_PROSE:
     case RBM_ALIBI_SIGNED:
     case RBM_CHUNK_ABSOLUTE:
+    case RBM_NO_WIDE:
     case RBM_KERNEL:
     case RBM_SEED_FINITE:
     case RBM_QK_ROUND:

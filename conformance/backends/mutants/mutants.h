@@ -66,6 +66,7 @@
 #define RBM_ALIBI_PROSE 37         /* slopes 2^(-b (h+1) / Hq) for every head [21] */
 #define RBM_ALIBI_SIGNED 38        /* bias m (j - p) instead of -m |p - j| [21] */
 #define RBM_CHUNK_ABSOLUTE 39      /* chunks counted from slot 0, not from left padding [20] */
+#define RBM_NO_WIDE 43 /* f32 scores that overflow (a scale near FLT_MAX) left to give NaN [2] */
 /* ... and the ones that rewrite the reference's parameters (mutants.c): */
 #define RBM_SINK_SCALED 31       /* the sink multiplied by the scale [22] */
 #define RBM_SINK_SOFTCAPPED 32   /* the sink soft-capped [22] */
@@ -176,6 +177,9 @@
 #elif ATTNCONF_MUTANT == RBM_DOC_OFF_BY_ONE
 #define RBM_NAME "mutant_doc_off_by_one"
 #define RBM_BREAKS "20"
+#elif ATTNCONF_MUTANT == RBM_NO_WIDE
+#define RBM_NAME "mutant_no_wide"
+#define RBM_BREAKS "2"
 #elif ATTNCONF_MUTANT == RBM_MLA_DEFAULT_SCALE
 #define RBM_NAME "mutant_mla_default_scale"
 #define RBM_BREAKS "2"

@@ -421,7 +421,8 @@ static json_t *backend_json(const bench_backend *b)
 /* Bytes of the boolean mask bb_run builds for a backend without the sdpa parameters. */
 static double mask_bytes(const bs_shape *s)
 {
-    return (double)s->b * (double)(s->causal || s->window ? s->lq : 1) * (double)s->lk;
+    return (double)s->b * (double)(s->causal || s->window || s->segment_ids ? s->lq : 1) *
+           (double)s->lk;
 }
 
 /* ---- the command -------------------------------------------------------------------------- */

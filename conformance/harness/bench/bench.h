@@ -59,6 +59,14 @@ typedef struct bs_shape {
     int64_t window;        /* 0 = none; needs causal */
     int64_t *lengths;      /* [b] in 0..lk, or NULL (owned) */
     int64_t *left_padding; /* [b] in 0..lk, or NULL (owned) */
+    /* The terms of current models (SPEC clauses 20-22; perf/README.md). */
+    double softcap;        /* 0 = none; c > 0 */
+    double alibi_max_bias; /* 0 = none; > 0 */
+    double *sinks;         /* [hq] sink logits (each an f32 value), or NULL (owned) */
+    float *sinks_f32;      /* the same as f32 for the call, or NULL (owned) */
+    int64_t chunk;         /* 0 = none; >= 1, needs causal */
+    int64_t *segment_ids;  /* [b * lk] from the suite's documents (every row alike), or NULL */
+    int64_t *block_ids;    /* [b * lk] from the suite's blocks (-1 outside), or NULL */
     bs_bound bound;
 } bs_shape;
 
@@ -85,7 +93,9 @@ attnref_dtype bs_dtype_from_name(const char *name);
 
 /* ---- the work of a shape (bench_count.c) ------------------------------------------------- */
 
-/* Counted exactly from the structural parameters, never from a result: row (b, i) keeps the
+/* Counted exactly from the structural parameters, never from a result.  With chunk, documents
+ * or blocks each row's keys are counted one by one with attnref_sdpa_key_kept (O(B Lq Lk));
+ * otherwise: row (b, i) keeps the
  * keys j in [lo, hi) with hi = min(Lk, lengths[b], off + i + 1 when causal) and
  * lo = max(0, left_padding[b], off + i - W + 1 when a window is given) (attnref_sdpa_key_kept's
  * rule; off = causal_offset, or Lk - Lq).  Both bounds are piecewise linear in i, so each batch

@@ -14,6 +14,63 @@
 #include "bench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "attnref/sdpa.h"
+
+/* Chunk, documents or blocks: the closed form does not hold, the keys are counted one by one. */
+static int per_key(const bs_shape *s)
+{
+    return s->chunk > 0 || s->segment_ids || s->block_ids;
+}
+
+/* The shape's parameters for batch row b alone (batch 1, its lengths, padding and ids). */
+static attnref_sdpa_params row_params(const bs_shape *s, int64_t b)
+{
+    const attnref_sdpa_params p = {
+        .causal = s->causal,
+        .has_causal_offset = s->has_causal_offset,
+        .causal_offset = s->causal_offset,
+        .window = s->window,
+        .batch = 1,
+        .lengths = s->lengths ? &s->lengths[b] : NULL,
+        .left_padding = s->left_padding ? &s->left_padding[b] : NULL,
+        .chunk = s->chunk,
+        .segment_ids = s->segment_ids ? s->segment_ids + b * s->lk : NULL,
+        .block_ids = s->block_ids ? s->block_ids + b * s->lk : NULL,
+    };
+    return p;
+}
+
+static int64_t keys_one_by_one(const bs_shape *s, int64_t b, int64_t i)
+{
+    const attnref_sdpa_params p = row_params(s, b);
+    int64_t n = 0;
+    for (int64_t j = 0; j < s->lk; j++)
+        n += attnref_sdpa_key_kept(&p, s->lq, s->lk, 0, i, j);
+    return n;
+}
+
+/* The pairs of batch row b one by one, and the keys some row keeps (not one interval here). */
+static int64_t pairs_one_by_one(const bs_shape *s, int64_t b, int64_t *keys)
+{
+    const attnref_sdpa_params p = row_params(s, b);
+    unsigned char *seen = calloc((size_t)s->lk + 1, 1);
+    int64_t sum = 0, distinct = 0;
+    for (int64_t i = 0; i < s->lq; i++)
+        for (int64_t j = 0; j < s->lk; j++)
+            if (attnref_sdpa_key_kept(&p, s->lq, s->lk, 0, i, j)) {
+                sum++;
+                if (seen && !seen[j]) {
+                    seen[j] = 1;
+                    distinct++;
+                }
+            }
+    free(seen);
+    if (keys)
+        *keys = distinct;
+    return sum;
+}
 
 /* Row i keeps [lo(i), hi(i)) with
  *   hi(i) = min(cap, a + i)  (causal, a = off + 1)   or cap,
@@ -60,6 +117,8 @@ static row_bounds bounds_of(const bs_shape *s, int64_t b)
 
 int64_t bs_row_keys(const bs_shape *s, int64_t b, int64_t i)
 {
+    if (per_key(s))
+        return keys_one_by_one(s, b, i);
     const row_bounds r = bounds_of(s, b);
     const int64_t n = hi_at(&r, i) - lo_at(&r, i);
     return n > 0 ? n : 0;
@@ -67,6 +126,8 @@ int64_t bs_row_keys(const bs_shape *s, int64_t b, int64_t i)
 
 int64_t bs_row_pairs(const bs_shape *s, int64_t b, int64_t *keys)
 {
+    if (per_key(s))
+        return pairs_one_by_one(s, b, keys);
     const row_bounds r = bounds_of(s, b);
 
     /* Piece boundaries: where hi stops growing (i = cap - a) and lo starts (i = floor - c). */
@@ -153,6 +214,19 @@ int bb_supported(const bs_shape *s, attnref_dtype dt, uint64_t caps, bb_via *via
         params |= ATTNCONF_CAP_SDPA_LENGTHS;
     if (s->left_padding)
         params |= ATTNCONF_CAP_SDPA_LEFT_PAD;
+    if (s->chunk > 0)
+        params |= ATTNCONF_CAP_CHUNK;
+    if (s->segment_ids)
+        params |= ATTNCONF_CAP_SEGMENTS;
+    if (s->block_ids)
+        params |= ATTNCONF_CAP_BLOCKS;
+    /* Score terms have no mask form: a backend takes them or the shape is not supported. */
+    if (s->softcap > 0.0)
+        need |= ATTNCONF_CAP_SOFTCAP;
+    if (s->alibi_max_bias > 0.0)
+        need |= ATTNCONF_CAP_ALIBI;
+    if (s->sinks)
+        need |= ATTNCONF_CAP_SINKS;
     const uint64_t mask = params ? ATTNCONF_CAP_MASK_BOOL | ATTNCONF_CAP_MASK_BCAST : 0;
     *via = BB_VIA_PARAMS;
     if ((caps & (need | params)) == (need | params))

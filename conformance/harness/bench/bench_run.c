@@ -142,7 +142,7 @@ static void *alloc(size_t bytes)
 }
 
 /* The structure as a boolean mask (B, 1, Lq, Lk), or (B, 1, 1, Lk) when every row keeps the
- * same keys (neither causal nor window). */
+ * same keys (neither causal, window nor documents). */
 static void fill_mask(const bs_shape *s, uint8_t *m, int64_t rows)
 {
     const attnref_sdpa_params p = {.causal = s->causal,
@@ -151,7 +151,10 @@ static void fill_mask(const bs_shape *s, uint8_t *m, int64_t rows)
                                    .window = s->window,
                                    .batch = s->b,
                                    .lengths = s->lengths,
-                                   .left_padding = s->left_padding};
+                                   .left_padding = s->left_padding,
+                                   .chunk = s->chunk,
+                                   .segment_ids = s->segment_ids,
+                                   .block_ids = s->block_ids};
     for (int64_t b = 0; b < s->b; b++)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < s->lk; j++)
@@ -251,7 +254,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     const size_t es = attnref_dtype_size(dt);
     const int64_t nq = s->b * s->hq * s->lq * s->d, nk = s->b * s->hkv * s->lk * s->d;
     const int64_t nv = s->b * s->hkv * s->lk * s->dv, no = s->b * s->hq * s->lq * s->dv;
-    const int64_t mrows = s->causal || s->window ? s->lq : 1;
+    const int64_t mrows = s->causal || s->window || s->segment_ids ? s->lq : 1;
     const size_t capacity = (size_t)no * 4;
     const char *id = json_string_value(json_object_get(o, "id"));
     void *q = alloc((size_t)nq * es), *k = alloc((size_t)nk * es), *v = alloc((size_t)nv * es);
@@ -294,7 +297,13 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         a.window = s->window;
         a.lengths = s->lengths;
         a.left_padding = s->left_padding;
+        a.chunk = s->chunk;
+        a.segment_ids = s->segment_ids;
+        a.block_ids = s->block_ids;
     }
+    a.softcap = s->softcap;
+    a.alibi_max_bias = s->alibi_max_bias;
+    a.sinks = s->sinks_f32;
 
     progress_line(progress, progress_prefix, "first call");
     int rc = hb_sdpa(&hb, &a, NULL);

@@ -21,6 +21,14 @@
  *                                  #   causal; 0 = none)
  *       lengths: [64, 300]         # optional: batch entries in 0..lk, keys kept from the start
  *       left_padding: [0, 12]      # optional: batch entries in 0..lk, first key kept
+ *       softcap: 50.0              # optional: s -> c tanh(s / c), c > 0 (SPEC clause 20)
+ *       alibi_max_bias: 8.0        # optional: ALiBi slopes from max_bias > 0 (clause 21)
+ *       sinks: [0.5, ...]          # optional: q_heads sink logits (rounded to f32) (clause 22)
+ *       chunk: 256                 # optional: chunked attention, C >= 1 (needs causal)
+ *       documents: [512, 1536]     # optional: document lengths (>= 1) summing to lk, the same
+ *                                  #   packing in every batch row (segment_ids)
+ *       blocks: [[100, 64]]        # optional: bidirectional blocks [start, length] in 0..lk,
+ *                                  #   in order, not overlapping (block_ids; needs causal)
  *       bound: compute             # compute | memory: the machine limit "% of limit" uses
  *
  * Integers are plain decimal scalars, booleans plain true/false.  The reading is strict (the
@@ -33,6 +41,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +174,98 @@ static int get_per_row(const reader *r, const yaml_node_t *n, const char *field,
     return 0;
 }
 
+/* A finite decimal number in (0, hi]. */
+static int get_pos_num(const reader *r, const yaml_node_t *n, const char *field, double hi,
+                       double *out)
+{
+    const char *s = scalar(n);
+    if (!s || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || !s[0] ||
+        strspn(s, "0123456789.eE+-") != strlen(s))
+        return fail(r, n, field, "expected a number");
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (*end || errno == ERANGE || !(v > 0.0) || !(v <= hi))
+        return fail(r, n, field, "'%s' is not a number in (0, %g]", s, hi);
+    *out = v;
+    return 0;
+}
+
+/* sinks: exactly hq finite numbers, each rounded to f32 (what the ABI passes). */
+static int get_sinks(const reader *r, const yaml_node_t *n, const char *field, bs_shape *sh)
+{
+    if (n->type != YAML_SEQUENCE_NODE || (int64_t)seq_len(n) != sh->hq)
+        return fail(r, n, field, "expected a list of %" PRId64 " numbers (one per query head)",
+                    sh->hq);
+    sh->sinks = calloc((size_t)sh->hq, sizeof *sh->sinks);
+    sh->sinks_f32 = calloc((size_t)sh->hq, sizeof *sh->sinks_f32);
+    if (!sh->sinks || !sh->sinks_f32)
+        return fail(r, n, field, "out of memory");
+    for (size_t i = 0; i < seq_len(n); i++) {
+        const yaml_node_t *it = seq_item(r, n, i);
+        const char *s = scalar(it);
+        char *end = NULL;
+        const double v = s ? strtod(s, &end) : 0.0;
+        if (!s || !s[0] || *end || !isfinite(v) || fabs(v) > 1e30)
+            return fail(r, it, field, "entry %zu: expected a number of magnitude <= 1e30", i);
+        sh->sinks_f32[i] = (float)v;
+        sh->sinks[i] = (double)sh->sinks_f32[i];
+    }
+    return 0;
+}
+
+/* documents: lengths >= 1 summing to lk, into segment_ids (document k has id k), every batch
+ * row alike. */
+static int get_documents(const reader *r, const yaml_node_t *n, const char *field, bs_shape *sh)
+{
+    if (n->type != YAML_SEQUENCE_NODE || seq_len(n) == 0)
+        return fail(r, n, field, "expected a list of document lengths summing to lk");
+    if (!(sh->segment_ids = calloc((size_t)(sh->b * sh->lk), sizeof *sh->segment_ids)))
+        return fail(r, n, field, "out of memory");
+    int64_t at = 0;
+    for (size_t k = 0; k < seq_len(n); k++) {
+        int64_t len;
+        if (get_int(r, seq_item(r, n, k), field, 1, sh->lk - at, &len))
+            return -1;
+        for (int64_t j = at; j < at + len; j++)
+            sh->segment_ids[j] = (int64_t)k;
+        at += len;
+    }
+    if (at != sh->lk)
+        return fail(r, n, field, "the lengths sum to %" PRId64 ", lk is %" PRId64, at, sh->lk);
+    for (int64_t b = 1; b < sh->b; b++)
+        memcpy(sh->segment_ids + b * sh->lk, sh->segment_ids, (size_t)sh->lk * sizeof(int64_t));
+    return 0;
+}
+
+/* blocks: [start, length] pairs in order, inside 0..lk, not overlapping, into block_ids (block
+ * k has id k, -1 elsewhere), every batch row alike. */
+static int get_blocks(const reader *r, const yaml_node_t *n, const char *field, bs_shape *sh)
+{
+    if (n->type != YAML_SEQUENCE_NODE || seq_len(n) == 0)
+        return fail(r, n, field, "expected a list of [start, length] pairs");
+    if (!(sh->block_ids = malloc((size_t)(sh->b * sh->lk) * sizeof *sh->block_ids)))
+        return fail(r, n, field, "out of memory");
+    for (int64_t j = 0; j < sh->lk; j++)
+        sh->block_ids[j] = -1;
+    int64_t end = 0;
+    for (size_t k = 0; k < seq_len(n); k++) {
+        const yaml_node_t *it = seq_item(r, n, k);
+        if (it->type != YAML_SEQUENCE_NODE || seq_len(it) != 2)
+            return fail(r, it, field, "entry %zu: expected [start, length]", k);
+        int64_t st, len;
+        if (get_int(r, seq_item(r, it, 0), field, end, sh->lk - 1, &st) ||
+            get_int(r, seq_item(r, it, 1), field, 1, sh->lk - st, &len))
+            return -1;
+        for (int64_t j = st; j < st + len; j++)
+            sh->block_ids[j] = (int64_t)k;
+        end = st + len;
+    }
+    for (int64_t b = 1; b < sh->b; b++)
+        memcpy(sh->block_ids + b * sh->lk, sh->block_ids, (size_t)sh->lk * sizeof(int64_t));
+    return 0;
+}
+
 /* Element count of a tensor, or -1 past ATTNREF_MAX_NUMEL. */
 static int64_t numel4(int64_t a, int64_t b, int64_t c, int64_t d)
 {
@@ -190,13 +291,19 @@ enum {
     K_WINDOW,
     K_LENGTHS,
     K_LEFTPAD,
+    K_SOFTCAP,
+    K_ALIBI,
+    K_SINKS,
+    K_CHUNK,
+    K_DOCS,
+    K_BLOCKS,
     K_BOUND,
     K_COUNT
 };
 static const char *const shape_keys[K_COUNT] = {
-    "id",      "dtypes",       "batch",      "q_heads", "kv_heads",      "lq",
-    "lk",      "head_dim",     "v_head_dim", "causal",  "causal_offset", "window",
-    "lengths", "left_padding", "bound"};
+    "id",       "dtypes",         "batch",  "q_heads",       "kv_heads",  "lq",      "lk",
+    "head_dim", "v_head_dim",     "causal", "causal_offset", "window",    "lengths", "left_padding",
+    "softcap",  "alibi_max_bias", "sinks",  "chunk",         "documents", "blocks",  "bound"};
 
 static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_t mem_bytes,
                       bs_shape *sh)
@@ -218,7 +325,8 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
         return fail(r, at.key, f,
                     "unknown key '%s' (known: id, dtypes, batch, q_heads, "
                     "kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, window, "
-                    "lengths, left_padding, bound)",
+                    "lengths, left_padding, softcap, alibi_max_bias, sinks, chunk, documents, "
+                    "blocks, bound)",
                     at.name ? at.name : "?");
     const yaml_node_t *v[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
@@ -269,6 +377,26 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
     if (v[K_LEFTPAD] &&
         get_per_row(r, v[K_LEFTPAD], FIELD(K_LEFTPAD), sh->b, sh->lk, &sh->left_padding))
         return -1;
+    if (v[K_SOFTCAP] && get_pos_num(r, v[K_SOFTCAP], FIELD(K_SOFTCAP), 1e30, &sh->softcap))
+        return -1;
+    if (v[K_ALIBI] && get_pos_num(r, v[K_ALIBI], FIELD(K_ALIBI), 1e6, &sh->alibi_max_bias))
+        return -1;
+    if (v[K_SINKS] && get_sinks(r, v[K_SINKS], FIELD(K_SINKS), sh))
+        return -1;
+    if (v[K_CHUNK]) {
+        if (get_int(r, v[K_CHUNK], FIELD(K_CHUNK), 1, BS_MAX_SEQ, &sh->chunk))
+            return -1;
+        if (!sh->causal)
+            return fail(r, v[K_CHUNK], FIELD(K_CHUNK), "needs causal: true (SPEC clause 20)");
+    }
+    if (v[K_DOCS] && get_documents(r, v[K_DOCS], FIELD(K_DOCS), sh))
+        return -1;
+    if (v[K_BLOCKS]) {
+        if (!sh->causal)
+            return fail(r, v[K_BLOCKS], FIELD(K_BLOCKS), "needs causal: true (SPEC clause 20)");
+        if (get_blocks(r, v[K_BLOCKS], FIELD(K_BLOCKS), sh))
+            return -1;
+    }
     const char *bound = scalar(v[K_BOUND]);
     if (!bound || (strcmp(bound, "compute") != 0 && strcmp(bound, "memory") != 0))
         return fail(r, v[K_BOUND], FIELD(K_BOUND), "expected compute or memory");
@@ -427,6 +555,10 @@ void bs_suite_free(bs_suite *s)
     for (size_t i = 0; s->shapes && i < s->n; i++) {
         free(s->shapes[i].lengths);
         free(s->shapes[i].left_padding);
+        free(s->shapes[i].sinks);
+        free(s->shapes[i].sinks_f32);
+        free(s->shapes[i].segment_ids);
+        free(s->shapes[i].block_ids);
     }
     free(s->shapes);
     free(s->description);

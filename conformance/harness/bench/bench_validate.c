@@ -6,8 +6,10 @@
  * only on query row i of head h and the keys of its kv head, so it is recomputed alone: a
  * one-row slice (1, 1, 1, D) of q with the (1, 1, Lk, D) keys and (1, 1, Lk, Dv) values of
  * kv head h / (Hq / Hkv), the causal offset moved to off + i (query 0 of the slice sits where
- * query i sat: SPEC clause 3) and the window, lengths[b] and left_padding[b] unchanged.  The
- * slices borrow the benchmark's buffers: nothing of the size of the inputs is copied.
+ * query i sat: SPEC clause 3) and the window, lengths[b] and left_padding[b] unchanged, as
+ * the chunk, softcap and batch row b's documents and blocks; the sink of head h; and ALiBi
+ * through the max_bias whose one-head slope is head h of Hq's, bit for bit (slice_max_bias).
+ * The slices borrow the benchmark's buffers: nothing of the size of the inputs is copied.
  *
  * Each element is judged as a golden case's would be: the allowed error of SPEC clause 13,
  * computed from the slice's own inputs (acase_sdpa_bound on an in-memory case around the
@@ -57,6 +59,19 @@ static int pick_rows(const bs_shape *s, int64_t rows[BV_MAX_ROWS])
     return n;
 }
 
+/* The max_bias whose slope for head 0 of 1 is attnref_alibi_slope(max_bias, hq, h): that slope
+ * is exp2(-(max_bias * (h + 1)) / n), or exp2(-((max_bias / 2) * (2 (h - n) + 1)) / n), and one
+ * head (n = 1) makes it exp2(-(this * 1) / 1), the same operations on the same value. */
+static double slice_max_bias(double max_bias, int64_t hq, int64_t h)
+{
+    int64_t n = 1;
+    while (n * 2 <= hq)
+        n *= 2;
+    if (h < n)
+        return max_bias * (double)(h + 1) / (double)n;
+    return (max_bias / 2.0) * (double)(2 * (h - n) + 1) / (double)n;
+}
+
 /* Check row (b, h, i).  Returns 1 passed, 0 failed (message set), -1 the check could not run
  * (message set). */
 static int check_row(const bs_shape *s, attnref_dtype dt, const char *q, const char *k,
@@ -75,13 +90,23 @@ static int check_row(const bs_shape *s, attnref_dtype dt, const char *q, const c
     attnref_diag diag = {{0}};
     int64_t *len = s->lengths ? &s->lengths[b] : NULL;
     int64_t *pad = s->left_padding ? &s->left_padding[b] : NULL;
+    int64_t *seg = s->segment_ids ? s->segment_ids + b * s->lk : NULL;
+    int64_t *blk = s->block_ids ? s->block_ids + b * s->lk : NULL;
+    const double alibi =
+        s->alibi_max_bias > 0.0 ? slice_max_bias(s->alibi_max_bias, s->hq, h) : 0.0;
     const attnref_sdpa_params p = {.causal = s->causal,
                                    .has_causal_offset = s->causal,
                                    .causal_offset = off + i,
                                    .window = s->window,
                                    .batch = 1,
                                    .lengths = len,
-                                   .left_padding = pad};
+                                   .left_padding = pad,
+                                   .softcap = s->softcap,
+                                   .alibi_max_bias = alibi,
+                                   .sinks = s->sinks ? &s->sinks[h] : NULL,
+                                   .chunk = s->chunk,
+                                   .segment_ids = seg,
+                                   .block_ids = blk};
     int rc = attnref_tensor_init(&tq, qd, dt, 4, qs, &diag);
     if (rc == ATTNREF_OK)
         rc = attnref_tensor_init(&tk, kd, dt, 4, ks, &diag);
@@ -120,6 +145,15 @@ static int check_row(const bs_shape *s, attnref_dtype dt, const char *q, const c
     c.batch = 1;
     c.lengths = len;
     c.left_padding = pad;
+    /* The case's owned arrays borrowed too (never freed here). */
+    c.softcap = s->softcap;
+    c.alibi_max_bias = alibi;
+    c.sinks = s->sinks ? &s->sinks[h] : NULL;
+    c.nsinks = s->sinks ? 1 : 0;
+    c.chunk = s->chunk;
+    c.segment_ids = seg;
+    c.block_ids = blk;
+    c.ids_len = seg || blk ? s->lk : 0;
     c.expected.dtype = dt;
     c.expected.ndim = 4;
     memcpy(c.expected.shape, os, sizeof os);
