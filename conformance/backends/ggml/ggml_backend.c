@@ -98,6 +98,7 @@
  *
  * Only attnconf_backend_entry is exported (hidden visibility).
  */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -576,6 +577,11 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
     float scale;
     if (a->has_scale) {
         scale = (float)a->scale;
+        if (isfinite(a->scale) && fabs(a->scale) > FLT_MAX) /* SPEC clause 2: EINVAL */
+            return gb_fail(ctx, ATTNCONF_EINEXPRESSIBLE,
+                           "scale %.17g is past the f32 range: ggml takes the scale as a float, "
+                           "which cannot hold it",
+                           a->scale);
         if ((double)scale != a->scale)
             return gb_fail(ctx, ATTNCONF_ENOTSUP,
                            "scale %.17g is not a float value (it would become %.9g): ggml takes "
