@@ -3,13 +3,18 @@
  *
  * One source, built twice (conformance/backends/ggml/CMakeLists.txt):
  *
- *   ggml      (ATTNCONF_GGML_OPS=0)  ggml_flash_attn_ext(ctx, q, k, v, mask, scale, max_bias = 0,
- *             logit_softcap = 0), called as llama.cpp's llm_graph_context::build_attn_mha calls it
- *             with flash attention on: q in F32, K/V in their cache type, the mask an F16 additive
- *             tensor, ggml_flash_attn_ext_set_prec(GGML_PREC_F32) (option `prec`).
+ *   ggml      (ATTNCONF_GGML_OPS=0)  ggml_flash_attn_ext(ctx, q, k, v, mask, scale, max_bias,
+ *             logit_softcap), then ggml_flash_attn_ext_add_sinks(res, sinks) when there are
+ *             sinks, called as llama.cpp's llm_graph_context::build_attn_mha calls it with flash
+ *             attention on: q in F32, K/V in their cache type, the mask an F16 additive tensor,
+ *             ggml_flash_attn_ext_set_prec(GGML_PREC_F32) (option `prec`).
  *   ggml-ops  (ATTNCONF_GGML_OPS=1)  the path build_attn_mha takes with flash attention off:
  *             kq = ggml_mul_mat(k, q) (ggml_mul_mat_set_prec(kq, GGML_PREC_F32)),
- *             kq = ggml_soft_max_ext(kq, mask, scale, max_bias = 0) with llama.cpp's F32 mask,
+ *             with a softcap c: kq = ggml_scale(ggml_tanh(ggml_scale(kq, 1/c)), c) — on the RAW
+ *             q.k, before the scale (SPEC clause 20 caps the scaled score; the two agree only
+ *             when the scale is 1, as in llama.cpp's Gemma 2, which scales Q beforehand),
+ *             kq = ggml_soft_max_ext(kq, mask, scale, max_bias) with llama.cpp's F32 mask,
+ *             ggml_soft_max_add_sinks(kq, sinks) when there are sinks,
  *             kqv = ggml_mul_mat(ggml_cont(ggml_transpose(v)), kq),
  *             out = ggml_cont(ggml_permute(kqv, 0, 2, 1, 3)).
  *
@@ -67,6 +72,23 @@
  * mismatched dtypes are computed, not rejected.  ggml takes one mask argument, so a causal
  * flag together with a mask (two masks) is EINVAL.
  *
+ * Terms of current models (SPEC.md clauses 20-22), as llama.cpp poses them:
+ *   - softcap (f_attn_logit_softcapping), max_bias (f_max_alibi_bias): floats, exactly a float
+ *     value or ENOTSUP (as the scale); ggml validates neither, so a negative or NaN softcap and a
+ *     negative max_bias are computed (with max_bias <= 0 ggml's slope is 1).
+ *   - sinks: an F32 [Hq] tensor (ggml_*_add_sinks); an infinite sink is computed.
+ *   - ALiBi: ggml derives each head's slope from max_bias and multiplies the mask by it, so, as
+ *     llama.cpp's use_alibi mask, a kept key holds -|p0 - p1| and an excluded one -INFINITY
+ *     (the flash path's F16 mask rounds distances above 2048 as llama.cpp's cast does).  An
+ *     additive mask with finite values other than 0 cannot be combined with that (ggml has one
+ *     mask, multiplied by the slope): ENOTSUP.
+ *   - chunk, segment_ids, block_ids: the KQ mask, as llama.cpp's set_input_kq_mask fills it
+ *     (gb_llama_keep): documents are sequence ids with their own positions, chunks are
+ *     LLAMA_SWA_TYPE_CHUNKED on those positions, a block is an image decoded with causal
+ *     attention off.  llama.cpp's n_swa is a uint32_t: a negative chunk is EINEXPRESSIBLE; a
+ *     chunk or blocks without causal are computed as llama.cpp would (no rejection there).
+ *   No window / lengths / left_padding parameters are posed (sdpa.window etc. unreported).
+ *
  * Options: `threads` (auto = every online CPU, or a count: the n_threads of ggml_graph_plan /
  * ggml_graph_compute) and `prec` (f32 = GGML_PREC_F32, what llama.cpp sets on every attention
  * node, or default = GGML_PREC_DEFAULT; ggml-cpu computes both the same way: F32 accumulators)
@@ -76,6 +98,7 @@
  *
  * Only attnconf_backend_entry is exported (hidden visibility).
  */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -248,14 +271,64 @@ static struct ggml_tensor *gb_leaf(struct ggml_context *cin, const attnconf_tens
     return g;
 }
 
+/* llama.cpp's position of key slot x of batch row b, into pos[b * Lk + x]: the slot itself, or,
+ * with segment_ids, its rank among the slots of its document (llama.cpp numbers each sequence's
+ * tokens from 0, and a cell is compared with a token of the same sequence only). */
+static void gb_positions(const attnconf_sdpa_args *a, int64_t B, int64_t Lk, int64_t *pos)
+{
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t *seg = a->segment_ids ? a->segment_ids + b * Lk : NULL;
+        for (int64_t x = 0; x < Lk; x++) {
+            int64_t r = x;
+            if (seg) {
+                r = 0;
+                for (int64_t s = 0; s < x; s++)
+                    r += seg[s] == seg[x];
+            }
+            pos[b * Lk + x] = r;
+        }
+    }
+}
+
+/* Whether llama.cpp's KQ mask (set_input_kq_mask) keeps key slot j for the query at slot p of
+ * row b, and the two positions it compares.  A document is a sequence id: a cell of another
+ * sequence is masked, a query outside every key slot has no sequence.  Causal masks a cell
+ * whose position is after the token's, except inside a bidirectional block: llama.cpp decodes
+ * an image's tokens as one batch with causal attention off, so they see each other (and the
+ * cells before them), never the text after.  Chunked attention (LLAMA_SWA_TYPE_CHUNKED) masks a
+ * cell before the start of the token's chunk, (p1 / C) * C on those positions: it never masks a
+ * later cell, so a block that crosses a chunk boundary sees its later chunk. */
+static int gb_llama_keep(const attnconf_sdpa_args *a, int64_t b, int64_t p, int64_t j, int64_t Lk,
+                         const int64_t *pos, int64_t *p0, int64_t *p1)
+{
+    const int64_t *seg = a->segment_ids ? a->segment_ids + b * Lk : NULL;
+    const int64_t *blk = a->block_ids ? a->block_ids + b * Lk : NULL;
+    const int in = p >= 0 && p < Lk;
+    *p0 = pos[b * Lk + j];
+    *p1 = in ? pos[b * Lk + p] : p;
+    if (seg && (!in || seg[p] != seg[j]))
+        return 0;
+    if (a->causal && *p0 > *p1 && !(blk && in && blk[p] >= 0 && blk[j] == blk[p]))
+        return 0;
+    if (a->chunk > 0 && *p0 < (*p1 / a->chunk) * a->chunk)
+        return 0;
+    return 1;
+}
+
 /* The additive mask ggml gets (NULL when there is none).  Returns ATTNCONF_OK with *out set,
- * or an error with the message recorded.  *owned receives the buffer to free. */
+ * or an error with the message recorded.  *owned receives the buffer to free.  As llama.cpp
+ * builds it: 0 for a kept key, -INFINITY for an excluded one, and with ALiBi -|p0 - p1| for a
+ * kept key (ggml multiplies the mask by each head's slope). */
 static int gb_mask(gb_ctx *ctx, struct ggml_context *cin, const attnconf_sdpa_args *a, int64_t B,
                    int64_t Hq, int64_t Lq, int64_t Lk, struct ggml_tensor **out, void **owned)
 {
     *out = NULL;
     *owned = NULL;
+    const int alibi = a->alibi_max_bias != 0.0;
+    const int per_row = a->segment_ids || a->block_ids; /* terms that differ by batch row */
+    const int terms = a->causal || alibi || a->chunk || per_row;
     int64_t mb = 1, mh = 1, mq = Lq, mk = Lk; /* extents ggml gets */
+    int64_t eb = 1, eh = 1;                   /* the case mask's batch and head extents */
     int64_t sb = 0, sh = 0, sq = 0, sk = 0;   /* source element strides (0: repeated) */
     const attnconf_tensor *m = a->mask;
     if (m) {
@@ -304,57 +377,115 @@ static int gb_mask(gb_ctx *ctx, struct ggml_context *cin, const attnconf_sdpa_ar
                            "mask: batch extent %lld with B = %lld: ggml would abort on "
                            "GGML_ASSERT(q->ne[3] %% mask->ne[3] == 0)",
                            (long long)ext[0], (long long)B);
-        mb = ext[0];
-        mh = ext[1];
+        eb = mb = ext[0];
+        eh = mh = ext[1];
         mq = ext[2] == 1 ? Lq : ext[2]; /* an extent 1 is expanded; ggml reads the first Lq */
         mk = ext[3] == 1 ? Lk : ext[3];
         sb = str[0];
         sh = str[1];
         sq = ext[2] == 1 ? 0 : str[2];
         sk = ext[3] == 1 ? 0 : str[3];
-    } else if (!a->causal) {
+    } else if (!terms) {
         return ATTNCONF_OK;
     }
+    if (per_row)
+        mb = B; /* llama.cpp's mask has a row per sequence stream; ggml's modulo repeats ours */
 
     size_t n = (size_t)(mb * mh * mq * mk);
     size_t os = ggml_type_size(GB_MASK_TYPE);
     unsigned char *buf = malloc(n ? n * os : 1);
-    if (!buf)
+    const size_t npos = (size_t)(B * Lk) + 1;
+    int64_t *pos = terms ? malloc(npos * sizeof *pos) : NULL;
+    if (!buf || (terms && !pos)) {
+        free(buf);
+        free(pos);
         return gb_fail(ctx, ATTNCONF_ENOMEM, "out of memory for a %zu-element mask", n);
+    }
+    if (terms)
+        gb_positions(a, B, Lk, pos);
     int64_t offset = a->has_causal_offset ? a->causal_offset : Lk - Lq;
     size_t w = 0;
-    for (int64_t b = 0; b < mb; b++)
-        for (int64_t h = 0; h < mh; h++)
-            for (int64_t i = 0; i < mq; i++)
+    int rc = ATTNCONF_OK;
+    for (int64_t b = 0; b < mb && rc == ATTNCONF_OK; b++)
+        for (int64_t h = 0; h < mh && rc == ATTNCONF_OK; h++)
+            for (int64_t i = 0; i < mq && rc == ATTNCONF_OK; i++)
                 for (int64_t j = 0; j < mk; j++, w++) {
-                    float x;
-                    if (!m) {
-                        x = j <= offset + i ? 0.0f : -INFINITY; /* causal, as llama.cpp */
-                    } else {
-                        float v = gb_load(m->data, m->dtype, b * sb + h * sh + i * sq + j * sk);
-                        x = m->dtype == ATTNCONF_BOOL ? (v != 0.0f ? 0.0f : -INFINITY) : v;
+                    float x = 0.0f;
+                    int keep = 1, from_case = 0;
+                    if (m) {
+                        float v = gb_load(m->data, m->dtype,
+                                          (b % eb) * sb + (h % eh) * sh + i * sq + j * sk);
+                        if (m->dtype == ATTNCONF_BOOL) {
+                            keep = v != 0.0f;
+                        } else if (alibi && v != 0.0f && v != -INFINITY) {
+                            rc = gb_fail(ctx, ATTNCONF_ENOTSUP,
+                                         "ALiBi with an additive mask value %.9g (at b=%lld "
+                                         "h=%lld i=%lld j=%lld): ggml's ALiBi is the head's slope "
+                                         "times its one mask, which llama.cpp fills with "
+                                         "-|p - j| (0 / -inf keep sets only), so a second, "
+                                         "additive mask cannot reach ggml",
+                                         (double)v, (long long)b, (long long)h, (long long)i,
+                                         (long long)j);
+                            break;
+                        } else {
+                            x = v;
+                            keep = v != -INFINITY;
+                            from_case = 1;
+                        }
                     }
+                    /* Rows past Lq and keys past Lk are never read by ggml. */
+                    if (terms && keep && i < Lq && j < Lk) {
+                        int64_t p0, p1;
+                        keep = gb_llama_keep(a, b, offset + i, j, Lk, pos, &p0, &p1);
+                        if (alibi) {
+                            x = -(float)llabs(p1 - p0); /* llama.cpp's use_alibi mask */
+                            from_case = 0;
+                        }
+                    }
+                    if (!keep)
+                        x = -INFINITY;
 #if ATTNCONF_GGML_OPS
+                    (void)from_case; /* an F32 mask holds every value */
                     ((float *)buf)[w] = x;
 #else
+                    /* A case's own value must be an f16 value; llama.cpp's ALiBi distances are
+                     * rounded to f16 as its ggml_cast(kq_mask, GGML_TYPE_F16) rounds them. */
                     ggml_fp16_t hx = ggml_fp32_to_fp16(x);
                     float back = ggml_fp16_to_fp32(hx);
-                    if (!(back == x || (isnan(back) && isnan(x)))) {
-                        free(buf);
-                        return gb_fail(ctx, ATTNCONF_ENOTSUP,
-                                       "the %s mask value %.9g (at b=%lld h=%lld i=%lld j=%lld) "
-                                       "is not an f16 value (it would become %.9g): "
-                                       "ggml_flash_attn_ext takes only an F16 mask",
-                                       gb_dtype_name(m->dtype), (double)x, (long long)b,
-                                       (long long)h, (long long)i, (long long)j, (double)back);
+                    if (from_case && !(back == x || (isnan(back) && isnan(x)))) {
+                        rc = gb_fail(ctx, ATTNCONF_ENOTSUP,
+                                     "the %s mask value %.9g (at b=%lld h=%lld i=%lld j=%lld) "
+                                     "is not an f16 value (it would become %.9g): "
+                                     "ggml_flash_attn_ext takes only an F16 mask",
+                                     gb_dtype_name(m->dtype), (double)x, (long long)b, (long long)h,
+                                     (long long)i, (long long)j, (double)back);
+                        break;
                     }
                     ((ggml_fp16_t *)buf)[w] = hx;
 #endif
                 }
+    free(pos);
+    if (rc != ATTNCONF_OK) {
+        free(buf);
+        return rc;
+    }
     struct ggml_tensor *g = ggml_new_tensor_4d(cin, GB_MASK_TYPE, mk, mq, mh, mb);
     g->data = buf;
     *owned = buf;
     *out = g;
+    return ATTNCONF_OK;
+}
+
+/* A double argument ggml takes as a float: exactly a float value (else ENOTSUP, as the scale);
+ * NaN passes as NaN. */
+static int gb_float_arg(gb_ctx *ctx, double x, const char *name, const char *ggml_name, float *out)
+{
+    *out = (float)x;
+    if (!isnan(x) && (double)*out != x)
+        return gb_fail(ctx, ATTNCONF_ENOTSUP,
+                       "%s %.17g is not a float value (it would become %.9g): ggml takes %s as a "
+                       "float",
+                       name, x, (double)*out, ggml_name);
     return ATTNCONF_OK;
 }
 
@@ -446,6 +577,11 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
     float scale;
     if (a->has_scale) {
         scale = (float)a->scale;
+        if (isfinite(a->scale) && fabs(a->scale) > FLT_MAX) /* SPEC clause 2: EINVAL */
+            return gb_fail(ctx, ATTNCONF_EINEXPRESSIBLE,
+                           "scale %.17g is past the f32 range: ggml takes the scale as a float, "
+                           "which cannot hold it",
+                           a->scale);
         if ((double)scale != a->scale)
             return gb_fail(ctx, ATTNCONF_ENOTSUP,
                            "scale %.17g is not a float value (it would become %.9g): ggml takes "
@@ -454,24 +590,39 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
     } else {
         scale = 1.0f / sqrtf((float)D); /* llama.cpp's kq_scale */
     }
+    /* The terms of current models, as llama.cpp passes them: f_attn_logit_softcapping and
+     * f_max_alibi_bias are floats, the sinks an F32 [n_head] tensor.  ggml validates none of
+     * them (a negative or NaN softcap, a negative max_bias, an infinite sink are computed), and
+     * neither does this shim: what ggml does with them is what is judged. */
+    float softcap = 0.0f, max_bias = 0.0f;
+    if ((st = gb_float_arg(ctx, a->softcap, "softcap", "logit_softcap", &softcap)) ||
+        (st = gb_float_arg(ctx, a->alibi_max_bias, "alibi_max_bias", "max_bias", &max_bias)))
+        return st;
+    if (a->chunk < 0)
+        return gb_fail(ctx, ATTNCONF_EINEXPRESSIBLE,
+                       "chunk %lld: llama.cpp's chunk size (n_swa with LLAMA_SWA_TYPE_CHUNKED) is "
+                       "a uint32_t, so a negative chunk cannot be written",
+                       (long long)a->chunk);
 
     /* Sizes of the tensors ggml allocates (results and intermediates), for one context. */
     const uint64_t n_out = (uint64_t)Dv * Hq * Lq * B;
     uint64_t data_bytes = n_out * 4;
 #if ATTNCONF_GGML_OPS
-    data_bytes += 2 * (uint64_t)Lk * Lq * Hq * B * 4;               /* kq, softmax */
+    data_bytes += 2 * (uint64_t)Lk * Lq * Hq * B * 4; /* kq, softmax */
+    if (softcap != 0.0f)
+        data_bytes += 3 * (uint64_t)Lk * Lq * Hq * B * 4;           /* scale, tanh, scale */
     data_bytes += (uint64_t)Lk * Dv * Hkv * B * gb_esize(v->dtype); /* cont(transpose(v)) */
     data_bytes += n_out * 4;                                        /* permute + cont */
 #endif
     if (data_bytes > GB_MAX_BYTES)
         return gb_fail(ctx, ATTNCONF_ENOMEM, "the ggml tensors would need %llu bytes",
                        (unsigned long long)data_bytes);
-    size_t mem = (size_t)data_bytes + 12 * (ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN) +
+    size_t mem = (size_t)data_bytes + 16 * (ggml_tensor_overhead() + 2 * GGML_MEM_ALIGN) +
                  ggml_graph_overhead_custom(GB_GRAPH_SIZE, false) + 4096;
     size_t mem_in = 8 * ggml_tensor_overhead() + 1024;
 
     void *pool = malloc(mem), *pool_in = malloc(mem_in);
-    void *own_q = NULL, *own_k = NULL, *own_v = NULL, *own_m = NULL, *work = NULL;
+    void *own_q = NULL, *own_k = NULL, *own_v = NULL, *own_m = NULL, *own_s = NULL, *work = NULL;
     struct ggml_context *cin = NULL, *c = NULL;
     int rc = ATTNCONF_OK;
     if (!pool || !pool_in) {
@@ -497,17 +648,37 @@ static int gb_sdpa(void *vctx, const attnconf_sdpa_args *a)
     struct ggml_tensor *gm = NULL;
     if ((rc = gb_mask(ctx, cin, a, B, Hq, Lq, Lk, &gm, &own_m)) != ATTNCONF_OK)
         goto done;
+    struct ggml_tensor *gs_sinks = NULL;
+    if (a->sinks) {
+        gs_sinks = ggml_new_tensor_1d(cin, GGML_TYPE_F32, Hq);
+        own_s = malloc((size_t)(Hq ? Hq : 1) * sizeof(float));
+        if (!own_s) {
+            rc = gb_fail(ctx, ATTNCONF_ENOMEM, "out of memory for the sinks");
+            goto done;
+        }
+        memcpy(own_s, a->sinks, (size_t)Hq * sizeof(float));
+        gs_sinks->data = own_s;
+    }
 
 #if ATTNCONF_GGML_OPS
     struct ggml_tensor *kq = ggml_mul_mat(c, gk, gq); /* [Lk, Lq, Hq, B] */
     ggml_mul_mat_set_prec(kq, ctx->prec);
-    kq = ggml_soft_max_ext(c, kq, gm, scale, 0.0f);
+    if (softcap != 0.0f) { /* llama.cpp caps the raw q.k, before soft_max_ext's kq_scale */
+        kq = ggml_scale(c, kq, 1.0f / softcap);
+        kq = ggml_tanh(c, kq);
+        kq = ggml_scale(c, kq, softcap);
+    }
+    kq = ggml_soft_max_ext(c, kq, gm, scale, max_bias);
+    if (gs_sinks)
+        ggml_soft_max_add_sinks(kq, gs_sinks);
     struct ggml_tensor *vt = ggml_cont(c, ggml_transpose(c, gv));             /* [Lk, Dv, Hkv, B] */
     struct ggml_tensor *kqv = ggml_mul_mat(c, vt, kq);                        /* [Dv, Lq, Hq, B] */
     struct ggml_tensor *res = ggml_cont(c, ggml_permute(c, kqv, 0, 2, 1, 3)); /* [Dv,Hq,Lq,B] */
 #else
-    struct ggml_tensor *res = ggml_flash_attn_ext(c, gq, gk, gv, gm, scale, 0.0f, 0.0f);
+    struct ggml_tensor *res = ggml_flash_attn_ext(c, gq, gk, gv, gm, scale, max_bias, softcap);
     ggml_flash_attn_ext_set_prec(res, ctx->prec);
+    if (gs_sinks)
+        ggml_flash_attn_ext_add_sinks(res, gs_sinks);
 #endif
 
     struct ggml_cgraph *gf = ggml_new_graph_custom(c, GB_GRAPH_SIZE, false);
@@ -552,6 +723,7 @@ done:
     free(own_k);
     free(own_v);
     free(own_m);
+    free(own_s);
     free(pool);
     free(pool_in);
     return rc;
@@ -639,11 +811,13 @@ static uint64_t gb_capabilities(void *ctx)
     /* What reaches ggml: f32/f16/bf16 K/V in their own type (q widened exactly), bool and
      * additive masks as its additive mask, causal (with any offset) as that mask, GQA by head
      * counts, Dv != D, strided views, an explicit float scale, masks broadcast over heads and
-     * batch by ggml and expanded along Lq/Lk.  No mask builder. */
+     * batch by ggml and expanded along Lq/Lk; logit_softcap, max_bias and the sinks tensor;
+     * chunk, documents and blocks through the KQ mask llama.cpp builds.  No mask builder. */
     return ATTNCONF_CAP_F32 | ATTNCONF_CAP_F16 | ATTNCONF_CAP_BF16 | ATTNCONF_CAP_MASK_BOOL |
            ATTNCONF_CAP_MASK_ADD | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_CAUSAL_OFFSET |
            ATTNCONF_CAP_GQA | ATTNCONF_CAP_DV_NE_D | ATTNCONF_CAP_STRIDED | ATTNCONF_CAP_SCALE |
-           ATTNCONF_CAP_MASK_BCAST;
+           ATTNCONF_CAP_MASK_BCAST | ATTNCONF_CAP_SOFTCAP | ATTNCONF_CAP_ALIBI |
+           ATTNCONF_CAP_SINKS | ATTNCONF_CAP_CHUNK | ATTNCONF_CAP_SEGMENTS | ATTNCONF_CAP_BLOCKS;
 }
 
 static const char *gb_last_error(void *vctx)

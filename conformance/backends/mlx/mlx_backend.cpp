@@ -36,6 +36,11 @@
  * float exactly as MLX users write it (the docstring: "typically 1.0 / sqrt(q.shape(-1))").
  * Output: eval, copy out row-contiguous, out->dtype = the dtype MLX produced (an upcast is
  * reported, never cast back).
+ * Sinks (SPEC clause 22, mlx only): the fused op's `sinks` argument, shape (Hq,), in q's dtype
+ * as mlx-lm's gpt-oss holds them (MLX rejects sinks that do not promote to the output type);
+ * an f32 sink that is not exactly a value of q's dtype is ENOTSUP.  mlx-ops does not report
+ * them: its reference, mlx_primitives_sdpa, has no sinks.  MLX has no softcap, ALiBi, chunk,
+ * document or block argument: those terms are not reported (not emulated through masks).
  * Not expressible through MLX's API (answered ATTNCONF_ENOTSUP without calling MLX): an
  * explicit causal offset; there is no mask builder.
  * Error mapping: "Mask type must promote…" and "Received unsupported type…" → EDTYPE; any other
@@ -250,7 +255,7 @@ mx::array mb_from_host(const attnconf_tensor *t, const char *what, mx::StreamOrD
 /* The primitive reference (see the file comment). */
 mx::array mb_compute(const mx::array &q_in, const mx::array &k_in, const mx::array &v_in,
                      const std::optional<mx::array> &mask, bool causal, float scale,
-                     mx::StreamOrDevice s)
+                     const std::optional<mx::array> &, mx::StreamOrDevice s)
 {
     if (causal && mask)
         throw std::invalid_argument("[mlx-ops] a causal flag and an array mask together: the "
@@ -287,10 +292,10 @@ mx::array mb_compute(const mx::array &q_in, const mx::array &k_in, const mx::arr
 /* The fused op, called as mx.fast.scaled_dot_product_attention does. */
 mx::array mb_compute(const mx::array &q, const mx::array &k, const mx::array &v,
                      const std::optional<mx::array> &mask, bool causal, float scale,
-                     mx::StreamOrDevice s)
+                     const std::optional<mx::array> &sinks, mx::StreamOrDevice s)
 {
     return mx::fast::scaled_dot_product_attention(q, k, v, scale, causal ? "causal" : "", mask,
-                                                  {}, false, s);
+                                                  sinks, false, s);
 }
 #endif
 
@@ -372,7 +377,12 @@ uint64_t mb_capabilities(void *)
     return ATTNCONF_CAP_F32 | ATTNCONF_CAP_F16 | ATTNCONF_CAP_BF16 | ATTNCONF_CAP_MASK_BOOL |
            ATTNCONF_CAP_MASK_ADD | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_GQA |
            ATTNCONF_CAP_DV_NE_D | ATTNCONF_CAP_STRIDED | ATTNCONF_CAP_SCALE |
-           ATTNCONF_CAP_MASK_BCAST;
+           ATTNCONF_CAP_MASK_BCAST
+#if !ATTNCONF_MLX_OPS
+           /* The fused op's `sinks`; mlx-ops's reference (mlx_primitives_sdpa) has none. */
+           | ATTNCONF_CAP_SINKS
+#endif
+        ;
 }
 
 int mb_sdpa_impl(MbCtx *ctx, const attnconf_sdpa_args *args)
@@ -388,6 +398,32 @@ int mb_sdpa_impl(MbCtx *ctx, const attnconf_sdpa_args *args)
     std::optional<mx::array> mask;
     if (args->mask)
         mask = mb_from_host(args->mask, "mask", s);
+    /* As mlx-lm's gpt-oss passes them: a (Hq,) parameter in the model's dtype (its weights are
+     * loaded in q's dtype), since MLX rejects sinks whose type does not promote to the output's
+     * ("Type of sinks must promote to output type").  The ABI's f32 values go to q's dtype only
+     * when they convert exactly (else ENOTSUP); MLX checks the shape itself. */
+    std::optional<mx::array> sinks;
+    if (args->sinks) {
+        const int hq = q.ndim() == 4 ? q.shape(1) : 0;
+        mx::array s32(args->sinks, mx::Shape{hq}, mx::float32);
+        mx::Dtype dt = mb_mlx_dtype(args->q->dtype);
+        if (dt == mx::float16 || dt == mx::bfloat16) {
+            mx::array sd = mx::astype(s32, dt, s);
+            mx::array back = mx::astype(sd, mx::float32, s);
+            mx::eval(back);
+            const float *bv = back.data<float>();
+            for (int h = 0; h < hq; h++)
+                if (!(bv[h] == args->sinks[h] || (std::isnan(bv[h]) && std::isnan(args->sinks[h]))))
+                    return mb_fail(ctx, ATTNCONF_ENOTSUP,
+                                   "sink %d = %.9g is not a %s value (it would become %.9g): MLX "
+                                   "takes sinks in a type that promotes to the output's",
+                                   h, (double)args->sinks[h],
+                                   dt == mx::float16 ? "float16" : "bfloat16", (double)bv[h]);
+            sinks = sd;
+        } else {
+            sinks = s32;
+        }
+    }
 
     float scale;
     if (args->has_scale) {
@@ -398,7 +434,7 @@ int mb_sdpa_impl(MbCtx *ctx, const attnconf_sdpa_args *args)
         scale = 1.0f / std::sqrt(static_cast<float>(D));
     }
 
-    mx::array out = mb_compute(q, k, v, mask, args->causal != 0, scale, s);
+    mx::array out = mb_compute(q, k, v, mask, args->causal != 0, scale, sinks, s);
     out = mx::contiguous(out, false, s);
     mx::eval(out);
 
