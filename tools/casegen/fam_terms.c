@@ -311,10 +311,10 @@ static const tcase TERMS[] = {
      "long-decode path), GQA 6:2",
      "clause20.softcap", ALL, SHAPE(2, 6, 2, 1, 300, 64, 64, 10.0), .causal = 1, .softcap = 30.0},
     {"softcap.after_scale",
-     "Soft-capping 20 with an explicit scale 0.05: the cap applies to the scaled score "
+     "Soft-capping 20 with an explicit scale 0.0625 (exact in f32, so every API takes it): the cap applies to the scaled score "
      "(c tanh(scale q.k / c)), never to the raw q.k",
-     "clause20.softcap_order", ALL, SHAPE(1, 2, 2, 9, 24, 32, 32, 20.0), .causal = 1, .scale = 0.05,
-     .softcap = 20.0},
+     "clause20.softcap_order", ALL, SHAPE(1, 2, 2, 9, 24, 32, 32, 20.0), .causal = 1,
+     .scale = 0.0625, .softcap = 20.0},
     {"softcap.before_mask",
      "Soft-capping 10 before an additive mask of finite values and -inf: the mask is added after "
      "the cap, so a -inf stays -inf and a finite value shifts the capped score",

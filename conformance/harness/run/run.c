@@ -1056,9 +1056,14 @@ static void run_result_repro(const run_ctx *rn, const acase *c, hr_result *r)
     const char *arg = rn->backend_arg ? rn->backend_arg : "";
     const char *name = rn->backend && rn->backend->be ? rn->backend->be->name : NULL;
     char spec[64]; /* only whether there is one: -1 (too long for spec) counts as one */
+    /* The plugins' repro writers know the calls of ABI revisions one to four: a case using a
+     * term of the fifth (SPEC clauses 20-22) gets no reproducer from them rather than one that
+     * silently drops the term.  An exec: adapter answers for itself. */
+    const uint64_t terms = ATTNCONF_CAP_SOFTCAP | ATTNCONF_CAP_ALIBI | ATTNCONF_CAP_SINKS |
+                           ATTNCONF_CAP_CHUNK | ATTNCONF_CAP_SEGMENTS | ATTNCONF_CAP_BLOCKS;
     if (c->op != ACASE_OP_SDPA ||
-        (!hb_spec_is_exec(arg) &&
-         (!name || repro_writer_for(name, spec, sizeof spec, NULL, 0) == 0)))
+        (!hb_spec_is_exec(arg) && (!name || (c->requires & terms) ||
+                                   repro_writer_for(name, spec, sizeof spec, NULL, 0) == 0)))
         return;
     char *cmd = r->repro;
     size_t cap = sizeof r->repro, len = 0;
