@@ -113,7 +113,7 @@ int hf_meta_map(int rel, const hf_call *base, uint64_t pick, const hf_call deriv
 
 /* Shrinking steps (fuzz_shrink.c): candidate k (0, 1, 2, ...) of the simplifications of c, in
  * the order tried (fewer batches, heads, keys, queries, smaller D/Dv, simpler mask and
- * parameters, no poison, plain layouts).  Returns 0 with *out a strictly simpler valid call,
+ * parameters, no poison, plain layouts, no terms).  Returns 0 with *out a strictly simpler valid call,
  * 1 when candidate k does not apply (try k + 1), 2 when k is past the last candidate, -1 out
  * of memory. */
 int hf_shrink_candidate(const hf_call *c, int k, hf_call *out);
