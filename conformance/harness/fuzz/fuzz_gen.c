@@ -402,10 +402,9 @@ static void draw_alibi_heads(uint64_t *ts, uint64_t caps, hf_call *c)
         return;
     c->Hq = PICK(ts, ((const int64_t[]){3, 5, 6, 7, 12, 24}));
     c->Hkv = c->Hq;
-    if (caps & ATTNCONF_CAP_GQA) {
-        const int64_t div = c->Hq % 3 == 0 ? 3 : 1;
-        c->Hkv = PICK(ts, ((const int64_t[]){1, 1, 0, 0}));
-        c->Hkv = c->Hkv ? 1 : chance(ts, 1, 2) ? div : c->Hq;
+    if (caps & ATTNCONF_CAP_GQA) { /* MQA half the time, else 3 KV heads where 3 divides Hq */
+        const unsigned r = (unsigned)below(ts, 4);
+        c->Hkv = r < 2 ? 1 : r == 2 && c->Hq % 3 == 0 ? 3 : c->Hq;
     }
 }
 
