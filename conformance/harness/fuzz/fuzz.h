@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "attncase/case.h"
+#include "attnref/sdpa.h"
 
 /* Mask kinds of a call. */
 enum { HF_MASK_NONE = 0, HF_MASK_BOOL = 1, HF_MASK_ADD = 2 };
@@ -39,6 +40,15 @@ typedef struct hf_call {
     int poison;               /* 1: some excluded K/V slots hold NaN/inf */
     int exact;                /* 1: a correctly rounded call (hf_exact_ok holds): every
                                      row EXACT, holding the reference rounded once (RNE) */
+    /* Terms of current models (SPEC clauses 20-22, attnconf_sdpa_args' fifth revision); zero /
+     * NULL: not given.  Each is drawn only under its capability bit. */
+    double softcap;        /* 0 or > 0: s -> c tanh(s / c) */
+    double alibi_max_bias; /* 0 or > 0: ALiBi with attnref_alibi_slope(max_bias, Hq, h) */
+    double *sinks;         /* [Hq] finite sink logits (bf16 values), or NULL */
+    int64_t chunk;         /* 0 or >= 1 (needs causal) */
+    int64_t *segment_ids;  /* [B * Lk] document ids, or NULL (Lk >= 1) */
+    int64_t *block_ids;    /* [B * Lk] bidirectional block ids (< 0: none), or NULL (needs
+                               causal; Lk >= 1) */
 } hf_call;
 
 void hf_call_free(hf_call *c);
@@ -51,8 +61,11 @@ void hf_call_text(const hf_call *c, char *buf, size_t n);
  * Returns 0, or -1 (out of memory). */
 int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out);
 
+/* The reference's parameters of a call (pointers into c). */
+attnref_sdpa_params hf_call_params(const hf_call *c);
+
 /* Whether a call keeps the correctly rounded property (SPEC clause 13, as casegen's
- * sdpa.rounding): every score exactly 0 (q or k all zeros, finite), no poison, every row keeping
+ * sdpa.rounding): no ALiBi and no sinks, every score exactly 0 (q or k all zeros, finite), no poison, every row keeping
  * 0 or a power-of-two number of keys (so each weight 1/n is exact), Lk <= 1024, and every V a
  * multiple of 2^-11 below 4 in magnitude, so every f32 partial sum of V (under 2^12, 23 bits)
  * is exact in any order.  Then the output of an f32-accumulating kernel is the mean of the
@@ -66,7 +79,9 @@ int hf_exact_ok(const hf_call *c);
 acase *hf_build(const hf_call *c, const char *id, char *err, size_t errlen);
 
 /* The call (and its case id) as bytes, to hand it to a worker process: hf_call_pack returns the
- * size written, 0 when over cap; hf_call_unpack rebuilds the call (0, or -1 out of memory). */
+ * size written, 0 when over cap; hf_call_unpack rebuilds the call (0, or -1 out of memory or a
+ * buffer of another wire version, HF_WIRE_VERSION: parent and worker must agree). */
+#define HF_WIRE_VERSION 2u /* 2: the terms of clauses 20-22 */
 size_t hf_call_pack(const hf_call *c, const char *id, void *buf, size_t cap);
 int hf_call_unpack(const void *buf, hf_call *out, char *id, size_t idlen);
 
@@ -98,7 +113,7 @@ int hf_meta_map(int rel, const hf_call *base, uint64_t pick, const hf_call deriv
 
 /* Shrinking steps (fuzz_shrink.c): candidate k (0, 1, 2, ...) of the simplifications of c, in
  * the order tried (fewer batches, heads, keys, queries, smaller D/Dv, simpler mask and
- * parameters, no poison, plain layouts).  Returns 0 with *out a strictly simpler valid call,
+ * parameters, no poison, plain layouts, no terms).  Returns 0 with *out a strictly simpler valid call,
  * 1 when candidate k does not apply (try k + 1), 2 when k is past the last candidate, -1 out
  * of memory. */
 int hf_shrink_candidate(const hf_call *c, int k, hf_call *out);

@@ -77,6 +77,9 @@ void hf_call_free(hf_call *c)
     free(c->mask);
     free(c->lengths);
     free(c->left_padding);
+    free(c->sinks);
+    free(c->segment_ids);
+    free(c->block_ids);
     memset(c, 0, sizeof *c);
 }
 
@@ -115,6 +118,9 @@ int hf_call_copy(hf_call *dst, const hf_call *src)
     dst->mask = dup_d(src->mask, m_numel(src), &bad);
     dst->lengths = dup_i(src->lengths, src->B, &bad);
     dst->left_padding = dup_i(src->left_padding, src->B, &bad);
+    dst->sinks = dup_d(src->sinks, src->Hq, &bad);
+    dst->segment_ids = dup_i(src->segment_ids, src->B * src->Lk, &bad);
+    dst->block_ids = dup_i(src->block_ids, src->B * src->Lk, &bad);
     if (bad) {
         hf_call_free(dst);
         return -1;
@@ -154,6 +160,18 @@ void hf_call_text(const hf_call *c, char *buf, size_t n)
         ADD(" left_padding");
     if (c->has_scale)
         ADD(" scale=%g", c->scale);
+    if (c->softcap > 0.0)
+        ADD(" softcap=%g", c->softcap);
+    if (c->alibi_max_bias > 0.0)
+        ADD(" alibi=%g", c->alibi_max_bias);
+    if (c->sinks)
+        ADD(" sinks");
+    if (c->chunk)
+        ADD(" chunk=%lld", (long long)c->chunk);
+    if (c->segment_ids)
+        ADD(" segments");
+    if (c->block_ids)
+        ADD(" blocks");
     for (int t = 0; t < 3; t++) {
         if (c->layout[t] == ACASE_LAYOUT_BLHD)
             ADD(" %c:blhd", "qkv"[t]);
@@ -167,8 +185,7 @@ void hf_call_text(const hf_call *c, char *buf, size_t n)
 #undef ADD
 }
 
-/* Whether row (b, h, i) keeps key j (the parameters by the reference's rule, then the mask). */
-static int call_keeps(const hf_call *c, int64_t b, int64_t h, int64_t i, int64_t j)
+attnref_sdpa_params hf_call_params(const hf_call *c)
 {
     const attnref_sdpa_params p = {.has_scale = c->has_scale,
                                    .scale = c->scale,
@@ -178,7 +195,20 @@ static int call_keeps(const hf_call *c, int64_t b, int64_t h, int64_t i, int64_t
                                    .window = c->window,
                                    .batch = c->B,
                                    .lengths = c->lengths,
-                                   .left_padding = c->left_padding};
+                                   .left_padding = c->left_padding,
+                                   .softcap = c->softcap,
+                                   .alibi_max_bias = c->alibi_max_bias,
+                                   .sinks = c->sinks,
+                                   .chunk = c->chunk,
+                                   .segment_ids = c->segment_ids,
+                                   .block_ids = c->block_ids};
+    return p;
+}
+
+/* Whether row (b, h, i) keeps key j (the parameters by the reference's rule, then the mask). */
+static int call_keeps(const hf_call *c, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    const attnref_sdpa_params p = hf_call_params(c);
     if (!attnref_sdpa_key_kept(&p, c->Lq, c->Lk, b, i, j))
         return 0;
     if (!c->mask_kind)
@@ -342,6 +372,132 @@ static void fit_budget(hf_call *c)
     }
 }
 
+/* ---- the terms of current models (SPEC clauses 20-22) --------------------------------------- */
+
+/* Which terms a call gets, decided up front from a side stream (so a call without terms is drawn
+ * from the main stream as before the terms existed). */
+typedef struct hf_terms {
+    int softcap, alibi, sinks, chunk, segments, blocks;
+} hf_terms;
+
+static hf_terms draw_term_choice(uint64_t *ts, uint64_t caps)
+{
+    hf_terms t;
+    t.softcap = (caps & ATTNCONF_CAP_SOFTCAP) && chance(ts, 1, 7);
+    t.alibi = (caps & ATTNCONF_CAP_ALIBI) && chance(ts, 1, 7);
+    t.sinks = (caps & ATTNCONF_CAP_SINKS) && chance(ts, 1, 6);
+    /* chunk and blocks need causal (a causal call has no mask tensor) */
+    t.chunk = (caps & ATTNCONF_CAP_CHUNK) && (caps & ATTNCONF_CAP_CAUSAL) && chance(ts, 1, 8);
+    t.segments = (caps & ATTNCONF_CAP_SEGMENTS) && chance(ts, 1, 8);
+    t.blocks = (caps & ATTNCONF_CAP_BLOCKS) && (caps & ATTNCONF_CAP_CAUSAL) && chance(ts, 1, 8);
+    return t;
+}
+
+/* Query heads for ALiBi: a count that is not a power of two most of the time, where the
+ * slopes of the heads past the largest power of two interleave (Press et al.'s get_slopes; a
+ * kernel using 2^(-b (h+1) / Hq) for every head agrees only at powers of two). */
+static void draw_alibi_heads(uint64_t *ts, uint64_t caps, hf_call *c)
+{
+    if (!chance(ts, 2, 3))
+        return;
+    c->Hq = PICK(ts, ((const int64_t[]){3, 5, 6, 7, 12, 24}));
+    c->Hkv = c->Hq;
+    if (caps & ATTNCONF_CAP_GQA) { /* MQA half the time, else 3 KV heads where 3 divides Hq */
+        const unsigned r = (unsigned)below(ts, 4);
+        c->Hkv = r < 2 ? 1 : r == 2 && c->Hq % 3 == 0 ? 3 : c->Hq;
+    }
+}
+
+/* Run-length id patterns along each batch row's Lk key slots: runs of 1 (a document or block of
+ * one key), runs across 16/32-key tiles, runs longer than the window; segments count up with
+ * now and then an earlier id again (a document need not be contiguous), blocks are separated by
+ * keys in no block (-1).  Rows share the first row's pattern now and then. */
+static void draw_ids(uint64_t *ts, hf_call *c, int64_t *ids, int blocks)
+{
+    static const int64_t runs[] = {1, 1, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33};
+    const int shared = chance(ts, 1, 4);
+    for (int64_t b = 0; b < c->B; b++) {
+        int64_t *row = ids + b * c->Lk;
+        if (b > 0 && shared) {
+            memcpy(row, ids, (size_t)c->Lk * sizeof *row);
+            continue;
+        }
+        int64_t id = (int64_t)below(ts, 3), j = 0;
+        while (j < c->Lk) {
+            int64_t run =
+                chance(ts, 1, 8) ? 1 + (int64_t)below(ts, (uint64_t)c->Lk) : PICK(ts, runs);
+            if (c->window > 0 && chance(ts, 1, 3))
+                run = c->window + 1 + (int64_t)below(ts, 8); /* a block the window cuts */
+            int64_t v;
+            if (blocks && chance(ts, 2, 5))
+                v = -1;
+            else if (id > 0 && chance(ts, 1, 6))
+                v = (int64_t)below(ts, (uint64_t)id); /* an earlier id again */
+            else
+                v = id++;
+            for (int64_t t = 0; t < run && j < c->Lk; t++)
+                row[j++] = v;
+        }
+    }
+}
+
+/* The terms' values, once the call's shapes, mask and inputs are drawn (before the poison,
+ * which must see the final keep set).  Returns 0, or -1 out of memory. */
+static int draw_terms(uint64_t *ts, uint64_t caps, const hf_terms *t, hf_call *c)
+{
+    if (t->softcap) {
+        c->softcap = PICK(ts, ((const double[]){5.0, 20.0, 50.0}));
+        /* q and k large enough that the scaled scores reach past c, where tanh bends: for
+         * uniform entries in [-a, a] the default-scaled score has deviation a^2 / 3. */
+        if (chance(ts, 3, 4) && !c->exact) {
+            const double a = sqrt(PICK(ts, ((const double[]){3.0, 6.0, 12.0})) * c->softcap);
+            for (int64_t e = 0; e < q_numel(c); e++)
+                c->q[e] = draw_value(ts, c->dt, a, 0);
+            for (int64_t e = 0; e < k_numel(c); e++)
+                c->k[e] = draw_value(ts, c->dt, a, 0);
+            make_stride0(c->k, c->B, c->Hkv, c->Lk, c->D, c->stride0[1]);
+        }
+    }
+    if (t->alibi)
+        c->alibi_max_bias = PICK(ts, ((const double[]){1.0, 8.0, 16.0}));
+    if (t->sinks) {
+        static const double lo[] = {-4.0, -1.0, 2.0, 4.0, 8.0}, hi[] = {4.0, 1.0, 6.0, 8.0, 16.0};
+        const int r = (int)below(ts, 5);
+        if (!(c->sinks = malloc((size_t)(c->Hq > 0 ? c->Hq : 1) * sizeof *c->sinks)))
+            return -1;
+        for (int64_t h = 0; h < c->Hq; h++) {
+            /* bf16 values, exact in f16 and f32 too (as casegen's make_sinks) */
+            double x = in_dtype(lo[r] + (hi[r] - lo[r]) * unit(ts), ATTNREF_BF16);
+            c->sinks[h] = fabs(x) < 0x1p-14 ? 0.0 : x;
+        }
+    }
+    if (t->chunk && c->causal)
+        c->chunk = PICK(ts, ((const int64_t[]){1, 2, 3, 8, 16, 17}));
+    if (c->chunk > 1 && (caps & ATTNCONF_CAP_SDPA_LEFT_PAD) && chance(ts, 1, 2)) {
+        /* left padding off the chunk grid: chunks start at left_padding[b], not at slot 0 */
+        if (!c->left_padding && !(c->left_padding = malloc((size_t)c->B * sizeof *c->left_padding)))
+            return -1;
+        for (int64_t b = 0; b < c->B; b++) {
+            int64_t lp =
+                c->chunk * (int64_t)below(ts, 3) + 1 + (int64_t)below(ts, (uint64_t)c->chunk - 1);
+            c->left_padding[b] = lp <= c->Lk ? lp : (int64_t)below(ts, (uint64_t)c->Lk + 1);
+        }
+    }
+    if (c->Lk < 1)
+        return 0;
+    if (t->segments) {
+        if (!(c->segment_ids = malloc((size_t)(c->B * c->Lk) * sizeof *c->segment_ids)))
+            return -1;
+        draw_ids(ts, c, c->segment_ids, 0);
+    }
+    if (t->blocks && c->causal) {
+        if (!(c->block_ids = malloc((size_t)(c->B * c->Lk) * sizeof *c->block_ids)))
+            return -1;
+        draw_ids(ts, c, c->block_ids, 1);
+    }
+    return 0;
+}
+
 /* ---- correctly rounded draws ---------------------------------------------------------- */
 
 /* A bound can never tell round-to-nearest-even from truncation (both are within an ulp), so 1 in
@@ -359,7 +515,8 @@ static int is_pow2(int64_t n)
 
 int hf_exact_ok(const hf_call *c)
 {
-    if (c->poison || c->Lk > 1024)
+    /* ALiBi moves the scores off 0 and a sink is one more weight: 1/n is no longer exact. */
+    if (c->poison || c->Lk > 1024 || c->alibi_max_bias > 0.0 || c->sinks)
         return 0;
     int zq = 1, zk = 1;
     for (int64_t e = 0; e < q_numel(c); e++)
@@ -497,11 +654,15 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
         return 0;
     }
     c->dt = dts[below(rng, (uint64_t)ndt)];
+    uint64_t ts = *rng ^ 0x7e5a5ca1ab1eull; /* the terms' side stream */
+    const hf_terms terms = draw_term_choice(&ts, caps);
 
     c->B = PICK(rng, ((const int64_t[]){1, 1, 1, 2, 2, 3, 4}));
     c->Hkv = PICK(rng, ((const int64_t[]){1, 1, 2, 3}));
     int64_t g = (caps & ATTNCONF_CAP_GQA) ? PICK(rng, ((const int64_t[]){1, 1, 2, 3, 4, 8})) : 1;
     c->Hq = c->Hkv * g;
+    if (terms.alibi)
+        draw_alibi_heads(&ts, caps, c);
     c->Lq = draw_len(rng, 1);
     c->Lk = draw_len(rng, 1);
     if (chance(rng, 1, 5))
@@ -521,6 +682,8 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
 
     /* The mask: none, causal (with parameters) or a tensor; lengths / left padding with any. */
     unsigned form = (unsigned)below(rng, 10);
+    if (terms.chunk || terms.blocks)
+        form = 3; /* both need causal */
     if (form >= 3 && form <= 5 && (caps & ATTNCONF_CAP_CAUSAL)) {
         c->causal = 1;
         if ((caps & ATTNCONF_CAP_CAUSAL_OFFSET) && chance(rng, 2, 5)) {
@@ -611,6 +774,8 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
         make_stride0(c->k, c->B, c->Hkv, c->Lk, c->D, c->stride0[1]);
         make_stride0(c->v, c->B, c->Hkv, c->Lk, c->Dv, c->stride0[2]);
     }
+    if (draw_terms(&ts, caps, &terms, c) != 0)
+        goto oom;
     if (chance(rng, 1, 3))
         draw_poison(rng, c);
     return 0;
@@ -646,8 +811,8 @@ static int fill_tensor(acase_tensor *t, attnref_dtype dt, int32_t ndim, const in
 
 static int64_t *dup_arr(const int64_t *a, int64_t n)
 {
-    int64_t *d = malloc((size_t)n * sizeof *d);
-    if (d)
+    int64_t *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    if (d && n > 0)
         memcpy(d, a, (size_t)n * sizeof *d);
     return d;
 }
@@ -677,11 +842,27 @@ acase *hf_build(const hf_call *c, const char *id, char *err, size_t errlen)
     a->has_causal_offset = c->has_offset;
     a->causal_offset = c->offset;
     a->window = c->window;
-    if (c->lengths || c->left_padding) {
+    if (c->lengths || c->left_padding || c->segment_ids || c->block_ids) {
         a->batch = c->B;
         if (c->lengths && !(a->lengths = dup_arr(c->lengths, c->B)))
             goto oom;
         if (c->left_padding && !(a->left_padding = dup_arr(c->left_padding, c->B)))
+            goto oom;
+    }
+    a->softcap = c->softcap;
+    a->alibi_max_bias = c->alibi_max_bias;
+    a->chunk = c->chunk;
+    if (c->sinks) {
+        if (!(a->sinks = malloc((size_t)c->Hq * sizeof *a->sinks)))
+            goto oom;
+        memcpy(a->sinks, c->sinks, (size_t)c->Hq * sizeof *a->sinks);
+        a->nsinks = c->Hq;
+    }
+    if (c->segment_ids || c->block_ids) {
+        a->ids_len = c->Lk;
+        if (c->segment_ids && !(a->segment_ids = dup_arr(c->segment_ids, c->B * c->Lk)))
+            goto oom;
+        if (c->block_ids && !(a->block_ids = dup_arr(c->block_ids, c->B * c->Lk)))
             goto oom;
     }
     if (!a->description || !a->rules[0])
@@ -716,15 +897,8 @@ acase *hf_build(const hf_call *c, const char *id, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", id, diag.msg);
         goto fail;
     }
-    const attnref_sdpa_params p = {.has_scale = c->has_scale,
-                                   .scale = c->scale,
-                                   .causal = c->causal,
-                                   .has_causal_offset = c->has_offset,
-                                   .causal_offset = c->offset,
-                                   .window = c->window,
-                                   .batch = c->B,
-                                   .lengths = c->lengths,
-                                   .left_padding = c->left_padding};
+    /* The case's own parameters (acase_sdpa_params), which the bound and row checks read too. */
+    const attnref_sdpa_params p = acase_sdpa_params(a);
     int rc = attnref_sdpa_f64(&tq, &tk, &tv, c->mask_kind ? &tm : NULL, &p, e->values, &diag);
     if (rc != ATTNREF_OK) {
         snprintf(err, errlen, "%s: the reference rejected the call: %s", id, diag.msg);
@@ -754,46 +928,72 @@ int hf_bound(acase *c, char *err, size_t errlen)
 
 /* ---- passing a call to the worker -------------------------------------------------------- */
 
-/* The wire form: the hf_call struct (pointers cleared, presence flags set), the id, then the
- * arrays in order q, k, v, mask, lengths, left_padding. */
+/* The wire form: a header (HF_WIRE_VERSION, the hf_call struct with pointers cleared, a bit
+ * per present array, the id), then the present arrays in order: q, k, v, mask (doubles), sinks
+ * [Hq] (doubles), lengths, left_padding [B], segment_ids, block_ids [B * Lk] (int64). */
 typedef struct hf_wire {
+    uint32_t version;
+    uint32_t present; /* bit a: array a of wire_arrays */
     hf_call call;
-    int has_lengths, has_left_padding;
     char id[ACASE_ID_MAX];
 } hf_wire;
 
+/* The arrays of a call in wire order: pointers, element counts, element sizes (the pointer
+ * slots of *c, so unpack can fill them). */
+enum { HF_WIRE_ARRAYS = 9 };
+static void wire_arrays(hf_call *c, void **slot[HF_WIRE_ARRAYS], int64_t n[HF_WIRE_ARRAYS])
+{
+    void **s[HF_WIRE_ARRAYS] = {(void **)&c->q,
+                                (void **)&c->k,
+                                (void **)&c->v,
+                                (void **)&c->mask,
+                                (void **)&c->sinks,
+                                (void **)&c->lengths,
+                                (void **)&c->left_padding,
+                                (void **)&c->segment_ids,
+                                (void **)&c->block_ids};
+    const int64_t m[HF_WIRE_ARRAYS] = {q_numel(c), k_numel(c), v_numel(c),   m_numel(c),  c->Hq,
+                                       c->B,       c->B,       c->B * c->Lk, c->B * c->Lk};
+    for (int a = 0; a < HF_WIRE_ARRAYS; a++) {
+        slot[a] = s[a];
+        n[a] = m[a];
+    }
+}
+
+/* Every array element is 8 bytes (double or int64_t). */
+_Static_assert(sizeof(double) == 8 && sizeof(int64_t) == 8, "wire elements are 8 bytes");
+
 size_t hf_call_pack(const hf_call *c, const char *id, void *buf, size_t cap)
 {
-    const int64_t nd[4] = {q_numel(c), k_numel(c), v_numel(c), m_numel(c)};
-    const double *dp[4] = {c->q, c->k, c->v, c->mask};
-    const int64_t *ip[2] = {c->lengths, c->left_padding};
+    hf_call tmp = *c;
+    void **slot[HF_WIRE_ARRAYS];
+    int64_t n[HF_WIRE_ARRAYS];
+    wire_arrays(&tmp, slot, n);
     size_t need = sizeof(hf_wire);
-    for (int a = 0; a < 4; a++)
-        need += (size_t)nd[a] * sizeof(double);
-    for (int a = 0; a < 2; a++)
-        need += ip[a] ? (size_t)c->B * sizeof(int64_t) : 0;
+    for (int a = 0; a < HF_WIRE_ARRAYS; a++)
+        if (*slot[a] && n[a] > 0)
+            need += (size_t)n[a] * 8;
     if (need > cap)
         return 0;
     hf_wire w;
     memset(&w, 0, sizeof w);
+    w.version = HF_WIRE_VERSION;
     w.call = *c;
-    w.call.q = w.call.k = w.call.v = w.call.mask = NULL;
-    w.call.lengths = w.call.left_padding = NULL;
-    w.has_lengths = c->lengths != NULL;
-    w.has_left_padding = c->left_padding != NULL;
+    void **ws[HF_WIRE_ARRAYS];
+    int64_t wn[HF_WIRE_ARRAYS];
+    wire_arrays(&w.call, ws, wn);
+    for (int a = 0; a < HF_WIRE_ARRAYS; a++) {
+        w.present |= *slot[a] ? 1u << a : 0u;
+        *ws[a] = NULL;
+    }
     snprintf(w.id, sizeof w.id, "%s", id);
     unsigned char *p = buf;
     memcpy(p, &w, sizeof w);
     p += sizeof w;
-    for (int a = 0; a < 4; a++) {
-        if (nd[a] > 0 && dp[a])
-            memcpy(p, dp[a], (size_t)nd[a] * sizeof(double));
-        p += (size_t)nd[a] * sizeof(double);
-    }
-    for (int a = 0; a < 2; a++)
-        if (ip[a]) {
-            memcpy(p, ip[a], (size_t)c->B * sizeof(int64_t));
-            p += (size_t)c->B * sizeof(int64_t);
+    for (int a = 0; a < HF_WIRE_ARRAYS; a++)
+        if (*slot[a] && n[a] > 0) {
+            memcpy(p, *slot[a], (size_t)n[a] * 8);
+            p += (size_t)n[a] * 8;
         }
     return need;
 }
@@ -802,25 +1002,23 @@ int hf_call_unpack(const void *buf, hf_call *out, char *id, size_t idlen)
 {
     hf_wire w;
     memcpy(&w, buf, sizeof w);
+    if (w.version != HF_WIRE_VERSION) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
     *out = w.call;
     snprintf(id, idlen, "%s", w.id);
     const unsigned char *p = (const unsigned char *)buf + sizeof w;
-    const int64_t nd[4] = {q_numel(out), k_numel(out), v_numel(out), m_numel(out)};
-    double **dp[4] = {&out->q, &out->k, &out->v, &out->mask};
+    void **slot[HF_WIRE_ARRAYS];
+    int64_t n[HF_WIRE_ARRAYS];
+    wire_arrays(out, slot, n);
     int bad = 0;
-    for (int a = 0; a < 4; a++) {
-        *dp[a] =
-            (a < 3 || out->mask_kind) ? dup_d((const double *)(const void *)p, nd[a], &bad) : NULL;
-        p += (size_t)nd[a] * sizeof(double);
-    }
-    const int has[2] = {w.has_lengths, w.has_left_padding};
-    int64_t **ip[2] = {&out->lengths, &out->left_padding};
-    for (int a = 0; a < 2; a++) {
-        *ip[a] = NULL;
-        if (has[a]) {
-            *ip[a] = dup_i((const int64_t *)(const void *)p, out->B, &bad);
-            p += (size_t)out->B * sizeof(int64_t);
-        }
+    for (int a = 0; a < HF_WIRE_ARRAYS; a++) {
+        *slot[a] = NULL;
+        if (!(w.present & (1u << a)))
+            continue;
+        *slot[a] = dup_n(p, n[a], 8, &bad);
+        p += (size_t)(n[a] > 0 ? n[a] : 0) * 8;
     }
     if (bad) {
         hf_call_free(out);

@@ -4,6 +4,17 @@
  * determined by the derived outputs: the backend is compared with itself, which catches bugs
  * that depend on where a key sits, on the batch, on GQA grouping or on how a prefill is cut,
  * even where the reference and the backend legitimately differ in rounding.
+ *
+ * The terms of SPEC clauses 20-22, relation by relation.  Soft-capping acts on each score and a
+ * sink on each head's normaliser, so every relation holds with them.  ALiBi, chunks, documents
+ * and blocks tie a key to its position: permuting the keys does not apply with any of them
+ * (chunk and blocks need causal, which it already excludes; segment ids are indexed by the
+ * query's position as well as the key's).  One batch row alone keeps its id row, sinks and
+ * slopes (ALiBi slopes depend on Hq and the head only).  Repeating K/V heads leaves Hq, the
+ * heads' slopes and sinks as they were.  A causal prefill in two chunks keeps every query's
+ * absolute position (so ALiBi distances, chunk boundaries from the same left padding and the
+ * query's document / block id are unchanged), but the bottom-right form cuts the keys after
+ * the first chunk's last position, which a bidirectional block may still see: not with blocks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +36,8 @@ const char *hf_meta_name(int rel)
  * perm[p].  Only without parameter masks, which depend on key positions. */
 static int derive_permute(const hf_call *c, uint64_t pick, hf_call *out)
 {
-    if (c->causal || c->lengths || c->left_padding || c->Lk < 2)
+    if (c->causal || c->lengths || c->left_padding || c->Lk < 2 || c->alibi_max_bias != 0.0 ||
+        c->segment_ids || c->chunk || c->block_ids)
         return 1;
     int64_t *perm = malloc((size_t)c->Lk * sizeof *perm);
     if (!perm)
@@ -112,7 +124,7 @@ static int derive_chunked(const hf_call *c, uint64_t pick, hf_call out[2])
         return 0;
     }
     const int64_t off = c->Lk - c->Lq; /* bottom-right */
-    if (off < 0)
+    if (off < 0 || c->block_ids)
         return 1;
     hf_call first;
     if (hf_restrict(c, HF_AX_LQ, 0, cut, &first) != 0)

@@ -77,6 +77,8 @@ static int apply_keeps(const hf_call *c, const keeps *k, hf_call *out)
     *out = *c;
     out->q = out->k = out->v = out->mask = NULL;
     out->lengths = out->left_padding = NULL;
+    out->sinks = NULL;
+    out->segment_ids = out->block_ids = NULL;
     out->B = kept_count(k, AX_B, c->B);
     out->Hq = kept_count(k, AX_HQ, c->Hq);
     out->Hkv = kept_count(k, AX_HKV, c->Hkv);
@@ -119,6 +121,33 @@ static int apply_keeps(const hf_call *c, const keeps *k, hf_call *out)
                 n += kept(k, AX_LK, j);
             (*dst[a])[o++] = n;
         }
+    }
+    if (c->sinks) { /* one per query head: the kept heads' */
+        if (!(out->sinks = malloc((size_t)(out->Hq > 0 ? out->Hq : 1) * sizeof *out->sinks)))
+            goto oom;
+        int64_t o = 0;
+        for (int64_t h = 0; h < c->Hq; h++)
+            if (kept(k, AX_HQ, h))
+                out->sinks[o++] = c->sinks[h];
+    }
+    /* Ids are [B, Lk] rows: the kept batch rows' kept key slots (a query indexes them by its
+     * absolute position, which the restricted call reads in the restricted slots). */
+    const int64_t *ids[2] = {c->segment_ids, c->block_ids};
+    int64_t **ido[2] = {&out->segment_ids, &out->block_ids};
+    for (int a = 0; a < 2; a++) {
+        if (!ids[a])
+            continue;
+        if (out->Lk < 1) { /* no key slot left: ids need Lk >= 1 (blocks stay valid without) */
+            continue;
+        }
+        const int64_t n = out->B * out->Lk;
+        if (!(*ido[a] = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t))))
+            goto oom;
+        int64_t o = 0;
+        for (int64_t b = 0; b < c->B; b++)
+            for (int64_t j = 0; kept(k, AX_B, b) && j < c->Lk; j++)
+                if (kept(k, AX_LK, j))
+                    (*ido[a])[o++] = ids[a][b * c->Lk + j];
     }
     return 0;
 oom:
@@ -228,9 +257,11 @@ static int apply_step(const hf_call *c, const step *s, hf_call *out)
 }
 
 /* Feature steps: 0 no mask, 1 additive -> bool, 2..4 one mask dimension broadcast, 5 no
- * window, 6 no lengths, 7 no left padding, 8 no causal, 9 no offset, 10 no scale, 11..13 bhld
- * layout, 14..16 no stride0, 17 no poison.  Returns 1 when the step does not apply. */
-#define HF_FEATURE_STEPS 18
+ * window, 6 no lengths, 7 no left padding, 8 no causal (once nothing needing it is left), 9 no
+ * offset, 10 no scale, 11..13 bhld layout, 14..16 no stride0, 17 no poison, 18 no softcap, 19 no
+ * ALiBi, 20 no sinks, 21 no chunk, 22 no segment ids, 23 no block ids.  Returns 1 when the step
+ * does not apply. */
+#define HF_FEATURE_STEPS 24
 static int feature_step(const hf_call *c, int f, hf_call *out)
 {
     int ok;
@@ -243,7 +274,7 @@ static int feature_step(const hf_call *c, int f, hf_call *out)
     case 5: ok = c->window != 0; break;
     case 6: ok = c->lengths != NULL; break;
     case 7: ok = c->left_padding != NULL; break;
-    case 8: ok = c->causal && !c->window; break;
+    case 8: ok = c->causal && !c->window && !c->chunk && !c->block_ids; break;
     case 9: ok = c->has_offset; break;
     case 10: ok = c->has_scale; break;
     case 11:
@@ -253,6 +284,12 @@ static int feature_step(const hf_call *c, int f, hf_call *out)
     case 15:
     case 16: ok = c->stride0[f - 14] != 0; break;
     case 17: ok = c->poison; break;
+    case 18: ok = c->softcap != 0.0; break;
+    case 19: ok = c->alibi_max_bias != 0.0; break;
+    case 20: ok = c->sinks != NULL; break;
+    case 21: ok = c->chunk != 0; break;
+    case 22: ok = c->segment_ids != NULL; break;
+    case 23: ok = c->block_ids != NULL; break;
     default: return 2;
     }
     if (!ok)
@@ -345,6 +382,21 @@ static int feature_step(const hf_call *c, int f, hf_call *out)
         out->poison = 0;
         break;
     }
+    case 18: out->softcap = 0.0; break;
+    case 19: out->alibi_max_bias = 0.0; break;
+    case 20:
+        free(out->sinks);
+        out->sinks = NULL;
+        break;
+    case 21: out->chunk = 0; break;
+    case 22:
+        free(out->segment_ids);
+        out->segment_ids = NULL;
+        break;
+    case 23:
+        free(out->block_ids);
+        out->block_ids = NULL;
+        break;
     }
     return 0;
 }

@@ -70,8 +70,10 @@ static unsigned char run_canary_byte(size_t i)
 }
 
 /* The live guarded buffers, read by the fault handler (a fixed table: the handler must not
- * allocate or lock).  Slots are filled and cleared only between backend calls. */
-#define HR_MAX_GUARDED 8
+ * allocate or lock).  Slots are filled and cleared only between backend calls.  An sdpa call
+ * holds up to 9 inputs (q, k, v, mask, lengths, left_padding, segment_ids, block_ids, sinks)
+ * and its output at once; a mask build its keep buffer and inputs. */
+#define HR_MAX_GUARDED 12
 static run_guarded *volatile run_live[HR_MAX_GUARDED];
 
 static void run_guarded_free(run_guarded *g)
