@@ -24,13 +24,14 @@ enum { F32 = 1, F16 = 2, BF16 = 4, ALL = 7 };
 
 /* Extras a row can ask for. */
 enum {
-    X_MASK_ADD = 1, /* an additive mask (B, Hq, Lq, Lk) in the q dtype: values in [-4, 0], some
+    X_MASK_ADD = 1,   /* an additive mask (B, Hq, Lq, Lk) in the q dtype: values in [-4, 0], some
                        -inf (needs causal = 0) */
-    X_MIN_ROWS = 2, /* an additive mask whose odd query rows are all at the dtype's finite
+    X_MIN_ROWS = 2,   /* an additive mask whose odd query rows are all at the dtype's finite
                        minimum (clause 11; with a sink such a row is 0, clause 22) */
-    X_VIEW = 4,     /* v is the first Dv columns of k (view: k_prefix, absorbed MLA) */
-    X_POISON = 8,   /* NaN / inf in K and V at every slot no row keeps (clause 10) */
-    X_ROW_PAD = 16, /* q, k and v with a padded row pitch */
+    X_VIEW = 4,       /* v is the first Dv columns of k (view: k_prefix, absorbed MLA) */
+    X_POISON = 8,     /* NaN / inf in K and V at every slot no row keeps (clause 10) */
+    X_ROW_PAD = 16,   /* q, k and v with a padded row pitch */
+    X_MASK_BOOL = 32, /* a BOOL mask (B, Hq, Lq, Lk), about one key in seven false (causal = 0) */
 };
 
 typedef struct tcase {
@@ -140,19 +141,22 @@ static void add_mask(acase *c, const tcase *s, attnref_dtype dt)
     if (!vals)
         abort();
     const double fmin = attnref_dtype_finite_min(dt);
+    const int bool_mask = (s->extra & X_MASK_BOOL) != 0;
     int64_t at = 0;
     for (int64_t b = 0; b < s->b; b++)
         for (int64_t h = 0; h < s->hq; h++)
             for (int64_t i = 0; i < s->lq; i++)
                 for (int64_t j = 0; j < s->lk; j++, at++) {
-                    if (s->extra & X_MIN_ROWS)
+                    if (bool_mask)
+                        vals[at] = (b * 3 + h * 5 + i * 2 + j * 4) % 7 != 0;
+                    else if (s->extra & X_MIN_ROWS)
                         vals[at] = i % 2 ? fmin : 0.0;
                     else
                         vals[at] = (b * 3 + h * 5 + i * 2 + j * 4) % 7 == 0
                                        ? -INFINITY
                                        : (double)((i * 3 + j * 5 + h) % 9 - 8) / 2;
                 }
-    cg_inline(&c->mask, dt, 4, shape, vals);
+    cg_inline(&c->mask, bool_mask ? ATTNREF_BOOL : dt, 4, shape, vals);
     free(vals);
 }
 
@@ -237,6 +241,8 @@ static void describe(const tcase *s, char *buf, size_t n)
             x + 1 == s->nlp ? "]" : "");
     if (s->extra & X_MASK_ADD)
         ADD(", an additive mask of finite values and -inf");
+    if (s->extra & X_MASK_BOOL)
+        ADD(", a boolean mask");
     if (s->extra & X_MIN_ROWS)
         ADD(", an additive mask holding the finite minimum on every odd query row");
     if (s->extra & X_VIEW)
@@ -281,7 +287,7 @@ static void terms_case(cg *g, const tcase *s, attnref_dtype dt)
         c->block_ids = parse_ids(id, s->blk, s->b, s->lk);
     if (s->seg || s->blk)
         c->ids_len = s->lk;
-    if (s->extra & (X_MASK_ADD | X_MIN_ROWS))
+    if (s->extra & (X_MASK_ADD | X_MIN_ROWS | X_MASK_BOOL))
         add_mask(c, s, dt);
     if (s->extra & X_VIEW)
         view_of_k(c);
@@ -376,6 +382,12 @@ static const tcase TERMS[] = {
      "so those rows are 0 (without a sink they would only need to be finite, clause 11)",
      "clause22.fully_masked", ALL, SHAPE(1, 2, 2, 4, 12, 16, 16, 1.0), .sink_lo = 0.5,
      .sink_hi = 2.0, .extra = X_MIN_ROWS},
+    {"sinks.bool_mask",
+     "Sinks of 10 to 16 with a boolean mask (not causal): a true entry adds nothing to the score "
+     "(a kernel that adds the byte's value 1 weighs every key e times too much against the sink, "
+     "found by attnconf fuzz in kernel_control)",
+     "clause22.sink", ALL, SHAPE(1, 4, 2, 3, 20, 16, 16, 1.0), .sink_lo = 10.0, .sink_hi = 16.0,
+     .extra = X_MASK_BOOL},
     {"sinks.padded_row",
      "Sinks with a batch row whose every key is padding expressed in an additive mask of the "
      "finite minimum (odd query rows), decode-sized Lq = 3 over 21 keys: those rows are 0",

@@ -247,7 +247,7 @@ int km_sdpa(const attnref_tensor *q, const attnref_tensor *k, const attnref_tens
                                 /* RBM_SOFTCAP_AFTER_MASK caps the masked score too: c tanh(-inf)
                                  * = -c, a finite score that takes part in the softmax. */
                                 keep = bug == RBM_SOFTCAP_AFTER_MASK && cap > 0.0f;
-                            add = (float)mv;
+                            add = mask->dtype == ATTNREF_BOOL ? 0.0f : (float)mv;
                         }
                         kept[t] = keep;
                         s[t] = add;
