@@ -574,6 +574,9 @@ static void write_fixture_files(tmpdir *d, const char **ref, const char **cpu, c
     /* The dtypes reach the JSON and the mutant table's "Catching dtypes" (sorted, distinct). */
     snprintf(g_results[0].dtype, sizeof g_results[0].dtype, "f32");
     snprintf(g_results[1].dtype, sizeof g_results[1].dtype, "bf16");
+    /* The smallest catching case is the one of fewest elements, not the first id. */
+    g_results[0].elements = 4096;
+    g_results[1].elements = 48;
     run.count = 2; /* two sdpa failures: the mutant is caught */
     *mut = tmp_file(d, "mutant.json");
     write_run_file(*mut, &run);
@@ -609,8 +612,9 @@ Test(report, matrix_mutants_failures_deterministic)
     /* Mutants in their own table: one row each, with the families that caught it. */
     assert_has(a, "\n## Mutants (test-only backends with one deliberate bug; a caught mutant is "
                   "the expected result)\n\n| Mutant | Caught | Catching cases | Catching dtypes | "
-                  "Catching families (cases) |\n");
-    assert_has(a, "\n| mutant_topleft | yes | 2 | 2: bf16, f32 | sdpa 2 |\n");
+                  "Smallest catching case | Catching families (cases) |\n");
+    assert_has(a,
+               "\n| mutant_topleft | yes | 2 | 2: bf16, f32 | `sdpa.causal.decode` | sdpa 2 |\n");
     /* Per-status totals. */
     assert_has(a, "| reference | 1 | 1 | 1 | 0 | 1 | 1 | 1 | 0 | 0 | 0 | 6 |\n");
     assert_has(a, "| mutant_topleft | 0 | 0 | 0 | 0 | 2 | 0 | 0 | 0 | 0 | 0 | 2 |\n");
@@ -622,7 +626,7 @@ Test(report, matrix_mutants_failures_deterministic)
                   "  - first bad index [0,1,2,3] (flat 27): got nan, expected 1.25; "
                   "max abs err 0.5, max rel err 0.25\n"
                   "  - rerun: `attnconf run --backend x --filter 'sdpa.causal.offset'`\n");
-    assert_lacks(a, "sdpa.causal.decode");
+    assert_lacks(a, "- `sdpa.causal.decode`"); /* a mutant's failures are not listed */
     /* These results carry no rule ids: the clause section says so. */
     assert_has(a, "\n## Spec clauses\n\nNo case in the results cites a rule id.\n\n"
                   "## Totals by status\n");

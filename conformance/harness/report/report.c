@@ -110,6 +110,28 @@ static void put_cell(FILE *f, const tally *t)
  * dtypes): the number of cases that caught mutant b, and the distinct float dtypes of those
  * cases, sorted ("2: f16, f32"); mask-builder cases ("bool") and results without a dtype count
  * as cases only. */
+/* " `id` |": the catching case with the fewest elements (ties and unknown sizes by id), the one
+ * to read first; an em dash when none. */
+static void put_smallest(FILE *f, const rp_backend *be)
+{
+    const rp_case *best = NULL;
+    for (size_t k = 0; k < be->n; k++) {
+        const rp_case *c = &be->cases[k];
+        if (!hr_status_is_bad(c->status))
+            continue;
+        const int64_t n = c->elements > 0 ? c->elements : INT64_MAX;
+        const int64_t m = best ? (best->elements > 0 ? best->elements : INT64_MAX) : 0;
+        if (!best || n < m || (n == m && strcmp(c->id, best->id) < 0))
+            best = c;
+    }
+    fputc(' ', f);
+    if (best)
+        md_code_cell(f, best->id);
+    else
+        fputs(EM_DASH, f);
+    fputs(" |", f);
+}
+
 static void put_catching(FILE *f, const rp_data *d, size_t b)
 {
     const rp_backend *be = &d->backends[b];
@@ -243,8 +265,9 @@ static void put_matrix(FILE *f, const rp_data *d)
  * ("cache.batch 14, sdpa.layout 3"). */
 static void put_mutants(FILE *f, const rp_data *d)
 {
-    fputs("| Mutant | Caught | Catching cases | Catching dtypes | Catching families (cases) |\n"
-          "| --- | --- | ---: | --- | --- |\n",
+    fputs("| Mutant | Caught | Catching cases | Catching dtypes | Smallest catching case | "
+          "Catching families (cases) |\n"
+          "| --- | --- | ---: | --- | --- | --- |\n",
           f);
     for (size_t b = 0; b < d->nb; b++) {
         if (!d->backends[b].mutant)
@@ -254,6 +277,7 @@ static void put_mutants(FILE *f, const rp_data *d)
         md_text(f, d->backends[b].name);
         fputs(t.bad ? " | yes |" : " | **no** |", f);
         put_catching(f, d, b);
+        put_smallest(f, &d->backends[b]);
         fputc(' ', f);
         int first = 1;
         for (size_t k = 0; k < d->nf; k++) {

@@ -33,6 +33,7 @@ typedef struct rp_case {
     double got, expected;
     const char *description; /* "" when the file has none */
     const char *dtype;       /* "f32"/"f16"/"bf16"/"bool"; "" when none */
+    int64_t elements;        /* the case's size; 0 when the file has none */
     /* run --expect only (x_* borrowed; x_case "" when no entry matched) */
     int has_expect, as_expected;
     const char *x_status, *x_case, *x_reason, *x_upstream;

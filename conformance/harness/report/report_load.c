@@ -94,6 +94,7 @@ static void take_case(const char *path, const rj_result *x, rp_case *c)
     c->got = x->got;
     c->expected = x->expected;
     c->description = x->description;
+    c->elements = x->elements;
     c->dtype = x->dtype;
     c->has_expect = x->has_expect;
     c->as_expected = x->as_expected;

@@ -51,6 +51,8 @@
  *         "dtype": str,                            the case's dtype: q's ("f32", "f16",
  *                                                  "bf16") for sdpa, "bool" for mask, ""
  *                                                  if not loaded (readers accept its absence)
+ *         "elements": int,                         only when known: the case's input (and
+ *                                                  mask-builder output) elements
  *         -- only in a run with --expect:
  *         "expected": {"as_expected": bool,        observed status is the expected one
  *                      -- only when an entry of the file matched the case:
@@ -767,6 +769,8 @@ static json_t *json_result(const hr_result *r)
     err |= jset(o, "rerun", jstr(FIELD(r->rerun)));
     err |= jset(o, "description", jstr(FIELD(r->description)));
     err |= jset(o, "dtype", jstr(FIELD(r->dtype)));
+    if (r->elements > 0)
+        err |= jset(o, "elements", json_integer(r->elements));
     if (r->has_expect) {
         json_t *x = json_object();
         err |= !x;

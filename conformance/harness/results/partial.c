@@ -37,6 +37,7 @@ static int take_result(const rj_reader *r, const rj_result *x, hr_result *res)
         copy(r, "description", x->description, res->description, sizeof res->description) ||
         copy(r, "dtype", x->dtype, res->dtype, sizeof res->dtype))
         return -1;
+    res->elements = x->elements;
     size_t nr = json_array_size(x->rules);
     if (nr > ACASE_MAX_RULES) {
         snprintf(r->err, r->cap, "%s: field \"%s.rules\": more than %d entries", r->file, r->ctx,

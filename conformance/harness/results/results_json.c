@@ -284,6 +284,9 @@ int rj_result_read(rj_reader *r, const rj_doc *doc, size_t i, rj_result *c)
     if (get_num(r, o, "seconds", &c->seconds) || opt_str(r, o, "description", &c->description) ||
         opt_str(r, o, "dtype", &c->dtype) || read_expected(r, o, c) || read_stats(r, o, c))
         return -1;
+    c->elements = 0;
+    if (json_object_get(o, "elements") && get_int(r, o, "elements", &c->elements))
+        return -1;
     return 0;
 }
 

@@ -1091,6 +1091,10 @@ void run_result_case_info(const acase *c, hr_result *r)
              : c->op == ACASE_OP_MASK               ? "bool"
              : c->op == ACASE_OP_CACHE && c->cache  ? attnref_dtype_name(c->cache->params.dtype)
                                                     : "");
+    r->elements = c->op == ACASE_OP_SDPA
+                      ? c->q.numel + c->k.numel + c->v.numel + (c->mask.present ? c->mask.numel : 0)
+                  : c->op == ACASE_OP_MASK ? c->expected.numel
+                                           : 0;
 }
 
 void run_case(const run_ctx *rn, const acase *c, hr_result *r)

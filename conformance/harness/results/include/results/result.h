@@ -83,6 +83,9 @@ typedef struct hr_result {
     char description[512]; /* what the case checks (its `description`), "" if not loaded */
     char dtype[8];         /* the case's dtype: q's for sdpa, "bool" for mask; "" if not
                                 loaded (the report counts the dtypes that catch a mutant) */
+    int64_t elements;      /* the case's size: input and expected elements (sdpa: q, k, v,
+                                mask; mask: the keep mask), 0 if not loaded or a cache case
+                                (the report names each mutant's smallest catching case) */
     /* What an expected-results file says of this case (expect.h; run --expect only). */
     int has_expect;            /* 1: the run had an expected-results file */
     int expect_entry;          /* 1: an entry matched; 0: the case is expected to conform */

@@ -42,6 +42,7 @@ typedef struct rj_doc {
 typedef struct rj_result {
     const char *id, *family, *message, *rerun;
     const char *description, *dtype; /* "" when the file has none */
+    int64_t elements;                /* 0 when the file has none */
     hr_status status;
     const json_t *rules; /* an array of strings */
     double seconds;
