@@ -20,6 +20,7 @@
  * is rounded once to f32, which keeps the results well inside the suite's tolerances.  An f32
  * kernel passes too when its error stays within them (SPEC.md clause 13).
  */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -187,6 +188,9 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
                        (long long)Hq, (long long)Hkv);
     if (a->has_scale && !isfinite(a->scale))
         return mb_fail(c, ATTNCONF_EINVAL, "scale is not finite");
+    /* SPEC clause 2: a scale no f32 holds is refused (kernels hold it as an f32). */
+    if (a->has_scale && fabs(a->scale) > FLT_MAX)
+        return mb_fail(c, ATTNCONF_EINVAL, "scale %g is outside the f32 range", a->scale);
 
     int64_t mst[4] = {0, 0, 0, 0};
     if (m) {

@@ -1,5 +1,6 @@
 /* builder.c — case construction, expected values from the reference, and file output. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,43 @@ void cg_builder_mask(acase *c, attnref_dtype dt, int64_t lq, int64_t offset, int
     cg_inline(&c->mask, dt, 4, shape, vals);
     free(keep);
     free(vals);
+}
+
+int64_t *cg_copy_i64(const int64_t *a, int64_t n)
+{
+    if (!a || n <= 0)
+        return NULL;
+    int64_t *d = malloc((size_t)n * sizeof *d);
+    if (!d)
+        die("out of memory");
+    memcpy(d, a, (size_t)n * sizeof *d);
+    return d;
+}
+
+void cg_poison_excluded(acase *c)
+{
+    const attnref_sdpa_params p = acase_sdpa_params(c);
+    const int64_t B = c->q.shape[0], Lq = c->q.shape[2], D = c->q.shape[3];
+    const int64_t Hkv = c->k.shape[1], Lk = c->k.shape[2], Dv = c->v.shape[3];
+    int64_t poisoned = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t j = 0; j < Lk; j++) {
+            int used = 0;
+            for (int64_t i = 0; i < Lq && !used; i++)
+                used = attnref_sdpa_key_kept(&p, Lq, Lk, b, i, j);
+            if (used)
+                continue;
+            poisoned++;
+            for (int64_t h = 0; h < Hkv; h++) {
+                for (int64_t e = 0; e < D; e++)
+                    cg_poke(&c->k, ((b * Hkv + h) * Lk + j) * D + e, (j + e) % 2 ? NAN : INFINITY);
+                for (int64_t e = 0; e < Dv; e++)
+                    cg_poke(&c->v, ((b * Hkv + h) * Lk + j) * Dv + e,
+                            (j + e) % 2 ? -INFINITY : NAN);
+            }
+        }
+    if (!poisoned)
+        die("%s: poison asked for, but every key slot is kept by some row", c->id);
 }
 
 void cg_expect_error(acase *c, int status)

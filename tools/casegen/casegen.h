@@ -73,6 +73,12 @@ void cg_inline(acase_tensor *t, attnref_dtype dt, int ndim, const int64_t *shape
 /* Overwrite one element (logical flat index) of an input; it is written inline from then on. */
 void cg_poke(acase_tensor *t, int64_t flat, double value);
 
+/* A malloc'd copy of n int64 values (NULL when a is NULL or n is 0). */
+int64_t *cg_copy_i64(const int64_t *a, int64_t n);
+/* NaN / +-inf in K and V at every (b, kv head, j) that no query row of batch row b keeps under
+ * the case's parameters (SPEC clause 10); stops casegen when every slot is kept by some row. */
+void cg_poison_excluded(acase *c);
+
 /* The case must be rejected with this attnref status (ATTNREF_EDTYPE or ATTNREF_EINVAL). */
 void cg_expect_error(acase *c, int status);
 

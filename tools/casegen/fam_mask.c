@@ -5,17 +5,6 @@
 
 #include "casegen.h"
 
-static int64_t *copy_i64(const int64_t *a, int64_t n)
-{
-    if (!a)
-        return NULL;
-    int64_t *d = malloc((size_t)n * sizeof *d);
-    if (!d)
-        abort();
-    memcpy(d, a, (size_t)n * sizeof *d);
-    return d;
-}
-
 static void mask_case(cg *g, const char *id, const char *desc, const char *rule, int64_t lq,
                       int64_t offset, int64_t window, int64_t batch, const int64_t *lengths,
                       const int64_t *left_padding)
@@ -25,8 +14,8 @@ static void mask_case(cg *g, const char *id, const char *desc, const char *rule,
     c->offset = offset;
     c->window = window;
     c->batch = (lengths || left_padding) ? batch : 0;
-    c->lengths = copy_i64(lengths, batch);
-    c->left_padding = copy_i64(left_padding, batch);
+    c->lengths = cg_copy_i64(lengths, batch);
+    c->left_padding = cg_copy_i64(left_padding, batch);
     cg_emit(g, c);
 }
 

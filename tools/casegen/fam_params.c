@@ -50,17 +50,6 @@ __attribute__((noreturn)) static void die(const char *id, const char *why)
     exit(1);
 }
 
-static int64_t *copy_i64(const int64_t *a, int n)
-{
-    if (!n)
-        return NULL;
-    int64_t *d = malloc((size_t)n * sizeof *d);
-    if (!d)
-        abort();
-    memcpy(d, a, (size_t)n * sizeof *d);
-    return d;
-}
-
 static attnref_sdpa_params params_of(const acase *c)
 {
     attnref_sdpa_params p = {.causal = c->causal,
@@ -136,34 +125,6 @@ static void require_each_matters(const acase *c)
     }
     free(all);
     free(less);
-}
-
-/* NaN / +-inf in K and V at every (b, kv head, j) that no query row of that batch row keeps
- * under the parameters (clause 10); at least one slot must be poisoned. */
-static void poison_excluded(acase *c)
-{
-    const attnref_sdpa_params p = params_of(c);
-    const int64_t B = c->q.shape[0], Lq = c->q.shape[2], D = c->q.shape[3];
-    const int64_t Hkv = c->k.shape[1], Lk = c->k.shape[2], Dv = c->v.shape[3];
-    int64_t poisoned = 0;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t j = 0; j < Lk; j++) {
-            int used = 0;
-            for (int64_t i = 0; i < Lq && !used; i++)
-                used = attnref_sdpa_key_kept(&p, Lq, Lk, b, i, j);
-            if (used)
-                continue;
-            poisoned++;
-            for (int64_t h = 0; h < Hkv; h++) {
-                for (int64_t e = 0; e < D; e++)
-                    cg_poke(&c->k, ((b * Hkv + h) * Lk + j) * D + e, (j + e) % 2 ? NAN : INFINITY);
-                for (int64_t e = 0; e < Dv; e++)
-                    cg_poke(&c->v, ((b * Hkv + h) * Lk + j) * Dv + e,
-                            (j + e) % 2 ? -INFINITY : NAN);
-            }
-        }
-    if (!poisoned)
-        die(c->id, "poison asked for, but every key slot is kept by some row");
 }
 
 /* A kernel that mishandles a block edge typically loses or adds one key next to it.  With ~100
@@ -330,8 +291,8 @@ static void params_case(cg *g, const pcase *s)
     c->causal_offset = s->off;
     c->window = s->window;
     c->batch = s->nlen ? s->nlen : s->nlp ? s->nlp : 1;
-    c->lengths = copy_i64(s->lengths, s->nlen);
-    c->left_padding = copy_i64(s->left_padding, s->nlp);
+    c->lengths = cg_copy_i64(s->lengths, s->nlen);
+    c->left_padding = cg_copy_i64(s->left_padding, s->nlp);
     if (s->extra & (X_MASK_BOOL | X_MASK_BCAST | X_MASK_ADD))
         add_mask(c, s);
     if (s->error) {
@@ -340,7 +301,7 @@ static void params_case(cg *g, const pcase *s)
         if (!(s->extra & X_SAME))
             require_each_matters(c);
         if (s->extra & X_POISON)
-            poison_excluded(c);
+            cg_poison_excluded(c);
         if (s->extra & X_SPIKE)
             spike_edges(c);
     }

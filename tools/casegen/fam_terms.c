@@ -60,17 +60,6 @@ __attribute__((noreturn)) static void die(const char *id, const char *why)
     exit(1);
 }
 
-static int64_t *copy_i64(const int64_t *a, int n)
-{
-    if (!n)
-        return NULL;
-    int64_t *d = malloc((size_t)n * sizeof *d);
-    if (!d)
-        abort();
-    memcpy(d, a, (size_t)n * sizeof *d);
-    return d;
-}
-
 /* A pattern "IDxN,IDxN|IDxN,..." (runs of N positions holding ID, "|" between batch rows) into
  * b rows of lk ids; every row must cover exactly lk positions. */
 static int64_t *parse_ids(const char *id, const char *pat, int64_t b, int64_t lk)
@@ -158,33 +147,6 @@ static void add_mask(acase *c, const tcase *s, attnref_dtype dt)
                 }
     cg_inline(&c->mask, bool_mask ? ATTNREF_BOOL : dt, 4, shape, vals);
     free(vals);
-}
-
-/* NaN / +-inf in K and V at every (b, kv head, j) that no query row of batch row b keeps. */
-static void poison_excluded(acase *c)
-{
-    const attnref_sdpa_params p = acase_sdpa_params(c);
-    const int64_t B = c->q.shape[0], Lq = c->q.shape[2], D = c->q.shape[3];
-    const int64_t Hkv = c->k.shape[1], Lk = c->k.shape[2], Dv = c->v.shape[3];
-    int64_t poisoned = 0;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t j = 0; j < Lk; j++) {
-            int used = 0;
-            for (int64_t i = 0; i < Lq && !used; i++)
-                used = attnref_sdpa_key_kept(&p, Lq, Lk, b, i, j);
-            if (used)
-                continue;
-            poisoned++;
-            for (int64_t h = 0; h < Hkv; h++) {
-                for (int64_t e = 0; e < D; e++)
-                    cg_poke(&c->k, ((b * Hkv + h) * Lk + j) * D + e, (j + e) % 2 ? NAN : INFINITY);
-                for (int64_t e = 0; e < Dv; e++)
-                    cg_poke(&c->v, ((b * Hkv + h) * Lk + j) * Dv + e,
-                            (j + e) % 2 ? -INFINITY : NAN);
-            }
-        }
-    if (!poisoned)
-        die(c->id, "poison asked for, but every key slot is kept by some row");
 }
 
 /* v := the first Dv columns of k (both already drawn); the view is then what the file says. */
@@ -279,8 +241,8 @@ static void terms_case(cg *g, const tcase *s, attnref_dtype dt)
     }
     c->chunk = s->chunk;
     c->batch = s->b;
-    c->lengths = copy_i64(s->lengths, s->nlen);
-    c->left_padding = copy_i64(s->left_padding, s->nlp);
+    c->lengths = cg_copy_i64(s->lengths, s->nlen);
+    c->left_padding = cg_copy_i64(s->left_padding, s->nlp);
     if (s->seg)
         c->segment_ids = parse_ids(id, s->seg, s->b, s->lk);
     if (s->blk)
@@ -292,7 +254,7 @@ static void terms_case(cg *g, const tcase *s, attnref_dtype dt)
     if (s->extra & X_VIEW)
         view_of_k(c);
     if (s->extra & X_POISON)
-        poison_excluded(c);
+        cg_poison_excluded(c);
     if (s->extra & X_ROW_PAD)
         c->q.row_pad = c->k.row_pad = 3, c->v.row_pad = s->extra & X_VIEW ? 0 : 5;
     if (s->rule && strncmp(s->rule, "clause20", 8) != 0 && (s->chunk || s->seg || s->blk))
@@ -710,7 +672,7 @@ static void mask_terms(cg *g)
         c->window = M[n].window;
         c->chunk = M[n].chunk;
         c->batch = M[n].batch;
-        c->left_padding = copy_i64(M[n].left_padding, (int)M[n].nlp);
+        c->left_padding = cg_copy_i64(M[n].left_padding, (int)M[n].nlp);
         const int64_t lk = M[n].offset + M[n].lq;
         if (M[n].seg)
             c->segment_ids = parse_ids(id, M[n].seg, M[n].batch, lk);

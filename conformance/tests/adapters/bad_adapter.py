@@ -67,6 +67,7 @@ import time
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 STATE = sys.argv[2] if len(sys.argv) > 2 else None  # die_once: a file; bad_seconds: JSON
 EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND, EINEXPRESSIBLE = -1, -2, -3, -4, -5, -6
+FLT_MAX = 3.4028234663852886e38
 # A compiler's error: its command line first, the verdict last (long_error).
 LONG_ERROR = ("nvcc -O3 -std=c++17 " + " ".join("-I/opt/include/dir%03d" % i for i in range(300))
               + " -c kernel.cu: kernel.cu(42): error: identifier blockDimm is undefined")
@@ -235,14 +236,14 @@ def sdpa(header, tensors):
     if any(len(t["shape"]) != 4 for t in (q, k, v)):
         return EINVAL, "q, k, v must be rank 4", None, b""
     (B, Hq, Lq, D), (Bk, Hkv, Lk, Dk), (Bv, Hv, Lv, Dv) = q["shape"], k["shape"], v["shape"]
-    if Bk != B or Bv != B or Dk != D or Hv != Hkv or Lv != Lk or Hkv == 0 or Hq % Hkv:
+    if Bk != B or Bv != B or Dk != D or Hv != Hkv or Lv != Lk or Hkv == 0 or Hq % Hkv or D < 1:
         return EINVAL, "shapes q %s k %s v %s do not match" % (q["shape"], k["shape"],
                                                                v["shape"]), None, b""
     Q, K, V = (view(tensors[n][0], tensors[n][1]) for n in ("q", "k", "v"))
     scale = header.get("scale")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)  # "nan"/"inf" strings too
-    if not math.isfinite(scale):
-        return EINVAL, "scale %r is not finite" % scale, None, b""
+    if not math.isfinite(scale) or abs(scale) > FLT_MAX:
+        return EINVAL, "scale %r is not a finite f32 value (SPEC clause 2)" % scale, None, b""
     for name, arr in (("lengths", lengths), ("left_padding", left)):
         if arr is not None and (len(arr) != B or any(x < 0 or x > Lk for x in arr)):
             return EINVAL, "%s: %d entries in 0..%d expected" % (name, B, Lk), None, b""
