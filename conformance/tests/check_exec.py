@@ -146,7 +146,11 @@ def s_ok(args):
     check(doc.get("backend", {}).get("version") == "bad_adapter 1 (ok)", "version from hello")
     check(doc.get("backend_options") == "device=cpu", "backend_options recorded")
     # Strided inputs, causal with offset, GQA and a must-reject case through the same pipe.
-    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "sdpa.*.f32", name="run2")
+    # The numpy adapter computes in Python loops: the families of large shapes (paths, sizes,
+    # MLA) would take most of the test's minute without checking anything new here.
+    rc, out, _, _, doc, res = json_run(args, backend(args, "ok"), "sdpa.*.f32", "--exclude",
+                                       "sdpa.*paths.*", "--exclude", "sdpa.terms.mla.*",
+                                       "--exclude", "sdpa.sizes.lk1025*", name="run2")
     check(rc == 0, "exit 0 on sdpa.*.f32 (got %d)" % rc)
     statuses(res, ["sdpa.strided.blhd_all.f32", "sdpa.scale.negative.f32",
                    "sdpa.fully_masked.lk0.f32", "sdpa.sizes.lk113_d80_dv64.f32"], "PASS")

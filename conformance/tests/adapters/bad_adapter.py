@@ -242,8 +242,10 @@ def sdpa(header, tensors):
     Q, K, V = (view(tensors[n][0], tensors[n][1]) for n in ("q", "k", "v"))
     scale = header.get("scale")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)  # "nan"/"inf" strings too
-    if not math.isfinite(scale) or abs(scale) > FLT_MAX:
-        return EINVAL, "scale %r is not a finite f32 value (SPEC clause 2)" % scale, None, b""
+    if not math.isfinite(scale):
+        return EINVAL, "scale %r is not finite" % scale, None, b""
+    if abs(scale) > FLT_MAX:
+        return EINVAL, "scale %r is outside the f32 range (SPEC clause 2)" % scale, None, b""
     for name, arr in (("lengths", lengths), ("left_padding", left)):
         if arr is not None and (len(arr) != B or any(x < 0 or x > Lk for x in arr)):
             return EINVAL, "%s: %d entries in 0..%d expected" % (name, B, Lk), None, b""
