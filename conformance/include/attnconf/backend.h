@@ -185,6 +185,10 @@ typedef struct attnconf_tensor {
     (1ull << 36)                                       /* "cache.batch": batched, left padding, and
                                                      its ops [18] */
 #define ATTNCONF_CAP_CACHE_BATCH_ROTATING (1ull << 37) /* "cache.batch_rotating" [18] */
+/* Sixth revision of ABI v1: paged KV attention (attnconf_backend.paged_append / paged_sdpa,
+ * SPEC.md clause 23).  A paged case that also uses softcap, ALiBi, sinks or chunk requires
+ * that term's bit too: a backend reporting both serves the term on the paged path as well. */
+#define ATTNCONF_CAP_PAGED (1ull << 38) /* "paged": paged_append and paged_sdpa [23] */
 
 /* Arguments of `sdpa`.  out = softmax(scale * q.k^T + mask) . v, semantics as attnref/sdpa.h:
  * q (B,Hq,Lq,D), k (B,Hkv,Lk,D), v (B,Hkv,Lk,Dv), out (B,Hq,Lq,Dv). */
@@ -335,6 +339,60 @@ typedef struct attnconf_cache_prepare_args {
                                  it to the left */
 } attnconf_cache_prepare_args;
 
+/* ---- Paged KV caches (sixth revision; SPEC.md clause 23).  A pool of num_pages pages of P
+ * slots each, K pages (num_pages, Hkv, P, D) and V pages (num_pages, Hkv, P, Dv) in the cache
+ * dtype, any strides (vLLM's NHD pool (num_pages, P, Hkv, D) is a permuted view of it).
+ * Sequence b's logical key p (0 <= p < L_b) lives in page block_table[b * table_width + p / P],
+ * slot p % P.  Entries of a row at or past ceil(L_b / P), slots p >= L_b of the last page and
+ * pages no row lists are never read (the host poisons them with NaN, inf or stale finite
+ * values); the last page holds last_page_len = L_b - (n_b - 1) * P slots, 1 <= it <= P.  Two
+ * rows may list the same page (a shared prefix): it is read-only to both. ---- */
+typedef struct attnconf_paged_args {
+    uint32_t struct_size;           /* sizeof(attnconf_paged_args) as compiled by the host */
+    const attnconf_tensor *q;       /* (B, Hq, Lq, D): row b's first query_lens[b] rows */
+    const attnconf_tensor *k_pages; /* (num_pages, Hkv, P, D), any strides, read-only */
+    const attnconf_tensor *v_pages; /* (num_pages, Hkv, P, Dv), same dtype, read-only */
+    const int32_t *block_table;     /* [B * table_width]; row b at b * table_width */
+    int64_t table_width;            /* entries per row, >= 1 */
+    const int64_t *seq_lens;        /* [B] L_b >= 0: keys of sequence b, its new tokens
+                                       (already appended) included; ceil(L_b/P) <= table_width */
+    const int64_t *query_lens;      /* [B] or NULL (= Lq for every row): 0 <= q_b <= Lq and
+                                       q_b <= L_b; query i < q_b of row b is at position
+                                       L_b - q_b + i (bottom-right per sequence); rows i >= q_b
+                                       are padding and their output is exactly 0 */
+    int32_t causal;                 /* 1 = the query at position p keeps keys j <= p; 0 = every
+                                       key j < L_b (decode needs neither: q_b = 1 sees all) */
+    int64_t window;                 /* 0 = none; W >= 1 (needs causal): also drop j <= p - W */
+    int32_t has_scale;              /* 0 = 1/sqrt(D) */
+    double scale;
+    /* The terms of clauses 20-22, as in attnconf_sdpa_args (set only for a backend that
+     * reports their bits; 0 / NULL = none).  ALiBi's p is the position above; chunk counts
+     * from position 0 (there is no left padding in a paged sequence). */
+    double softcap;
+    double alibi_max_bias;
+    const float *sinks; /* [Hq] or NULL */
+    int64_t chunk;
+    /* Output, as attnconf_sdpa_args.out: (B, Hq, Lq, Dv), contiguous, dtype = q's; the
+     * backend must set out->dtype to what it produced. */
+    attnconf_tensor *out;
+    size_t out_capacity;
+} attnconf_paged_args;
+
+/* Arguments of paged_append: write new tokens into the pool through the block table. */
+typedef struct attnconf_paged_append_args {
+    uint32_t struct_size;       /* sizeof(attnconf_paged_append_args) as compiled by the host */
+    const attnconf_tensor *k;   /* (B, Hkv, S, D) new keys, any strides, cache dtype */
+    const attnconf_tensor *v;   /* (B, Hkv, S, Dv) new values */
+    attnconf_tensor *k_pages;   /* (num_pages, Hkv, P, D): written */
+    attnconf_tensor *v_pages;   /* (num_pages, Hkv, P, Dv): written */
+    const int32_t *block_table; /* [B * table_width] */
+    int64_t table_width;
+    const int64_t *seq_lens; /* [B] keys of row b BEFORE the append */
+    const int64_t *new_lens; /* [B] or NULL (= S each): 0 <= n_b <= S tokens to append to
+                                    row b: token t (t < n_b) goes to logical position
+                                    seq_lens[b] + t; tokens t >= n_b are padding, never written */
+} attnconf_paged_append_args;
+
 /* A backend option, from `attnconf run --backend-option KEY=VALUE` (repeatable).  Both strings
  * are borrowed for the duration of the open call only. */
 typedef struct attnconf_option {
@@ -431,6 +489,19 @@ typedef struct attnconf_backend {
     int (*cache_prepare)(void *ctx, void *cache, const attnconf_cache_prepare_args *args);
     /* After the prefill: turn the declared right padding into left padding [18]. */
     int (*cache_finalize)(void *ctx, void *cache);
+
+    /* ---- ABI version 1, sixth revision: paged KV attention (SPEC.md clause 23).  A host
+     * reads these only when struct_size covers them and calls them only when the backend
+     * reports ATTNCONF_CAP_PAGED.  The host owns the pool; the backend keeps nothing between
+     * calls.  Errors (nothing written, pool unchanged): EINVAL for a page index outside
+     * 0..num_pages-1 among the entries a call must use, a length beyond the table
+     * (ceil(L/P) > table_width, for paged_append the length after the append), a negative
+     * length, query_lens[b] > Lq or > L_b, new_lens[b] > S, shapes that disagree (B, Hkv, P,
+     * D, Dv), Hq % Hkv != 0, window/chunk without causal and every term value clause 20-22
+     * rejects; EDTYPE for q/k/v/pages of different dtypes.  An append must write exactly the
+     * slots of its new tokens: every other byte of the pool stays as it was. ---- */
+    int (*paged_append)(void *ctx, const attnconf_paged_append_args *args);
+    int (*paged_sdpa)(void *ctx, const attnconf_paged_args *args);
 } attnconf_backend;
 
 typedef const attnconf_backend *(*attnconf_backend_entry_fn)(uint32_t host_abi_version);
