@@ -31,6 +31,11 @@ and optionally
                                               # library raised (None: not recognised)
     repro(req: SdpaRequest, header) -> (text, language)  # a reproducer of one case
                                               # (PROTOCOL.md "repro"; attnconf_repro.py)
+    paged_append(req: PagedAppendRequest) -> (k_pages, v_pages)  # paged KV caches (PROTOCOL.md
+                                              #  "Paged KV caches"): the whole pool after the
+                                              #  append, as the library left it; the module
+                                              #  sends the slots that differ from the pool sent
+    paged_sdpa(req: PagedRequest) -> (dtype, array)  # as sdpa: out (B, Hq, Lq, Dv)
 
 and serve(adapter) runs it until `close` or end of input.  Statuses: raise Refusal(status,
 message) for a deliberate answer; a library's exception is mapped by refusal_of; otherwise
@@ -79,7 +84,7 @@ CAPABILITIES = frozenset({
     "sdpa.left_padding", "sdpa.softcap", "sdpa.alibi", "sdpa.sinks", "sdpa.chunk",
     "sdpa.segments", "sdpa.blocks", "mask.chunk", "mask.segments", "mask.blocks",
     "cache.standard", "cache.rotating", "cache.chunked", "cache.quantized", "cache.batch",
-    "cache.batch_rotating",
+    "cache.batch_rotating", "paged",
 })
 
 # Wire dtype -> storage dtype of its elements.  bf16 has no numpy type: it stays uint16 bit
@@ -214,6 +219,47 @@ class MaskRequest:
     chunk: int = 0
     segment_ids: Optional[list] = None    # batch lists of Lk ints
     block_ids: Optional[list] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PagedRequest:
+    """paged_sdpa (SPEC clause 23): sequence b's key p lives in page
+    block_table[b][p // P], slot p % P of the pool (k_pages (num_pages, Hkv, P, D), v_pages
+    (num_pages, Hkv, P, Dv), any strides: Tensor.array is the view); its query i < q_b
+    (query_lens[b], or Lq when None) sits at position seq_lens[b] - q_b + i; rows i >= q_b are
+    padding, their output exactly 0.  Entries past ceil(L_b / P), slots past L_b and pages no
+    row lists are never to be read: they hold NaN, inf or stale values."""
+    q: Tensor                      # (B, Hq, Lq, D)
+    k_pages: Tensor
+    v_pages: Tensor
+    block_table: list              # B lists of table_width ints (unused entries: anything)
+    table_width: int
+    seq_lens: list                 # [B] L_b, the new tokens already appended
+    query_lens: Optional[list]     # [B] q_b, or None: Lq for every row
+    causal: bool                   # the query at p keeps keys j <= p
+    window: int                    # 0: none; W (with causal): also drop j <= p - W
+    scale: Optional[float]         # None: 1/sqrt(D)
+    # The terms of SdpaRequest of the same names, sent only to an adapter listing their
+    # capabilities too; ALiBi's p is the position above, chunk counts from position 0.
+    softcap: float = 0.0
+    alibi_max_bias: float = 0.0
+    sinks: Optional[list] = None
+    chunk: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PagedAppendRequest:
+    """paged_append (SPEC clause 23): token t < n_b (new_lens[b], or S when None) of row b goes
+    to position seq_lens[b] + t: page block_table[b][p // P], slot p % P.  Nothing else in the
+    pool may change."""
+    k: Tensor                      # (B, Hkv, S, D) new keys
+    v: Tensor                      # (B, Hkv, S, Dv)
+    k_pages: Tensor                # the pool before the append
+    v_pages: Tensor
+    block_table: list
+    table_width: int
+    seq_lens: list                 # [B] keys of row b BEFORE the append
+    new_lens: Optional[list]       # [B] n_b, or None: S for every row
 
 
 class ReproWriter:
@@ -464,6 +510,92 @@ def _build_mask(adapter, header):
     return [("keep", "bool", _wire_array("bool", adapter.build_mask(req)))]
 
 
+def _int_rows(x, what):
+    if x is None:
+        return None
+    if not (isinstance(x, list) and all(_is_int(e) for e in x)):
+        raise ProtocolError(f"{what} is not a list of integers: {x!r}"[:300])
+    return x
+
+
+def _paged_members(header):
+    """The members both paged requests share (PROTOCOL.md "Paged KV caches")."""
+    width = header.get("table_width")
+    table = header.get("block_table")
+    if not _is_int(width) or not isinstance(table, list):
+        raise ProtocolError("a paged request without table_width and block_table")
+    return dict(block_table=[_int_rows(r, "a block_table row") for r in table],
+                table_width=width, seq_lens=_int_rows(header.get("seq_lens"), "seq_lens"))
+
+
+def _paged_sdpa(adapter, header, tensors):
+    """(reply members, reply tensors) of a paged_sdpa request, timed as sdpa."""
+    global _timed_seconds
+    if not hasattr(adapter, "paged_sdpa"):
+        raise Refusal(ENOTSUP, "this adapter has no paged_sdpa")
+    if not {"q", "k_pages", "v_pages"} <= tensors.keys():
+        raise ProtocolError(f"paged_sdpa without q, k_pages and v_pages (got {sorted(tensors)})")
+    scale, sinks = header.get("scale"), header.get("sinks")
+    req = PagedRequest(tensors["q"], tensors["k_pages"], tensors["v_pages"],
+                       **_paged_members(header),
+                       query_lens=_int_rows(header.get("query_lens"), "query_lens"),
+                       causal=bool(header.get("causal")), window=int(header.get("window") or 0),
+                       scale=None if scale is None else _float(scale),
+                       softcap=_float(header.get("softcap", 0.0)),
+                       alibi_max_bias=_float(header.get("alibi_max_bias", 0.0)),
+                       sinks=None if sinks is None else [_float(x) for x in sinks],
+                       chunk=int(header.get("chunk") or 0))
+    _timed_seconds = None
+    t0 = time.perf_counter()
+    dtype, out = adapter.paged_sdpa(req)
+    handler = time.perf_counter() - t0
+    if dtype not in ("f32", "f16", "bf16"):
+        raise TypeError(f"adapter bug: output dtype {dtype!r}")
+    seconds = handler if _timed_seconds is None else _timed_seconds
+    return {"seconds": seconds}, [("out", dtype, _wire_array(dtype, out))]
+
+
+def pool_writes(before_k: Tensor, before_v: Tensor, k_pages, v_pages):
+    """The paged_append reply of a pool the library left as k_pages / v_pages (arrays of the
+    pool's logical shape, in its storage dtype): every (page, slot) whose bytes differ from the
+    pool sent, in K or V at any head, bit for bit (a NaN rewritten as another NaN counts), in
+    (page, slot) order, with its K and V rows.  Returns (members, tensors)."""
+    rows = []
+    changed = None
+    for before, after in ((before_k, k_pages), (before_v, v_pages)):
+        st = STORAGE[before.dtype]
+        after = np.asarray(after)
+        if after.shape != before.shape or after.dtype.itemsize != st.itemsize or \
+                after.dtype.kind not in (st.kind, "u", "i", "f"):
+            raise TypeError(f"adapter bug: {before.name} came back {after.dtype} "
+                            f"{list(after.shape)}, expected {st} {list(before.shape)}")
+        bits = np.dtype(f"<u{st.itemsize}")
+        old = np.ascontiguousarray(before.array).view(bits)
+        new = np.ascontiguousarray(after).view(bits)
+        diff = (old != new).any(axis=(1, 3))  # (num_pages, P)
+        changed = diff if changed is None else changed | diff
+        rows.append(np.ascontiguousarray(after).view(st))
+    pairs = np.argwhere(changed)
+    k_slots = rows[0][pairs[:, 0], :, pairs[:, 1], :]  # (m, Hkv, D)
+    v_slots = rows[1][pairs[:, 0], :, pairs[:, 1], :]
+    return ({"writes": [[int(p), int(s)] for p, s in pairs]},
+            [("k_slots", before_k.dtype, np.ascontiguousarray(k_slots)),
+             ("v_slots", before_v.dtype, np.ascontiguousarray(v_slots))])
+
+
+def _paged_append(adapter, header, tensors):
+    if not hasattr(adapter, "paged_append"):
+        raise Refusal(ENOTSUP, "this adapter has no paged_append")
+    if not {"k", "v", "k_pages", "v_pages"} <= tensors.keys():
+        raise ProtocolError(f"paged_append without k, v, k_pages and v_pages "
+                            f"(got {sorted(tensors)})")
+    req = PagedAppendRequest(tensors["k"], tensors["v"], tensors["k_pages"], tensors["v_pages"],
+                             **_paged_members(header),
+                             new_lens=_int_rows(header.get("new_lens"), "new_lens"))
+    k_pages, v_pages = adapter.paged_append(req)
+    return pool_writes(req.k_pages, req.v_pages, k_pages, v_pages)
+
+
 _CACHE_OPS = ("cache_create", "cache_update", "cache_trim", "cache_make_mask", "cache_state",
               "cache_destroy", "cache_filter", "cache_extend", "cache_merge", "cache_prepare",
               "cache_finalize")
@@ -581,6 +713,10 @@ def serve(adapter) -> None:
                     reply = _build_mask(adapter, header)
                 elif op == "repro":
                     members, reply = _repro(adapter, header, tensors), []
+                elif op == "paged_sdpa":
+                    members, reply = _paged_sdpa(adapter, header, tensors)
+                elif op == "paged_append":
+                    members, reply = _paged_append(adapter, header, tensors)
                 elif op in _CACHE_OPS:
                     members, reply = _cache(adapter, caches, op, header, tensors)
                     _write_message({"status": OK, **members}, reply)

@@ -31,7 +31,30 @@ padding argument: every constraint is a function the user writes):
   * No constraint: no block_mask (flex's default, every key visible).
   * build_mask (op: mask cases) is create_mask over the same mask_mods, (B, 1, Lq, Lk) with
     Lk = kv_len or offset + Lq; no argument is checked here, so what flex builds is judged.
-  * No KV cache: flex has none.
+  * No KV cache of the mlx-lm kind: flex has none.
+  * Paged KV caches (SPEC clause 23, capability paged): PyTorch's experimental
+    torch.nn.attention.experimental._paged_attention.PagedAttention, the paged cache built on
+    flex.  Its physical cache is one (1, Hkv, n_pages * P, D) tensor: the harness's pool
+    (num_pages, Hkv, P, D) permuted to (Hkv, num_pages, P, D) and its first two axes merged,
+    a view when the pool is laid out page-major per head (vLLM's NHD pool is), else a copy.
+    PagedAttention owns its page table (reserve() picks the pages), so the host's table is
+    written into it as reserve() would have left it for those pages: page_table[b, j] =
+    block_table[b][j] and physical_to_logical[b, page] = j for the row's first ceil(L_b / P)
+    entries, capacity[b] = that many pages (an entry outside the pool is written into
+    page_table as given, physical_to_logical cannot hold it: what the library then does is
+    judged).  Two things the object cannot hold are NOT_SUPPORTED: a row needing more entries
+    than its n_pages-wide table, and a row listing one page twice.
+      - paged_append: PagedAttention.assign(batch_idx, input_pos, k, v, k_cache, v_cache)
+        with input_pos = seq_lens[b] + t; rows with fewer new tokens (new_lens) go one
+        assign per distinct count, the padding tokens left out; the pool as assign left it
+        is returned (attnconf_exec sends the slots that changed).
+      - paged_sdpa: a logical BlockMask from create_block_mask with BLOCK_SIZE (Lq, P) over
+        max ceil(L_b / P) pages, whose mask_mod keeps for row b the real queries i < q_b and
+        the keys kv_idx < L_b (kv_idx <= the query's position L_b - q_b + i when causal, and
+        > position - W with a window), converted by convert_logical_block_mask(block_mask,
+        kv_len=seq_lens), then flex_attention(q, k_cache, v_cache, block_mask=...,
+        enable_gqa, scale), compiled or not as the run; softcap and ALiBi as score_mods made
+        physical by get_score_mod, sinks by sink_renorm (as sdpa), chunk a mask_mod.
   * repro (PROTOCOL.md): a reproducer script of one case, with keep_mods and flex_kwargs (the
     keyword arguments sdpa() passes) embedded, compiled or not as the run.
 The parameters the user would pick (offset, window, lengths) are written into the mask_mod as
@@ -68,6 +91,7 @@ import torch_adapter  # noqa: E402  # to_torch, from_torch, versions, refusal_of
 from torch._dynamo.exc import BackendCompilerFailed, TorchRuntimeError
 from torch._inductor.exc import CppCompileError, LoweringException
 from torch.nn.attention import flex_attention as flex_module
+from torch.nn.attention.experimental._paged_attention import PagedAttention
 from torch.nn.attention.flex_attention import (AuxRequest, and_masks, create_block_mask,
                                                create_mask, flex_attention, or_masks)
 
@@ -259,7 +283,7 @@ class TorchFlex:
                 "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
                 "sdpa.lengths", "sdpa.left_padding", "sdpa.softcap", "sdpa.alibi", "sdpa.sinks",
                 "sdpa.chunk", "sdpa.segments", "sdpa.blocks", "mask.chunk", "mask.segments",
-                "mask.blocks"]
+                "mask.blocks", "paged"]
         mode = "torch.compile(dynamic=False), inductor cpp" if self.compiled else "eager"
         self.name, self.threads = name, options["threads"]
         self.version = f"{torch_adapter.versions()}, threads {torch.get_num_threads()}, {mode}"
@@ -309,6 +333,58 @@ class TorchFlex:
                                           [keep_mods, alibi_slopes, flex_kwargs, sink_renorm],
                                           body, self.threads, versions_text=self.version)
 
+    def paged_append(self, req: ax.PagedAppendRequest):
+        k, v = torch_adapter.to_torch(req.k), torch_adapter.to_torch(req.v)
+        kc, vc, back = physical_cache(req.k_pages, req.v_pages)
+        batch, s = k.shape[0], k.shape[2]
+        new = req.new_lens if req.new_lens is not None else [s] * batch
+        after = [length + n for length, n in zip(req.seq_lens, new)]
+        pa = paged_table(kc.shape[2] // req.k_pages.shape[2], req.k_pages.shape[2],
+                         req.block_table, after)
+        # One assign per distinct count of new tokens: assign writes S tokens for every row
+        # it is given, and the padding tokens t >= n_b must not be written.
+        for n in sorted(set(new) - {0}):
+            rows = [b for b in range(batch) if new[b] == n]
+            idx = torch.tensor(rows, dtype=torch.int64)
+            pos = torch.tensor([[req.seq_lens[b] + t for t in range(n)] for b in rows],
+                               dtype=torch.int64)
+            with torch.no_grad():
+                ax.timed(pa.assign, idx, pos, k[idx, :, :n], v[idx, :, :n], kc, vc)
+        return back(kc), back(vc)
+
+    def paged_sdpa(self, req: ax.PagedRequest):
+        q = torch_adapter.to_torch(req.q)
+        kc, vc, _ = physical_cache(req.k_pages, req.v_pages)
+        page = req.k_pages.shape[2]
+        pa = paged_table(kc.shape[2] // page, page, req.block_table, req.seq_lens)
+        batch, hq, lq = q.shape[0], q.shape[1], q.shape[2]
+        qlens = torch.tensor(req.query_lens if req.query_lens is not None else [lq] * batch,
+                             dtype=torch.int64)
+        seq = torch.tensor(req.seq_lens, dtype=torch.int64)
+        mods = [paged_rows_mod(seq, qlens)]
+        if req.causal:
+            mods.append(paged_causal_mod(seq, qlens))
+        if req.window:
+            mods.append(paged_window_mod(seq, qlens, req.window))
+        if req.chunk:
+            mods.append(paged_chunk_mod(seq, qlens, req.chunk))
+        blocks = max([-(-n // page) for n in req.seq_lens] + [1])
+        logical = create_block_mask(and_masks(*mods), batch, None, lq, blocks * page,
+                                    device="cpu", BLOCK_SIZE=(max(lq, 1), page))
+        kwargs = {"block_mask": pa.convert_logical_block_mask(logical, kv_len=seq)}
+        if req.scale is not None:
+            kwargs["scale"] = req.scale
+        if hq != kc.shape[1]:
+            kwargs["enable_gqa"] = True
+        terms = paged_terms(seq, qlens, req.softcap, req.alibi_max_bias, hq)
+        if terms is not None:
+            kwargs["score_mod"] = pa.get_score_mod(terms, kv_len=seq)
+        if req.sinks is None:
+            return torch_adapter.from_torch(self.call(q, kc, vc, kwargs))
+        kwargs["return_aux"] = AuxRequest(lse=True)
+        out, aux = self.call(q, kc, vc, kwargs)
+        return torch_adapter.from_torch(ax.timed(sink_renorm, out, aux.lse, req.sinks))
+
     def call(self, q, k, v, kwargs):
         if not self.compiled:
             with torch.no_grad():
@@ -341,6 +417,10 @@ class TorchFlex:
         return keep.numpy()
 
     def refusal_of(self, exc):
+        if isinstance(exc, IndexError):
+            # PagedAttention checks no page index: one past the pool fails in its indexing
+            # (assign's index_put, flex's gather), a value complaint.
+            return ax.Refusal(ax.EINVAL, f"IndexError: {exc}")
         if isinstance(exc, BackendCompilerFailed):
             return compiler_refusal(exc)
         if isinstance(exc, TorchRuntimeError) and "got AssertionError(" in str(exc):
@@ -348,6 +428,98 @@ class TorchFlex:
             # assertion there (its fake-tensor repr names dtypes) is flex's own failure.
             return ax.Refusal(ax.EBACKEND, " ".join(f"{type(exc).__name__}: {exc}".split()))
         return torch_adapter.refusal_of(exc)
+
+
+def physical_cache(k_pages: ax.Tensor, v_pages: ax.Tensor):
+    """PagedAttention's physical caches (1, Hkv, num_pages * P, D) of the harness's pool, and
+    the function that turns such a cache back into the pool's (num_pages, Hkv, P, D) array."""
+    def flat(t):
+        pool = torch_adapter.to_torch(t)
+        n, h, p, d = pool.shape
+        heads_first = pool.permute(1, 0, 2, 3)
+        try:
+            return heads_first.view(1, h, n * p, d)  # vLLM's NHD layout: no copy
+        except RuntimeError:
+            return heads_first.reshape(1, h, n * p, d)
+    n, p = k_pages.shape[0], k_pages.shape[2]
+
+    def back(cache):
+        pool = cache[0].reshape(cache.shape[1], n, p, cache.shape[3]).permute(1, 0, 2, 3)
+        return torch_adapter.from_torch(pool)[1]
+    return flat(k_pages), flat(v_pages), back
+
+
+def paged_table(n_pages: int, page_size: int, rows: list, lengths: list) -> PagedAttention:
+    """A PagedAttention whose page table is the harness's: row b's first ceil(L_b / P) entries,
+    as reserve() would have left them had it picked those pages."""
+    pa = PagedAttention(n_pages, page_size, max(len(rows), 1), device="cpu")
+    used = set()
+    for b, (row, length) in enumerate(zip(rows, lengths)):
+        n = max(-(-length // page_size), 0)
+        if n > n_pages:
+            raise ax.Refusal(ax.ENOTSUP, f"row {b} needs {n} pages: PagedAttention's page table "
+                             f"holds n_pages = {n_pages} per row")
+        entries = row[:n]
+        inside = [e for e in entries if 0 <= e < n_pages]
+        if len(set(inside)) != len(inside):
+            raise ax.Refusal(ax.ENOTSUP, f"row {b} lists one page twice: PagedAttention's "
+                             "physical_to_logical holds one logical block per page and row")
+        for j, page in enumerate(entries):
+            pa.page_table[b, j] = page
+            if 0 <= page < n_pages:
+                pa.physical_to_logical[b, page] = j
+        pa.capacity[b] = n * page_size
+        used.update(inside)
+    pa.empty_pages = [e for e in pa.empty_pages if e not in used]
+    return pa
+
+
+def paged_rows_mod(seq, qlens):
+    """Row b's real queries (i < q_b) and keys (kv_idx < L_b), on logical positions."""
+    def rows_mod(b, h, q_idx, kv_idx):
+        return (q_idx < qlens[b]) & (kv_idx < seq[b])
+    return rows_mod
+
+
+def paged_causal_mod(seq, qlens):
+    def causal_mod(b, h, q_idx, kv_idx):
+        return kv_idx <= q_idx + seq[b] - qlens[b]
+    return causal_mod
+
+
+def paged_window_mod(seq, qlens, window):
+    def window_mod(b, h, q_idx, kv_idx):
+        return kv_idx > q_idx + seq[b] - qlens[b] - window
+    return window_mod
+
+
+def paged_chunk_mod(seq, qlens, chunk):
+    def chunk_mod(b, h, q_idx, kv_idx):
+        return kv_idx // chunk == (q_idx + seq[b] - qlens[b]) // chunk
+    return chunk_mod
+
+
+def paged_terms(seq, qlens, softcap, alibi_max_bias, hq):
+    """softcap then ALiBi as one logical score_mod (None when neither is set)."""
+    terms = []
+    if softcap:
+        def softcap_term(score, b, h, q_idx, kv_idx):
+            return softcap * torch.tanh(score / softcap)
+        terms.append(softcap_term)
+    if alibi_max_bias:
+        slopes = alibi_slopes(alibi_max_bias, hq)
+
+        def alibi_term(score, b, h, q_idx, kv_idx):
+            return score - slopes[h] * (q_idx + seq[b] - qlens[b] - kv_idx).abs()
+        terms.append(alibi_term)
+    if not terms:
+        return None
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        for term in terms:
+            score = term(score, b, h, q_idx, kv_idx)
+        return score
+    return score_mod
 
 
 def terms_of(req: ax.SdpaRequest) -> tuple:

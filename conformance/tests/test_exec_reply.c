@@ -330,3 +330,85 @@ Test(exec_reply, cache_state)
     cr_assert(strstr(why, "are not 2 integers / 2 rows of 3 integers"), "%s", why);
     json_decref(r);
 }
+
+/* ---- paged_append replies (PROTOCOL.md "paged_append"): writes checked whole ---------------- */
+
+static const xr_pool paged_pool = {5, 3, 2, 4, 2, ATTNCONF_F32};
+
+/* Parse a paged_append reply with m rows in k_slots / v_slots (dtype dt) and check its writes;
+ * returns xr_paged_writes's answer with why. */
+static int paged_reply(const char *writes, int m, const char *dt, int dk, char *why, size_t n,
+                       int64_t *pairs, int64_t *count)
+{
+    char line[1024];
+    size_t es = strcmp(dt, "f32") == 0 ? 4 : 2;
+    snprintf(line, sizeof line,
+             "{\"protocol\":1,\"status\":0,\"writes\":%s,\"tensors\":[{\"name\":\"k_slots\","
+             "\"dtype\":\"%s\",\"shape\":[%d,2,%d],\"nbytes\":%zu},{\"name\":\"v_slots\","
+             "\"dtype\":\"%s\",\"shape\":[%d,2,2],\"nbytes\":%zu}]}",
+             writes, dt, m, dk, (size_t)(m * 2 * dk) * es, dt, m, (size_t)(m * 4) * es);
+    xr_reply r;
+    static const char *const want[2] = {"k_slots", "v_slots"};
+    cr_assert_eq(xr_parse_n(line, strlen(line), "paged_append", want, 2, &r, why, n), 0, "%s", why);
+    cr_assert_eq(r.ntensors, 2);
+    unsigned char seen[15];
+    int rc = xr_paged_writes(r.root, &paged_pool, r.descs, pairs, seen, count, why, n);
+    json_decref(r.root);
+    return rc;
+}
+
+Test(exec_reply, paged_writes_accepted)
+{
+    char why[768] = "";
+    int64_t pairs[30], m = -1;
+    cr_assert_eq(paged_reply("[[4,2],[0,0]]", 2, "f32", 4, why, sizeof why, pairs, &m), 0, "%s",
+                 why);
+    cr_assert_eq(m, 2);
+    cr_assert(pairs[0] == 4 && pairs[1] == 2 && pairs[2] == 0 && pairs[3] == 0);
+    cr_assert_eq(paged_reply("[]", 0, "f32", 4, why, sizeof why, pairs, &m), 0, "%s", why);
+    cr_assert_eq(m, 0);
+}
+
+Test(exec_reply, paged_writes_refused)
+{
+    static const struct {
+        const char *writes;
+        int m, dk;
+        const char *dt, *message;
+    } rows[] = {
+        {"[[5,0]]", 1, 4, "f32", "writes[0] = [5, 0] is outside the pool (5 pages of 3 slots)"},
+        {"[[0,3]]", 1, 4, "f32", "writes[0] = [0, 3] is outside the pool"},
+        {"[[0,-1]]", 1, 4, "f32", "is outside the pool"},
+        {"[[1,1],[1,1]]", 2, 4, "f32", "[1, 1] is written twice"},
+        {"[[1,1,0]]", 1, 4, "f32", "writes[0] is not [page, slot]"},
+        {"[1]", 1, 4, "f32", "writes[0] is not [page, slot]"},
+        {"{}", 0, 4, "f32", "lacks the list \"writes\""},
+        {"[[1,1]]", 2, 4, "f32", "k_slots is f32 (2,2,4), expected f32 (1,2,4)"},
+        {"[[1,1]]", 1, 3, "f32", "k_slots is f32 (1,2,3), expected f32 (1,2,4)"},
+        {"[[1,1]]", 1, 4, "f16", "k_slots is f16 (1,2,4), expected f32 (1,2,4)"},
+        {"[[0,0],[0,1],[0,2],[1,0],[1,1],[1,2],[2,0],[2,1],[2,2],[3,0],[3,1],[3,2],[4,0],[4,1],"
+         "[4,2],[0,0]]",
+         16, 4, "f32", "16 writes, more than the pool's 15 slots"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char why[768] = "";
+        int64_t pairs[32], m = -1;
+        cr_expect_eq(paged_reply(rows[i].writes, rows[i].m, rows[i].dt, rows[i].dk, why, sizeof why,
+                                 pairs, &m),
+                     -1, "row %zu accepted", i);
+        cr_expect(strstr(why, rows[i].message) != NULL, "row %zu: '%s' lacks '%s'", i, why,
+                  rows[i].message);
+    }
+}
+
+Test(exec_reply, two_tensors_counted)
+{
+    char why[768] = "";
+    xr_reply r;
+    static const char *const want[2] = {"k_slots", "v_slots"};
+    const char *line = "{\"protocol\":1,\"status\":0,\"writes\":[],\"tensors\":[{\"name\":"
+                       "\"k_slots\",\"dtype\":\"f32\",\"shape\":[0,2,4],\"nbytes\":0}]}";
+    cr_assert_eq(xr_parse_n(line, strlen(line), "paged_append", want, 2, &r, why, sizeof why), -1);
+    cr_expect(strstr(why, "lists 1 tensors, expected 2 ('k_slots', 'v_slots')") != NULL, "%s", why);
+    json_decref(r.root);
+}

@@ -533,14 +533,20 @@ static char *xb_dump(json_t *h)
     return json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 }
 
+/* A tensor a success reply carries: its name, where its payload goes and how many bytes fit. */
+typedef struct xb_want {
+    const char *name;
+    attnconf_tensor *out;
+    size_t capacity;
+} xb_want;
+
 /* One exchange: send header h (+ payloads), read the reply.  `op` names the request in messages.
- * want_tensor: the one tensor a success reply carries ("out", "keep") or NULL (hello);
- * out/capacity: where it goes.  *reply receives the parsed header (the caller decrefs) when the
- * adapter answered.  Returns the reply's status (0 .. -6) with last_error = its error text, or
- * HB_ETRANSPORT / another ATTNCONF code with last_error set. */
+ * want[0..nwant): the tensors a success reply carries ("out", "keep"; paged_append's two), none
+ * for hello.  *reply receives the parsed header (the caller decrefs) when the adapter answered.
+ * Returns the reply's status (0 .. -6) with last_error = its error text, or HB_ETRANSPORT /
+ * another ATTNCONF code with last_error set. */
 static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
-                       const char *want_tensor, attnconf_tensor *out, size_t capacity,
-                       json_t **reply)
+                       const xb_want *want, size_t nwant, json_t **reply)
 {
     *reply = NULL;
     char what[64];
@@ -584,7 +590,10 @@ static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, c
         return xb_io_fail(c, io, what);
     xr_reply rp;
     char why[768];
-    int bad = xr_parse(line, len, op, want_tensor, &rp, why, sizeof why);
+    const char *names[XR_MAX_REPLY_TENSORS];
+    for (size_t i = 0; i < nwant && i < XR_MAX_REPLY_TENSORS; i++)
+        names[i] = want[i].name;
+    int bad = xr_parse_n(line, len, op, names, nwant, &rp, why, sizeof why);
     *reply = rp.root;
     if (bad)
         return xb_garbage(c, "%s", why);
@@ -592,40 +601,49 @@ static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, c
         clip_text(rp.error, c->last_error, sizeof c->last_error);
         return rp.status;
     }
-    if (!rp.has_tensor)
-        return 0;
-    const xr_desc d = rp.desc;
-    /* A reply that does not fit (another shape, a wider dtype) is drained, not stored: run.c
-     * then judges the descriptor (shape / dtype) as it would a plugin's. */
-    int fits = d.nbytes <= capacity;
-    io = xb_read_exact(c, fits ? out->data : NULL, d.nbytes, deadline);
-    if (io == XB_IO_CLOSED) {
-        char reason[256];
-        xb_fmt(reason, sizeof reason,
-               "adapter reply: payload of '%s' shorter than its %zu bytes (adapter closed "
-               "stdout)",
-               want_tensor, d.nbytes);
-        return xb_finish(c, reason, 0);
+    for (size_t i = 0; i < rp.ntensors; i++) {
+        const xr_desc d = rp.descs[i];
+        attnconf_tensor *out = want[i].out;
+        /* A reply that does not fit (another shape, a wider dtype) is drained, not stored:
+         * run.c then judges the descriptor (shape / dtype) as it would a plugin's. */
+        int fits = d.nbytes <= want[i].capacity;
+        io = xb_read_exact(c, fits ? out->data : NULL, d.nbytes, deadline);
+        if (io == XB_IO_CLOSED) {
+            char reason[256];
+            xb_fmt(reason, sizeof reason,
+                   "adapter reply: payload of '%s' shorter than its %zu bytes (adapter closed "
+                   "stdout)",
+                   want[i].name, d.nbytes);
+            return xb_finish(c, reason, 0);
+        }
+        if (io != XB_IO_OK)
+            return xb_io_fail(c, io, what);
+        out->dtype = d.dtype;
+        out->ndim = d.ndim;
+        memset(out->shape, 0, sizeof out->shape);
+        memset(out->strides, 0, sizeof out->strides);
+        memcpy(out->shape, d.shape, sizeof d.shape);
+        memcpy(out->strides, d.strides, sizeof d.strides);
     }
-    if (io != XB_IO_OK)
-        return xb_io_fail(c, io, what);
-    out->dtype = d.dtype;
-    out->ndim = d.ndim;
-    memset(out->shape, 0, sizeof out->shape);
-    memset(out->strides, 0, sizeof out->strides);
-    memcpy(out->shape, d.shape, sizeof d.shape);
-    memcpy(out->strides, d.strides, sizeof d.strides);
     return 0;
 }
 
 /* xb_exchange, then what the adapter wrote to stderr meanwhile to --adapter-stderr. */
-static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
-                   const char *want_tensor, attnconf_tensor *out, size_t capacity, json_t **reply)
+static int xb_call_n(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                     const xb_want *want, size_t nwant, json_t **reply)
 {
-    int rc = xb_exchange(c, h, pl, npl, op, want_tensor, out, capacity, reply);
+    int rc = xb_exchange(c, h, pl, npl, op, want, nwant, reply);
     xb_log_stderr(c);
     c->served = strcmp(op, "hello") == 0 ? 0 : c->served + 1;
     return rc;
+}
+
+/* xb_call_n for a reply of one tensor (want_tensor, into out) or none (want_tensor NULL). */
+static int xb_call(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, const char *op,
+                   const char *want_tensor, attnconf_tensor *out, size_t capacity, json_t **reply)
+{
+    const xb_want w = {want_tensor, out, capacity};
+    return xb_call_n(c, h, pl, npl, op, &w, want_tensor ? 1 : 0, reply);
 }
 
 /* ---- hello --------------------------------------------------------------------------------- */
@@ -1401,6 +1419,268 @@ static int xb_cache_finalize(void *ctx, void *cache)
     return xb_cache_simple(ctx, "cache_finalize", cache, NULL, NULL);
 }
 
+/* ---- paged KV attention (PROTOCOL.md "Paged KV caches"; ABI v1, sixth revision) ----------
+ * The host owns the pool.  paged_sdpa sends it with q and the table; paged_append sends it with
+ * the new tokens and receives the slots the library wrote, (page, slot) pairs with their K and V
+ * rows, which are checked whole (in the pool, none twice, the pool's dtype and row shapes) before
+ * the first byte lands in the host's pool: every slot not listed keeps its bytes, so the host's
+ * own before/after comparison of the pool sees exactly what the library changed. */
+
+/* `rows` rows of `width` int32 entries (none when width < 0) as JSON lists; NULL when out of
+ * memory. */
+static json_t *xb_table_rows(const int32_t *t, int64_t rows, int64_t width)
+{
+    json_t *a = json_array();
+    for (int64_t b = 0; a && b < rows; b++) {
+        json_t *row = json_array();
+        for (int64_t j = 0; row && j < width; j++)
+            if (json_array_append_new(row, json_integer(t[b * width + j]))) {
+                json_decref(row);
+                row = NULL;
+            }
+        if (!row || json_array_append_new(a, row)) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* The members both paged requests share: "table_width", "block_table" (B rows), "seq_lens" and
+ * the per-row list `name2` (query_lens / new_lens; null when lens2 is NULL).  B is the batch of
+ * `lead` (q, or the new keys).  Returns 0 or a status with last_error set. */
+static int xb_paged_members(xb_ctx *c, json_t *h, const attnconf_tensor *lead, const int32_t *table,
+                            int64_t width, const int64_t *seq_lens, const char *name2,
+                            const int64_t *lens2)
+{
+    if (!table || !seq_lens || lead->ndim < 1 || lead->shape[0] < 0 ||
+        lead->shape[0] > ACASE_MAX_BATCH) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: a paged call needs a block table, seq_lens and a batch of 0..%d rows",
+               ACASE_MAX_BATCH);
+        return ATTNCONF_EINVAL;
+    }
+    const int64_t nb = lead->shape[0];
+    /* A negative width is sent as it is (the adapter must refuse it), with empty rows. */
+    const int64_t w = width > 0 ? width : 0;
+    if (w > ACASE_MAX_TENSOR_NUMEL || (nb > 0 && w > ACASE_MAX_TENSOR_NUMEL / nb)) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: a block table of %lld rows of %lld entries is out of range", (long long)nb,
+               (long long)width);
+        return ATTNCONF_EINVAL;
+    }
+    json_t *rows = xb_table_rows(table, nb, w), *lens = xb_int_list(seq_lens, nb),
+           *l2 = xb_int_list(lens2, nb);
+    if (!rows || !lens || !l2 || json_object_set_new(h, "table_width", json_integer(width)) ||
+        json_object_set(h, "block_table", rows) || json_object_set(h, "seq_lens", lens) ||
+        json_object_set(h, name2, l2)) {
+        json_decref(rows);
+        json_decref(lens);
+        json_decref(l2);
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        return ATTNCONF_ENOMEM;
+    }
+    json_decref(rows);
+    json_decref(lens);
+    json_decref(l2);
+    return 0;
+}
+
+/* A header {"protocol": 1, "op": op, "tensors": [...]} with the tensors ts[0..nt) described and
+ * their payloads in pl.  On failure the caller frees what was made, as after a call. */
+static int xb_paged_header(xb_ctx *c, const char *op, const char *const *names,
+                           const attnconf_tensor *const *ts, size_t nt, json_t **h_out,
+                           xb_payload *pl, size_t *npl)
+{
+    json_t *h = json_object(), *list = json_array();
+    *h_out = h;
+    *npl = 0;
+    int rc = 0;
+    if (!h || !list || json_object_set_new(h, "protocol", json_integer(1)) ||
+        json_object_set_new(h, "op", json_string(op)) || json_object_set(h, "tensors", list)) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        rc = ATTNCONF_ENOMEM;
+    }
+    for (size_t i = 0; !rc && i < nt; i++)
+        if (!(rc = xb_add_tensor(c, list, names[i], ts[i], &pl[i])))
+            (*npl)++;
+    json_decref(list);
+    return rc;
+}
+
+static int xb_paged_sdpa(void *ctx, const attnconf_paged_args *a)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    c->last_seconds = -1;
+    if (!a ||
+        a->struct_size < offsetof(attnconf_paged_args, out_capacity) + sizeof a->out_capacity ||
+        !a->q || !a->k_pages || !a->v_pages || !a->out) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: paged_sdpa without q, k_pages, v_pages or out");
+        return ATTNCONF_EINVAL;
+    }
+    static const char *const names[3] = {"q", "k_pages", "v_pages"};
+    const attnconf_tensor *ts[3] = {a->q, a->k_pages, a->v_pages};
+    xb_payload pl[3];
+    size_t npl = 0;
+    json_t *h = NULL, *r = NULL;
+    int rc = xb_paged_header(c, "paged_sdpa", names, ts, 3, &h, pl, &npl);
+    if (!rc)
+        rc = xb_paged_members(c, h, a->q, a->block_table, a->table_width, a->seq_lens, "query_lens",
+                              a->query_lens);
+    /* The terms of clauses 20-22 only when set (the host sets each only for an adapter
+     * listing its capability), as in sdpa; a must-reject value goes as the scale does. */
+    const int64_t hq = a->q->ndim >= 2 ? a->q->shape[1] : -1;
+    if (!rc && a->sinks && (hq < 0 || hq > ACASE_MAX_BATCH)) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: sinks need a q with a head dimension of at most %d", ACASE_MAX_BATCH);
+        rc = ATTNCONF_EINVAL;
+    }
+    json_t *sinks = !rc && a->sinks ? xb_f32_list(a->sinks, hq) : NULL;
+    if (!rc &&
+        (json_object_set_new(h, "causal", json_boolean(a->causal != 0)) ||
+         json_object_set_new(h, "window", json_integer(a->window)) ||
+         json_object_set_new(h, "scale", !a->has_scale ? json_null() : jsonv_num(a->scale)) ||
+         (a->softcap != 0 && json_object_set_new(h, "softcap", jsonv_num(a->softcap))) ||
+         (a->alibi_max_bias != 0 &&
+          json_object_set_new(h, "alibi_max_bias", jsonv_num(a->alibi_max_bias))) ||
+         (a->sinks && (!sinks || json_object_set(h, "sinks", sinks))) ||
+         (a->chunk != 0 && json_object_set_new(h, "chunk", json_integer(a->chunk))))) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory");
+        rc = ATTNCONF_ENOMEM;
+    }
+    json_decref(sinks);
+    if (!rc)
+        rc = xb_ensure(c);
+    if (!rc) {
+        const double t0 = mono_now();
+        rc = xb_call(c, h, pl, npl, "paged_sdpa", "out", a->out, a->out_capacity, &r);
+        if (!rc)
+            rc = xb_take_seconds(c, r, mono_now() - t0);
+    }
+    for (size_t i = 0; i < npl; i++)
+        free(pl[i].owned);
+    json_decref(h);
+    json_decref(r);
+    return rc;
+}
+
+/* The pool geometry of a paged_append's k_pages / v_pages, when both are rank 4 with the same
+ * dtype, pages, kv heads and page size (else 0: a success reply cannot be applied). */
+static int xb_pool_of(const attnconf_paged_append_args *a, xr_pool *p)
+{
+    const attnconf_tensor *k = a->k_pages, *v = a->v_pages;
+    size_t es;
+    if (k->ndim != 4 || v->ndim != 4 || k->dtype != v->dtype || !xr_dtype_name(k->dtype, &es) ||
+        xr_numel(4, k->shape) < 0 || xr_numel(4, v->shape) < 0)
+        return 0;
+    for (int d = 0; d < 3; d++)
+        if (k->shape[d] != v->shape[d])
+            return 0;
+    *p = (xr_pool){k->shape[0], k->shape[2], k->shape[1], k->shape[3], v->shape[3], k->dtype};
+    return p->num_pages * p->page_size <= ACASE_MAX_TENSOR_NUMEL;
+}
+
+/* Write row i of the reply tensor `rows` (m, Hkv, Dh) into slot `slot` of page `page` of pool. */
+static void xb_put_slot(attnconf_tensor *pool, const attnconf_tensor *rows, int64_t i, int64_t page,
+                        int64_t slot, size_t es)
+{
+    for (int64_t hh = 0; hh < pool->shape[1]; hh++)
+        for (int64_t d = 0; d < pool->shape[3]; d++) {
+            const int64_t to = page * pool->strides[0] + hh * pool->strides[1] +
+                               slot * pool->strides[2] + d * pool->strides[3];
+            const int64_t from =
+                i * rows->strides[0] + hh * rows->strides[1] + d * rows->strides[2];
+            memcpy((unsigned char *)pool->data + (size_t)to * es,
+                   (const unsigned char *)rows->data + (size_t)from * es, es);
+        }
+}
+
+static int xb_paged_append(void *ctx, const attnconf_paged_append_args *a)
+{
+    xb_ctx *c = ctx;
+    c->last_error[0] = '\0';
+    if (!a ||
+        a->struct_size < offsetof(attnconf_paged_append_args, new_lens) + sizeof a->new_lens ||
+        !a->k || !a->v || !a->k_pages || !a->v_pages) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: paged_append without k, v, k_pages or v_pages");
+        return ATTNCONF_EINVAL;
+    }
+    static const char *const names[4] = {"k", "v", "k_pages", "v_pages"};
+    const attnconf_tensor *ts[4] = {a->k, a->v, a->k_pages, a->v_pages};
+    xb_payload pl[4];
+    size_t npl = 0;
+    json_t *h = NULL, *r = NULL;
+    xr_pool pool = {0, 0, 0, 0, 0, 0};
+    const int poolok = xb_pool_of(a, &pool);
+    const int64_t slots = poolok ? pool.num_pages * pool.page_size : 0;
+    size_t es = 0;
+    xr_dtype_name(pool.dtype, &es);
+    /* Room for every slot of the pool: the most an exact reply can write. */
+    const size_t kcap = (size_t)(slots * pool.kv_heads * pool.head_dim) * es,
+                 vcap = (size_t)(slots * pool.kv_heads * pool.v_head_dim) * es;
+    attnconf_tensor kt, vt;
+    memset(&kt, 0, sizeof kt);
+    memset(&vt, 0, sizeof vt);
+    kt.data = malloc(kcap ? kcap : 1);
+    vt.data = malloc(vcap ? vcap : 1);
+    int64_t *pairs = malloc(sizeof *pairs * (size_t)(2 * slots + 2));
+    unsigned char *seen = malloc((size_t)slots + 1);
+    int rc = 0;
+    if (!kt.data || !vt.data || !pairs || !seen) {
+        xb_fmt(c->last_error, sizeof c->last_error, "exec: out of memory for the pool's writes");
+        rc = ATTNCONF_ENOMEM;
+    }
+    if (!rc)
+        rc = xb_paged_header(c, "paged_append", names, ts, 4, &h, pl, &npl);
+    if (!rc)
+        rc = xb_paged_members(c, h, a->k, a->block_table, a->table_width, a->seq_lens, "new_lens",
+                              a->new_lens);
+    if (!rc)
+        rc = xb_ensure(c);
+    if (!rc) {
+        const xb_want want[2] = {{"k_slots", &kt, kcap}, {"v_slots", &vt, vcap}};
+        rc = xb_call_n(c, h, pl, npl, "paged_append", want, 2, &r);
+    }
+    if (!rc && !poolok) {
+        xb_fmt(c->last_error, sizeof c->last_error,
+               "exec: the adapter accepted k_pages and v_pages that are not one pool (rank 4, "
+               "one dtype, the same pages, kv heads and page size): its writes cannot be "
+               "applied");
+        rc = ATTNCONF_EBACKEND;
+    }
+    int64_t m = 0;
+    if (!rc) {
+        xr_desc d[2];
+        memset(d, 0, sizeof d);
+        const attnconf_tensor *got[2] = {&kt, &vt};
+        for (int t = 0; t < 2; t++) {
+            d[t].dtype = got[t]->dtype;
+            d[t].ndim = got[t]->ndim;
+            memcpy(d[t].shape, got[t]->shape, sizeof d[t].shape);
+            memcpy(d[t].strides, got[t]->strides, sizeof d[t].strides);
+        }
+        char why[768];
+        if (xr_paged_writes(r, &pool, d, pairs, seen, &m, why, sizeof why))
+            rc = xb_garbage(c, "%s", why);
+    }
+    for (int64_t i = 0; !rc && i < m; i++) {
+        xb_put_slot(a->k_pages, &kt, i, pairs[2 * i], pairs[2 * i + 1], es);
+        xb_put_slot(a->v_pages, &vt, i, pairs[2 * i], pairs[2 * i + 1], es);
+    }
+    for (size_t i = 0; i < npl; i++)
+        free(pl[i].owned);
+    json_decref(h);
+    json_decref(r);
+    free(kt.data);
+    free(vt.data);
+    free(pairs);
+    free(seen);
+    return rc;
+}
+
 static void xb_free(xb_ctx *c)
 {
     xb_stop(c);
@@ -1474,6 +1754,8 @@ static const attnconf_backend xb_template = {
     .cache_merge = xb_cache_merge,
     .cache_prepare = xb_cache_prepare,
     .cache_finalize = xb_cache_finalize,
+    .paged_append = xb_paged_append,
+    .paged_sdpa = xb_paged_sdpa,
 };
 
 int xb_open(const char *cmdline, const attnconf_option *options, size_t n_options, double timeout_s,

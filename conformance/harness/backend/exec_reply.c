@@ -153,6 +153,16 @@ static int xr_parse_desc(json_t *t, const char *want, xr_desc *d, char *why, siz
 int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor, xr_reply *r,
              char *why, size_t n)
 {
+    return xr_parse_n(line, len, op, want_tensor ? &want_tensor : NULL, want_tensor ? 1 : 0, r, why,
+                      n);
+}
+
+int xr_parse_n(const char *line, size_t len, const char *op, const char *const *want, size_t nwant,
+               xr_reply *r, char *why, size_t n)
+{
+    if (nwant > XR_MAX_REPLY_TENSORS)
+        return xr_fail(why, n, "reply to %s: more than %d tensors asked for", op,
+                       XR_MAX_REPLY_TENSORS);
     memset(r, 0, sizeof *r);
     json_error_t je;
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
@@ -192,17 +202,79 @@ int xr_parse(const char *line, size_t len, const char *op, const char *want_tens
         r->error = json_string_value(je2);
         return 0;
     }
-    if (!want_tensor) {
+    if (!nwant) {
         if (nt)
             return xr_fail(why, n, "reply to %s lists tensors; it has none", op);
         return 0;
     }
-    if (nt != 1)
+    if (nt != nwant && nwant == 1)
         return xr_fail(why, n, "success reply to %s lists %zu tensors, expected one ('%s')", op, nt,
-                       want_tensor);
-    if (xr_parse_desc(json_array_get(jt, 0), want_tensor, &r->desc, why, n) != 0)
-        return -1;
-    r->has_tensor = 1;
+                       want[0]);
+    if (nt != nwant)
+        return xr_fail(why, n, "success reply to %s lists %zu tensors, expected %zu ('%s', '%s')",
+                       op, nt, nwant, want[0], want[1]);
+    for (size_t i = 0; i < nwant; i++)
+        if (xr_parse_desc(json_array_get(jt, i), want[i], &r->descs[i], why, n) != 0)
+            return -1;
+    r->ntensors = nwant;
+    r->desc = r->descs[0];
+    r->has_tensor = nwant == 1;
+    return 0;
+}
+
+int xr_paged_writes(json_t *root, const xr_pool *pool, const xr_desc descs[2], int64_t *pairs,
+                    unsigned char *seen, int64_t *m, char *why, size_t n)
+{
+    json_t *w = json_object_get(root, "writes");
+    const int64_t slots = pool->num_pages * pool->page_size;
+    if (!json_is_array(w))
+        return xr_fail(why, n, "reply to paged_append lacks the list \"writes\"");
+    const int64_t count = (int64_t)json_array_size(w);
+    if (count > slots)
+        return xr_fail(why, n,
+                       "reply to paged_append: %lld writes, more than the pool's %lld slots",
+                       (long long)count, (long long)slots);
+    memset(seen, 0, (size_t)slots);
+    for (int64_t i = 0; i < count; i++) {
+        json_t *e = json_array_get(w, (size_t)i);
+        json_t *jp = json_array_get(e, 0), *js = json_array_get(e, 1);
+        if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_integer(jp) ||
+            !json_is_integer(js))
+            return xr_fail(why, n, "reply to paged_append: writes[%lld] is not [page, slot]",
+                           (long long)i);
+        const json_int_t page = json_integer_value(jp), slot = json_integer_value(js);
+        if (page < 0 || page >= pool->num_pages || slot < 0 || slot >= pool->page_size)
+            return xr_fail(why, n,
+                           "reply to paged_append: writes[%lld] = [%lld, %lld] is outside the "
+                           "pool (%lld pages of %lld slots)",
+                           (long long)i, (long long)page, (long long)slot,
+                           (long long)pool->num_pages, (long long)pool->page_size);
+        const int64_t at = page * pool->page_size + slot;
+        if (seen[at])
+            return xr_fail(why, n, "reply to paged_append: [%lld, %lld] is written twice",
+                           (long long)page, (long long)slot);
+        seen[at] = 1;
+        pairs[2 * i] = page;
+        pairs[2 * i + 1] = slot;
+    }
+    const char *names[2] = {"k_slots", "v_slots"};
+    const int64_t dims[2] = {pool->head_dim, pool->v_head_dim};
+    for (int t = 0; t < 2; t++) {
+        const xr_desc *d = &descs[t];
+        if (d->dtype != pool->dtype || d->ndim != 3 || d->shape[0] != count ||
+            d->shape[1] != pool->kv_heads || d->shape[2] != dims[t]) {
+            char got[96];
+            xr_shape_text(d->ndim, d->shape, got, sizeof got);
+            size_t es;
+            return xr_fail(why, n,
+                           "reply to paged_append: %s is %s %s, expected %s (%lld,%lld,%lld): one "
+                           "row per write, in the pool's dtype",
+                           names[t], xr_dtype_name(d->dtype, &es), got,
+                           xr_dtype_name(pool->dtype, &es), (long long)count,
+                           (long long)pool->kv_heads, (long long)dims[t]);
+        }
+    }
+    *m = count;
     return 0;
 }
 

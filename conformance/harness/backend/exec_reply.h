@@ -51,6 +51,9 @@ typedef struct xr_desc {
     size_t nbytes;
 } xr_desc;
 
+/* The most tensors one success reply carries (paged_append's k_slots and v_slots). */
+#define XR_MAX_REPLY_TENSORS 2
+
 /* A reply header that keeps the protocol. */
 typedef struct xr_reply {
     json_t *root;      /* the parsed header: the caller json_decref()s it (also after -1, when
@@ -60,6 +63,10 @@ typedef struct xr_reply {
     int has_tensor;    /* 1: status 0 and one tensor `want_tensor`, described by desc; its
                           desc.nbytes payload bytes follow the header line */
     xr_desc desc;
+    /* xr_parse_n: the tensors of a success reply, in the order asked for (desc = descs[0]); their
+     * payloads follow the header in that order. */
+    size_t ntensors;
+    xr_desc descs[XR_MAX_REPLY_TENSORS];
 } xr_reply;
 
 /* Parse and check one header line (len bytes, without the newline; need not be NUL-terminated)
@@ -70,6 +77,27 @@ typedef struct xr_reply {
  * tensors asked for (xr_desc's rules).  Returns 0 with *r filled, or -1 with why set. */
 int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor, xr_reply *r,
              char *why, size_t n);
+
+/* xr_parse for a success reply carrying exactly the nwant (1..XR_MAX_REPLY_TENSORS) tensors named
+ * want[0..nwant), in that order: r->ntensors and r->descs (and, as xr_parse, has_tensor and desc
+ * for the first). */
+int xr_parse_n(const char *line, size_t len, const char *op, const char *const *want, size_t nwant,
+               xr_reply *r, char *why, size_t n);
+
+/* The pool a paged_append reply writes into (PROTOCOL.md "paged_append"). */
+typedef struct xr_pool {
+    int64_t num_pages, page_size, kv_heads, head_dim, v_head_dim;
+    int32_t dtype;
+} xr_pool;
+
+/* The writes of a paged_append success reply (root and descs from xr_parse_n with want
+ * {"k_slots", "v_slots"}): "writes", a list of m [page, slot] pairs, each page in
+ * 0..num_pages-1, each slot in 0..page_size-1, no pair twice (m <= num_pages * page_size); the
+ * tensors k_slots (m, kv_heads, head_dim) and v_slots (m, kv_heads, v_head_dim) in the pool's
+ * dtype.  pairs receives the 2m integers (room for 2 * num_pages * page_size), seen is scratch
+ * of num_pages * page_size bytes.  Returns 0 with *m set, or -1. */
+int xr_paged_writes(json_t *root, const xr_pool *pool, const xr_desc descs[2], int64_t *pairs,
+                    unsigned char *seen, int64_t *m, char *why, size_t n);
 
 /* The capability by which an adapter says it reads tensors with stride 0 as they are, in a
  * buffer of the span their strides address (PROTOCOL.md "Tensor descriptors").  A protocol
