@@ -59,7 +59,8 @@ json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, const cha
     json_object_set_new(o, "dv", json_integer(s->dv));
     json_object_set_new(o, "causal", json_boolean(s->causal));
     json_object_set_new(o, "window", json_integer(s->window));
-    json_object_set_new(o, "page_size", json_integer(s->page_size)); /* 0: contiguous */
+    if (s->page_size > 0) /* a paged shape (a contiguous one's keys stay as they were) */
+        json_object_set_new(o, "page_size", json_integer(s->page_size));
     json_object_set_new(o, "bound",
                         json_string(s->bound == BS_BOUND_MEMORY ? "memory" : "compute"));
     json_object_set_new(o, "via", json_string(via == BB_VIA_MASK ? "mask" : "params"));

@@ -330,6 +330,11 @@ static int get_paged(const reader *r, const yaml_node_t *n, const char *field, b
     snprintf(f, sizeof f, "%s.page_size", field);
     if (get_int(r, keys[0].val, f, 1, BS_MAX_PAGE, &sh->page_size))
         return -1;
+    if (sh->lq > sh->lk)
+        return fail(r, n, field,
+                    "lq %" PRId64 " is over lk %" PRId64
+                    " (a paged row's queries are among its keys)",
+                    sh->lq, sh->lk);
     if (sh->has_causal_offset || sh->lengths || sh->left_padding || sh->segment_ids ||
         sh->block_ids)
         return fail(r, n, field,
