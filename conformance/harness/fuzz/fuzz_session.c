@@ -2,7 +2,9 @@
  *
  *   attnconf fuzz --backend X [--seed S] [--count N | --seconds T] [--out-dir DIR]
  *                 [--json FILE] [--backend-option K=V]... [--timeout S] [--case-timeout S]
- *                 [--in-process] [--no-meta | --meta-only]
+ *                 [--in-process] [--no-meta | --meta-only] [--draw uniform|edges|mixed]
+ *                 [--trace FILE] [--save-calls DIR]
+ *   attnconf fuzz --list-edges
  *
  * Call n of seed S is drawn from SplitMix64 seeded with a hash of (S, n), so any call can be
  * replayed alone and `--seed S --count n+1` replays a run up to it.  Every call becomes an
@@ -15,9 +17,17 @@
  * (acase_write); ctest checks that `attnconf run` fails them as the fuzzer did.  The first failure is shrunk greedily (fuzz_shrink.c) and written to
  * --out-dir as case files that `attnconf run` reproduces.
  *
+ * --draw chooses what a call poses: `uniform` draws every call from the fuzzer's own
+ * distributions; `edges` forces one boundary value of cases/EDGES.md into every call (the
+ * generators of fuzz_edges.c, round robin over an order the seed shuffles, so every edge the
+ * backend's capabilities allow comes once in each round); `mixed` (the default) does that on odd
+ * calls and draws even calls uniformly.  --trace FILE writes one line per call (number, case
+ * id, the edge posed or "-", the call), --save-calls DIR every call's case file:
+ * harness.fuzz.edges_posed checks each traced edge with the table's own predicate.
+ *
  * --json FILE writes one JSON object (schema "attnconf-fuzz/1"): backend, backend_version, seed
- * (a decimal string: a uint64), calls, skipped (not supported), metamorphic_checks, seconds,
- * and failure: null, or {call, seconds, check ("differential" or a relation name), status,
+ * (a decimal string: a uint64), draw, calls, skipped (not supported), metamorphic_checks, seconds,
+ * and failure: null, or {call, edge (the id posed, or null), seconds, check ("differential" or a relation name), status,
  * message, original, shrunk, shrink_steps, case_files, replay} — the input of
  * tools/fuzz-survival.
  *
@@ -65,11 +75,16 @@ typedef struct hf_opts {
     const char *seed_given;
     int64_t count;  /* 0 = until --seconds */
     double seconds; /* 0 = until --count */
-    int in_process, no_meta, meta_only;
+    int in_process, no_meta, meta_only, list_edges;
+    const char *draw, *trace, *save_calls;
+    int draw_mode; /* HF_DRAW_* */
     attnconf_option opt[HF_MAX_OPTIONS];
     char key[HF_MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
     size_t nopt;
 } hf_opts;
+
+enum { HF_DRAW_UNIFORM = 0, HF_DRAW_EDGES, HF_DRAW_MIXED };
+static const char *const hf_draw_names[] = {"uniform", "edges", "mixed"};
 
 static void hf_usage(FILE *f)
 {
@@ -79,12 +94,21 @@ static void hf_usage(FILE *f)
             "                     [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "                     [--case-timeout SECONDS] [--in-process]\n"
             "                     [--no-meta | --meta-only] [--adapter-stderr FILE]\n"
+            "                     [--draw uniform|edges|mixed] [--trace FILE]\n"
+            "                     [--save-calls DIR]\n"
+            "       attnconf fuzz --list-edges\n"
             "  random sdpa calls (what the backend's capabilities allow) checked against the\n"
             "  reference within the clause 13 bound, plus metamorphic checks; the first\n"
             "  failure is shrunk and written to DIR (default attnconf-fuzz) as case files\n"
             "  for `attnconf run --cases DIR`.  Default --seconds %g; --seed defaults to a\n"
             "  fresh one (printed).  --meta-only: only the metamorphic checks judge values\n"
             "  (for a backend whose semantics differ from the reference on purpose).\n"
+            "  --draw: `uniform` calls from the fuzzer's own distributions, `edges` one\n"
+            "  boundary value of cases/EDGES.md forced into every call (each edge the\n"
+            "  backend allows once per round, in an order the seed shuffles), `mixed`\n"
+            "  (default) edges on odd calls, uniform on even ones.  --list-edges prints the\n"
+            "  ids of the edge generators.  --trace FILE: one line per call (number, case\n"
+            "  id, edge or -, the call); --save-calls DIR: every call as a case file.\n"
             "  Exit 0 no failure, 1 a failure, 2 usage.\n",
             HF_DEFAULT_SECONDS);
 }
@@ -152,6 +176,22 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
          .kind = CLI_FLAG,
          .dest = &o->meta_only,
          .help = "only the metamorphic checks judge values"},
+        {.name = "--draw",
+         .kind = CLI_STRING,
+         .dest = &o->draw,
+         .help = "uniform, edges or mixed (default): what each call poses"},
+        {.name = "--trace",
+         .kind = CLI_STRING,
+         .dest = &o->trace,
+         .help = "one line per call: number, case id, the edge posed, the call"},
+        {.name = "--save-calls",
+         .kind = CLI_STRING,
+         .dest = &o->save_calls,
+         .help = "write every call's case file into DIR"},
+        {.name = "--list-edges",
+         .kind = CLI_FLAG,
+         .dest = &o->list_edges,
+         .help = "print the ids of the edge generators and exit"},
         cli_opt_adapter_stderr(&o->adapter_stderr),
     };
     const cli_cmd c = {
@@ -159,8 +199,19 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
     int rc = cli_parse(&c, argc, argv);
     if (rc)
         return rc;
+    if (o->list_edges)
+        return 0;
     if (!o->backend)
         return cli_usage_error(&c, "--backend is required", NULL);
+    o->draw_mode = HF_DRAW_MIXED;
+    if (o->draw) {
+        int m = 0;
+        while (m < 3 && strcmp(o->draw, hf_draw_names[m]) != 0)
+            m++;
+        if (m == 3)
+            return cli_usage_error(&c, "--draw: expected uniform, edges or mixed", o->draw);
+        o->draw_mode = m;
+    }
     if (o->count && o->seconds)
         return cli_usage_error(&c, "give --count or --seconds, not both", NULL);
     if (o->no_meta && o->meta_only)
@@ -178,6 +229,33 @@ static uint64_t hf_call_seed(uint64_t s, long long n)
     uint64_t st = s ^ (0xD1B54A32D192ED03ull * (uint64_t)(n + 1));
     acase_splitmix64_next(&st);
     return acase_splitmix64_next(&st);
+}
+
+/* The edges usable under caps, in the order seed s shuffles them (Fisher-Yates on SplitMix64):
+ * the run's rounds.  Returns how many (order[] holds hf_nedges slots). */
+static int hf_edge_order(uint64_t s, uint64_t caps, int *order)
+{
+    int n = 0;
+    for (int e = 0; e < hf_nedges; e++)
+        if (hf_edge_usable(e, caps))
+            order[n++] = e;
+    uint64_t st = s ^ 0xed6e0da3ull;
+    for (int i = n - 1; i > 0; i--) {
+        const int j = (int)(acase_splitmix64_next(&st) % (uint64_t)(i + 1));
+        const int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return n;
+}
+
+/* The edge call n poses (an index of hf_edges), or -1 (a uniform call). */
+static int hf_call_edge(int mode, const int *order, int n_order, long long n)
+{
+    if (n_order == 0 || mode == HF_DRAW_UNIFORM || (mode == HF_DRAW_MIXED && n % 2 == 0))
+        return -1;
+    const long long k = mode == HF_DRAW_MIXED ? n / 2 : n;
+    return order[k % n_order];
 }
 
 static int hf_mkdir(const char *dir)
@@ -200,9 +278,9 @@ static int hf_mkdir(const char *dir)
 /* The one JSON document of --json (schema "attnconf-fuzz/1"). */
 static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long long calls,
                          long long skipped, long long metas, double seconds, int failed,
-                         long long fail_n, double fail_s, const hf_fail *f, const char *orig,
-                         const char *shrunk, int steps, char files[][PATH_MAX], int nfiles,
-                         char replay[][HF_REPLAY_MAX], int nreplay)
+                         long long fail_n, int fail_edge, double fail_s, const hf_fail *f,
+                         const char *orig, const char *shrunk, int steps, char files[][PATH_MAX],
+                         int nfiles, char replay[][HF_REPLAY_MAX], int nreplay)
 {
     json_t *j = json_object();
     json_object_set_new(j, "schema", json_string("attnconf-fuzz/1"));
@@ -211,6 +289,7 @@ static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long l
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     json_object_set_new(j, "seed", json_string(seed));
+    json_object_set_new(j, "draw", json_string(hf_draw_names[o->draw_mode]));
     json_object_set_new(j, "calls", json_integer(calls));
     json_object_set_new(j, "skipped", json_integer(skipped));
     json_object_set_new(j, "metamorphic_checks", json_integer(metas));
@@ -220,6 +299,8 @@ static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long l
     } else {
         json_t *fj = json_object();
         json_object_set_new(fj, "call", json_integer(fail_n));
+        json_object_set_new(fj, "edge",
+                            fail_edge >= 0 ? json_string(hf_edges[fail_edge].id) : json_null());
         json_object_set_new(fj, "seconds", json_real(fail_s));
         json_object_set_new(fj, "check",
                             json_string(f->meta < 0 ? "differential" : hf_meta_name(f->meta)));
@@ -273,6 +354,11 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     int rc = hf_parse(argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    if (o.list_edges) {
+        for (int e = 0; e < hf_nedges; e++)
+            printf("%s\n", hf_edges[e].id);
+        return CLI_EXIT_OK;
+    }
     if (!o.seed_given) {
         uint64_t st = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         o.seed = acase_splitmix64_next(&st) % 1000000000ull;
@@ -333,9 +419,36 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         snprintf(x.version, sizeof x.version, "%s", x.hb.be->version ? x.hb.be->version : "");
     }
 
+    /* The edges' order for this seed, and the trace / saved calls of --trace, --save-calls. */
+    static int order[256];
+    _Static_assert(sizeof order / sizeof order[0] >= 128, "room for every edge generator");
+    const int n_order = hf_nedges <= 256 ? hf_edge_order(o.seed, x.caps, order) : 0;
+    if (o.draw_mode != HF_DRAW_UNIFORM && n_order == 0)
+        fprintf(stderr, "attnconf fuzz: %s allows no edge generator: every call is uniform\n",
+                x.name);
+    FILE *trace = NULL;
+    char calls_dir[PATH_MAX] = "";
+    if (o.trace && !(trace = fopen(o.trace, "w"))) {
+        fprintf(stderr, "attnconf fuzz: --trace %s: %s\n", o.trace, strerror(errno));
+        of_discard(&jf);
+        hw_stop(&x.w);
+        hb_unload(&x.hb);
+        return CLI_EXIT_USAGE;
+    }
+    if (o.save_calls && (hf_mkdir(o.save_calls) != 0 || !realpath(o.save_calls, calls_dir))) {
+        fprintf(stderr, "attnconf fuzz: --save-calls %s: %s\n", o.save_calls, strerror(errno));
+        if (trace)
+            fclose(trace);
+        of_discard(&jf);
+        hw_stop(&x.w);
+        hb_unload(&x.hb);
+        return CLI_EXIT_USAGE;
+    }
+
     const int tty = isatty(STDERR_FILENO);
     const double t0 = mono_now();
     double last_progress = 0;
+    int fail_edge = -1;
     long long n = 0, skipped = 0, metas = 0, fail_n = -1;
     double fail_s = 0;
     hf_fail f;
@@ -354,7 +467,8 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         }
         uint64_t st = hf_call_seed(o.seed, n);
         hf_call call;
-        rc = hf_draw(&st, x.caps, &call);
+        const int edge = hf_call_edge(o.draw_mode, order, n_order, n);
+        rc = hf_draw_edge(&st, x.caps, edge, &call);
         if (rc == -2) {
             fprintf(stderr, "attnconf fuzz: %s supports none of f32, f16, bf16\n", x.name);
             internal = 1;
@@ -367,6 +481,21 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         }
         char id[ACASE_ID_MAX];
         snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, n);
+        if (trace) {
+            char text[512];
+            hf_call_text(&call, text, sizeof text);
+            fprintf(trace, "%lld\t%s\t%s\t%s\n", n, id, edge >= 0 ? hf_edges[edge].id : "-", text);
+        }
+        if (calls_dir[0]) {
+            char path[PATH_MAX];
+            if (hf_write_case(&call, calls_dir, id, path, err, sizeof err) != 0) {
+                fprintf(stderr, "%sattnconf fuzz: --save-calls: call %lld: %s\n", tty ? "\n" : "",
+                        n, err);
+                hf_call_free(&call);
+                internal = 1;
+                break;
+            }
+        }
         hr_result r;
         rc = hf_check_call(&x, &call, id, &r, NULL, err, sizeof err);
         if (rc < 0) {
@@ -401,6 +530,7 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         }
         if (rc == 1) {
             fail_n = n;
+            fail_edge = edge;
             fail_s = mono_now() - t0;
             failing = call;
             break;
@@ -409,6 +539,10 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     }
     if (tty)
         fprintf(stderr, "\r%*s\r", 70, "");
+    if (trace && fclose(trace) != 0) {
+        fprintf(stderr, "attnconf fuzz: --trace %s: %s\n", o.trace, strerror(errno));
+        internal = 1;
+    }
     const double elapsed = mono_now() - t0;
     const long long calls = fail_n >= 0 ? fail_n + 1 : n;
 
@@ -422,6 +556,8 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
                "  %s\n  call: %s\n",
                x.name, x.version, (unsigned long long)o.seed, fail_n, fail_s,
                f.meta < 0 ? "differential" : hf_meta_name(f.meta), f.message, orig_text);
+        if (fail_edge >= 0)
+            printf("  edge posed: %s (cases/EDGES.md)\n", hf_edges[fail_edge].id);
         fflush(stdout);
         char id[ACASE_ID_MAX];
         snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, fail_n);
@@ -478,8 +614,9 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         nreplay += w > 0 && (size_t)w < sizeof replay[0];
         w = snprintf(replay[nreplay], sizeof replay[0],
                      "%s fuzz --backend %s%s --seed %llu "
-                     "--count %lld%s",
+                     "--count %lld --draw %s%s",
                      qa0, qbe, opts, (unsigned long long)o.seed, fail_n + 1,
+                     hf_draw_names[o.draw_mode],
                      o.no_meta     ? " --no-meta"
                      : o.meta_only ? " --meta-only"
                                    : "");
@@ -493,9 +630,9 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
                "checks) in %.1f s, no failure\n",
                x.name, x.version, (unsigned long long)o.seed, n, skipped, metas, elapsed);
     }
-    if (o.json &&
-        hf_write_json(&jf, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0, fail_n, fail_s, &f,
-                      orig_text, min_text, steps, files, nfiles, replay, nreplay) != 0) {
+    if (o.json && hf_write_json(&jf, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0, fail_n,
+                                fail_edge, fail_s, &f, orig_text, min_text, steps, files, nfiles,
+                                replay, nreplay) != 0) {
         fprintf(stderr, "attnconf fuzz: cannot write %s\n", o.json);
         internal = 1;
     }
