@@ -973,7 +973,7 @@ static void put_fenced(FILE *f, const char *s)
 }
 
 static int write_report(FILE *f, const rp_data *d, const char *title, const char *command,
-                        const char *chart, size_t nfiles)
+                        const char *chart)
 {
     fputs("# ", f);
     for (const char *p = title; *p; p++) /* the title may hold Markdown; keep it on one line */
@@ -994,7 +994,13 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
           "cannot write, as the backend answered; it conforms only where the backend's "
           "expected-results file lists the case with its reason; \"unx\" in the matrix). ",
           f);
-    fprintf(f, "It was generated from %zu result file%s with:\n\n", nfiles, nfiles == 1 ? "" : "s");
+    /* Runs, not files: the shards of one sharded run count once, so merging them gives the
+     * unsharded run's report byte for byte. */
+    size_t runs = 0;
+    for (size_t b = 0; b < d->nb; b++)
+        runs += d->backends[b].runs;
+    fprintf(f, "It was generated from the results of %zu run%s with:\n\n", runs,
+            runs == 1 ? "" : "s");
     char *cmd = rp_relative(d, command);
     put_fenced(f, cmd ? cmd : command);
     free(cmd);
@@ -1197,7 +1203,7 @@ int cmd_report(const char *argv0, int argc, char **argv)
         FILE *m = open_memstream(&buf, &len);
         int bad = !m;
         if (m) {
-            bad |= write_report(m, &d, title, command, chart, nfiles) != 0;
+            bad |= write_report(m, &d, title, command, chart) != 0;
             bad |= ferror(m) != 0;
             bad |= fclose(m) != 0;
         }
