@@ -418,12 +418,12 @@ static int shard_entries(entry *e, size_t *n, shard_spec sp, shard_info *si)
         h = shard_digest_add(h, e[i].id);
     si->selected = m;
     si->digest = h;
-    uint64_t *cost = calloc(m ? m : 1, sizeof *cost), *load = calloc(sp.total, sizeof *load);
+    uint64_t *cost = calloc(m ? m : 1, sizeof *cost);
     const char **key = calloc(m ? m : 1, sizeof *key);
     uint32_t *of = calloc(m ? m : 1, sizeof *of);
     size_t *group = calloc(m ? m : 1, sizeof *group); /* entry i -> its item */
-    if (!cost || !load || !key || !of || !group) {
-        free(cost), free(load), free(key), free(of), free(group);
+    if (!cost || !key || !of || !group) {
+        free(cost), free(key), free(of), free(group);
         fprintf(stderr, "attnconf: out of memory\n");
         return -1;
     }
@@ -435,16 +435,19 @@ static int shard_entries(entry *e, size_t *n, shard_spec sp, shard_info *si)
         uint64_t c = e[i].c ? run_case_cost(e[i].c) : RUN_CASE_COST_BASE;
         cost[items - 1] = shard_cost_add(cost[items - 1], c);
     }
-    if (shard_assign(cost, key, items, sp.total, of, load) != 0) {
-        free(cost), free(load), free(key), free(of), free(group);
+    if (shard_assign(cost, key, items, sp.total, of, NULL) != 0) {
+        free(cost), free(key), free(of), free(group);
         fprintf(stderr, "attnconf: out of memory\n");
         return -1;
     }
+    /* The slice's cost from what it was given (not from the greedy's own tally), so that
+     * `list --shard` shows the balance a slice really has. */
     for (size_t g = 0; g < items; g++) {
         si->total_cost = shard_cost_add(si->total_cost, cost[g]);
         si->largest = cost[g] > si->largest ? cost[g] : si->largest;
+        if (of[g] == sp.index)
+            si->cost = shard_cost_add(si->cost, cost[g]);
     }
-    si->cost = load[sp.index];
     size_t k = 0;
     for (size_t i = 0; i < m; i++) {
         if (of[group[i]] == sp.index)
@@ -454,7 +457,7 @@ static int shard_entries(entry *e, size_t *n, shard_spec sp, shard_info *si)
     }
     si->kept = k;
     *n = k;
-    free(cost), free(load), free(key), free(of), free(group);
+    free(cost), free(key), free(of), free(group);
     return 0;
 }
 
