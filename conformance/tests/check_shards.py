@@ -78,12 +78,36 @@ def strip_time(r):
     return {k: v for k, v in r.items() if k != "seconds"}
 
 
+def check_workflow(path):
+    """The documented CI example: a matrix over every shard index, and a merge of all files."""
+    try:
+        import yaml
+    except ImportError:
+        print("check_shards: no PyYAML: the workflow is not checked", file=sys.stderr)
+        return
+    with open(path) as f:
+        wf = yaml.safe_load(f)
+    n = int(wf["env"]["SHARDS"])
+    jobs = wf["jobs"]
+    check(jobs["shard"]["strategy"]["matrix"]["shard"] == list(range(n)),
+          "workflow: the matrix covers shards 0..%d" % (n - 1))
+    runs = " ".join(st.get("run", "") for st in jobs["shard"]["steps"])
+    check('--shard "${{ matrix.shard }}/$SHARDS"' in runs and "--format json --out" in runs,
+          "workflow: each job runs attnconf run --shard K/N --format json --out")
+    check(jobs["report"]["needs"] == "shard", "workflow: the report job waits for the shards")
+    runs = " ".join(st.get("run", "") for st in jobs["report"]["steps"])
+    check("attnconf\" report" in runs and "results/*.json" in runs,
+          "workflow: the report job merges every shard's file")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--attnconf", required=True)
     ap.add_argument("--backend", required=True)
     ap.add_argument("--cases", required=True)
     ap.add_argument("--dir", required=True)
+    ap.add_argument("--workflow", help="examples/ci-shards/attnconf-shards.yml: its matrix "
+                    "covers shards 0..SHARDS-1, each runs --shard K/N, and report merges them")
     a = ap.parse_args()
     shutil.rmtree(a.dir, ignore_errors=True)
     os.makedirs(a.dir)
@@ -259,6 +283,8 @@ def main():
     save(bad, os.path.join(d, "badidx.json"))
     refused([os.path.join(d, "badidx.json")], r"field \"shard.index\"", "a shard index >= total")
 
+    if a.workflow:
+        check_workflow(a.workflow)
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
         return 1

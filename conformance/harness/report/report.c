@@ -8,7 +8,13 @@
  * (tools/pass-chart: the same numbers as a colour map).  No table is wider than 12 columns.
  *
  * Several files may name the same backend (e.g. runs with different filters); their results
- * are merged, and a case id seen twice for one backend is an error.  Backends whose name starts
+ * are merged, and a case id seen twice for one backend is an error, and so are files of one
+ * backend with different versions or options.  The shards of one sharded run (`run --shard
+ * K/N`, "shard" in the results) merge into the unsharded run's report, byte for byte: the
+ * report counts runs, not files.  Refused, naming the files: a shard given twice or a case in
+ * two shards (overlapping), shards of another number or of another selection (count and digest
+ * of the case ids, filter), shards mixed with an unsharded run of the backend, a missing shard
+ * (named: "shard 1/3 missing"), and shards whose cases are not the selection they record.  Backends whose name starts
  * with "mutant_" are test-only backends with one deliberate bug: they get their own table, and
  * only per-family counts of the cases that caught them.
  *
