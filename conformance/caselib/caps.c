@@ -47,6 +47,7 @@ static const struct {
     {"cache.quantized", ATTNCONF_CAP_CACHE_QUANTIZED},
     {"cache.batch", ATTNCONF_CAP_CACHE_BATCH},
     {"cache.batch_rotating", ATTNCONF_CAP_CACHE_BATCH_ROTATING},
+    {"device", ATTNCONF_CAP_DEVICE},
 };
 
 uint64_t acase_cap_from_name(const char *name)
