@@ -176,15 +176,14 @@ static fd_buf *fd_range(fd_ctx *c, const char *what, const void *handle, size_t 
     if (!b)
         fd_fail(c, "%s: %p is not a device handle of this context", what, handle);
     else if (offset > b->size || bytes > b->size - offset)
-        fd_fail(c, "%s: bytes %zu..%zu outside the %zu-byte buffer", what, offset,
-                offset + bytes, b->size);
+        fd_fail(c, "%s: bytes %zu..%zu outside the %zu-byte buffer", what, offset, offset + bytes,
+                b->size);
     else
         return b;
     return NULL;
 }
 
-static int fd_copy_to_device(void *ctx, void *handle, size_t offset, const void *src,
-                             size_t bytes)
+static int fd_copy_to_device(void *ctx, void *handle, size_t offset, const void *src, size_t bytes)
 {
     fd_buf *b = fd_range(ctx, "copy_to_device", handle, offset, bytes);
     if (!b)
