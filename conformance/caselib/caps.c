@@ -48,6 +48,7 @@ static const struct {
     {"cache.batch", ATTNCONF_CAP_CACHE_BATCH},
     {"cache.batch_rotating", ATTNCONF_CAP_CACHE_BATCH_ROTATING},
     {"paged", ATTNCONF_CAP_PAGED},
+    {"device", ATTNCONF_CAP_DEVICE},
 };
 
 uint64_t acase_cap_from_name(const char *name)

@@ -214,6 +214,9 @@ static const hello_refusal hello_refusals[] = {
     {"{\"name\":\"a\",\"version\":\"1\"}", "\"capabilities\" is missing or not an array"},
     {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[\"f64\"]}",
      "unknown capability 'f64' (known: f32, f16, bf16"},
+    /* Device memory has no wire form (PROTOCOL.md): an adapter owns its device. */
+    {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[\"f32\",\"device\"]}",
+     "capability 'device' is not one an exec: adapter can list"},
     {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[\"f64\"]}", ", stride0.wire)"},
     {"{\"name\":\"a\",\"version\":\"1\",\"capabilities\":[7]}",
      "unknown capability (not a string)"},

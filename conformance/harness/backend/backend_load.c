@@ -269,7 +269,9 @@ static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *
                 HB_MEMBER(cache_make_mask), HB_MEMBER(cache_state),  HB_MEMBER(cache_destroy)},
       batched[] = {HB_MEMBER(cache_filter), HB_MEMBER(cache_extend), HB_MEMBER(cache_merge),
                    HB_MEMBER(cache_prepare), HB_MEMBER(cache_finalize)},
-      paged[] = {HB_MEMBER(paged_append), HB_MEMBER(paged_sdpa)};
+      paged[] = {HB_MEMBER(paged_append), HB_MEMBER(paged_sdpa)},
+      device[] = {HB_MEMBER(device_info),    HB_MEMBER(device_alloc),     HB_MEMBER(device_free),
+                  HB_MEMBER(copy_to_device), HB_MEMBER(copy_from_device), HB_MEMBER(synchronize)};
 #undef HB_MEMBER
     for (size_t i = 0; (caps & any_cache) && i < sizeof core / sizeof core[0]; i++)
         if (!core[i].present)
@@ -290,6 +292,13 @@ static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *
                           "%s: backend '%s' reports paged but its table has "
                           "no %s (NULL, or past struct_size)",
                           path, be->name, paged[i].name);
+    /* Seventh revision: a device backend's buffers are reached only through these members. */
+    for (size_t i = 0; (caps & ATTNCONF_CAP_DEVICE) && i < sizeof device / sizeof device[0]; i++)
+        if (!device[i].present)
+            return hb_err(err, errlen,
+                          "%s: backend '%s' reports device but its table has no %s (NULL, "
+                          "or past struct_size)",
+                          path, be->name, device[i].name);
     return 0;
 }
 

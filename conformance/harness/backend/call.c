@@ -3,6 +3,8 @@
 
 #include "common/clock.h"
 
+#include <string.h>
+
 const char *hb_last_error(const hb_backend *b)
 {
     const char *e = HB_HAS(b->be, last_error) ? b->be->last_error(b->ctx) : NULL;
@@ -92,4 +94,75 @@ int hb_cache_prepare(const hb_backend *b, void *cache, const attnconf_cache_prep
 int hb_cache_finalize(const hb_backend *b, void *cache)
 {
     return HB_HAS(b->be, cache_finalize) ? b->be->cache_finalize(b->ctx, cache) : ATTNCONF_ENOTSUP;
+}
+
+/* ---- device memory (seventh revision) ---- */
+
+int hb_is_device(const hb_backend *b)
+{
+    const attnconf_backend *be = b->be;
+    return (b->caps & ATTNCONF_CAP_DEVICE) && HB_HAS(be, device_info) && HB_HAS(be, device_alloc) &&
+           HB_HAS(be, device_free) && HB_HAS(be, copy_to_device) && HB_HAS(be, copy_from_device) &&
+           HB_HAS(be, synchronize);
+}
+
+int hb_device_info(const hb_backend *b, attnconf_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    if (!hb_is_device(b))
+        return ATTNCONF_ENOTSUP;
+    int rc = b->be->device_info(b->ctx, info);
+    info->name[sizeof info->name - 1] = '\0'; /* a backend that forgot the terminator */
+    return rc;
+}
+
+int hb_device_alloc(const hb_backend *b, size_t bytes, void **handle)
+{
+    *handle = NULL;
+    return hb_is_device(b) ? b->be->device_alloc(b->ctx, bytes ? bytes : 1, handle)
+                           : ATTNCONF_ENOTSUP;
+}
+
+void hb_device_free(const hb_backend *b, void *handle)
+{
+    if (handle && hb_is_device(b))
+        b->be->device_free(b->ctx, handle);
+}
+
+int hb_copy_to_device(const hb_backend *b, void *handle, size_t offset, const void *src,
+                      size_t bytes, double *seconds)
+{
+    if (!hb_is_device(b))
+        return ATTNCONF_ENOTSUP;
+    double t0 = mono_now();
+    int rc = b->be->copy_to_device(b->ctx, handle, offset, src, bytes);
+    if (seconds)
+        *seconds += mono_now() - t0;
+    return rc;
+}
+
+int hb_copy_from_device(const hb_backend *b, void *dst, const void *handle, size_t offset,
+                        size_t bytes, double *seconds)
+{
+    if (!hb_is_device(b))
+        return ATTNCONF_ENOTSUP;
+    double t0 = mono_now();
+    int rc = b->be->copy_from_device(b->ctx, dst, handle, offset, bytes);
+    if (seconds)
+        *seconds += mono_now() - t0;
+    return rc;
+}
+
+int hb_sdpa_synchronized(const hb_backend *b, const attnconf_sdpa_args *a, double *seconds)
+{
+    if (!hb_is_device(b))
+        return hb_sdpa(b, a, seconds);
+    double t0 = mono_now();
+    int rc = b->be->sdpa(b->ctx, a);
+    /* Even a failed call may have queued work: the buffers are read only after it ends. */
+    int rs = b->be->synchronize(b->ctx);
+    if (seconds)
+        *seconds = mono_now() - t0;
+    return rc != ATTNCONF_OK ? rc : rs;
 }

@@ -301,6 +301,12 @@ int xr_hello_take(json_t *r, xr_hello *h, char *why, size_t n)
             continue;
         }
         uint64_t bit = json_is_string(e) ? acase_cap_from_name(json_string_value(e)) : 0;
+        /* Device memory (seventh revision) has no wire form: an adapter owns its device and
+         * receives host bytes (PROTOCOL.md). */
+        if (bit == ATTNCONF_CAP_DEVICE)
+            return xr_fail(why, n,
+                           "hello: capability 'device' is not one an exec: adapter can list (the "
+                           "protocol carries host bytes; the adapter owns its device)");
         if (!bit) {
             char known[600]; /* every name the table knows, so the list never goes stale */
             uint64_t all = 0;

@@ -119,6 +119,7 @@ typedef struct bench_backend {
     /* From the up-front load. */
     char name[128], version[128];
     uint64_t caps;
+    char device[256]; /* a device backend's device (hw_hello.device); "" for host memory */
 } bench_backend;
 
 typedef struct bench_opts {
@@ -281,7 +282,7 @@ static void bench_child(int fd, void *arg)
     if (hb_load(b->spec, hl_backend_dir(), &oo, &hb, err, sizeof err) != 0) {
         json_object_set_new(o, "message", json_string(err));
     } else {
-        bb_run(hb.be, hb.ctx, a->s, a->dt, a->via, a->cfg, b->adapter ? xb_last_seconds : NULL, o,
+        bb_run(&hb, a->s, a->dt, a->via, a->cfg, b->adapter ? xb_last_seconds : NULL, o,
                a->progress, a->prefix);
         hb_unload(&hb); /* an adapter: closed, exited and reaped */
         struct rusage ru;
@@ -390,6 +391,12 @@ static void print_row(const widths *w, const char *backend, const json_t *o)
     printf("\n");
     if (msg && msg[0])
         printf("    %s\n", msg);
+    /* A device backend: the time above is the kernel's on resident data; the copies apart. */
+    const double to = num(o, "copy_to_device_s"), from = num(o, "copy_from_device_s");
+    if (isfinite(to) && isfinite(from))
+        printf("    copies: to the device %.3f ms (%.1f KiB), from the device %.3f ms (%.1f KiB)\n",
+               to * 1e3, num(o, "copy_to_device_bytes") / 1024.0, from * 1e3,
+               num(o, "copy_from_device_bytes") / 1024.0);
     fflush(stdout);
 }
 
@@ -414,6 +421,8 @@ static json_t *backend_json(const bench_backend *b)
         json_object_set_new(opts, b->opt[k].key, json_string(b->opt[k].value));
     json_object_set_new(x, "options", opts);
     json_object_set_new(x, "timing", json_string(b->adapter ? "adapter" : "in-process"));
+    if (b->device[0]) /* a device backend: times are the kernel's, copies apart (perf/README.md) */
+        json_object_set_new(x, "device", json_string(b->device));
     json_object_set_new(x, "shapes", json_array());
     return x;
 }
@@ -464,6 +473,7 @@ static int load_backends(bench_opts *o, char *err, size_t errlen)
         snprintf(b->name, sizeof b->name, "%s", h.name);
         snprintf(b->version, sizeof b->version, "%.*s", (int)sizeof b->version - 1, h.version);
         b->caps = h.caps;
+        snprintf(b->device, sizeof b->device, "%s", h.device);
         for (int y = 0; y < x; y++)
             if (!strcmp(o->be[y].name, b->name)) {
                 fprintf(stderr,

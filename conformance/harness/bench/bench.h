@@ -204,8 +204,7 @@ struct json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, co
  * value when it reported none (exec_backend.h xb_last_seconds, for exec: adapters). */
 typedef double (*bb_reported_fn)(void *ctx);
 
-/* Run shape s in dtype dt on the backend `be` (open context ctx, capabilities caps) in this
- * process: allocate and fill q, k, v (SplitMix64, deterministic per shape and dtype; with
+/* Run shape s in dtype dt on the loaded backend hb (backend_load.h) in this process: allocate and fill q, k, v (SplitMix64, deterministic per shape and dtype; with
  * via BB_VIA_MASK the structure as a boolean mask), call sdpa once and validate that result
  * (the output descriptor, then bv_validate), then time repetitions as cfg says, flipping the
  * sign of one q element before each so no result can be reused.  Each repetition's time is
@@ -213,9 +212,15 @@ typedef double (*bb_reported_fn)(void *ctx);
  * time the backend measured itself (an exec: adapter, whose call also carries the transport);
  * a repetition it reports no time for is an ERROR (min_time still counts wall time).  Sets, in o (from bb_shape_json), status
  * OK / INCORRECT / ERROR / NOT_SUPPORTED (ENOTSUP) with its message, the measurements and
- * peak_rss_bytes (getrusage: this process's peak resident memory).  progress (may be NULL)
+ * peak_rss_bytes (getrusage: this process's peak resident memory).  On a device backend
+ * (ATTNCONF_CAP_DEVICE) q, k, v (and the mask) are copied to device buffers once and stay
+ * there: each repetition is sdpa + synchronize on resident data (the flipped q element is
+ * copied before it, untimed), the result of the first call is copied back for the validation,
+ * and the two copies are reported apart (copy_to_device_s / _bytes: the inputs;
+ * copy_from_device_s / _bytes: the output; absent for a host backend).  progress (may be NULL)
  * gets a status line while it runs (a terminal). */
-void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt, bb_via via,
+struct hb_backend;
+void bb_run(const struct hb_backend *hb, const bs_shape *s, attnref_dtype dt, bb_via via,
             const bb_config *cfg, bb_reported_fn reported, struct json_t *o, FILE *progress,
             const char *progress_prefix);
 

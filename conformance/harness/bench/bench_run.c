@@ -248,12 +248,46 @@ static void progress_line(FILE *f, const char *prefix, const char *fmt, ...)
     fflush(f);
 }
 
-void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt, bb_via via,
+/* The device buffers of a device backend's benchmark (bb_run). */
+typedef struct bb_dev {
+    void *h[5]; /* q, k, v, mask, out; NULL = none */
+} bb_dev;
+
+/* Put host[i] (bytes[i], NULL = none) in device buffers, the inputs' copy time summed in
+ * *copy_s (the output's 0xFF fill is the harness's, not the workload's: untimed).  Returns
+ * NULL, or why not. */
+static const char *bb_dev_put(const hb_backend *hb, bb_dev *d, void *const host[5],
+                              const size_t bytes[5], double *copy_s, char *buf, size_t n)
+{
+    static const char *const names[5] = {"q", "k", "v", "mask", "out"};
+    for (int i = 0; i < 5; i++) {
+        if (!host[i])
+            continue;
+        int rc = hb_device_alloc(hb, bytes[i], &d->h[i]);
+        if (rc == ATTNCONF_OK)
+            rc = hb_copy_to_device(hb, d->h[i], 0, host[i], bytes[i], i < 4 ? copy_s : NULL);
+        if (rc != ATTNCONF_OK) {
+            char le[CLIP_MAX + 1];
+            clip_text(hb_last_error(hb), le, sizeof le);
+            snprintf(buf, n, "%s of %s (%zu bytes) returned %s%s%s",
+                     d->h[i] ? "copy_to_device" : "device_alloc", names[i], bytes[i],
+                     hb_code_name(rc), le[0] ? ": " : "", le);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via via,
             const bb_config *cfg, bb_reported_fn reported, json_t *o, FILE *progress,
             const char *progress_prefix)
 {
-    const hb_backend hb = {.be = be, .ctx = ctx}; /* a view for the call layer (call.h) */
-    bb_pool pool;                                 /* a paged shape's pages (bench_paged.c) */
+    const hb_backend hb = *hbp;
+    void *ctx = hb.ctx;
+    const attnconf_backend *be = hb.be;
+    const int device = hb_is_device(&hb);
+    bb_dev dev = {{NULL}};
+    bb_pool pool; /* a paged shape's pages (bench_paged.c) */
     attnconf_paged_args pa;
     memset(&pool, 0, sizeof pool);
     const size_t es = attnref_dtype_size(dt);
@@ -310,6 +344,11 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     a.alibi_max_bias = s->alibi_max_bias;
     a.sinks = s->sinks_f32;
     /* A paged shape: the same K and V through a shuffled pool and paged_sdpa. */
+    if (s->page_size > 0 && device) {
+        /* The paged members take host pools (the seventh revision covers sdpa only). */
+        set_status(o, "NOT_SUPPORTED", "a paged shape on a device backend (host pools only)");
+        goto done;
+    }
     if (s->page_size > 0) {
         progress_line(progress, progress_prefix, "filling the pages");
         if (bb_pool_make(s, dt, k, v, seed_of(id, 3), &pool) != 0) {
@@ -319,8 +358,34 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         bb_paged_args(s, &pool, &tq, &out, capacity, &pa);
     }
 
+    /* A device backend computes on resident device buffers: the inputs go there once. */
+    double copy_in = 0, copy_out = 0;
+    const size_t in_bytes =
+        (size_t)(nq + nk + nv) * es + (via == BB_VIA_MASK ? (size_t)(s->b * mrows * s->lk) : 0);
+    const size_t out_bytes = (size_t)no * es;
+    if (device) {
+        progress_line(progress, progress_prefix, "copying to the device");
+        void *const host[5] = {q, k, v, via == BB_VIA_MASK ? (void *)mask : NULL, outd};
+        const size_t bytes[5] = {(size_t)nq * es, (size_t)nk * es, (size_t)nv * es,
+                                 via == BB_VIA_MASK ? (size_t)(s->b * mrows * s->lk) : 0, capacity};
+        char why[CLIP_MAX + 256];
+        const char *bad = bb_dev_put(&hb, &dev, host, bytes, &copy_in, why, sizeof why);
+        if (bad) {
+            set_status(o, "ERROR", "%s", bad);
+            goto done;
+        }
+        tq.data = dev.h[0];
+        tk.data = dev.h[1];
+        tv.data = dev.h[2];
+        if (via == BB_VIA_MASK)
+            tm.data = dev.h[3];
+        out.data = dev.h[4];
+        before = out;
+    }
+
     progress_line(progress, progress_prefix, "first call");
-    int rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, NULL) : hb_sdpa(&hb, &a, NULL);
+    int rc =
+        s->page_size > 0 ? bb_paged_call(be, ctx, &pa, NULL) : hb_sdpa_synchronized(&hb, &a, NULL);
     if (rc != ATTNCONF_OK) {
         char le[CLIP_MAX + 1];
         clip_text(hb_last_error(&hb), le, sizeof le);
@@ -335,9 +400,25 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         set_status(o, "INCORRECT", "%s", bad);
         goto done;
     }
+    attnconf_tensor got = out; /* the result in host memory */
+    if (device) {
+        rc = hb_copy_from_device(&hb, outd, dev.h[4], 0, out_bytes, &copy_out);
+        if (rc != ATTNCONF_OK) {
+            char le[CLIP_MAX + 1];
+            clip_text(hb_last_error(&hb), le, sizeof le);
+            set_status(o, "ERROR", "copy_from_device of the output returned %s%s%s",
+                       hb_code_name(rc), le[0] ? ": " : "", le);
+            goto done;
+        }
+        got.data = outd;
+        json_object_set_new(o, "copy_to_device_s", json_real(copy_in));
+        json_object_set_new(o, "copy_to_device_bytes", json_integer((json_int_t)in_bytes));
+        json_object_set_new(o, "copy_from_device_s", json_real(copy_out));
+        json_object_set_new(o, "copy_from_device_bytes", json_integer((json_int_t)out_bytes));
+    }
     progress_line(progress, progress_prefix, "validating");
     bv_outcome vo;
-    if (bv_validate(s, dt, q, k, v, &out, &vo) != 0) {
+    if (bv_validate(s, dt, q, k, v, &got, &vo) != 0) {
         set_status(o, "ERROR", "harness: %s", vo.message);
         goto done;
     }
@@ -351,10 +432,20 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     int64_t n = 0;
     double total = 0, last_shown = mono_now();
     while (n < cfg->max_reps && (n < cfg->min_reps || total < cfg->min_time_s)) {
-        flip_sign(q, dt, (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) % (uint64_t)nq));
+        const int64_t x = (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) % (uint64_t)nq);
+        flip_sign(q, dt, x);
+        /* On a device the flipped element follows q there, outside the timed call. */
+        if (device &&
+            (rc = hb_copy_to_device(&hb, dev.h[0], (size_t)x * es,
+                                    (const unsigned char *)q + x * es, es, NULL)) != ATTNCONF_OK) {
+            set_status(o, "ERROR", "repetition %lld: copy_to_device returned %s", (long long)n + 1,
+                       hb_code_name(rc));
+            goto done;
+        }
         out = before;
         double wall;
-        rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, &wall) : hb_sdpa(&hb, &a, &wall);
+        rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, &wall)
+                              : hb_sdpa_synchronized(&hb, &a, &wall);
         if (rc != ATTNCONF_OK) {
             char le[CLIP_MAX + 1];
             clip_text(hb_last_error(&hb), le, sizeof le);
@@ -384,6 +475,8 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     set_status(o, "OK", "%s", "");
 
 done:;
+    for (int i = 0; i < 5; i++)
+        hb_device_free(&hb, dev.h[i]);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) /* ru_maxrss is in KiB on Linux */
         json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));

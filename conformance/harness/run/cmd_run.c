@@ -1159,6 +1159,7 @@ int cmd_backend_info(const char *argv0, int argc, char **argv)
     char caps[1024];
     acase_caps_text(h.caps, ", ", caps, sizeof caps);
     printf("capabilities: %s\n", caps[0] ? caps : "none");
+    printf("device: %s\n", h.device[0] ? h.device : "host memory");
     printf("options:%s\n%s", h.noptions ? "" : " none", h.options);
     if (bo.summary[0])
         printf("given: %s\n", bo.summary);

@@ -934,11 +934,173 @@ fail:
     return NULL;
 }
 
+/* ---- device memory (seventh revision) ----------------------------------------------------
+ *
+ * For a backend with ATTNCONF_CAP_DEVICE, the host buffers laid out above are mirrored on the
+ * device: each tensor (q, k, v, the mask, the output) gets a device buffer of its bytes plus
+ * HR_DEVICE_MARGIN canary bytes after them, written through copy_to_device (the output's own
+ * bytes with the 0xFF fill).  After sdpa and synchronize every buffer is copied back whole: a
+ * changed canary is a write past the end of that buffer, a changed input byte a write into an
+ * input, each a FAIL naming the buffer.  Then the output's bytes go into the guarded host
+ * output and are judged as for a host backend.  No margin can precede a buffer: a handle
+ * stands for its buffer's first byte and attnconf_tensor has no byte offset (backend.h). */
+#define HR_DEVICE_MARGIN ((size_t)4096)
+
+typedef struct run_dev_buf {
+    void *handle;            /* NULL = none */
+    const run_guarded *host; /* the host bytes it mirrors */
+    const char *name;        /* "input q", ..., "output buffer" */
+} run_dev_buf;
+
+/* The canary of a device margin: the guarded buffers' pattern, from its own start. */
+static void run_dev_canary(unsigned char *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        m[i] = run_canary_byte(i);
+}
+
+/* Allocate d's device buffer and write the host bytes and the canary margin.  0, or -1 with
+ * an ERROR in r. */
+static int run_dev_put(const hb_backend *hb, run_dev_buf *d, unsigned char *scratch, hr_result *r,
+                       double *copy_s)
+{
+    const size_t len = d->host->len;
+    int rc = hb_device_alloc(hb, len + HR_DEVICE_MARGIN, &d->handle);
+    if (rc != ATTNCONF_OK || !d->handle) {
+        d->handle = NULL;
+        run_set(r, HR_ERROR, "device_alloc of %zu bytes for the %s returned %s: %s",
+                len + HR_DEVICE_MARGIN, d->name, hb_code_name(rc), hb_last_error(hb));
+        return -1;
+    }
+    run_dev_canary(scratch, HR_DEVICE_MARGIN);
+    if ((rc = hb_copy_to_device(hb, d->handle, 0, d->host->data, len, copy_s)) != ATTNCONF_OK ||
+        (rc = hb_copy_to_device(hb, d->handle, len, scratch, HR_DEVICE_MARGIN, copy_s)) !=
+            ATTNCONF_OK) {
+        run_set(r, HR_ERROR, "copy_to_device of the %s returned %s: %s", d->name, hb_code_name(rc),
+                hb_last_error(hb));
+        return -1;
+    }
+    return 0;
+}
+
+/* Copy d's whole device buffer into scratch (len + margin bytes) and check it: the margin
+ * against the canary and, for an input (`input`), the bytes against the host copy.  Returns 1
+ * with a FAIL (or an ERROR when the copy failed) in r, else 0. */
+static int run_dev_check(const hb_backend *hb, const run_dev_buf *d, int input,
+                         unsigned char *scratch, hr_result *r, double *copy_s)
+{
+    const size_t len = d->host->len;
+    int rc = hb_copy_from_device(hb, scratch, d->handle, 0, len + HR_DEVICE_MARGIN, copy_s);
+    if (rc != ATTNCONF_OK) {
+        run_set(r, HR_ERROR, "copy_from_device of the %s returned %s: %s", d->name,
+                hb_code_name(rc), hb_last_error(hb));
+        return 1;
+    }
+    size_t lo = SIZE_MAX, hi = 0;
+    for (size_t i = 0; i < HR_DEVICE_MARGIN; i++)
+        if (scratch[len + i] != run_canary_byte(i)) {
+            lo = lo == SIZE_MAX ? i : lo;
+            hi = i;
+        }
+    if (lo != SIZE_MAX) {
+        run_set(r, HR_FAIL,
+                "backend wrote %zu bytes past the end of the %s on the device (offset "
+                "+%zu..+%zu)",
+                hi - lo + 1, d->name, lo, hi);
+        return 1;
+    }
+    for (size_t i = 0; input && i < len; i++)
+        if (scratch[i] != d->host->data[i]) {
+            lo = lo == SIZE_MAX ? i : lo;
+            hi = i;
+        }
+    if (lo != SIZE_MAX) {
+        run_set(r, HR_FAIL,
+                "backend modified the %s on the device (bytes %zu..%zu of %zu changed; inputs "
+                "are read-only)",
+                d->name, lo, hi, len);
+        return 1;
+    }
+    if (!input)
+        memcpy(d->host->data, scratch, len);
+    return 0;
+}
+
+/* run_sdpa on a device backend: the same call with the tensors in device buffers. */
+static void run_sdpa_device(const run_ctx *rn, const acase *c, run_sdpa_call *sc, hr_result *r)
+{
+    const hb_backend *hb = rn->backend;
+    /* q, k, v, mask, out; v may be a view of k's buffer (view_k_prefix): one device buffer. */
+    const attnconf_tensor *host[4] = {&sc->q, &sc->k, &sc->v, sc->args.mask};
+    run_dev_buf dev[5];
+    memset(dev, 0, sizeof dev);
+    attnconf_tensor dt[5] = {sc->q, sc->k, sc->v, sc->mask, sc->out};
+    static const char *const names[5] = {"input q", "input k", "input v", "input mask",
+                                         "output buffer"};
+    size_t most = sc->outg.len;
+    for (int i = 0; i < 4; i++)
+        most = sc->own[i].len > most ? sc->own[i].len : most;
+    unsigned char *scratch = malloc(most + HR_DEVICE_MARGIN);
+    double copy_s = 0;
+    int rc = ATTNCONF_OK, bad = 0;
+    if (!scratch) {
+        run_set(r, HR_ERROR, "harness: out of memory for a %zu-byte device copy",
+                most + HR_DEVICE_MARGIN);
+        return;
+    }
+    for (int i = 0; i < 5 && !bad; i++) {
+        if (i < 4 && !host[i])
+            continue;
+        int same = -1; /* an earlier input over the same host bytes */
+        for (int j = 0; j < i && i < 4; j++)
+            if (host[j] && host[j]->data == host[i]->data)
+                same = j;
+        if (same >= 0) {
+            dt[i].data = dev[same].handle;
+            continue;
+        }
+        dev[i].host = i < 4 ? &sc->own[i] : &sc->outg;
+        dev[i].name = names[i];
+        bad = run_dev_put(hb, &dev[i], scratch, r, &copy_s) != 0;
+        dt[i].data = dev[i].handle;
+    }
+    if (!bad) {
+        attnconf_sdpa_args a = sc->args;
+        a.q = &dt[0];
+        a.k = &dt[1];
+        a.v = &dt[2];
+        a.mask = sc->args.mask ? &dt[3] : NULL;
+        a.out = &dt[4];
+        rc = hb_sdpa_synchronized(hb, &a, &r->seconds);
+        /* The output first (a write past it is the likeliest bug), then every input. */
+        bad = run_dev_check(hb, &dev[4], 0, scratch, r, &copy_s);
+        for (int i = 0; i < 4 && !bad; i++)
+            if (dev[i].handle)
+                bad = run_dev_check(hb, &dev[i], 1, scratch, r, &copy_s);
+    }
+    if (!bad && !run_classify_rc(rn, c, rc, r)) {
+        if (dt[4].data != dev[4].handle) {
+            run_set(r, HR_FAIL, "backend replaced the output data pointer (the device handle)");
+        } else {
+            dt[4].data = sc->outg.data; /* judged on the host copy */
+            run_check_output(c, &sc->before, &dt[4], sc->capacity, 0, r);
+        }
+    }
+    for (int i = 0; i < 5; i++)
+        hb_device_free(hb, dev[i].handle);
+    free(scratch);
+}
+
 static void run_sdpa(const run_ctx *rn, const acase *c, hr_result *r)
 {
     run_sdpa_call *sc = run_sdpa_prepare(c, r);
     if (!sc)
         return;
+    if (hb_is_device(rn->backend)) {
+        run_sdpa_device(rn, c, sc, r);
+        run_sdpa_release(sc);
+        return;
+    }
     int rc = hb_sdpa(rn->backend, &sc->args, &r->seconds);
 
     /* A write outside the buffer is a FAIL whatever the return code said: it would corrupt

@@ -3,6 +3,9 @@
 
 #include "run/worker.h"
 
+#include "backend/call.h"
+#include "backend/plugin.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +28,24 @@ void hw_describe(const hb_backend *hb, hw_hello *hello)
     snprintf(hello->version, sizeof hello->version, "%s", be->version ? be->version : "");
     snprintf(hello->path, sizeof hello->path, "%s", hb->path);
     hello->caps = hb->caps;
+    if (hb_is_device(hb)) {
+        attnconf_device_info di;
+        int rc = hb_device_info(hb, &di);
+        static const char *const kinds[] = {[1] = "cpu",    [2] = "cuda",  [4] = "opencl",
+                                            [7] = "vulkan", [8] = "metal", [10] = "rocm"};
+        const char *kind = di.device_type >= 1 && di.device_type <= 10 && kinds[di.device_type]
+                               ? kinds[di.device_type]
+                               : "unknown type";
+        if (rc != ATTNCONF_OK)
+            snprintf(hello->device, sizeof hello->device, "device_info returned %s: %.160s",
+                     hb_code_name(rc), hb_last_error(hb));
+        else if (di.memory_bytes)
+            snprintf(hello->device, sizeof hello->device, "%s %d: %s, %llu MiB", kind,
+                     (int)di.device_id, di.name, (unsigned long long)(di.memory_bytes >> 20));
+        else
+            snprintf(hello->device, sizeof hello->device, "%s %d: %s, memory unknown", kind,
+                     (int)di.device_id, di.name);
+    }
     /* A first-revision table has no options member (hb_load's rule). */
     const attnconf_option_info *list = HB_HAS_MEMBER(be, options) ? be->options : NULL;
     size_t n = 0;
@@ -182,6 +203,7 @@ int hw_start(hw_worker *w, const hw_config *cfg, hw_hello *hello)
     hello->version[sizeof hello->version - 1] = '\0';
     hello->path[sizeof hello->path - 1] = '\0';
     hello->options[sizeof hello->options - 1] = '\0';
+    hello->device[sizeof hello->device - 1] = '\0';
     if (hello->noptions > 256)
         hello->noptions = 256;
     if (!hello->ok)

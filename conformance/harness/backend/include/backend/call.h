@@ -41,4 +41,20 @@ int hb_cache_merge(const hb_backend *b, void *const *caches, int64_t n, void **o
 int hb_cache_prepare(const hb_backend *b, void *cache, const attnconf_cache_prepare_args *a);
 int hb_cache_finalize(const hb_backend *b, void *cache);
 
+/* Device memory (seventh revision, ATTNCONF_CAP_DEVICE).  hb_is_device: 1 when b reports the
+ * bit (b->caps) and its table has all six device members; the others answer ENOTSUP otherwise.
+ * hb_device_info zeroes *info and sets its struct_size first.  The copies ADD their wall time
+ * to *seconds (may be NULL), so a caller sums a call's copies. */
+int hb_is_device(const hb_backend *b);
+int hb_device_info(const hb_backend *b, attnconf_device_info *info);
+int hb_device_alloc(const hb_backend *b, size_t bytes, void **handle);
+void hb_device_free(const hb_backend *b, void *handle); /* NULL handle: nothing */
+int hb_copy_to_device(const hb_backend *b, void *handle, size_t offset, const void *src,
+                      size_t bytes, double *seconds);
+int hb_copy_from_device(const hb_backend *b, void *dst, const void *handle, size_t offset,
+                        size_t bytes, double *seconds);
+/* sdpa, then (on a device backend) synchronize, timed together: the kernel's time.  Returns
+ * sdpa's code, or synchronize's when sdpa succeeded.  On a host backend: hb_sdpa. */
+int hb_sdpa_synchronized(const hb_backend *b, const attnconf_sdpa_args *a, double *seconds);
+
 #endif

@@ -52,6 +52,8 @@ typedef struct hw_hello {
     uint64_t caps;
     uint32_t noptions;             /* options the table lists (at most 256 are read) */
     char options[HW_OPTIONS_TEXT]; /* one "  KEY (default: D): HELP\n" line per option */
+    char device[256]; /* a device backend's device_info as one line ("opencl 0: NAME, N MiB");
+                         "" for a host backend */
 } hw_hello;
 
 typedef struct hw_worker {
