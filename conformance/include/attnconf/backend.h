@@ -185,6 +185,13 @@ typedef struct attnconf_tensor {
     (1ull << 36)                                       /* "cache.batch": batched, left padding, and
                                                      its ops [18] */
 #define ATTNCONF_CAP_CACHE_BATCH_ROTATING (1ull << 37) /* "cache.batch_rotating" [18] */
+/* Seventh revision of ABI v1: device memory.  A backend with ATTNCONF_CAP_DEVICE computes on
+ * buffers it allocates itself (GPU memory, an OpenCL buffer, ...).  The host then allocates
+ * every tensor of a call with device_alloc, copies inputs in with copy_to_device, calls sdpa
+ * with attnconf_tensor.data = the device handles, calls synchronize, and copies the output back
+ * with copy_from_device; guards and canaries are checked on the copy.  `bench` times the
+ * kernel (sdpa + synchronize) on resident data and the copies apart. */
+#define ATTNCONF_CAP_DEVICE (1ull << 39) /* "device": buffers in device memory (DLPack-style) */
 
 /* Arguments of `sdpa`.  out = softmax(scale * q.k^T + mask) . v, semantics as attnref/sdpa.h:
  * q (B,Hq,Lq,D), k (B,Hkv,Lk,D), v (B,Hkv,Lk,Dv), out (B,Hq,Lq,Dv). */
@@ -335,6 +342,24 @@ typedef struct attnconf_cache_prepare_args {
                                  it to the left */
 } attnconf_cache_prepare_args;
 
+/* Where a backend's buffers live (the values of DLPack's DLDeviceType). */
+typedef enum attnconf_device_type {
+    ATTNCONF_DEVICE_CPU = 1, /* host memory (every backend without ATTNCONF_CAP_DEVICE) */
+    ATTNCONF_DEVICE_CUDA = 2,
+    ATTNCONF_DEVICE_OPENCL = 4,
+    ATTNCONF_DEVICE_METAL = 8,
+    ATTNCONF_DEVICE_VULKAN = 7,
+    ATTNCONF_DEVICE_ROCM = 10
+} attnconf_device_type;
+
+typedef struct attnconf_device_info {
+    uint32_t struct_size;  /* sizeof(attnconf_device_info) as compiled by the host */
+    int32_t device_type;   /* attnconf_device_type */
+    int32_t device_id;     /* ordinal within the type */
+    char name[128];        /* e.g. "NVIDIA H200", "pthread-AMD EPYC (PoCL)"; NUL-terminated */
+    uint64_t memory_bytes; /* device memory, 0 if unknown */
+} attnconf_device_info;
+
 /* A backend option, from `attnconf run --backend-option KEY=VALUE` (repeatable).  Both strings
  * are borrowed for the duration of the open call only. */
 typedef struct attnconf_option {
@@ -431,6 +456,22 @@ typedef struct attnconf_backend {
     int (*cache_prepare)(void *ctx, void *cache, const attnconf_cache_prepare_args *args);
     /* After the prefill: turn the declared right padding into left padding [18]. */
     int (*cache_finalize)(void *ctx, void *cache);
+    /* sixth revision: paged KV (see SPEC.md clause 23) */
+    /* ---- ABI version 1, seventh revision: device memory (ATTNCONF_CAP_DEVICE).  A host reads
+     * these only when struct_size covers them and uses them only when the backend reports the
+     * bit; then all seven are required.  A device handle is an opaque pointer-sized value the
+     * backend returns from device_alloc (it need not be an address the host can read); in
+     * attnconf_tensor.data it stands for the buffer's first byte, and strides index elements
+     * from there.  Offsets into a handle are given explicitly (copy_*: offset in bytes). ---- */
+    int (*device_info)(void *ctx, attnconf_device_info *info);
+    /* Allocate `bytes` (>= 1) of device memory: ENOMEM when the device has no room. */
+    int (*device_alloc)(void *ctx, size_t bytes, void **handle);
+    void (*device_free)(void *ctx, void *handle); /* NULL is a no-op */
+    int (*copy_to_device)(void *ctx, void *handle, size_t offset, const void *src, size_t bytes);
+    int (*copy_from_device)(void *ctx, void *dst, const void *handle, size_t offset, size_t bytes);
+    /* Wait until every call made so far on ctx has finished; sdpa may return before its kernel
+     * ends (asynchronous), so a host reads results and stops timers only after this. */
+    int (*synchronize)(void *ctx);
 } attnconf_backend;
 
 typedef const attnconf_backend *(*attnconf_backend_entry_fn)(uint32_t host_abi_version);
