@@ -212,6 +212,7 @@ class Adapter:
     def hello(self, header):
         options = header.get("options") or {}
         impl = None
+        device = "cpu"
         for key, value in options.items():
             if key == "implementation":
                 if value not in IMPLEMENTATIONS:
@@ -223,21 +224,36 @@ class Adapter:
                 if impl == "cudnn" and jax.default_backend() != "gpu":
                     raise Reject(ENOTSUP, "option implementation=cudnn: no CUDA device "
                                  f"(jax backend {jax.default_backend()})")
+            elif key == "device":
+                # JAX picks its platform at import (JAX_PLATFORMS, "cpu" unless set): the option
+                # only checks that the run is where it says, so a GPU run cannot silently be a
+                # CPU one.  tools/device-check sets JAX_PLATFORMS=cuda.
+                if value not in ("cpu", "gpu"):
+                    raise Reject(EINVAL, f"option device={value!r}: expected cpu or gpu")
+                if jax.default_backend() != value:
+                    raise Reject(ENOTSUP, f"option device={value}: jax runs on "
+                                 f"{jax.default_backend()} (set JAX_PLATFORMS=cuda for the GPU)")
+                device = value
             else:
-                raise Reject(EINVAL, f"unknown option {key!r} (this adapter knows: implementation)")
+                raise Reject(EINVAL, f"unknown option {key!r} (this adapter knows: "
+                             "implementation, device)")
         self.implementation = impl
         write_message({
             "status": 0,
             # Another implementation is another thing under test: its own name (and its own
             # expected-results file).
-            "name": "jax" if impl is None else f"jax-{impl}",
+            "name": ("jax" if impl is None else f"jax-{impl}")
+                    + ("-gpu" if device == "gpu" else ""),
             "version": _versions(),
             "capabilities": ["f32", "f16", "bf16", "mask.bool", "mask.additive",
                              "mask.broadcast", "causal", "causal.offset", "gqa", "strided",
                              "scale", "sdpa.window", "sdpa.lengths"],
             "options": [{"key": "implementation", "default": None,
                          "help": "jax.nn.dot_product_attention implementation=: xla or cudnn; "
-                                 "absent = None (JAX's default, currently xla)"}],
+                                 "absent = None (JAX's default, currently xla)"},
+                        {"key": "device", "default": "cpu",
+                         "help": "cpu or gpu: where the run must be (JAX_PLATFORMS chooses it; "
+                                 "gpu is refused unless jax runs there)"}],
         })
 
     def plan(self, header, tensors):

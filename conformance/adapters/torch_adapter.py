@@ -53,7 +53,11 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
-KERNELS = {"default": None, "math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION}
+# efficient (memory-efficient attention) and cudnn are CUDA kernels: with device=cuda only.
+KERNELS = {"default": None, "math": SDPBackend.MATH, "flash": SDPBackend.FLASH_ATTENTION,
+           "efficient": SDPBackend.EFFICIENT_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+# Where tensors live (set_device, the `device` option): "cpu" unless a run asks for "cuda".
+DEVICE = "cpu"
 CAUSAL = ("flag", "lower_right")
 TORCH_DTYPE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                "bool": torch.bool}
@@ -71,6 +75,8 @@ def to_torch(t: ax.Tensor) -> torch.Tensor:
         base = torch.from_numpy(storage.view(np.int16)).view(torch.bfloat16)
     else:
         base = torch.from_numpy(storage)
+    if DEVICE != "cpu":
+        base = base.to(DEVICE)  # the same storage on the device: the strides below still hold
     if not t.shape:
         return base.reshape(()) if base.numel() == 1 else base
     return torch.as_strided(base, t.shape, t.strides)
@@ -80,7 +86,7 @@ def from_torch(out: torch.Tensor):
     """(wire dtype, numpy array) of a result, in the dtype PyTorch produced."""
     if out.dtype not in WIRE:
         raise ax.Refusal(ax.EBACKEND, f"torch produced dtype {out.dtype}, which the protocol cannot carry")
-    out = out.detach().contiguous()
+    out = out.detach().cpu().contiguous()
     if out.dtype == torch.bfloat16:
         return "bf16", out.view(torch.int16).numpy().view(np.uint16)
     return WIRE[out.dtype], out.numpy()
@@ -88,8 +94,36 @@ def from_torch(out: torch.Tensor):
 
 def versions() -> str:
     import platform
-    return (f"torch {torch.__version__}, numpy {np.__version__}, python {platform.python_version()}, "
+    text = (f"torch {torch.__version__}, numpy {np.__version__}, python {platform.python_version()}, "
             f"cpu capability {torch.backends.cpu.get_cpu_capability()}")
+    if DEVICE == "cuda":
+        text += (f", device {torch.cuda.get_device_name()} (CUDA {torch.version.cuda}, cuDNN "
+                 f"{torch.backends.cudnn.version()})")
+    return text
+
+
+DEVICE_OPTION = ax.Option("device", "cpu", "cpu, or cuda: tensors on the CUDA GPU (refused where "
+                          "torch sees none); not registered in CI (tools/device-check runs it)")
+
+
+def set_device(value):
+    """The device option of a torch adapter: "cpu", or "cuda" (ENOTSUP without a GPU)."""
+    global DEVICE
+    if value not in ("cpu", "cuda"):
+        raise ax.Refusal(ax.EINVAL, f"option device={value!r}: expected cpu or cuda")
+    if value == "cuda":
+        if not torch.cuda.is_available():
+            raise ax.Refusal(ax.ENOTSUP, "option device=cuda: torch sees no CUDA device")
+        torch.set_default_device("cuda")  # tensors the adapters build themselves follow
+    DEVICE = value
+
+
+def synced(f, *args, **kwargs):
+    """f(*args, **kwargs), waiting for the GPU when on one (so ax.timed times the kernel)."""
+    out = f(*args, **kwargs)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+    return out
 
 
 THREADS = ax.Option("threads", None, "torch.set_num_threads(N); absent: PyTorch's default")
@@ -166,13 +200,16 @@ def repro_script(req: ax.SdpaRequest, header: dict, name: str, how: list, import
 class TorchSdpa:
     options = [
         ax.Option("kernel", "default", "the SDPA kernel: default (PyTorch's dispatch), math "
-                  "(SDPBackend.MATH) or flash (SDPBackend.FLASH_ATTENTION, its CPU kernel)"),
+                  "(SDPBackend.MATH), flash (SDPBackend.FLASH_ATTENTION), and with "
+                  "device=cuda efficient (EFFICIENT_ATTENTION) or cudnn (CUDNN_ATTENTION)"),
         ax.Option("causal", "flag", "how causal is said: flag (is_causal=True, top-left) or "
                   "lower_right (attn_mask=causal_lower_right(Lq, Lk), bottom-right)"),
         THREADS,
+        DEVICE_OPTION,
     ]
 
     def open(self, options):
+        set_device(options["device"])
         if options["kernel"] not in KERNELS:
             raise ax.Refusal(ax.EINVAL, f"option kernel={options['kernel']!r}: expected "
                              f"one of {', '.join(KERNELS)}")
@@ -186,6 +223,8 @@ class TorchSdpa:
         name = "torch-sdpa" + ("" if self.kernel is None else "-" + options["kernel"])
         if self.lower_right:
             name += "-lower-right"
+        if DEVICE == "cuda":
+            name += "-cuda"
         self.name = name
         caps = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale"]
@@ -237,10 +276,11 @@ class TorchSdpa:
             warnings.simplefilter("always")
             try:
                 if self.kernel is None:
-                    out = ax.timed(F.scaled_dot_product_attention, q, k, v, **kwargs)
+                    out = ax.timed(synced, F.scaled_dot_product_attention, q, k, v, **kwargs)
                 else:
                     with sdpa_kernel(self.kernel):
-                        out = ax.timed(F.scaled_dot_product_attention, q, k, v, **kwargs)
+                        out = ax.timed(synced, F.scaled_dot_product_attention, q, k, v,
+                                       **kwargs)
             except RuntimeError as e:
                 why = [TRIGGERED.sub("", str(w.message)).strip(" :") for w in seen
                        if issubclass(w.category, UserWarning)]

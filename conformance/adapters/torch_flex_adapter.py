@@ -235,7 +235,7 @@ def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding
     if mods:
         mask_mod = mods[0] if len(mods) == 1 else and_masks(*mods)
         sizes = [B if by_batch else None, Hq if by_head else None, Lq, Lk]
-        kwargs["block_mask"] = create_block_mask(mask_mod, *sizes, device="cpu")
+        kwargs["block_mask"] = create_block_mask(mask_mod, *sizes, device=torch_adapter.DEVICE)
         names = ", ".join(m.__name__ for m in mods)
         mod = names if len(mods) == 1 else f"and_masks({names})"
         said.append(f"block_mask=create_block_mask({mod}, {', '.join(map(str, sizes))}, "
@@ -260,9 +260,11 @@ class TorchFlex:
                   "(inductor's CPU kernel); no: flex_attention uncompiled (PyTorch's math "
                   "reference path)"),
         torch_adapter.THREADS,
+        torch_adapter.DEVICE_OPTION,
     ]
 
     def open(self, options):
+        torch_adapter.set_device(options["device"])
         if options["compile"] not in COMPILE:
             raise ax.Refusal(ax.EINVAL, f"option compile={options['compile']!r}: expected "
                              f"one of {', '.join(COMPILE)}")
@@ -278,13 +280,16 @@ class TorchFlex:
         else:
             self.flex = flex_attention
             name = "torch-flex-eager"
+        if torch_adapter.DEVICE == "cuda":
+            name += "-cuda"  # compiled: inductor's Triton kernel
         caps = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
                 "causal.offset", "gqa", "dv_ne_d", "strided", "stride0", "scale", "build_mask",
                 "window", "lengths", "left_padding", "mask.kv_len", "sdpa.window",
                 "sdpa.lengths", "sdpa.left_padding", "sdpa.softcap", "sdpa.alibi", "sdpa.sinks",
                 "sdpa.chunk", "sdpa.segments", "sdpa.blocks", "mask.chunk", "mask.segments",
                 "mask.blocks", "paged"]
-        mode = "torch.compile(dynamic=False), inductor cpp" if self.compiled else "eager"
+        backend = "triton" if torch_adapter.DEVICE == "cuda" else "cpp"
+        mode = f"torch.compile(dynamic=False), inductor {backend}" if self.compiled else "eager"
         self.name, self.threads = name, options["threads"]
         self.version = f"{torch_adapter.versions()}, threads {torch.get_num_threads()}, {mode}"
         return ax.Identity(name, self.version, caps)
@@ -388,10 +393,10 @@ class TorchFlex:
     def call(self, q, k, v, kwargs):
         if not self.compiled:
             with torch.no_grad():
-                return ax.timed(self.flex, q, k, v, **kwargs)
+                return ax.timed(torch_adapter.synced, self.flex, q, k, v, **kwargs)
         try:
             with torch.no_grad():
-                out = ax.timed(self.flex, q, k, v, **kwargs)
+                out = ax.timed(torch_adapter.synced, self.flex, q, k, v, **kwargs)
         except Exception:
             # An exception raised while dynamo traces flex_attention (its own argument checks
             # included) makes dynamo skip the function from then on ("Failed to handle graph
@@ -413,7 +418,8 @@ class TorchFlex:
         mods, per_row = keep_mods(True, req.offset, req.window, req.lengths, req.left_padding,
                                   req.chunk, req.segment_ids, req.block_ids)
         mask_mod = mods[0] if len(mods) == 1 else and_masks(*mods)
-        keep = create_mask(mask_mod, req.batch if per_row else 1, 1, req.lq, lk, device="cpu")
+        keep = create_mask(mask_mod, req.batch if per_row else 1, 1, req.lq, lk,
+                           device=torch_adapter.DEVICE)
         return keep.numpy()
 
     def refusal_of(self, exc):

@@ -438,8 +438,18 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
     } else {
         rc = be->open(&ctx);
         if (rc != ATTNCONF_OK) {
-            hb_err(err, errlen, "%s: backend '%s' open() failed with code %d", out->path, be->name,
-                   rc);
+            /* open() has no room for a reason; open_with_options with no options (the same
+             * open) can say why, e.g. "no CUDA device" from a GPU backend (ENOTSUP). */
+            char why[512] = "";
+            if (HB_HAS(be, open_with_options)) {
+                void *again = NULL;
+                if (be->open_with_options(&again, NULL, 0, why, sizeof why) == ATTNCONF_OK)
+                    be->close(again); /* it worked this time: no reason to give */
+                why[sizeof why - 1] = '\0';
+            }
+            hb_err(err, errlen, "%s: backend '%s' open() failed with code %d%s%s%s", out->path,
+                   be->name, rc, rc == ATTNCONF_ENOTSUP ? " (not supported here)" : "",
+                   why[0] ? ": " : "", why);
             hb_dlclose(h);
             return -1;
         }
