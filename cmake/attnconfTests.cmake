@@ -6,7 +6,8 @@
 #                      [EXPECTED <results-file>] # attnconf run --expect FILE
 #                      [CASES <dir>]            # default: the installed golden cases
 #                      [OPTIONS KEY=VALUE...]   # attnconf run --backend-option KEY=VALUE
-#                      [NAME <prefix>])         # test names <prefix>.<family>; default attnconf
+#                      [NAME <prefix>]          # test names <prefix>.<family>; default attnconf
+#                      [SHARDS <n>])            # n tests <prefix>.shard.<k> instead (below)
 #
 # Registers one test per case family (a directory of the cases tree, listed now, at configure
 # time), named attnconf.<family>, that runs
@@ -14,6 +15,12 @@
 #                [--expect FILE] [--backend-option KEY=VALUE]...
 # (--cases names the family's directory so that each test reads only its own case files.)
 # FILTER globs (*, ?) are matched against the family names, e.g. 'sdpa.*'.
+#
+# SHARDS n registers n tests instead, <prefix>.shard.0 .. <prefix>.shard.<n-1>, test k running
+#   attnconf run --backend ... --cases DIR [--filter '<glob>.*']... --shard k/n [...]
+# slice k of n of the selected cases (attnconf run --shard: disjoint slices, together every
+# selected case, balanced by each case's estimated work), so `ctest -j n` or n CI jobs share the
+# suite.  Each FILTER glob G then selects the case ids G.* (the cases of the families G matches).
 #
 # How the harness's exit status shows in ctest:
 #   0   passed: every case passed or was correctly rejected (some may be NOT_SUPPORTED) -> Passed
@@ -41,7 +48,7 @@ function(_attnconf_glob_regex glob out)
 endfunction()
 
 function(attnconf_add_tests)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;EXPECTED;CASES;NAME" "FILTER;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;EXPECTED;CASES;NAME;SHARDS" "FILTER;OPTIONS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "attnconf_add_tests: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -54,6 +61,12 @@ function(attnconf_add_tests)
   if(NOT TARGET attnconf::attnconf)
     message(FATAL_ERROR "attnconf_add_tests: attnconf::attnconf is missing: "
                         "call find_package(attnconf) first")
+  endif()
+  if(DEFINED arg_SHARDS)
+    if(NOT arg_SHARDS MATCHES "^[1-9][0-9]*$" OR arg_SHARDS GREATER 10000)
+      message(FATAL_ERROR "attnconf_add_tests: SHARDS takes a number of shards from 1 to "
+                          "10000, got '${arg_SHARDS}'")
+    endif()
   endif()
   set(name attnconf)
   if(arg_NAME)
@@ -92,6 +105,7 @@ function(attnconf_add_tests)
   file(GLOB dirs LIST_DIRECTORIES true "${cases}/*")
   list(SORT dirs)
   set(added 0)
+  set(shards "${arg_SHARDS}")
   foreach(dir IN LISTS dirs)
     file(GLOB yaml "${dir}/*.yaml")
     if(NOT IS_DIRECTORY "${dir}" OR NOT yaml)
@@ -109,15 +123,38 @@ function(attnconf_add_tests)
         continue()
       endif()
     endif()
+    math(EXPR added "${added} + 1")
+    if(shards)
+      continue() # registered below, as slices of every selected family
+    endif()
     add_test(NAME ${name}.${family}
              COMMAND "$<TARGET_FILE:attnconf::attnconf>" run
                      --backend "$<TARGET_FILE:${arg_TARGET}>" --cases "${dir}"
                      --filter "${family}.*" ${extra})
     set_tests_properties(${name}.${family} PROPERTIES SKIP_RETURN_CODE 77 LABELS attnconf)
-    math(EXPR added "${added} + 1")
   endforeach()
   if(added EQUAL 0)
     message(FATAL_ERROR "attnconf_add_tests: no case family in '${cases}' matches "
                         "FILTER '${arg_FILTER}'")
   endif()
+  if(shards)
+    _attnconf_add_shards("${name}" "${arg_TARGET}" "${cases}" "${shards}" "${arg_FILTER}"
+                         "${extra}")
+  endif()
+endfunction()
+
+# The SHARDS form: n tests over the whole selection, one slice each.
+function(_attnconf_add_shards name target cases shards filters extra)
+  set(select)
+  foreach(glob IN LISTS filters)
+    list(APPEND select --filter "${glob}.*")
+  endforeach()
+  math(EXPR last "${shards} - 1")
+  foreach(k RANGE 0 ${last})
+    add_test(NAME ${name}.shard.${k}
+             COMMAND "$<TARGET_FILE:attnconf::attnconf>" run
+                     --backend "$<TARGET_FILE:${target}>" --cases "${cases}" ${select}
+                     --shard ${k}/${shards} ${extra})
+    set_tests_properties(${name}.shard.${k} PROPERTIES SKIP_RETURN_CODE 77 LABELS attnconf)
+  endforeach()
 endfunction()

@@ -123,6 +123,7 @@ attnconf_add_tests(TARGET mb NAME x FILTER \"mask.causal\" sdpa.nomask EXPECTED 
 attnconf_add_tests(TARGET mb NAME w FILTER sdpa.nomask EXPECTED wrong.yaml)
 attnconf_add_tests(TARGET mb NAME o FILTER sdpa.nomask OPTIONS threads=2)
 attnconf_add_tests(TARGET attnconf::reference NAME r FILTER mask.causal)
+attnconf_add_tests(TARGET attnconf::reference NAME s FILTER mask.causal sdpa.nomask SHARDS 3)
 file(WRITE \"\${CMAKE_BINARY_DIR}/python_dir.txt\" \"\${attnconf_PYTHON_DIR}\")
 ")
 run("configure the arguments project" 0 out "${CMAKE_COMMAND}" -S "${args}" -B "${args}/build"
@@ -136,16 +137,35 @@ set(out "${out}${err}")
 message(STATUS "the arguments project's ctest: exit ${rc}\n${out}")
 # FILTER picks families by glob; EXPECTED judges by the file (NOT_SUPPORTED recorded: passed,
 # not skipped; a wrong record: failed); OPTIONS reach the harness (mybackend takes none: refused);
-# the exported reference backend runs as a target too.
-must_match("args" "${out}" " 2 tests failed out of 7\n")
+# the exported reference backend runs as a target too; SHARDS 3 registers three slices of the
+# selected families instead of one test per family.
+must_match("args" "${out}" " 2 tests failed out of 10\n")
 foreach(t "f\\.sdpa\\.causal" "f\\.sdpa\\.nomask" "x\\.mask\\.causal" "x\\.sdpa\\.nomask"
-          "r\\.mask\\.causal")
+          "r\\.mask\\.causal" "s\\.shard\\.0" "s\\.shard\\.1" "s\\.shard\\.2")
   must_match("args" "${out}" "${t} [.]+ +Passed")
 endforeach()
 must_match("args" "${out}" "w\\.sdpa\\.nomask [.]+\\*\\*\\*Failed")
 must_match("args" "${out}" "wrong\\.yaml: [0-9]+ as expected, 1 unexpected")
 must_match("args" "${out}" "o\\.sdpa\\.nomask [.]+\\*\\*\\*Failed")
 must_match("args" "${out}" "threads")
+if(out MATCHES "s\\.(mask|sdpa)\\.|s\\.shard\\.3")
+  message(FATAL_ERROR "SHARDS 3 registered other tests than s.shard.0 .. s.shard.2")
+endif()
+# Each slice ran its own part of the selection, and together all of it: the three runs' case
+# counts (their text output's header, "N cases (shard K/3 of M)") add up to M.
+set(sum 0)
+foreach(k 0 1 2)
+  execute_process(COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${args}/build" -R "^s\\.shard\\.${k}$"
+                          -V RESULT_VARIABLE rc OUTPUT_VARIABLE sout ERROR_VARIABLE serr)
+  if(NOT "${sout}${serr}" MATCHES "([0-9]+) cases? \\(shard ${k}/3 of ([0-9]+)\\)")
+    message(FATAL_ERROR "s.shard.${k}: no shard header in its output:\n${sout}${serr}")
+  endif()
+  math(EXPR sum "${sum} + ${CMAKE_MATCH_1}")
+  set(selected "${CMAKE_MATCH_2}")
+endforeach()
+if(NOT sum EQUAL selected OR sum LESS 3)
+  message(FATAL_ERROR "the three slices ran ${sum} cases of ${selected} selected")
+endif()
 file(READ "${args}/build/python_dir.txt" pydir)
 if(NOT pydir STREQUAL "${prefix}/${PYTHONDIR}")
   message(FATAL_ERROR "attnconf_PYTHON_DIR is '${pydir}', expected '${prefix}/${PYTHONDIR}'")

@@ -2,6 +2,7 @@
 #
 #   cmake -D HARNESS=attnconf -D BACKEND=path/to/backend.so -D DIR=scratch-dir
 #         (-D SECONDS=T | -D COUNT=N) [-D SEED=S] [-D CAUGHT=1] [-D META_ONLY=1]
+#         [-D DRAW=uniform|edges|mixed]
 #         -P expect_fuzz.cmake
 #
 # Default (survives): fuzz must exit 0 and report no failure.
@@ -9,7 +10,9 @@
 # first), and `attnconf run --backend BACKEND --cases DIR` must then fail them too (exit 1 with a
 # FAIL / INCORRECT_DTYPE / ERROR / CRASH line for a fuzz case): the written case reproduces the
 # failure without the fuzzer.  META_ONLY=1 passes --meta-only (only the metamorphic checks judge
-# values) and requires the failure to come from one of them.
+# values) and requires the failure to come from one of them.  DRAW is fuzz's --draw (default
+# uniform: the mutant catches below were measured on uniform draws; the edge table's own
+# catches pass DRAW=edges, and the survival runs the command's default, mixed).
 foreach(v HARNESS BACKEND DIR)
   if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
     message(FATAL_ERROR "expect_fuzz: -D ${v}=... is required")
@@ -18,9 +21,12 @@ endforeach()
 if(NOT DEFINED SEED)
   set(SEED 1)
 endif()
+if(NOT DEFINED DRAW)
+  set(DRAW uniform)
+endif()
 file(REMOVE_RECURSE "${DIR}")
 set(cmd "${HARNESS}" fuzz --backend "${BACKEND}" --seed "${SEED}" --out-dir "${DIR}/cases"
-        --json "${DIR}/fuzz.json")
+        --json "${DIR}/fuzz.json" --draw "${DRAW}")
 if(META_ONLY)
   list(APPEND cmd --meta-only)
 endif()

@@ -217,7 +217,7 @@ Test(bench_suite, bad_fields_name_line_and_field)
                  ":14: shapes[0]: unknown key 'colour' (known: id, dtypes, "
                  "batch, q_heads, kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, "
                  "window, lengths, left_padding, softcap, alibi_max_bias, sinks, chunk, documents, "
-                 "blocks, bound)");
+                 "blocks, paged, bound)");
     /* The terms of current models. */
     expect_error("    softcap: -1\n", ":14: shapes[0].softcap: '-1' is not a number in (0, 1e+30]");
     expect_error("    softcap: lots\n", ":14: shapes[0].softcap: expected a number");

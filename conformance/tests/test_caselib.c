@@ -216,6 +216,7 @@ Test(caselib, cap_names)
         {"mask.chunk", ATTNCONF_CAP_MASK_CHUNK},
         {"mask.segments", ATTNCONF_CAP_MASK_SEGMENTS},
         {"mask.blocks", ATTNCONF_CAP_MASK_BLOCKS},
+        {"paged", ATTNCONF_CAP_PAGED},
     };
     uint64_t all = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -223,7 +224,7 @@ Test(caselib, cap_names)
         cr_assert_str_eq(acase_cap_name(want[i].bit), want[i].name);
         all |= want[i].bit;
     }
-    cr_assert_eq(all, 0x3fffffffull);
+    cr_assert_eq(all, 0x3fffffffull | ATTNCONF_CAP_PAGED);
     cr_assert_eq(acase_cap_from_name("f64"), 0);
     cr_assert_eq(acase_cap_from_name(""), 0);
     cr_assert_eq(acase_cap_from_name(NULL), 0);

@@ -848,7 +848,7 @@ static const struct {
     /* Not of the form clauseN.<name> with N in 1..13: "other". */
     {"sdpa.nomask.basic.f32",
      "sdpa.nomask",
-     {"clause13.tolerance", "sdpa.definition", "clause23.beyond", "clause03.zero", "clause9",
+     {"clause13.tolerance", "sdpa.definition", "clause24.beyond", "clause03.zero", "clause9",
       NULL}},
 };
 
@@ -928,7 +928,7 @@ Test(report, spec_clauses_two_mutants_and_reference)
                "mutant_topleft 1, mutant_upcast 1 |\n"
                "| 13 | `clause13.tolerance` | 4 | reference 4/4 | "
                "mutant_topleft 2, mutant_upcast 1 |\n"
-               "| other | `clause03.zero`, `clause23.beyond`, `clause9`, `sdpa.definition` | 1 | "
+               "| other | `clause03.zero`, `clause24.beyond`, `clause9`, `sdpa.definition` | 1 | "
                "reference 1/1 | \xE2\x80\x94 |\n"
                "\nA rule id `clauseN.<name>` cites SPEC.md clause N;");
     /* After the matrices, before the totals. */
@@ -994,7 +994,7 @@ Test(report, spec_clauses_passing_cells)
                "mutant_topleft 1, mutant_upcast 1 |\n"
                "| 13 | `clause13.tolerance` | 4 | cpu_fast 1/2 + 1 not supported, "
                "reference 4/4 | mutant_topleft 2, mutant_upcast 1 |\n"
-               "| other | `clause03.zero`, `clause23.beyond`, `clause9`, `sdpa.definition` | 1 | "
+               "| other | `clause03.zero`, `clause24.beyond`, `clause9`, `sdpa.definition` | 1 | "
                "cpu_fast 1 not supported, reference 1/1 | \xE2\x80\x94 |\n");
     free(a);
     tmp_close(&d);

@@ -1097,6 +1097,220 @@ static void fam_batch(cg *g)
     }
 }
 
+/* ---- boundary values of the cache operations (cases/EDGES.md, issue 20) ------------------------
+ *
+ * One operation's edge each, key = value = position (head_dim 1) unless the edge is in the
+ * values, in f16 and bf16 (f32 where a mutant needs a third case, or where an older f32 case
+ * already poses it): keep = max_size - 1, a 128-wide quantization group in 8 bits, filter
+ * keeping one row and reordering rows (both dropping the padding the kept rows share), extend
+ * with the other cache shorter, longer and empty, merge of one cache, of unequal lengths and of
+ * rotating caches, prepare with a length of 0 before a chunked prefill, prepare with left
+ * padding, and finalize with and without right padding to move. */
+
+static const attnref_dtype HALF[2] = {ATTNREF_F16, ATTNREF_BF16};
+
+static void edges_rotating_quantized(cg *g, attnref_dtype dt)
+{
+    char id[96];
+    acase_cache_params pk = P(ACASE_CACHE_ROTATING, dt, 1, 1, 1);
+    pk.max_size = 4;
+    pk.keep = 3;
+    cg_id_dt(id, sizeof id, "cache.rotating.keep_last", dt);
+    seq *s = seq_new(id,
+                     "max_size 4, keep 3 (= max_size - 1, a ring of one slot): a 3-token "
+                     "prefill, four decodes and a 2-token chunk; the first 3 positions are never "
+                     "evicted and each query sees them with its own latest tokens.",
+                     "clause15.keep", &pk, VAL_POSITION);
+    attend(s, 0, 3, 1, 0);
+    for (int j = 0; j < 4; j++)
+        attend(s, 0, 1, 1, 0);
+    attend(s, 0, 2, 1, 0);
+    emit(g, s);
+
+    acase_cache_params pq = P(ACASE_CACHE_QUANTIZED, dt, 1, 1, 128);
+    pq.group_size = 128;
+    pq.bits = 8;
+    cg_id_dt(id, sizeof id, "cache.quantized.g128_b8", dt);
+    s = seq_new(id,
+                "A quantized cache with one 128-wide group per row in 8 bits, random data: the "
+                "keys/values read back are clause 17's dequantized values (one scale and bias "
+                "over all 128 elements, not two groups of 64).",
+                "clause17.formula", &pq, VAL_RANDOM);
+    attend(s, 0, 3, 2, 0);
+    attend(s, 0, 1, 2, 0);
+    emit(g, s);
+}
+
+static void edges_filter(cg *g, attnref_dtype dt)
+{
+    char id[96];
+    acase_cache_params p3 = P(ACASE_CACHE_BATCH, dt, 3, 1, 1);
+    int64_t lp3[] = {3, 1, 2};
+    p3.left_padding = lp3;
+    cg_id_dt(id, sizeof id, "cache.batch.filter_one", dt);
+    seq *s = seq_new(id,
+                     "Batch of 3 with left padding [3, 1, 2]: filter keeps row 0 alone; its 3 "
+                     "leading pads are dropped (2 slots left), and a decode sees positions 0..2.",
+                     "clause18.filter", &p3, VAL_POSITION);
+    attend(s, 0, 5, 1, 0);
+    static const int64_t one[] = {0};
+    filter(s, 0, one, 1);
+    attend(s, 0, 1, 1, 0);
+    emit(g, s);
+
+    cg_id_dt(id, sizeof id, "cache.batch.filter_reorder", dt);
+    s = seq_new(id,
+                "Batch of 3 with left padding [3, 1, 2]: filter keeps rows [2, 0] in that order; "
+                "the 2 pads both still share are dropped, and decodes continue per row.",
+                "clause18.filter", &p3, VAL_POSITION);
+    attend(s, 0, 5, 1, 0);
+    static const int64_t two[] = {2, 0};
+    filter(s, 0, two, 2);
+    attend(s, 0, 1, 1, 0);
+    attend(s, 0, 1, 1, 0);
+    emit(g, s);
+}
+
+/* extend of a batched cache holding `mine` tokens by one holding `theirs` (0: empty). */
+static void edges_extend(cg *g, attnref_dtype dt, const char *stem, int64_t mine, int64_t theirs,
+                         const char *desc)
+{
+    char id[96];
+    acase_cache_params pa = P(ACASE_CACHE_BATCH, dt, 1, 1, 1);
+    int64_t z[] = {0};
+    pa.left_padding = z;
+    cg_id_dt(id, sizeof id, stem, dt);
+    seq *s = seq_new(id, desc, "clause18.extend", &pa, VAL_POSITION);
+    attend(s, 0, mine, 1, 0);
+    create(s, &pa);
+    if (theirs)
+        attend(s, 1, theirs, 1, 0);
+    extend(s, 0, 1);
+    attend(s, 0, 1, 1, 0);
+    attend(s, 0, 1, 1, 0);
+    emit(g, s);
+}
+
+static void edges_merge(cg *g, attnref_dtype dt)
+{
+    char id[96];
+    acase_cache_params ps = P(ACASE_CACHE_STANDARD, dt, 1, 1, 1);
+    cg_id_dt(id, sizeof id, "cache.batch.merge_one", dt);
+    seq *s = seq_new(id,
+                     "One standard cache of 3 tokens merged alone: a batch of one row with no "
+                     "padding; decodes continue at positions 3 and 4.",
+                     "clause18.merge", &ps, VAL_POSITION);
+    attend(s, 0, 3, 1, 0);
+    static const int64_t from1[] = {0};
+    merge(s, from1, 1);
+    attend(s, 1, 1, 1, 0);
+    attend(s, 1, 1, 1, 0);
+    emit(g, s);
+
+    cg_id_dt(id, sizeof id, "cache.batch.merge_unequal", dt);
+    s = seq_new(id,
+                "Three standard caches of 4, 1 and 6 tokens merged into one batch: the shorter "
+                "rows are padded on the left (left padding [2, 5, 0]), and decodes see each "
+                "row's own positions only.",
+                "clause18.merge", &ps, VAL_POSITION);
+    attend(s, 0, 4, 1, 0);
+    create(s, &ps);
+    attend(s, 1, 1, 1, 0);
+    create(s, &ps);
+    attend(s, 2, 6, 1, 0);
+    static const int64_t from3[] = {0, 1, 2};
+    merge(s, from3, 3);
+    attend(s, 3, 1, 1, 0);
+    attend(s, 3, 1, 1, 0);
+    emit(g, s);
+
+    acase_cache_params pr = P(ACASE_CACHE_ROTATING, dt, 1, 1, 1);
+    pr.max_size = 4;
+    cg_id_dt(id, sizeof id, "cache.batch.merge_rotating", dt);
+    s = seq_new(id,
+                "Two rotating caches (max_size 4) of 6 tokens (wrapped: it holds [2..5]) and 2 "
+                "merged into a batched rotating cache: row 1 is padded on the left by 2; decodes "
+                "wrap around per row.",
+                "clause18.merge", &pr, VAL_POSITION);
+    cg_rule(s->c, "clause18.rotating_evict");
+    attend(s, 0, 6, 1, 0);
+    create(s, &pr);
+    attend(s, 1, 2, 1, 0);
+    static const int64_t from2[] = {0, 1};
+    merge(s, from2, 2);
+    for (int j = 0; j < 3; j++)
+        attend(s, 2, 1, 1, 0);
+    emit(g, s);
+}
+
+static void edges_prepare_chunked(cg *g, attnref_dtype dt)
+{
+    char id[96];
+    acase_cache_params pp = P(ACASE_CACHE_BATCH, dt, 3, 1, 1);
+    cg_id_dt(id, sizeof id, "cache.batch.prepare_chunked", dt);
+    seq *s = seq_new(id,
+                     "Right-padded prompts of lengths [6, 0, 4] (row 1 empty: all padding) "
+                     "prefilled in two chunks of 4 and 2 between prepare and finalize: finalize "
+                     "moves each row's trailing pads to the front (row 1 all pads), and decodes "
+                     "see only real tokens.",
+                     "clause18.prepare_finalize", &pp, VAL_POSITION);
+    static const int64_t lens[] = {6, 0, 4};
+    prepare(s, 0, NULL, lens, 3);
+    update(s, 0, 4);
+    update(s, 0, 2);
+    finalize(s, 0);
+    attend(s, 0, 1, 1, 0);
+    attend(s, 0, 1, 1, 0);
+    emit(g, s);
+}
+
+static void edges_prepare_left(cg *g, attnref_dtype dt)
+{
+    char id[96];
+    acase_cache_params pp = P(ACASE_CACHE_BATCH, dt, 2, 1, 1);
+    cg_id_dt(id, sizeof id, "cache.batch.prepare_left_padding", dt);
+    seq *s = seq_new(id,
+                     "prepare(left_padding [1, 3]) on an empty batch of 2, a 4-token prefill "
+                     "(each row's first slots are pads), then prepare(lengths [2, 2]) for a "
+                     "2-token chunk with no right padding: finalize moves nothing; a decode sees "
+                     "only real tokens.",
+                     "clause18.prepare_finalize", &pp, VAL_POSITION);
+    cg_rule(s->c, "clause18.left_padding");
+    static const int64_t left[] = {1, 3}, lens[] = {2, 2};
+    prepare(s, 0, left, NULL, 2);
+    attend(s, 0, 4, 1, 0);
+    prepare(s, 0, NULL, lens, 2);
+    update(s, 0, 2);
+    finalize(s, 0);
+    attend(s, 0, 1, 1, 0);
+    emit(g, s);
+}
+
+static void fam_cache_edges(cg *g)
+{
+    for (int i = 0; i < 2; i++) {
+        const attnref_dtype dt = HALF[i];
+        edges_rotating_quantized(g, dt);
+        edges_filter(g, dt);
+        edges_extend(g, dt, "cache.batch.extend_shorter", 5, 2,
+                     "Two batched caches of 5 and 2 tokens: extend left-pads the shorter other "
+                     "by 3; decodes of both rows see their own positions.");
+        edges_extend(g, dt, "cache.batch.extend_empty", 3, 0,
+                     "A batched cache of 3 tokens extended by an empty one: the new row is all "
+                     "padding (3 slots) and its first decode sees only itself, at position 0.");
+        edges_merge(g, dt);
+        edges_prepare_left(g, dt);
+    }
+    for (int i = 0; i < 3; i++) {
+        /* three dtypes: mutants cache_extend_pad_self and cache_prepare_zero_full each need
+         * three cases */
+        edges_extend(g, CG_DTYPES[i], "cache.batch.extend_longer", 2, 5,
+                     "A batched cache of 2 tokens extended by one of 5: this time the cache's "
+                     "own row is left-padded by 3; decodes of both rows see their own positions.");
+        edges_prepare_chunked(g, CG_DTYPES[i]);
+    }
+}
+
 void fam_cache(cg *g)
 {
     fam_standard(g);
@@ -1104,4 +1318,5 @@ void fam_cache(cg *g)
     fam_chunked(g);
     fam_quantized(g);
     fam_batch(g);
+    fam_cache_edges(g);
 }

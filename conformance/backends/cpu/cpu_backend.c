@@ -10,6 +10,9 @@
  *   - build_mask: attnref_build_mask, as the reference plugin (not a hot path).
  *   - KV cache members: the reference plugin's (reference_cache.c, bookkeeping only); attention
  *     through a cache is a call to this plugin's sdpa (the host makes it), so it runs here.
+ *   - paged_append / paged_sdpa (sixth revision, SPEC.md clause 23): cpu_paged.c; paged_sdpa
+ *     runs the same kernels as sdpa, reading each page of the pool in place through the block
+ *     table (cpu_sdpa.c kv_row).
  * The only exported symbol is attnconf_backend_entry (hidden visibility elsewhere).
  *
  * Options (cpu_options.h): threads, isa, and the test-only slowdown.
@@ -28,6 +31,7 @@
 #include "attnref/status.h"
 #include "attnref/tensor.h"
 #include "cpu_options.h"
+#include "cpu_paged.h"
 #include "cpu_sdpa.h"
 #include "rb_common.h"
 #include "reference_cache.h"
@@ -94,7 +98,7 @@ static uint64_t cpu_capabilities(void *ctx)
     /* Everything the reference serves: every mask kind and parameter, the terms of current
      * models (softcap, ALiBi, sinks, chunk, documents, blocks: in the kernels, cpu_sdpa.c), any
      * strides (0 included), the KV caches (reference_cache.c); build_mask is the reference's,
-     * so it takes chunk, documents and blocks too. */
+     * so it takes chunk, documents and blocks too; paged KV (cpu_paged.c), with every term. */
     return ATTNCONF_CAP_F32 | ATTNCONF_CAP_F16 | ATTNCONF_CAP_BF16 | ATTNCONF_CAP_MASK_BOOL |
            ATTNCONF_CAP_MASK_ADD | ATTNCONF_CAP_CAUSAL | ATTNCONF_CAP_CAUSAL_OFFSET |
            ATTNCONF_CAP_GQA | ATTNCONF_CAP_DV_NE_D | ATTNCONF_CAP_STRIDED | ATTNCONF_CAP_SCALE |
@@ -104,7 +108,7 @@ static uint64_t cpu_capabilities(void *ctx)
            ATTNCONF_CAP_KV_LEN | ATTNCONF_CAP_SOFTCAP | ATTNCONF_CAP_ALIBI | ATTNCONF_CAP_SINKS |
            ATTNCONF_CAP_CHUNK | ATTNCONF_CAP_SEGMENTS | ATTNCONF_CAP_BLOCKS |
            ATTNCONF_CAP_MASK_CHUNK | ATTNCONF_CAP_MASK_SEGMENTS | ATTNCONF_CAP_MASK_BLOCKS |
-           RC_CAPS;
+           ATTNCONF_CAP_PAGED | RC_CAPS;
 }
 
 static double now_s(void)
@@ -157,6 +161,24 @@ static int cpu_sdpa(void *vctx, const attnconf_sdpa_args *args)
     return ATTNCONF_OK;
 }
 
+static int cpu_paged_sdpa_m(void *vctx, const attnconf_paged_args *args)
+{
+    cpu_ctx *c = vctx;
+    if (!c)
+        return ATTNCONF_EINVAL;
+    const double t0 = c->opt.slowdown > 0.0 ? now_s() : 0.0;
+    const int rc = cpu_paged_sdpa(&c->base, &c->eng, args);
+    if (rc == ATTNCONF_OK && c->opt.slowdown > 0.0)
+        spin_for(c->opt.slowdown * (now_s() - t0));
+    return rc;
+}
+
+static int cpu_paged_append_m(void *vctx, const attnconf_paged_append_args *args)
+{
+    cpu_ctx *c = vctx;
+    return c ? cpu_paged_append(&c->base, args) : ATTNCONF_EINVAL;
+}
+
 static int cpu_build_mask(void *vctx, const attnconf_mask_args *args)
 {
     cpu_ctx *c = vctx;
@@ -191,6 +213,8 @@ static const attnconf_backend cpu_table = {
     .options = cpu_option_info,
     .open_with_options = cpu_open_with_options,
     RC_TABLE_MEMBERS,
+    .paged_append = cpu_paged_append_m,
+    .paged_sdpa = cpu_paged_sdpa_m,
 };
 
 /* The plugin entry point (the only exported symbol): the table for a host that speaks ABI v1,

@@ -173,12 +173,16 @@ int cpu_row_keys(const cpu_keys *ks, int64_t b, int64_t i, int64_t *lo_out, int6
     const int64_t lq = ks->lq, lk = ks->lk;
     int64_t lo = 0, hi = lk;
     int exact = 1;
+    if (ks->rows.nq && i >= ks->rows.nq[b])
+        hi = lo; /* a padding query row of a paged call */
     if (p && p->lengths && p->lengths[b] < hi)
         hi = p->lengths[b];
     if (p && p->left_padding && p->left_padding[b] > lo)
         lo = p->left_padding[b];
     if (p && lo < hi) {
-        const int64_t off = p->has_causal_offset ? p->causal_offset : lk - lq;
+        const int64_t off = ks->rows.off           ? ks->rows.off[b]
+                            : p->has_causal_offset ? p->causal_offset
+                                                   : lk - lq;
         /* The query's position as a key slot (off < lk bounds off + i). */
         const int in_slot = off < lk && off + i >= 0 && off + i < lk;
         const int64_t at = in_slot ? b * lk + off + i : 0, pos = in_slot ? off + i : 0;
@@ -239,7 +243,7 @@ static int by_cost_desc(const void *a, const void *b)
 }
 
 int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t Hq, int64_t Hkv,
-                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, int threads)
+                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads)
 {
     memset(pl, 0, sizeof *pl);
     pl->B = B;
@@ -262,6 +266,8 @@ int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t
         return 0;
     if (cpu_keys_make(&pl->keys, p, B, Lq, Lk) != 0)
         return -1;
+    if (rows)
+        pl->keys.rows = *rows;
 
     /* Each group's key range: the union of its positions' intervals.  Positions are shared by
      * every (kv head) of a batch row, so compute per (b, query block) once. */

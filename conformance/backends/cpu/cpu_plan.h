@@ -36,11 +36,21 @@ typedef struct cpu_runs {
     unsigned char *one;
 } cpu_runs;
 
+/* Where the queries of each batch row sit, for a paged call (cpu_sdpa.h cpu_paged_run): query i
+ * of batch row b is at position off[b] + i (bottom-right per sequence), and its rows
+ * i >= nq[b] are padding that keep no key.  Both NULL (a contiguous call): every row's queries
+ * sit at the call's causal offset + i and every row is a query. */
+typedef struct cpu_rows {
+    const int64_t *off; /* [B] or NULL */
+    const int64_t *nq;  /* [B] or NULL */
+} cpu_rows;
+
 /* What a call's parameters keep, prepared once per call. */
 typedef struct cpu_keys {
     const attnref_sdpa_params *p; /* validated as attnref_sdpa does; NULL = none */
     int64_t lq, lk;
     cpu_runs seg, blk;
+    cpu_rows rows; /* all NULL unless cpu_plan_make was given them */
 } cpu_keys;
 
 /* Prepare ks for a call with B batch rows (O(B * Lk log Lk) for the id arrays).  Returns 0, or
@@ -53,7 +63,9 @@ void cpu_keys_free(cpu_keys *ks);
  * keys of the range (causal with any offset, window, lengths, left padding, chunk, and
  * documents and bidirectional blocks that are one run each), 0 when it keeps only some of them
  * (an id that occurs in several runs): then each key of the range is tested with
- * attnref_sdpa_key_kept.  Nothing overflows for any int64 offset. */
+ * attnref_sdpa_key_kept.  Nothing overflows for any int64 offset.  With ks->rows set (a paged
+ * call) the query's position is rows.off[b] + i and a padding row (i >= rows.nq[b]) keeps none;
+ * such a call has no documents or blocks, so its ranges are always exact. */
 int cpu_row_keys(const cpu_keys *ks, int64_t b, int64_t i, int64_t *lo, int64_t *hi);
 
 typedef struct cpu_item {
@@ -74,11 +86,12 @@ typedef struct cpu_plan {
     cpu_item *items; /* [nitems], largest cost first */
 } cpu_plan;
 
-/* Plan a call with the validated dimensions for `threads` threads.  Returns 0, or -1 when the
- * item list or the key tables cannot be allocated (nothing to free then).  Free with
- * cpu_plan_free. */
+/* Plan a call with the validated dimensions for `threads` threads; rows (NULL for a contiguous
+ * call) places each batch row's queries (cpu_rows: a paged call, whose Lk is the longest
+ * sequence and whose p->lengths are the sequence lengths).  Returns 0, or -1 when the item list
+ * or the key tables cannot be allocated (nothing to free then).  Free with cpu_plan_free. */
 int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t Hq, int64_t Hkv,
-                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, int threads);
+                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads);
 void cpu_plan_free(cpu_plan *pl);
 
 #endif

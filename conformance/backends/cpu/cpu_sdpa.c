@@ -169,9 +169,14 @@ typedef struct job {
     cpu_plan pl;
     const attnref_sdpa_params *p;
     const attnref_tensor *q, *kk, *v, *mask, *out;
-    int dt;         /* q/k/v/out dtype */
-    size_t esz;     /* its size */
-    int64_t mst[4]; /* mask strides broadcast to (B, Hq, Lq, Lk): 0 where the extent is 1 */
+    /* Where key j of (b, kv head) lives (kv_row): contiguous, table == NULL: row j of batch row
+     * b of kk / v; paged: slot j % P of page table[b * tw + j / P] of the pools kk / v. */
+    const int32_t *table;
+    int64_t tw, P;
+    const int64_t *qoff; /* paged: [B] position of query 0 of each row (cpu_rows.off) */
+    int dt;              /* q/k/v/out dtype */
+    size_t esz;          /* its size */
+    int64_t mst[4];      /* mask strides broadcast to (B, Hq, Lq, Lk): 0 where the extent is 1 */
     float sigma;
     int capped; /* softcap given: cap and 1 / cap as f32 */
     float cap, rcap;
@@ -203,6 +208,32 @@ static inline const char *elem(const attnref_tensor *t, size_t esz, int64_t off)
     return (const char *)t->data + (size_t)off * esz;
 }
 
+/* The key-row access every kernel path goes through: the element offsets of K and V row j of
+ * (b, kv head hk) into *ko and *vo, and how many rows from j on follow at the same row stride
+ * (the rest of the page; the rest of the keys when contiguous), so a tile is read as one run
+ * per page, in place, with the pool's strides.  Only table entries of keys a row keeps are
+ * read (j < L_b): unused entries and slots past L_b never are. */
+static inline int64_t kv_row(const job *J, int64_t b, int64_t hk, int64_t j, int64_t *ko,
+                             int64_t *vo)
+{
+    int64_t page = b, slot = j, run = INT64_MAX;
+    if (J->table) {
+        page = J->table[b * J->tw + j / J->P];
+        slot = j % J->P;
+        run = J->P - slot;
+    }
+    const attnref_tensor *k = J->kk, *v = J->v;
+    *ko = page * k->strides[0] + hk * k->strides[1] + slot * k->strides[2];
+    *vo = page * v->strides[0] + hk * v->strides[1] + slot * v->strides[2];
+    return run;
+}
+
+/* The position of query 0 of batch row b (query i sits at this + i). */
+static inline int64_t qpos0(const job *J, int64_t b)
+{
+    return J->qoff ? J->qoff[b] : J->off;
+}
+
 /* Group index -> (b, kv head, first query position, positions). */
 static void group_coords(const cpu_plan *pl, int64_t g, int64_t *b, int64_t *hk, int64_t *i0,
                          int64_t *nq)
@@ -220,6 +251,7 @@ static void group_coords(const cpu_plan *pl, int64_t g, int64_t *b, int64_t *hk,
  * distances and the constant pd0 moves to the sink (softmax is shift-invariant). */
 static void row_ranges(const job *J, ws *w, int64_t b, int64_t i0, int64_t nq)
 {
+    const int64_t off = qpos0(J, b);
     for (int64_t pi = 0; pi < nq; pi++) {
         const int64_t i = i0 + pi;
         w->pex[pi] = (unsigned char)cpu_row_keys(&J->pl.keys, b, i, &w->plo[pi], &w->phi[pi]);
@@ -229,13 +261,13 @@ static void row_ranges(const job *J, ws *w, int64_t b, int64_t i0, int64_t nq)
         int64_t pr;
         if (lo >= hi)
             pr = lo;
-        else if (J->off >= J->pl.Lk) /* p = off + i is past every key (and may not fit) */
+        else if (off >= J->pl.Lk) /* p = off + i is past every key (and may not fit) */
             pr = hi - 1;
         else
-            pr = J->off + i < lo ? lo : J->off + i > hi - 1 ? hi - 1 : J->off + i;
+            pr = off + i < lo ? lo : off + i > hi - 1 ? hi - 1 : off + i;
         w->ppr[pi] = pr;
         /* |p - pr| as the reference forms |p - j|. */
-        w->pd0[pi] = fabs((double)J->off - (double)(pr - i));
+        w->pd0[pi] = fabs((double)off - (double)(pr - i));
     }
 }
 
@@ -247,6 +279,7 @@ static void row_f64(const job *J, ws *w, int64_t b, int64_t h, int64_t i)
 {
     const attnref_sdpa_params *p = J->p;
     const attnref_tensor *q = J->q, *k = J->kk, *v = J->v, *m = J->mask, *out = J->out;
+    const int64_t off = qpos0(J, b);
     const int64_t D = J->pl.D, Dv = J->pl.Dv, Lq = J->pl.Lq, Lk = J->pl.Lk;
     const int64_t hk = h / J->pl.G;
     const double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)D);
@@ -254,12 +287,13 @@ static void row_f64(const job *J, ws *w, int64_t b, int64_t h, int64_t i)
     const int64_t qrow = b * q->strides[0] + h * q->strides[1] + i * q->strides[2];
     const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
     int64_t lo, hi;
-    cpu_row_keys(&J->pl.keys, b, i, &lo, &hi);
+    const int exact = cpu_row_keys(&J->pl.keys, b, i, &lo, &hi);
     double mx = -INFINITY, sum = 0.0;
     int64_t nkept = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int64_t j = lo; j < hi; j++) {
-            if (!attnref_sdpa_key_kept(p, Lq, Lk, b, i, j))
+            /* An exact range holds just the kept keys (always so in a paged call). */
+            if (!exact && !attnref_sdpa_key_kept(p, Lq, Lk, b, i, j))
                 continue;
             double add = 0.0;
             if (m) {
@@ -269,7 +303,8 @@ static void row_f64(const job *J, ws *w, int64_t b, int64_t h, int64_t i)
                 if (m->dtype != ATTNREF_BOOL)
                     add = mv;
             }
-            const int64_t krow = b * k->strides[0] + hk * k->strides[1] + j * k->strides[2];
+            int64_t krow, vrow;
+            kv_row(J, b, hk, j, &krow, &vrow);
             double dot = 0.0;
             for (int64_t d = 0; d < D; d++)
                 dot += attnref_load(q->data, q->dtype, qrow + d * q->strides[3]) *
@@ -278,7 +313,7 @@ static void row_f64(const job *J, ws *w, int64_t b, int64_t h, int64_t i)
             if (p->softcap > 0.0)
                 s = p->softcap * tanh(s / p->softcap);
             if (J->slope)
-                s -= slope * fabs((double)J->off - (double)(j - i));
+                s -= slope * fabs((double)off - (double)(j - i));
             s += add;
             if (pass == 0) {
                 nkept++;
@@ -287,7 +322,6 @@ static void row_f64(const job *J, ws *w, int64_t b, int64_t h, int64_t i)
             }
             const double wgt = exp(s - mx);
             sum += wgt;
-            const int64_t vrow = b * v->strides[0] + hk * v->strides[1] + j * v->strides[2];
             for (int64_t e = 0; e < Dv; e++)
                 w->acc[e] += wgt * attnref_load(v->data, v->dtype, vrow + e * v->strides[3]);
         }
@@ -365,34 +399,38 @@ static void load_q(const job *J, float *dst, int64_t b, int64_t h, int64_t i)
         dst[d] = load_f(q->data, J->dt, off + d * q->strides[3]);
 }
 
-/* Pack keys j0..j0+n-1 of (b, kv head hk): K transposed into w->kt, V into w->vp.  Returns 1
- * when the V tile holds a NaN or an infinity. */
+/* Pack keys j0..j0+n-1 of (b, kv head hk): K transposed into w->kt, V into w->vp, one run of
+ * rows per page (kv_row).  Returns 1 when the V tile holds a NaN or an infinity. */
 static int pack_tile(const job *J, ws *w, int64_t b, int64_t hk, int64_t j0, int n)
 {
     const attnref_tensor *k = J->kk, *v = J->v;
     const int64_t D = J->pl.D, Dv = J->pl.Dv;
-    const int64_t kb = b * k->strides[0] + hk * k->strides[1] + j0 * k->strides[2];
-    if (k->strides[3] == 1) {
-        J->k->pack_kt(elem(k, J->esz, kb), J->dt, k->strides[2], n, D, w->kt, CPU_BC);
-    } else {
-        for (int c = 0; c < n; c++)
-            for (int64_t d = 0; d < D; d++)
-                w->kt[(size_t)d * CPU_BC + (size_t)c] =
-                    load_f(k->data, J->dt, kb + c * k->strides[2] + d * k->strides[3]);
-    }
-    const int64_t vb = b * v->strides[0] + hk * v->strides[1] + j0 * v->strides[2];
     int bad = 0;
-    for (int c = 0; c < n; c++) {
-        float *dst = w->vp + (size_t)c * J->dvp;
-        const int64_t row = vb + c * v->strides[2];
-        if (v->strides[3] == 1) {
-            bad |= J->k->load_row(elem(v, J->esz, row), J->dt, Dv, dst);
+    for (int c0 = 0; c0 < n;) {
+        int64_t kb, vb;
+        const int64_t run = kv_row(J, b, hk, j0 + c0, &kb, &vb);
+        const int len = run < n - c0 ? (int)run : n - c0;
+        if (k->strides[3] == 1) {
+            J->k->pack_kt(elem(k, J->esz, kb), J->dt, k->strides[2], len, D, w->kt + c0, CPU_BC);
         } else {
-            for (int64_t e = 0; e < Dv; e++) {
-                dst[e] = load_f(v->data, J->dt, row + e * v->strides[3]);
-                bad |= !isfinite(dst[e]);
+            for (int c = 0; c < len; c++)
+                for (int64_t d = 0; d < D; d++)
+                    w->kt[(size_t)d * CPU_BC + (size_t)(c0 + c)] =
+                        load_f(k->data, J->dt, kb + c * k->strides[2] + d * k->strides[3]);
+        }
+        for (int c = 0; c < len; c++) {
+            float *dst = w->vp + (size_t)(c0 + c) * J->dvp;
+            const int64_t row = vb + c * v->strides[2];
+            if (v->strides[3] == 1) {
+                bad |= J->k->load_row(elem(v, J->esz, row), J->dt, Dv, dst);
+            } else {
+                for (int64_t e = 0; e < Dv; e++) {
+                    dst[e] = load_f(v->data, J->dt, row + e * v->strides[3]);
+                    bad |= !isfinite(dst[e]);
+                }
             }
         }
+        c0 += len;
     }
     return bad;
 }
@@ -445,19 +483,57 @@ static int mask_row(const job *J, float *s, unsigned char *kept, int n, int a, i
     return ok;
 }
 
-/* Ask for the next tile's K and V rows (after the n of this one, at most `left` keys) while
+/* Ask for the next tile's K and V rows (keys j..j+m-1, m <= CPU_BC, all of them kept) while
  * this one is computed: decode streams K and V from memory once, and one core's hardware
- * prefetchers alone do not keep enough requests in flight.  A prefetch never faults. */
-static void prefetch_tile(const job *J, const char *k, const char *v, int n, int64_t left)
+ * prefetchers alone do not keep enough requests in flight (nor cross into another page).  A
+ * prefetch never faults. */
+static void prefetch_tile(const job *J, int64_t b, int64_t hk, int64_t j, int m)
 {
-    const int m = left < CPU_BC ? (int)left : CPU_BC;
     const size_t ks = (size_t)J->kk->strides[2] * J->esz, vs = (size_t)J->v->strides[2] * J->esz;
     const size_t kb = (size_t)J->pl.D * J->esz, vb = (size_t)J->pl.Dv * J->esz;
-    for (int c = n; c < n + m; c++) {
-        for (size_t o = 0; o < kb; o += 64)
-            __builtin_prefetch(k + (size_t)c * ks + o);
-        for (size_t o = 0; o < vb; o += 64)
-            __builtin_prefetch(v + (size_t)c * vs + o);
+    for (int c0 = 0; c0 < m;) {
+        int64_t ko, vo;
+        const int64_t run = kv_row(J, b, hk, j + c0, &ko, &vo);
+        const int len = run < m - c0 ? (int)run : m - c0;
+        const char *k = elem(J->kk, J->esz, ko), *v = elem(J->v, J->esz, vo);
+        for (int c = 0; c < len; c++) {
+            for (size_t o = 0; o < kb; o += 64)
+                __builtin_prefetch(k + (size_t)c * ks + o);
+            for (size_t o = 0; o < vb; o += 64)
+                __builtin_prefetch(v + (size_t)c * vs + o);
+        }
+        c0 += len;
+    }
+}
+
+/* The scores of nr rows (from q) against keys j0..j0+n-1 of (b, hk) read in place by the
+ * unpacked kernel, one call per run of rows (a page, or the whole tile when contiguous). */
+static void scores_direct(const job *J, const float *q, int nr, int64_t b, int64_t hk, int64_t j0,
+                          int n, float *s)
+{
+    for (int c0 = 0; c0 < n;) {
+        int64_t ko, vo;
+        const int64_t run = kv_row(J, b, hk, j0 + c0, &ko, &vo);
+        const int len = run < n - c0 ? (int)run : n - c0;
+        J->k->scores_rows(q, (size_t)J->pl.D, nr, elem(J->kk, J->esz, ko), J->dt, J->kk->strides[2],
+                          len, J->pl.D, J->sigma, s + c0, CPU_BC);
+        c0 += len;
+    }
+}
+
+/* O = O * corr + P.V over keys j0..j0+n-1 of (b, hk) read in place, one call per run of rows;
+ * the runs after the first add to O unscaled (factor 1 is exact). */
+static void pv_direct(const job *J, const float *p, int nr, int64_t b, int64_t hk, int64_t j0,
+                      int n, const float *corr, float *o)
+{
+    static const float ones[CPU_DR] = {1.0f, 1.0f, 1.0f, 1.0f};
+    for (int c0 = 0; c0 < n;) {
+        int64_t ko, vo;
+        const int64_t run = kv_row(J, b, hk, j0 + c0, &ko, &vo);
+        const int len = run < n - c0 ? (int)run : n - c0;
+        J->k->pv_rows(p + c0, CPU_BC, nr, elem(J->v, J->esz, vo), J->dt, J->v->strides[2], len,
+                      J->pl.Dv, c0 == 0 ? corr : ones, o, J->dvp);
+        c0 += len;
     }
 }
 
@@ -520,10 +596,7 @@ static void item_run(void *varg, int64_t idx, int tid)
 
     /* Few rows (decode): K and V are read straight from their rows by the unpacked kernels
      * wherever a tile needs no exclusion, since packing would cost more than the rows reuse. */
-    const attnref_tensor *kt = J->kk, *vt = J->v;
-    const int direct_item = NR <= 2 * CPU_DR && kt->strides[3] == 1 && vt->strides[3] == 1;
-    const char *kbase = elem(kt, J->esz, b * kt->strides[0] + hk * kt->strides[1]);
-    const char *vbase = elem(vt, J->esz, b * vt->strides[0] + hk * vt->strides[1]);
+    const int direct_item = NR <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
 
     for (int64_t j0 = it->klo; j0 < it->khi; j0 += CPU_BC) {
         const int n = (int)(it->khi - j0 < CPU_BC ? it->khi - j0 : CPU_BC);
@@ -540,10 +613,9 @@ static void item_run(void *varg, int64_t idx, int tid)
         const int bad = direct ? 0 : pack_tile(J, &w, b, hk, j0, n);
         const int ncols = (int)round_up((size_t)n, CPU_NR);
         const int gs = direct ? CPU_DR : CPU_MR;
-        const char *ksrc = kbase + (size_t)(j0 * kt->strides[2]) * J->esz;
-        const char *vsrc = vbase + (size_t)(j0 * vt->strides[2]) * J->esz;
         if (direct && j0 + n < it->khi)
-            prefetch_tile(J, ksrc, vsrc, n, it->khi - j0 - n);
+            prefetch_tile(J, b, hk, j0 + n,
+                          it->khi - j0 - n < CPU_BC ? (int)(it->khi - j0 - n) : CPU_BC);
 
         for (int64_t r0 = 0; r0 < NR; r0 += gs) {
             const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
@@ -562,8 +634,7 @@ static void item_run(void *varg, int64_t idx, int tid)
             if (!any)
                 continue;
             if (direct)
-                K->scores_rows(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, ksrc, J->dt,
-                               kt->strides[2], n, D, J->sigma, w.s, CPU_BC);
+                scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, b, hk, j0, n, w.s);
             else
                 K->scores(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ncols, D,
                           J->sigma, w.s, CPU_BC);
@@ -593,8 +664,7 @@ static void item_run(void *varg, int64_t idx, int tid)
             }
             float *orows = w.o + (size_t)r0 * dvp;
             if (direct) {
-                K->pv_rows(w.s, CPU_BC, nr, vsrc, J->dt, vt->strides[2], n, pl->Dv, w.corr, orows,
-                           dvp);
+                pv_direct(J, w.s, nr, b, hk, j0, n, w.corr, orows);
                 continue;
             }
             if (!bad) {
@@ -705,6 +775,100 @@ static int head_terms(job *J, const attnref_sdpa_params *p, int64_t Hq, void **b
     return 0;
 }
 
+/* The fields of a call's job that do not depend on where its keys live. */
+static void job_init(job *J, cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k,
+                     const attnref_tensor *v, const attnref_sdpa_params *p,
+                     const attnref_tensor *out)
+{
+    const int64_t D = q->shape[3], Dv = v->shape[3];
+    memset(J, 0, sizeof *J);
+    J->k = e->k;
+    J->p = p;
+    J->q = q;
+    J->kk = k;
+    J->v = v;
+    J->out = out;
+    J->dt = q->dtype;
+    J->esz = attnref_dtype_size(q->dtype);
+    /* The scale as an f32, applied to the finished dot product (clause 13's model);
+     * attnref_sdpa_check refused one outside the f32 range. */
+    J->sigma = p->has_scale ? (float)p->scale : (float)(1.0 / sqrt((double)D));
+    if (p->softcap > 0.0) {
+        J->capped = 1;
+        J->cap = (float)p->softcap;
+        J->rcap = (float)(1.0 / p->softcap);
+        /* Far outside any model's caps, 1 / c or c * tanh would leave the normal f32 range. */
+        J->f64 = !(p->softcap >= 0x1p-100 && p->softcap <= 0x1p100);
+    }
+    J->dvp = round_up((size_t)Dv, CPU_NR);
+    J->pstride = J->dvp + 3;
+}
+
+/* Plan and run a prepared job (the dimensions validated; rows: cpu_plan_make's).  Returns as
+ * cpu_sdpa_run. */
+static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
+                    int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, char *err,
+                    size_t errlen)
+{
+    void *heads;
+    if (head_terms(J, J->p, Hq, &heads) != 0) {
+        snprintf(err, errlen, "cpu: cannot allocate the per-head terms");
+        return -1;
+    }
+    if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads) != 0) {
+        free(heads);
+        snprintf(err, errlen, "cpu: cannot allocate the work list");
+        return -1;
+    }
+    J->rmax = (size_t)(J->pl.G * J->pl.bq);
+    if (!ws_layout(&J->L, J->rmax, (size_t)J->pl.bq, (size_t)D, J->dvp) ||
+        J->L.bytes > CPU_WS_MAX) {
+        /* A head dimension or GQA group far beyond any model's (the tiles would not fit in
+         * memory, let alone a cache): not worth tiling. */
+        cpu_plan_free(&J->pl);
+        free(heads);
+        return 1;
+    }
+    for (int t = 0; t < e->threads; t++)
+        if (grow(&e->ws[t], &e->ws_bytes[t], J->L.bytes) != 0)
+            goto nomem;
+    J->wsb = e->ws;
+    if (J->pl.nsplit > 1) {
+        const size_t per = J->rmax * J->pstride;
+        const size_t parts = (size_t)J->pl.ngroups * (size_t)J->pl.nsplit;
+        if (per > SIZE_MAX / sizeof(float) / parts)
+            goto nomem;
+        if (grow((void **)&e->partials, &e->partials_bytes, parts * per * sizeof(float)) != 0)
+            goto nomem;
+        J->partials = e->partials;
+    }
+
+    /* A call this small finishes before sleeping workers would wake up: run it here. */
+    double work = 0.0;
+    for (int64_t n = 0; n < J->pl.nitems; n++)
+        work += J->pl.items[n].cost;
+    if (work * (double)(D + Dv) < CPU_INLINE_WORK) {
+        for (int64_t n = 0; n < J->pl.nitems; n++)
+            item_run(J, n, 0);
+        for (int64_t g = 0; J->pl.nsplit > 1 && g < J->pl.ngroups; g++)
+            merge_run(J, g, 0);
+    } else {
+        cpu_pool_run(&e->pool, J->pl.nitems, item_run, J);
+        if (J->pl.nsplit > 1)
+            cpu_pool_run(&e->pool, J->pl.ngroups, merge_run, J);
+    }
+    cpu_plan_free(&J->pl);
+    free(heads);
+    return 0;
+
+nomem:
+    snprintf(err, errlen, "cpu: cannot allocate %zu bytes of scratch per thread (%d threads)",
+             J->L.bytes, e->threads);
+    cpu_plan_free(&J->pl);
+    free(heads);
+    return -1;
+}
+
 int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k,
                  const attnref_tensor *v, const attnref_tensor *mask, const attnref_sdpa_params *p,
                  const attnref_tensor *out, char *err, size_t errlen)
@@ -715,29 +879,9 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
         return 0; /* nothing to write */
 
     job J;
-    memset(&J, 0, sizeof J);
-    J.k = e->k;
-    J.p = p;
-    J.q = q;
-    J.kk = k;
-    J.v = v;
+    job_init(&J, e, q, k, v, p, out);
     J.mask = mask;
-    J.out = out;
-    J.dt = q->dtype;
-    J.esz = attnref_dtype_size(q->dtype);
-    /* The scale as an f32, applied to the finished dot product (clause 13's model);
-     * attnref_sdpa_check refused one outside the f32 range. */
-    J.sigma = p->has_scale ? (float)p->scale : (float)(1.0 / sqrt((double)D));
     J.off = p->has_causal_offset ? p->causal_offset : Lk - Lq;
-    if (p->softcap > 0.0) {
-        J.capped = 1;
-        J.cap = (float)p->softcap;
-        J.rcap = (float)(1.0 / p->softcap);
-        /* Far outside any model's caps, 1 / c or c * tanh would leave the normal f32 range. */
-        J.f64 = !(p->softcap >= 0x1p-100 && p->softcap <= 0x1p100);
-    }
-    J.dvp = round_up((size_t)Dv, CPU_NR);
-    J.pstride = J.dvp + 3;
     if (mask) {
         /* Broadcast a rank 0..4 mask to (B, Hq, Lq, Lk): stride 0 where the extent is 1. */
         const int32_t pad = 4 - mask->ndim;
@@ -747,60 +891,44 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
         }
     }
 
-    void *heads;
-    if (head_terms(&J, p, Hq, &heads) != 0) {
-        snprintf(err, errlen, "cpu: cannot allocate the per-head terms");
+    return job_exec(e, &J, B, Hq, Hkv, Lq, Lk, D, Dv, NULL, err, errlen);
+}
+
+int cpu_paged_run(cpu_engine *e, const attnref_tensor *q, const cpu_paged_keys *pk,
+                  const attnref_sdpa_params *p, const attnref_tensor *out, char *err, size_t errlen)
+{
+    const int64_t B = q->shape[0], Hq = q->shape[1], Lq = q->shape[2], D = q->shape[3];
+    const int64_t Hkv = pk->k_pages->shape[1], P = pk->k_pages->shape[2];
+    const int64_t Dv = pk->v_pages->shape[3];
+    if (B == 0 || Hq == 0 || Lq == 0 || Dv == 0)
+        return 0; /* nothing to write */
+    int64_t *qoff = malloc((size_t)B * sizeof *qoff);
+    if (!qoff) {
+        snprintf(err, errlen, "cpu: cannot allocate the row offsets");
         return -1;
     }
-    if (cpu_plan_make(&J.pl, p, B, Hq, Hkv, Lq, Lk, D, Dv, e->threads) != 0) {
-        free(heads);
-        snprintf(err, errlen, "cpu: cannot allocate the work list");
-        return -1;
+    /* The keys of the call: the longest sequence; each row keeps only its own (lengths). */
+    int64_t Lk = 0;
+    for (int64_t b = 0; b < B; b++) {
+        Lk = pk->seq_lens[b] > Lk ? pk->seq_lens[b] : Lk;
+        qoff[b] = pk->seq_lens[b] - pk->query_lens[b];
     }
-    J.rmax = (size_t)(J.pl.G * J.pl.bq);
-    if (!ws_layout(&J.L, J.rmax, (size_t)J.pl.bq, (size_t)D, J.dvp) || J.L.bytes > CPU_WS_MAX) {
-        /* A head dimension or GQA group far beyond any model's (the tiles would not fit in
-         * memory, let alone a cache): not worth tiling. */
-        cpu_plan_free(&J.pl);
-        free(heads);
-        return 1;
-    }
-    for (int t = 0; t < e->threads; t++)
-        if (grow(&e->ws[t], &e->ws_bytes[t], J.L.bytes) != 0)
-            goto nomem;
-    J.wsb = e->ws;
-    if (J.pl.nsplit > 1) {
-        const size_t per = J.rmax * J.pstride;
-        const size_t parts = (size_t)J.pl.ngroups * (size_t)J.pl.nsplit;
-        if (per > SIZE_MAX / sizeof(float) / parts)
-            goto nomem;
-        if (grow((void **)&e->partials, &e->partials_bytes, parts * per * sizeof(float)) != 0)
-            goto nomem;
-        J.partials = e->partials;
-    }
-
-    /* A call this small finishes before sleeping workers would wake up: run it here. */
-    double work = 0.0;
-    for (int64_t n = 0; n < J.pl.nitems; n++)
-        work += J.pl.items[n].cost;
-    if (work * (double)(D + Dv) < CPU_INLINE_WORK) {
-        for (int64_t n = 0; n < J.pl.nitems; n++)
-            item_run(&J, n, 0);
-        for (int64_t g = 0; J.pl.nsplit > 1 && g < J.pl.ngroups; g++)
-            merge_run(&J, g, 0);
-    } else {
-        cpu_pool_run(&e->pool, J.pl.nitems, item_run, &J);
-        if (J.pl.nsplit > 1)
-            cpu_pool_run(&e->pool, J.pl.ngroups, merge_run, &J);
-    }
-    cpu_plan_free(&J.pl);
-    free(heads);
-    return 0;
-
-nomem:
-    snprintf(err, errlen, "cpu: cannot allocate %zu bytes of scratch per thread (%d threads)",
-             J.L.bytes, e->threads);
-    cpu_plan_free(&J.pl);
-    free(heads);
-    return -1;
+    attnref_sdpa_params pp = *p;
+    pp.has_causal_offset = 0;
+    pp.causal_offset = 0;
+    pp.batch = B;
+    pp.lengths = pk->seq_lens;
+    pp.left_padding = NULL; /* chunks count from position 0 */
+    pp.segment_ids = NULL;
+    pp.block_ids = NULL;
+    job J;
+    job_init(&J, e, q, pk->k_pages, pk->v_pages, &pp, out);
+    J.table = pk->table;
+    J.tw = pk->tw;
+    J.P = P;
+    J.qoff = qoff;
+    const cpu_rows rows = {qoff, pk->query_lens};
+    const int rc = job_exec(e, &J, B, Hq, Hkv, Lq, Lk, D, Dv, &rows, err, errlen);
+    free(qoff);
+    return rc;
 }

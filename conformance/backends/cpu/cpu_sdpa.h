@@ -63,4 +63,26 @@ int cpu_sdpa_run(cpu_engine *e, const attnref_tensor *q, const attnref_tensor *k
                  const attnref_tensor *v, const attnref_tensor *mask, const attnref_sdpa_params *p,
                  const attnref_tensor *out, char *err, size_t errlen);
 
+/* A paged call's keys (SPEC.md clause 23; attnconf_paged_args), validated by the caller
+ * (cpu_paged.c): pools k_pages (num_pages, Hkv, P, D) and v_pages (num_pages, Hkv, P, Dv), any
+ * strides, in q's dtype; row b's key p in page table[b * tw + p / P], slot p % P. */
+typedef struct cpu_paged_keys {
+    const attnref_tensor *k_pages, *v_pages;
+    const int32_t *table;      /* [B * tw]: entries below ceil(L_b / P) hold valid pages */
+    int64_t tw;                /* table_width */
+    const int64_t *seq_lens;   /* [B] L_b */
+    const int64_t *query_lens; /* [B] q_b (never NULL here): query i < q_b of row b sits at
+                                  position L_b - q_b + i; rows i >= q_b are written +0 */
+} cpu_paged_keys;
+
+/* out = paged attention (design: the contiguous SDPA of each row over its gathered keys
+ * 0..L_b-1) computed by the same kernels as cpu_sdpa_run, reading each page's rows in place
+ * through the block table: slots past L_b, table entries at or past ceil(L_b / P) and pages no
+ * row lists are never read.  p holds scale, causal, window and the terms (softcap, ALiBi,
+ * sinks, chunk), validated; its lengths, left padding, offset, segment and block ids are
+ * ignored (this function sets the lengths to seq_lens).  Returns as cpu_sdpa_run. */
+int cpu_paged_run(cpu_engine *e, const attnref_tensor *q, const cpu_paged_keys *pk,
+                  const attnref_sdpa_params *p, const attnref_tensor *out, char *err,
+                  size_t errlen);
+
 #endif

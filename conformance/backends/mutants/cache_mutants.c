@@ -6,11 +6,17 @@
 #include <string.h>
 
 #include "attnref/dtype.h"
+/* The batch-operation mutants edit the reference cache's rows after the correct operation, so
+ * they read its private state (reference/src, test-only). */
+#include "cache_internal.h"
 
 #define BUG(n) (ATTNCONF_CACHE_MUTANT == (n))
 
 void rcm_adjust_params(attnref_cache_params *p)
 {
+    /* A kernel whose groups are at most 64 wide quantizes a 128-wide group as two. */
+    if (BUG(RCM_QUANT_G128_SPLIT) && p->kind == ATTNREF_CACHE_QUANTIZED && p->group_size == 128)
+        p->group_size = 64;
     /* One slot too many: the window ring is max_size + 1 long. */
     if (BUG(RCM_ROTATING_W1) &&
         (p->kind == ATTNREF_CACHE_ROTATING || p->kind == ATTNREF_CACHE_BATCH_ROTATING))
@@ -125,4 +131,90 @@ int rcm_update(attnref_cache *c, const attnref_tensor *k, const attnref_tensor *
         }
     }
     return attnref_cache_update(c, k, v, d);
+}
+
+/* Row b's first p slots (pads) moved to its end: the real tokens start at slot 0 and the row is
+ * padded on the right. */
+static void pads_to_right(attnref_cache *c, int64_t b, int64_t p)
+{
+    if (p <= 0 || p > c->T)
+        return;
+    int64_t *pos = c->pos + b * c->cap;
+    memmove(pos, pos + p, (size_t)(c->T - p) * sizeof *pos);
+    for (int64_t j = c->T - p; j < c->T; j++)
+        pos[j] = -1;
+    for (int64_t h = 0; h < c->H; h++) {
+        double *k = c->k + (b * c->H + h) * c->cap * c->D;
+        double *v = c->v + (b * c->H + h) * c->cap * c->Dv;
+        memmove(k, k + p * c->D, (size_t)((c->T - p) * c->D) * sizeof *k);
+        memmove(v, v + p * c->Dv, (size_t)((c->T - p) * c->Dv) * sizeof *v);
+        for (int64_t i = (c->T - p) * c->D; i < c->T * c->D; i++)
+            k[i] = NAN;
+        for (int64_t i = (c->T - p) * c->Dv; i < c->T * c->Dv; i++)
+            v[i] = NAN;
+    }
+}
+
+/* Leading pads of row b. */
+static int64_t leading_pads(const attnref_cache *c, int64_t b)
+{
+    int64_t p = 0;
+    while (p < c->T && c->pos[b * c->cap + p] < 0)
+        p++;
+    return p;
+}
+
+int rcm_filter(attnref_cache *c, const int64_t *rows, int64_t n, attnref_diag *d)
+{
+    const int64_t t0 = c ? c->T : 0;
+    int st = attnref_cache_filter(c, rows, n, d);
+    if (!BUG(RCM_FILTER_KEEPS_PAD) || st != ATTNREF_OK || c->T >= t0)
+        return st;
+    /* Put back the columns the kept rows all padded. */
+    const int64_t m = t0 - c->T;
+    if (attnref__cache_reserve(c, t0, NULL) != ATTNREF_OK)
+        return st;
+    attnref__cache_pad_front(c, m);
+    for (int64_t b = 0; b < c->B; b++)
+        c->lp[b] += m;
+    return st;
+}
+
+int rcm_extend(attnref_cache *c, const attnref_cache *other, attnref_diag *d)
+{
+    const int64_t b0 = c ? c->B : 0, t0 = c ? c->T : 0;
+    int st = attnref_cache_extend(c, other, d);
+    if (!BUG(RCM_EXTEND_PAD_SELF) || st != ATTNREF_OK || c->T <= t0)
+        return st;
+    for (int64_t b = 0; b < b0; b++) {
+        pads_to_right(c, b, c->T - t0);
+        c->lp[b] -= c->T - t0;
+    }
+    return st;
+}
+
+int rcm_merge(const attnref_cache *const *caches, int64_t n, attnref_cache **out, attnref_diag *d)
+{
+    int st = attnref_cache_merge(caches, n, out, d);
+    if (!BUG(RCM_MERGE_RIGHT_PAD) || st != ATTNREF_OK)
+        return st;
+    attnref_cache *m = *out;
+    for (int64_t b = 0; b < m->B; b++) {
+        const int64_t p = leading_pads(m, b);
+        pads_to_right(m, b, p);
+        m->lp[b] -= p;
+    }
+    return st;
+}
+
+int rcm_prepare(attnref_cache *c, const int64_t *left_padding, const int64_t *lengths,
+                attnref_diag *d)
+{
+    int64_t fixed[4096];
+    if (BUG(RCM_PREPARE_ZERO_FULL) && lengths && c && c->B <= 4096) {
+        for (int64_t b = 0; b < c->B; b++)
+            fixed[b] = lengths[b] ? lengths[b] : ATTNREF_CACHE_MAX_LEN; /* 0 read as "none" */
+        lengths = fixed;
+    }
+    return attnref_cache_prepare(c, left_padding, lengths, d);
 }

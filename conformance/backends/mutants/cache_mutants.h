@@ -23,6 +23,17 @@
     5 /* quantization codes rounded half away from zero instead of
                                    half to even [17] */
 
+/* Boundary values of the batch operations (issue 20, cases/EDGES.md): */
+#define RCM_FILTER_KEEPS_PAD 6 /* filter keeps the leading padding every kept row shares [18] */
+#define RCM_MERGE_RIGHT_PAD 7  /* merge pads the shorter caches on the right [18] */
+#define RCM_EXTEND_PAD_SELF                                                                        \
+    8 /* extend left-pads only the other cache: when the other is longer, the cache's own rows
+         are padded on the right [18] */
+#define RCM_PREPARE_ZERO_FULL                                                                      \
+    9 /* prepare takes a length of 0 for "no right padding" (a falsy length) [18] */
+#define RCM_QUANT_G128_SPLIT                                                                       \
+    10 /* a 128-wide quantization group quantized as two groups of 64 [17] */
+
 #if !defined(ATTNCONF_CACHE_MUTANT)
 #error "cache_mutants.h is only for cache mutant builds: define ATTNCONF_CACHE_MUTANT"
 #elif ATTNCONF_CACHE_MUTANT == RCM_ROTATING_W1
@@ -40,6 +51,21 @@
 #elif ATTNCONF_CACHE_MUTANT == RCM_QUANT_HALF_AWAY
 #define RCM_NAME "mutant_cache_quant_half_away"
 #define RCM_BREAKS "17"
+#elif ATTNCONF_CACHE_MUTANT == RCM_FILTER_KEEPS_PAD
+#define RCM_NAME "mutant_cache_filter_keeps_pad"
+#define RCM_BREAKS "18"
+#elif ATTNCONF_CACHE_MUTANT == RCM_MERGE_RIGHT_PAD
+#define RCM_NAME "mutant_cache_merge_right_pad"
+#define RCM_BREAKS "18"
+#elif ATTNCONF_CACHE_MUTANT == RCM_EXTEND_PAD_SELF
+#define RCM_NAME "mutant_cache_extend_pad_self"
+#define RCM_BREAKS "18"
+#elif ATTNCONF_CACHE_MUTANT == RCM_PREPARE_ZERO_FULL
+#define RCM_NAME "mutant_cache_prepare_zero_full"
+#define RCM_BREAKS "18"
+#elif ATTNCONF_CACHE_MUTANT == RCM_QUANT_G128_SPLIT
+#define RCM_NAME "mutant_cache_quant_g128_split"
+#define RCM_BREAKS "17"
 #else
 #error "unknown ATTNCONF_CACHE_MUTANT"
 #endif
@@ -49,5 +75,10 @@ void rcm_adjust_params(attnref_cache_params *p);
 int rcm_update(attnref_cache *c, const attnref_tensor *k, const attnref_tensor *v, attnref_diag *d);
 int rcm_trim(attnref_cache *c, int64_t n, int64_t *trimmed, attnref_diag *d);
 void rcm_after_mask(const attnref_cache *c, int64_t n, int64_t window, attnref_tensor *keep);
+int rcm_filter(attnref_cache *c, const int64_t *rows, int64_t n, attnref_diag *d);
+int rcm_extend(attnref_cache *c, const attnref_cache *other, attnref_diag *d);
+int rcm_merge(const attnref_cache *const *caches, int64_t n, attnref_cache **out, attnref_diag *d);
+int rcm_prepare(attnref_cache *c, const int64_t *left_padding, const int64_t *lengths,
+                attnref_diag *d);
 
 #endif

@@ -26,11 +26,16 @@
 #include "attnref/tensor.h"
 #include "rb_common.h"
 #include "reference_cache.h"
+#include "reference_paged.h"
 
 #if defined(ATTNCONF_CACHE_MUTANT) && ATTNCONF_CACHE_MUTANT
 #include "cache_mutants.h" /* test-only: one cache bug in reference_cache.c */
 #define RB_MUTANT 0
 #define RB_NAME RCM_NAME
+#elif defined(ATTNCONF_PAGED_MUTANT) && ATTNCONF_PAGED_MUTANT
+#include "paged_mutants.h" /* test-only: one paging bug in reference_paged.c */
+#define RB_MUTANT 0
+#define RB_NAME RPM_NAME
 #elif defined(ATTNCONF_MUTANT) && ATTNCONF_MUTANT
 #include "mutants.h"
 #define RB_MUTANT 1
@@ -42,7 +47,9 @@
 
 /* The project version (CMakeLists.txt project(VERSION)); the plugin has no other version.  A
  * mutant says which SPEC.md clauses its bug breaks, for `attnconf report`'s clause table. */
-#if defined(RCM_BREAKS)
+#if defined(RPM_BREAKS)
+#define RB_VERSION "0.1.0 (test-only mutant; breaks SPEC.md clauses " RPM_BREAKS ")"
+#elif defined(RCM_BREAKS)
 #define RB_VERSION "0.1.0 (test-only mutant; breaks SPEC.md clauses " RCM_BREAKS ")"
 #elif defined(RBM_BREAKS)
 #define RB_VERSION "0.1.0 (test-only mutant; breaks SPEC.md clauses " RBM_BREAKS ")"
@@ -83,7 +90,7 @@ static uint64_t rb_capabilities(void *ctx)
            ATTNCONF_CAP_STRIDE0 | ATTNCONF_CAP_KV_LEN | ATTNCONF_CAP_SOFTCAP | ATTNCONF_CAP_ALIBI |
            ATTNCONF_CAP_SINKS | ATTNCONF_CAP_CHUNK | ATTNCONF_CAP_SEGMENTS | ATTNCONF_CAP_BLOCKS |
            ATTNCONF_CAP_MASK_CHUNK | ATTNCONF_CAP_MASK_SEGMENTS | ATTNCONF_CAP_MASK_BLOCKS |
-           RC_CAPS;
+           RC_CAPS | RP_CAPS;
 }
 
 static int rb_sdpa(void *vctx, const attnconf_sdpa_args *args)
@@ -147,6 +154,7 @@ static const attnconf_backend rb_table = {
     .build_mask = rb_build_mask,
     .last_error = rb_last_error,
     RC_TABLE_MEMBERS,
+    RP_TABLE_MEMBERS,
 };
 
 /* The plugin entry point (the only exported symbol).  Returns the table for a host that speaks

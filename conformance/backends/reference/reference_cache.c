@@ -153,14 +153,22 @@ int rc_filter(void *ctx, void *cache, const int64_t *rows, int64_t n)
 {
     RC_NEED(ctx, cache && rows, "cache_filter: NULL argument");
     attnref_diag d = {{0}};
+#if RC_MUTANT
+    return rc_finish(ctx, rcm_filter(cache, rows, n, &d), &d, "cache_filter");
+#else
     return rc_finish(ctx, attnref_cache_filter(cache, rows, n, &d), &d, "cache_filter");
+#endif
 }
 
 int rc_extend(void *ctx, void *cache, const void *other)
 {
     RC_NEED(ctx, cache && other, "cache_extend: NULL argument");
     attnref_diag d = {{0}};
+#if RC_MUTANT
+    return rc_finish(ctx, rcm_extend(cache, other, &d), &d, "cache_extend");
+#else
     return rc_finish(ctx, attnref_cache_extend(cache, other, &d), &d, "cache_extend");
+#endif
 }
 
 int rc_merge(void *ctx, void *const *caches, int64_t n, void **out)
@@ -168,7 +176,11 @@ int rc_merge(void *ctx, void *const *caches, int64_t n, void **out)
     RC_NEED(ctx, caches && out, "cache_merge: NULL argument");
     attnref_diag d = {{0}};
     attnref_cache *m = NULL;
+#if RC_MUTANT
+    int st = rcm_merge((const attnref_cache *const *)caches, n, &m, &d);
+#else
     int st = attnref_cache_merge((const attnref_cache *const *)caches, n, &m, &d);
+#endif
     if (st == ATTNREF_OK)
         *out = m;
     return rc_finish(ctx, st, &d, "cache_merge");
@@ -179,8 +191,12 @@ int rc_prepare(void *ctx, void *cache, const attnconf_cache_prepare_args *a)
     RC_NEED(ctx, cache && a, "cache_prepare: NULL argument");
     RC_NEED(ctx, a->struct_size >= sizeof *a, "cache_prepare: args.struct_size too small");
     attnref_diag d = {{0}};
+#if RC_MUTANT
+    return rc_finish(ctx, rcm_prepare(cache, a->left_padding, a->lengths, &d), &d, "cache_prepare");
+#else
     return rc_finish(ctx, attnref_cache_prepare(cache, a->left_padding, a->lengths, &d), &d,
                      "cache_prepare");
+#endif
 }
 
 int rc_finalize(void *ctx, void *cache)

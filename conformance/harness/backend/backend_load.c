@@ -238,7 +238,8 @@ static int hb_table_options(const attnconf_backend *be, const char *path,
 
 /* The capabilities a plugin reports against what its table can serve: every bit names a
  * capability this host knows (an unknown one is a newer ABI's, or garbage), and a cache kind
- * comes with the cache members it needs (backend.h, fourth revision).  Returns 0, or -1 with
+ * comes with the cache members it needs (backend.h, fourth revision), paged with paged_append
+ * and paged_sdpa (sixth).  Returns 0, or -1 with
  * err naming the bits or the missing member. */
 static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *path, char *err,
                          size_t errlen)
@@ -267,7 +268,8 @@ static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *
     } core[] = {HB_MEMBER(cache_create),    HB_MEMBER(cache_update), HB_MEMBER(cache_trim),
                 HB_MEMBER(cache_make_mask), HB_MEMBER(cache_state),  HB_MEMBER(cache_destroy)},
       batched[] = {HB_MEMBER(cache_filter), HB_MEMBER(cache_extend), HB_MEMBER(cache_merge),
-                   HB_MEMBER(cache_prepare), HB_MEMBER(cache_finalize)};
+                   HB_MEMBER(cache_prepare), HB_MEMBER(cache_finalize)},
+      paged[] = {HB_MEMBER(paged_append), HB_MEMBER(paged_sdpa)};
 #undef HB_MEMBER
     for (size_t i = 0; (caps & any_cache) && i < sizeof core / sizeof core[0]; i++)
         if (!core[i].present)
@@ -281,6 +283,13 @@ static int hb_check_caps(const attnconf_backend *be, uint64_t caps, const char *
                           "%s: backend '%s' reports cache.batch but its table has "
                           "no %s (NULL, or past struct_size)",
                           path, be->name, batched[i].name);
+    /* The sixth revision: paged needs both paged members (backend.h). */
+    for (size_t i = 0; (caps & ATTNCONF_CAP_PAGED) && i < sizeof paged / sizeof paged[0]; i++)
+        if (!paged[i].present)
+            return hb_err(err, errlen,
+                          "%s: backend '%s' reports paged but its table has "
+                          "no %s (NULL, or past struct_size)",
+                          path, be->name, paged[i].name);
     return 0;
 }
 

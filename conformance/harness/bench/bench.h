@@ -43,6 +43,7 @@
 #define BS_MAX_OFFSET ((int64_t)1 << 40) /* |causal_offset|: keeps every count in int64 */
 #define BS_NAME_MAX 64
 #define BS_MAX_DTYPES 3
+#define BS_MAX_PAGE 65536 /* slots per page of a paged shape */
 
 /* Which machine limit a shape's "% of limit" refers to. */
 typedef enum bs_bound { BS_BOUND_COMPUTE = 0, BS_BOUND_MEMORY = 1 } bs_bound;
@@ -67,6 +68,10 @@ typedef struct bs_shape {
     int64_t chunk;         /* 0 = none; >= 1, needs causal */
     int64_t *segment_ids;  /* [b * lk] from the suite's documents (every row alike), or NULL */
     int64_t *block_ids;    /* [b * lk] from the suite's blocks (-1 outside), or NULL */
+    /* Paged KV (SPEC clause 23; perf/README.md): 0 = contiguous K/V and sdpa; P >= 1 = K and V
+     * copied into a pool of P-slot pages in a shuffled physical order, and paged_sdpa (every
+     * row holds lk keys and lq queries, bottom-right). */
+    int64_t page_size;
     bs_bound bound;
 } bs_shape;
 
@@ -213,6 +218,31 @@ typedef double (*bb_reported_fn)(void *ctx);
 void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dtype dt, bb_via via,
             const bb_config *cfg, bb_reported_fn reported, struct json_t *o, FILE *progress,
             const char *progress_prefix);
+
+/* The paged form of a shape with page_size P (bench_paged.c): K and V (contiguous (B, Hkv, lk,
+ * D / Dv), as bb_run fills them) copied into a pool of B * ceil(lk / P) pages (num_pages, Hkv,
+ * P, D) in a shuffled order drawn from seed; each row's table lists its pages in key order,
+ * table_width = ceil(lk / P), seq_lens = lk, and the slots past lk of its last page are NaN. */
+typedef struct bb_pool {
+    void *k, *v;
+    attnconf_tensor kp, vp;
+    int32_t *table;
+    int64_t *seq_lens;
+    int64_t np, tw;
+} bb_pool;
+
+/* 0, or -1 when memory runs out (nothing to free then). */
+int bb_pool_make(const bs_shape *s, attnref_dtype dt, const void *k, const void *v, uint64_t seed,
+                 bb_pool *p);
+void bb_pool_free(bb_pool *p);
+/* The paged_sdpa arguments of shape s over pool p: q and out as sdpa's, query_lens NULL (lq
+ * queries at the end of every row), causal, window and the terms of s. */
+void bb_paged_args(const bs_shape *s, bb_pool *p, const attnconf_tensor *q, attnconf_tensor *out,
+                   size_t capacity, attnconf_paged_args *a);
+/* be->paged_sdpa, *seconds (may be NULL) its wall time alone; ENOTSUP when the table has no
+ * such member (NULL, or past its struct_size). */
+int bb_paged_call(const attnconf_backend *be, void *ctx, const attnconf_paged_args *a,
+                  double *seconds);
 
 /* The validation's verdict. */
 typedef struct bv_outcome {

@@ -227,7 +227,14 @@ int bb_supported(const bs_shape *s, attnref_dtype dt, uint64_t caps, bb_via *via
         need |= ATTNCONF_CAP_ALIBI;
     if (s->sinks)
         need |= ATTNCONF_CAP_SINKS;
-    const uint64_t mask = params ? ATTNCONF_CAP_MASK_BOOL | ATTNCONF_CAP_MASK_BCAST : 0;
+    if (s->page_size > 0) {
+        /* Paged: causal and window are paged_sdpa's own parameters; a term needs its bit too
+         * (SPEC clause 23), and there is no mask route. */
+        need |= ATTNCONF_CAP_PAGED | (s->chunk > 0 ? ATTNCONF_CAP_CHUNK : 0);
+        params = 0;
+    }
+    const uint64_t mask =
+        params && s->page_size == 0 ? ATTNCONF_CAP_MASK_BOOL | ATTNCONF_CAP_MASK_BCAST : 0;
     *via = BB_VIA_PARAMS;
     if ((caps & (need | params)) == (need | params))
         return 0;

@@ -59,6 +59,8 @@ json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, const cha
     json_object_set_new(o, "dv", json_integer(s->dv));
     json_object_set_new(o, "causal", json_boolean(s->causal));
     json_object_set_new(o, "window", json_integer(s->window));
+    if (s->page_size > 0) /* a paged shape (a contiguous one's keys stay as they were) */
+        json_object_set_new(o, "page_size", json_integer(s->page_size));
     json_object_set_new(o, "bound",
                         json_string(s->bound == BS_BOUND_MEMORY ? "memory" : "compute"));
     json_object_set_new(o, "via", json_string(via == BB_VIA_MASK ? "mask" : "params"));
@@ -251,6 +253,9 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
             const char *progress_prefix)
 {
     const hb_backend hb = {.be = be, .ctx = ctx}; /* a view for the call layer (call.h) */
+    bb_pool pool;                                 /* a paged shape's pages (bench_paged.c) */
+    attnconf_paged_args pa;
+    memset(&pool, 0, sizeof pool);
     const size_t es = attnref_dtype_size(dt);
     const int64_t nq = s->b * s->hq * s->lq * s->d, nk = s->b * s->hkv * s->lk * s->d;
     const int64_t nv = s->b * s->hkv * s->lk * s->dv, no = s->b * s->hq * s->lq * s->dv;
@@ -304,14 +309,24 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     a.softcap = s->softcap;
     a.alibi_max_bias = s->alibi_max_bias;
     a.sinks = s->sinks_f32;
+    /* A paged shape: the same K and V through a shuffled pool and paged_sdpa. */
+    if (s->page_size > 0) {
+        progress_line(progress, progress_prefix, "filling the pages");
+        if (bb_pool_make(s, dt, k, v, seed_of(id, 3), &pool) != 0) {
+            set_status(o, "ERROR", "harness: out of memory for the page pool");
+            goto done;
+        }
+        bb_paged_args(s, &pool, &tq, &out, capacity, &pa);
+    }
 
     progress_line(progress, progress_prefix, "first call");
-    int rc = hb_sdpa(&hb, &a, NULL);
+    int rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, NULL) : hb_sdpa(&hb, &a, NULL);
     if (rc != ATTNCONF_OK) {
         char le[CLIP_MAX + 1];
         clip_text(hb_last_error(&hb), le, sizeof le);
-        set_status(o, rc == ATTNCONF_ENOTSUP ? "NOT_SUPPORTED" : "ERROR", "sdpa returned %s%s%s",
-                   hb_code_name(rc), le[0] ? ": " : "", le);
+        set_status(o, rc == ATTNCONF_ENOTSUP ? "NOT_SUPPORTED" : "ERROR", "%s returned %s%s%s",
+                   s->page_size > 0 ? "paged_sdpa" : "sdpa", hb_code_name(rc), le[0] ? ": " : "",
+                   le);
         goto done;
     }
     char buf[256];
@@ -339,12 +354,13 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         flip_sign(q, dt, (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) % (uint64_t)nq));
         out = before;
         double wall;
-        rc = hb_sdpa(&hb, &a, &wall);
+        rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, &wall) : hb_sdpa(&hb, &a, &wall);
         if (rc != ATTNCONF_OK) {
             char le[CLIP_MAX + 1];
             clip_text(hb_last_error(&hb), le, sizeof le);
-            set_status(o, "ERROR", "repetition %lld: sdpa returned %s%s%s", (long long)n + 1,
-                       hb_code_name(rc), le[0] ? ": " : "", le);
+            set_status(o, "ERROR", "repetition %lld: %s returned %s%s%s", (long long)n + 1,
+                       s->page_size > 0 ? "paged_sdpa" : "sdpa", hb_code_name(rc),
+                       le[0] ? ": " : "", le);
             goto done;
         }
         const double t = reported ? reported(ctx) : wall;
@@ -377,4 +393,5 @@ done:;
     free(outd);
     free(mask);
     free(times);
+    bb_pool_free(&pool);
 }

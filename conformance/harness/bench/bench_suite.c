@@ -29,6 +29,10 @@
  *                                  #   packing in every batch row (segment_ids)
  *       blocks: [[100, 64]]        # optional: bidirectional blocks [start, length] in 0..lk,
  *                                  #   in order, not overlapping (block_ids; needs causal)
+ *       paged: {page_size: 16}     # optional: K/V in a pool of pages of P slots (1..65536) in
+ *                                  #   a shuffled order, through paged_sdpa (SPEC clause 23);
+ *                                  #   not with causal_offset, lengths, left_padding,
+ *                                  #   documents or blocks (a paged sequence has none)
  *       bound: compute             # compute | memory: the machine limit "% of limit" uses
  *
  * Integers are plain decimal scalars, booleans plain true/false.  The reading is strict (the
@@ -297,13 +301,52 @@ enum {
     K_CHUNK,
     K_DOCS,
     K_BLOCKS,
+    K_PAGED,
     K_BOUND,
     K_COUNT
 };
 static const char *const shape_keys[K_COUNT] = {
-    "id",       "dtypes",         "batch",  "q_heads",       "kv_heads",  "lq",      "lk",
-    "head_dim", "v_head_dim",     "causal", "causal_offset", "window",    "lengths", "left_padding",
-    "softcap",  "alibi_max_bias", "sinks",  "chunk",         "documents", "blocks",  "bound"};
+    "id",        "dtypes",       "batch",      "q_heads",        "kv_heads",      "lq",
+    "lk",        "head_dim",     "v_head_dim", "causal",         "causal_offset", "window",
+    "lengths",   "left_padding", "softcap",    "alibi_max_bias", "sinks",         "chunk",
+    "documents", "blocks",       "paged",      "bound"};
+
+/* paged: {page_size: P}, P in 1..BS_MAX_PAGE; a paged sequence has no offset, padding,
+ * documents or blocks, so a shape with one of them is refused. */
+static int get_paged(const reader *r, const yaml_node_t *n, const char *field, bs_shape *sh)
+{
+    if (n->type != YAML_MAPPING_NODE)
+        return fail(r, n, field, "expected a mapping {page_size: P}");
+    ayr_field keys[1] = {{"page_size", 0, NULL}};
+    ayr_walk_at at;
+    const ayr_walk_result walked = ayr_walk(r->doc, n, keys, 1, NULL, NULL, &at);
+    if (walked != AYR_WALK_OK)
+        return fail(r, at.key ? at.key : n, field, "%s key '%s' (known: page_size)",
+                    walked == AYR_WALK_DUPLICATE ? "duplicate" : "unknown",
+                    at.name ? at.name : "?");
+    if (!keys[0].val)
+        return fail(r, n, field, "page_size missing");
+    char f[128];
+    snprintf(f, sizeof f, "%s.page_size", field);
+    if (get_int(r, keys[0].val, f, 1, BS_MAX_PAGE, &sh->page_size))
+        return -1;
+    if (sh->lq > sh->lk)
+        return fail(r, n, field,
+                    "lq %" PRId64 " is over lk %" PRId64
+                    " (a paged row's queries are among its keys)",
+                    sh->lq, sh->lk);
+    if (sh->has_causal_offset || sh->lengths || sh->left_padding || sh->segment_ids ||
+        sh->block_ids)
+        return fail(r, n, field,
+                    "does not combine with %s (a paged sequence's queries sit at its end, its "
+                    "keys start at 0)",
+                    sh->has_causal_offset ? "causal_offset"
+                    : sh->lengths         ? "lengths"
+                    : sh->left_padding    ? "left_padding"
+                    : sh->segment_ids     ? "documents"
+                                          : "blocks");
+    return 0;
+}
 
 static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_t mem_bytes,
                       bs_shape *sh)
@@ -326,7 +369,7 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
                     "unknown key '%s' (known: id, dtypes, batch, q_heads, "
                     "kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, window, "
                     "lengths, left_padding, softcap, alibi_max_bias, sinks, chunk, documents, "
-                    "blocks, bound)",
+                    "blocks, paged, bound)",
                     at.name ? at.name : "?");
     const yaml_node_t *v[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
@@ -397,6 +440,8 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
         if (get_blocks(r, v[K_BLOCKS], FIELD(K_BLOCKS), sh))
             return -1;
     }
+    if (v[K_PAGED] && get_paged(r, v[K_PAGED], FIELD(K_PAGED), sh))
+        return -1;
     const char *bound = scalar(v[K_BOUND]);
     if (!bound || (strcmp(bound, "compute") != 0 && strcmp(bound, "memory") != 0))
         return fail(r, v[K_BOUND], FIELD(K_BOUND), "expected compute or memory");

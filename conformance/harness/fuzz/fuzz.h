@@ -60,6 +60,59 @@ void hf_call_text(const hf_call *c, char *buf, size_t n);
 /* Draw a random valid call from *rng using only what `caps` (ATTNCONF_CAP_*) allows.
  * Returns 0, or -1 (out of memory). */
 int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out);
+/* The same with boundary value `edge` (an index of hf_edges, or -1 for none) forced into the
+ * call and everything else drawn as hf_draw draws it (fuzz_edges.c).  The edge must be usable
+ * under caps (hf_edge_usable). */
+int hf_draw_edge(uint64_t *rng, uint64_t caps, int edge, hf_call *out);
+
+/* ---- boundary values (fuzz_edges.c) ---------------------------------------------------------
+ *
+ * One generator per drawable row of cases/EDGES.md, keyed by the row's id (tools/edge-table
+ * writes it).  ctest cases.edge_table_fuzz compares the two lists (`attnconf fuzz --list-edges`
+ * against the table's rows, minus the rows it names as not drawn, each with its reason), and
+ * harness.fuzz.edges_posed checks on the calls drawn that each generator poses its row, by the
+ * table's own predicate. */
+
+/* Which terms a call gets (SPEC clauses 20-22), decided before its shapes. */
+typedef struct hf_terms {
+    int softcap, alibi, sinks, chunk, segments, blocks;
+} hf_terms;
+
+/* The points of hf_draw_edge where a generator may act, in order. */
+enum {
+    HF_PHASE_TERMS = 0, /* the terms chosen (t), nothing drawn yet */
+    HF_PHASE_SHAPES,    /* B, heads, Lq, Lk, D, Dv drawn and fitted: set extents; returns the
+                           HF_FIX_* bits of the axes the edge needs kept when the call is refitted */
+    HF_PHASE_PARAMS,    /* scale, layouts, causal / offset / window, the mask's kind and shape,
+                           lengths, left padding drawn; nothing allocated but lengths/padding */
+    HF_PHASE_VALUES     /* every value drawn, terms included (not yet the poison): set values;
+                           returns 0 or -1 (out of memory) */
+};
+enum { HF_FIX_B = 1, HF_FIX_HEADS = 2, HF_FIX_LQ = 4, HF_FIX_LK = 8, HF_FIX_D = 16 };
+
+typedef struct hf_edge_ctx {
+    int phase;
+    uint64_t *rng;
+    uint64_t caps;
+    hf_call *c;
+    hf_terms *t;
+} hf_edge_ctx;
+
+typedef struct hf_edge {
+    const char *id; /* the row's id in cases/EDGES.md */
+    uint64_t needs; /* capability bits the edge needs (all of them) */
+    int (*pose)(hf_edge_ctx *x);
+} hf_edge;
+
+extern const hf_edge hf_edges[];
+extern const int hf_nedges;
+int hf_edge_usable(int edge, uint64_t caps);
+
+/* Helpers fuzz_gen.c shares with fuzz_edges.c. */
+uint64_t hf_below(uint64_t *rng, uint64_t n);
+double hf_unit(uint64_t *rng);
+double hf_in_dtype(double x, attnref_dtype dt);
+void hf_make_stride0(double *x, int64_t B, int64_t H, int64_t L, int64_t X, uint8_t s0);
 
 /* The reference's parameters of a call (pointers into c). */
 attnref_sdpa_params hf_call_params(const hf_call *c);

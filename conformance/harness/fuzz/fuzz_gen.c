@@ -50,6 +50,21 @@ static double in_dtype(double x, attnref_dtype dt)
     return attnref_load(buf, dt, 0);
 }
 
+uint64_t hf_below(uint64_t *rng, uint64_t n)
+{
+    return below(rng, n);
+}
+
+double hf_unit(uint64_t *rng)
+{
+    return unit(rng);
+}
+
+double hf_in_dtype(double x, attnref_dtype dt)
+{
+    return in_dtype(x, dt);
+}
+
 /* ---- hf_call bookkeeping ------------------------------------------------------------------- */
 
 static int64_t q_numel(const hf_call *c)
@@ -267,6 +282,11 @@ static void make_stride0(double *x, int64_t B, int64_t H, int64_t L, int64_t X, 
         }
 }
 
+void hf_make_stride0(double *x, int64_t B, int64_t H, int64_t L, int64_t X, uint8_t s0)
+{
+    make_stride0(x, B, H, L, X, s0);
+}
+
 static void draw_mask_values(uint64_t *rng, hf_call *c)
 {
     const int64_t n = m_numel(c);
@@ -348,15 +368,21 @@ static void draw_poison(uint64_t *rng, hf_call *c)
             }
 }
 
+static int within_budget(const hf_call *c)
+{
+    const int64_t dm = c->D > c->Dv ? c->D : c->Dv;
+    const int64_t work = c->B * c->Hq * (c->Lq ? c->Lq : 1) * (c->Lk ? c->Lk : 1) * dm;
+    return work <= HF_MAX_WORK && q_numel(c) <= HF_MAX_TENSOR && k_numel(c) <= HF_MAX_TENSOR &&
+           v_numel(c) <= HF_MAX_TENSOR && c->B * c->Hq * c->Lq * c->Lk <= HF_MAX_TENSOR &&
+           c->B * c->Hq * c->Lq * c->Dv <= HF_MAX_TENSOR;
+}
+
 /* Shrink the largest extent until the call is cheap (halving keeps a power-of-two Lk one). */
 static void fit_budget(hf_call *c)
 {
     for (;;) {
         int64_t dm = c->D > c->Dv ? c->D : c->Dv;
-        int64_t work = c->B * c->Hq * (c->Lq ? c->Lq : 1) * (c->Lk ? c->Lk : 1) * dm;
-        if (work <= HF_MAX_WORK && q_numel(c) <= HF_MAX_TENSOR && k_numel(c) <= HF_MAX_TENSOR &&
-            v_numel(c) <= HF_MAX_TENSOR && c->B * c->Hq * c->Lq * c->Lk <= HF_MAX_TENSOR &&
-            c->B * c->Hq * c->Lq * c->Dv <= HF_MAX_TENSOR)
+        if (within_budget(c))
             break;
         if (c->Lk >= c->Lq && c->Lk > 1)
             c->Lk = (c->Lk + 1) / 2;
@@ -372,14 +398,32 @@ static void fit_budget(hf_call *c)
     }
 }
 
+/* The same for a call holding a boundary value: the axes in `fixed` (HF_FIX_*) keep their
+ * extents, the others shrink (to 1 at most, heads included: MHA with one head).  An edge's
+ * extents are chosen so that they fit with every other axis at 1. */
+static void fit_budget_fixed(hf_call *c, int fixed)
+{
+    while (!within_budget(c)) {
+        if (!(fixed & HF_FIX_LK) && c->Lk > 1 && (c->Lk >= c->Lq || (fixed & HF_FIX_LQ)))
+            c->Lk = (c->Lk + 1) / 2;
+        else if (!(fixed & HF_FIX_LQ) && c->Lq > 1)
+            c->Lq = (c->Lq + 1) / 2;
+        else if (!(fixed & HF_FIX_D) && (c->D > 1 || c->Dv > 1)) {
+            c->D = c->D > 1 ? c->D / 2 : 1;
+            c->Dv = c->Dv > 1 ? c->Dv / 2 : 1;
+        } else if (!(fixed & HF_FIX_B) && c->B > 1)
+            c->B--;
+        else if (!(fixed & HF_FIX_HEADS) && c->Hq > 1)
+            c->Hq = c->Hkv = 1;
+        else
+            break;
+    }
+}
+
 /* ---- the terms of current models (SPEC clauses 20-22) --------------------------------------- */
 
-/* Which terms a call gets, decided up front from a side stream (so a call without terms is drawn
- * from the main stream as before the terms existed). */
-typedef struct hf_terms {
-    int softcap, alibi, sinks, chunk, segments, blocks;
-} hf_terms;
-
+/* Which terms a call gets (hf_terms, fuzz.h), decided up front from a side stream (so a call
+ * without terms is drawn from the main stream as before the terms existed). */
 static hf_terms draw_term_choice(uint64_t *ts, uint64_t caps)
 {
     hf_terms t;
@@ -629,6 +673,20 @@ static int draw_exact(uint64_t *rng, uint64_t caps, attnref_dtype dt, hf_call *c
 
 int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
 {
+    return hf_draw_edge(rng, caps, -1, out);
+}
+
+/* Run edge `edge`'s generator at one phase (nothing without an edge). */
+static int edge_at(int edge, int phase, uint64_t *es, uint64_t caps, hf_call *c, hf_terms *t)
+{
+    if (edge < 0)
+        return 0;
+    hf_edge_ctx x = {phase, es, caps, c, t};
+    return hf_edges[edge].pose(&x);
+}
+
+int hf_draw_edge(uint64_t *rng, uint64_t caps, int edge, hf_call *out)
+{
     memset(out, 0, sizeof *out);
     hf_call *c = out;
     attnref_dtype dts[3];
@@ -645,7 +703,10 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
      * before the mode existed. */
     uint64_t side = *rng ^ 0x5c0ffee5eedull;
     const int half = ((caps & ATTNCONF_CAP_F16) != 0) + ((caps & ATTNCONF_CAP_BF16) != 0);
-    if (half && below(&side, HF_EXACT_DEN) == 0) {
+    /* The edge's own draws come from a third stream: a call with an edge is the uniform call
+     * of the same seed with that edge forced into it. */
+    uint64_t es = *rng ^ 0xed6e5ab1e5ull;
+    if (half && below(&side, HF_EXACT_DEN) == 0 && edge < 0) {
         const attnref_dtype hdt = (caps & ATTNCONF_CAP_F16) && (half == 1 || below(&side, 2))
                                       ? ATTNREF_F16
                                       : ATTNREF_BF16;
@@ -655,7 +716,8 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
     }
     c->dt = dts[below(rng, (uint64_t)ndt)];
     uint64_t ts = *rng ^ 0x7e5a5ca1ab1eull; /* the terms' side stream */
-    const hf_terms terms = draw_term_choice(&ts, caps);
+    hf_terms terms = draw_term_choice(&ts, caps);
+    edge_at(edge, HF_PHASE_TERMS, &es, caps, c, &terms);
 
     c->B = PICK(rng, ((const int64_t[]){1, 1, 1, 2, 2, 3, 4}));
     c->Hkv = PICK(rng, ((const int64_t[]){1, 1, 2, 3}));
@@ -671,6 +733,8 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
     c->D = PICK(rng, dims);
     c->Dv = (caps & ATTNCONF_CAP_DV_NE_D) && chance(rng, 1, 4) ? PICK(rng, dims) : c->D;
     fit_budget(c);
+    if (edge >= 0)
+        fit_budget_fixed(c, edge_at(edge, HF_PHASE_SHAPES, &es, caps, c, &terms));
 
     if ((caps & ATTNCONF_CAP_SCALE) && chance(rng, 3, 10)) {
         c->has_scale = 1;
@@ -733,6 +797,8 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
         for (int64_t b = 0; b < c->B; b++)
             c->left_padding[b] = chance(rng, 1, 3) ? 0 : (int64_t)below(rng, (uint64_t)c->Lk + 1);
     }
+    if (edge_at(edge, HF_PHASE_PARAMS, &es, caps, c, &terms) != 0)
+        goto oom;
 
     if (alloc_vals(&c->q, q_numel(c)) || alloc_vals(&c->k, k_numel(c)) ||
         alloc_vals(&c->v, v_numel(c)) || (c->mask_kind && alloc_vals(&c->mask, m_numel(c))))
@@ -774,7 +840,8 @@ int hf_draw(uint64_t *rng, uint64_t caps, hf_call *out)
         make_stride0(c->k, c->B, c->Hkv, c->Lk, c->D, c->stride0[1]);
         make_stride0(c->v, c->B, c->Hkv, c->Lk, c->Dv, c->stride0[2]);
     }
-    if (draw_terms(&ts, caps, &terms, c) != 0)
+    if (draw_terms(&ts, caps, &terms, c) != 0 ||
+        edge_at(edge, HF_PHASE_VALUES, &es, caps, c, &terms) != 0)
         goto oom;
     if (chance(rng, 1, 3))
         draw_poison(rng, c);

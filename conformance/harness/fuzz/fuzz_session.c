@@ -2,7 +2,17 @@
  *
  *   attnconf fuzz --backend X [--seed S] [--count N | --seconds T] [--out-dir DIR]
  *                 [--json FILE] [--backend-option K=V]... [--timeout S] [--case-timeout S]
- *                 [--in-process] [--no-meta | --meta-only]
+ *                 [--in-process] [--no-meta | --meta-only] [--draw uniform|edges|mixed]
+ *                 [--trace FILE] [--save-calls DIR]
+ *   attnconf fuzz --backend X --seed-range A..B [--shard K/N] --count N ...
+ *   attnconf fuzz --list-edges
+ *
+ * A campaign over many machines: --seed-range A..B runs --count calls of each seed A to B (both
+ * included), and --shard K/N (or GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX) takes slice K of N of
+ * those seeds.  Every seed costs the same --count calls, so the balanced slice is every N-th
+ * seed: A+K, A+K+N, ... (common/shard.h's greedy gives the same on equal costs); the slices
+ * are disjoint and together they are the range, on any machine.  A campaign stops at its first
+ * failure, as a single seed does.
  *
  * Call n of seed S is drawn from SplitMix64 seeded with a hash of (S, n), so any call can be
  * replayed alone and `--seed S --count n+1` replays a run up to it.  Every call becomes an
@@ -15,17 +25,28 @@
  * (acase_write); ctest checks that `attnconf run` fails them as the fuzzer did.  The first failure is shrunk greedily (fuzz_shrink.c) and written to
  * --out-dir as case files that `attnconf run` reproduces.
  *
+ * --draw chooses what a call poses: `uniform` draws every call from the fuzzer's own
+ * distributions; `edges` forces one boundary value of cases/EDGES.md into every call (the
+ * generators of fuzz_edges.c, round robin over an order the seed shuffles, so every edge the
+ * backend's capabilities allow comes once in each round); `mixed` (the default) does that on odd
+ * calls and draws even calls uniformly.  --trace FILE writes one line per call (number, case
+ * id, the edge posed or "-", the call), --save-calls DIR every call's case file:
+ * harness.fuzz.edges_posed checks each traced edge with the table's own predicate.
+ *
  * --json FILE writes one JSON object (schema "attnconf-fuzz/1"): backend, backend_version, seed
- * (a decimal string: a uint64), calls, skipped (not supported), metamorphic_checks, seconds,
- * and failure: null, or {call, seconds, check ("differential" or a relation name), status,
- * message, original, shrunk, shrink_steps, case_files, replay} — the input of
- * tools/fuzz-survival.
+ * (a decimal string: a uint64; in a campaign the seed that failed, else the last one run), draw,
+ * calls, skipped (not supported), metamorphic_checks, seconds, and failure: null, or {call, edge
+ * (the id posed, or null), seconds, check ("differential" or a relation name), status, message,
+ * original, shrunk, shrink_steps, case_files, replay} — the input of tools/fuzz-survival.  A
+ * campaign adds seed_range ("A..B"), shard ({index, total}, only when sharded) and seeds (the
+ * seeds run, in order, as decimal strings; the last is the failing one after a failure).
  *
  * Exit status: 0 no failure, 1 a failure found (or the backend could not be loaded), 2 usage.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, strdup, open_memstream, with POSIX 2008 */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -49,6 +70,7 @@
 #include "common/outfile.h"
 #include "run/run.h"
 #include "run/worker.h"
+#include "common/shard.h"
 #include "common/shell.h"
 
 #define HF_DEFAULT_SECONDS 60.0
@@ -65,11 +87,22 @@ typedef struct hf_opts {
     const char *seed_given;
     int64_t count;  /* 0 = until --seconds */
     double seconds; /* 0 = until --count */
-    int in_process, no_meta, meta_only;
+    int in_process, no_meta, meta_only, list_edges;
+    const char *draw, *trace, *save_calls;
+    int draw_mode; /* HF_DRAW_* */
+    /* --seed-range A..B (has_range), and its slice (shard.total 0: every seed) */
+    const char *seed_range;
+    int has_range;
+    uint64_t first, last;
+    const char *shard_given;
+    shard_spec shard;
     attnconf_option opt[HF_MAX_OPTIONS];
     char key[HF_MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
     size_t nopt;
 } hf_opts;
+
+enum { HF_DRAW_UNIFORM = 0, HF_DRAW_EDGES, HF_DRAW_MIXED };
+static const char *const hf_draw_names[] = {"uniform", "edges", "mixed"};
 
 static void hf_usage(FILE *f)
 {
@@ -79,12 +112,26 @@ static void hf_usage(FILE *f)
             "                     [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"
             "                     [--case-timeout SECONDS] [--in-process]\n"
             "                     [--no-meta | --meta-only] [--adapter-stderr FILE]\n"
+            "                     [--draw uniform|edges|mixed] [--trace FILE]\n"
+            "                     [--save-calls DIR]\n"
+            "       attnconf fuzz --backend ... --seed-range A..B [--shard K/N] --count N ...\n"
+            "       attnconf fuzz --list-edges\n"
             "  random sdpa calls (what the backend's capabilities allow) checked against the\n"
             "  reference within the clause 13 bound, plus metamorphic checks; the first\n"
             "  failure is shrunk and written to DIR (default attnconf-fuzz) as case files\n"
             "  for `attnconf run --cases DIR`.  Default --seconds %g; --seed defaults to a\n"
             "  fresh one (printed).  --meta-only: only the metamorphic checks judge values\n"
             "  (for a backend whose semantics differ from the reference on purpose).\n"
+            "  --draw: `uniform` calls from the fuzzer's own distributions, `edges` one\n"
+            "  boundary value of cases/EDGES.md forced into every call (each edge the\n"
+            "  backend allows once per round, in an order the seed shuffles), `mixed`\n"
+            "  (default) edges on odd calls, uniform on even ones.  --list-edges prints the\n"
+            "  ids of the edge generators.  --trace FILE: one line per call (number, case\n"
+            "  id, edge or -, the call); --save-calls DIR: every call as a case file.\n"
+            "  --seed-range A..B runs --count calls of every seed from A to B; --shard K/N\n"
+            "  (K from 0, as GTEST_SHARD_INDEX; without it GTEST_TOTAL_SHARDS and\n"
+            "  GTEST_SHARD_INDEX when set) runs only seeds A+K, A+K+N, ... so that N\n"
+            "  machines share the range.\n"
             "  Exit 0 no failure, 1 a failure, 2 usage.\n",
             HF_DEFAULT_SECONDS);
 }
@@ -94,6 +141,33 @@ static int hf_backend_option(const cli_cmd *c, void *ud, const char *v)
     hf_opts *o = ud;
     const char *why = hb_option_add(v, o->opt, o->key, &o->nopt, HF_MAX_OPTIONS);
     return why ? cli_usage_error(c, why, v) : 0;
+}
+
+/* A decimal uint64 (no sign or space) at *s, advancing it. */
+static int hf_u64(const char **s, uint64_t *out)
+{
+    const char *p = *s;
+    uint64_t v = 0;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *s = p;
+    *out = v;
+    return 0;
+}
+
+/* "A..B" with A <= B. */
+static int hf_parse_range(const char *text, uint64_t *a, uint64_t *b)
+{
+    const char *p = text;
+    if (hf_u64(&p, a) != 0 || strncmp(p, "..", 2) != 0)
+        return -1;
+    p += 2;
+    return hf_u64(&p, b) == 0 && *p == '\0' && *a <= *b ? 0 : -1;
 }
 
 /* Returns 0, CLI_HELP or CLI_EXIT_USAGE (message printed). */
@@ -152,24 +226,104 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
          .kind = CLI_FLAG,
          .dest = &o->meta_only,
          .help = "only the metamorphic checks judge values"},
+        {.name = "--draw",
+         .kind = CLI_STRING,
+         .dest = &o->draw,
+         .help = "uniform, edges or mixed (default): what each call poses"},
+        {.name = "--trace",
+         .kind = CLI_STRING,
+         .dest = &o->trace,
+         .help = "one line per call: number, case id, the edge posed, the call"},
+        {.name = "--save-calls",
+         .kind = CLI_STRING,
+         .dest = &o->save_calls,
+         .help = "write every call's case file into DIR"},
+        {.name = "--list-edges",
+         .kind = CLI_FLAG,
+         .dest = &o->list_edges,
+         .help = "print the ids of the edge generators and exit"},
         cli_opt_adapter_stderr(&o->adapter_stderr),
+        {.name = "--seed-range",
+         .kind = CLI_STRING,
+         .dest = &o->seed_range,
+         .help = "A..B: every seed from A to B (both included), --count calls each"},
+        {.name = "--shard",
+         .kind = CLI_STRING,
+         .dest = &o->shard_given,
+         .help = "K/N: with --seed-range, only slice K (from 0) of N of its seeds"},
     };
     const cli_cmd c = {
         .name = "fuzz", .usage = hf_usage, .opts = opts, .nopts = CLI_COUNT_OF(opts), .ud = o};
     int rc = cli_parse(&c, argc, argv);
     if (rc)
         return rc;
+    if (o->list_edges)
+        return 0;
     if (!o->backend)
         return cli_usage_error(&c, "--backend is required", NULL);
+    o->draw_mode = HF_DRAW_MIXED;
+    if (o->draw) {
+        int m = 0;
+        while (m < 3 && strcmp(o->draw, hf_draw_names[m]) != 0)
+            m++;
+        if (m == 3)
+            return cli_usage_error(&c, "--draw: expected uniform, edges or mixed", o->draw);
+        o->draw_mode = m;
+    }
     if (o->count && o->seconds)
         return cli_usage_error(&c, "give --count or --seconds, not both", NULL);
     if (o->no_meta && o->meta_only)
         return cli_usage_error(&c, "give --no-meta or --meta-only, not both", NULL);
     if (o->adapter_stderr && !hb_spec_is_exec(o->backend))
         return cli_usage_error(&c, CLI_ADAPTER_STDERR_NOT_EXEC, o->backend);
+    if (o->seed_range) {
+        if (hf_parse_range(o->seed_range, &o->first, &o->last) != 0)
+            return cli_usage_error(&c, "--seed-range: expected A..B, unsigned integers with A <= B",
+                                   o->seed_range);
+        o->has_range = 1;
+        if (o->seed_given)
+            return cli_usage_error(&c, "give --seed or --seed-range, not both", NULL);
+        if (!o->count)
+            return cli_usage_error(&c,
+                                   "--seed-range needs --count (calls per seed: a campaign split "
+                                   "across machines must do the same work on each)",
+                                   NULL);
+    }
+    if (o->shard_given) {
+        const char *why = shard_parse(o->shard_given, &o->shard);
+        if (why) {
+            char what[256];
+            snprintf(what, sizeof what, "--shard: %s", why);
+            return cli_usage_error(&c, what, o->shard_given);
+        }
+        if (!o->has_range)
+            return cli_usage_error(&c, "--shard splits a --seed-range: give one", NULL);
+    } else if (o->has_range) {
+        char why[512];
+        if (shard_from_env(&o->shard, why, sizeof why) != 0)
+            return cli_usage_error(&c, why, NULL);
+    }
     if (!o->count && !o->seconds)
         o->seconds = HF_DEFAULT_SECONDS;
     return 0;
+}
+
+/* The seeds of this machine: with --seed-range, slice K of N of A..B (every N-th seed from
+ * A+K); without, the one --seed.  *n the count (0: an empty slice), *step the stride. */
+static void hf_seeds(const hf_opts *o, uint64_t *start, uint64_t *step, uint64_t *n)
+{
+    if (!o->has_range) {
+        *start = o->seed;
+        *step = 1;
+        *n = 1;
+        return;
+    }
+    const uint64_t k = o->shard.total ? o->shard.index : 0,
+                   total = o->shard.total ? o->shard.total : 1;
+    *start = o->first + k;
+    *step = total;
+    /* last - first may be UINT64_MAX: count without forming last - first + 1 */
+    *n = k > o->last - o->first ? 0 : (o->last - o->first - k) / total + 1;
 }
 
 /* The seed of call n of run seed s: calls are independent and each replayable alone. */
@@ -178,6 +332,33 @@ static uint64_t hf_call_seed(uint64_t s, long long n)
     uint64_t st = s ^ (0xD1B54A32D192ED03ull * (uint64_t)(n + 1));
     acase_splitmix64_next(&st);
     return acase_splitmix64_next(&st);
+}
+
+/* The edges usable under caps, in the order seed s shuffles them (Fisher-Yates on SplitMix64):
+ * the run's rounds.  Returns how many (order[] holds hf_nedges slots). */
+static int hf_edge_order(uint64_t s, uint64_t caps, int *order)
+{
+    int n = 0;
+    for (int e = 0; e < hf_nedges; e++)
+        if (hf_edge_usable(e, caps))
+            order[n++] = e;
+    uint64_t st = s ^ 0xed6e0da3ull;
+    for (int i = n - 1; i > 0; i--) {
+        const int j = (int)(acase_splitmix64_next(&st) % (uint64_t)(i + 1));
+        const int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return n;
+}
+
+/* The edge call n poses (an index of hf_edges), or -1 (a uniform call). */
+static int hf_call_edge(int mode, const int *order, int n_order, long long n)
+{
+    if (n_order == 0 || mode == HF_DRAW_UNIFORM || (mode == HF_DRAW_MIXED && n % 2 == 0))
+        return -1;
+    const long long k = mode == HF_DRAW_MIXED ? n / 2 : n;
+    return order[k % n_order];
 }
 
 static int hf_mkdir(const char *dir)
@@ -198,11 +379,12 @@ static int hf_mkdir(const char *dir)
 }
 
 /* The one JSON document of --json (schema "attnconf-fuzz/1"). */
-static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long long calls,
-                         long long skipped, long long metas, double seconds, int failed,
-                         long long fail_n, double fail_s, const hf_fail *f, const char *orig,
-                         const char *shrunk, int steps, char files[][PATH_MAX], int nfiles,
-                         char replay[][HF_REPLAY_MAX], int nreplay)
+static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, json_t *seeds,
+                         long long calls, long long skipped, long long metas, double seconds,
+                         int failed, long long fail_n, int fail_edge, double fail_s,
+                         const hf_fail *f, const char *orig, const char *shrunk, int steps,
+                         char files[][PATH_MAX], int nfiles, char replay[][HF_REPLAY_MAX],
+                         int nreplay)
 {
     json_t *j = json_object();
     json_object_set_new(j, "schema", json_string("attnconf-fuzz/1"));
@@ -211,6 +393,17 @@ static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long l
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     json_object_set_new(j, "seed", json_string(seed));
+    json_object_set_new(j, "draw", json_string(hf_draw_names[o->draw_mode]));
+    if (o->has_range) {
+        json_object_set_new(j, "seed_range", json_string(o->seed_range));
+        json_object_set(j, "seeds", seeds); /* borrowed: the caller frees it */
+        if (o->shard.total) {
+            json_t *sh = json_object();
+            json_object_set_new(sh, "index", json_integer(o->shard.index));
+            json_object_set_new(sh, "total", json_integer(o->shard.total));
+            json_object_set_new(j, "shard", sh);
+        }
+    }
     json_object_set_new(j, "calls", json_integer(calls));
     json_object_set_new(j, "skipped", json_integer(skipped));
     json_object_set_new(j, "metamorphic_checks", json_integer(metas));
@@ -220,6 +413,8 @@ static int hf_write_json(of_file *out, const hf_ctx *x, const hf_opts *o, long l
     } else {
         json_t *fj = json_object();
         json_object_set_new(fj, "call", json_integer(fail_n));
+        json_object_set_new(fj, "edge",
+                            fail_edge >= 0 ? json_string(hf_edges[fail_edge].id) : json_null());
         json_object_set_new(fj, "seconds", json_real(fail_s));
         json_object_set_new(fj, "check",
                             json_string(f->meta < 0 ? "differential" : hf_meta_name(f->meta)));
@@ -273,6 +468,11 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     int rc = hf_parse(argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    if (o.list_edges) {
+        for (int e = 0; e < hf_nedges; e++)
+            printf("%s\n", hf_edges[e].id);
+        return CLI_EXIT_OK;
+    }
     if (!o.seed_given) {
         uint64_t st = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         o.seed = acase_splitmix64_next(&st) % 1000000000ull;
@@ -333,9 +533,36 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         snprintf(x.version, sizeof x.version, "%s", x.hb.be->version ? x.hb.be->version : "");
     }
 
+    /* The edges' order for this seed, and the trace / saved calls of --trace, --save-calls. */
+    static int order[256];
+    _Static_assert(sizeof order / sizeof order[0] >= 128, "room for every edge generator");
+    const int n_usable = hf_nedges <= 256 ? hf_edge_order(o.seed, x.caps, order) : 0;
+    if (o.draw_mode != HF_DRAW_UNIFORM && n_usable == 0)
+        fprintf(stderr, "attnconf fuzz: %s allows no edge generator: every call is uniform\n",
+                x.name);
+    FILE *trace = NULL;
+    char calls_dir[PATH_MAX] = "";
+    if (o.trace && !(trace = fopen(o.trace, "w"))) {
+        fprintf(stderr, "attnconf fuzz: --trace %s: %s\n", o.trace, strerror(errno));
+        of_discard(&jf);
+        hw_stop(&x.w);
+        hb_unload(&x.hb);
+        return CLI_EXIT_USAGE;
+    }
+    if (o.save_calls && (hf_mkdir(o.save_calls) != 0 || !realpath(o.save_calls, calls_dir))) {
+        fprintf(stderr, "attnconf fuzz: --save-calls %s: %s\n", o.save_calls, strerror(errno));
+        if (trace)
+            fclose(trace);
+        of_discard(&jf);
+        hw_stop(&x.w);
+        hb_unload(&x.hb);
+        return CLI_EXIT_USAGE;
+    }
+
     const int tty = isatty(STDERR_FILENO);
     const double t0 = mono_now();
     double last_progress = 0;
+    int fail_edge = -1;
     long long n = 0, skipped = 0, metas = 0, fail_n = -1;
     double fail_s = 0;
     hf_fail f;
@@ -343,74 +570,127 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     hf_call failing;
     memset(&failing, 0, sizeof failing);
     int internal = 0;
-    for (;; n++) {
-        const double now = mono_now();
-        if ((o.count && n >= o.count) || (o.seconds && now - t0 >= o.seconds))
-            break;
-        if (tty && now - last_progress > 0.25) {
-            fprintf(stderr, "\rattnconf fuzz: seed %llu: %lld calls, %lld skipped, %.0f s ",
-                    (unsigned long long)o.seed, n, skipped, now - t0);
-            last_progress = now;
-        }
-        uint64_t st = hf_call_seed(o.seed, n);
-        hf_call call;
-        rc = hf_draw(&st, x.caps, &call);
-        if (rc == -2) {
-            fprintf(stderr, "attnconf fuzz: %s supports none of f32, f16, bf16\n", x.name);
-            internal = 1;
-            break;
-        }
-        if (rc != 0) {
+    /* Seeds one after another (one without --seed-range); each seed's calls from call 0. */
+    uint64_t s0, step, nseeds;
+    hf_seeds(&o, &s0, &step, &nseeds);
+    json_t *seeds_run = o.has_range ? json_array() : NULL;
+    long long total = 0; /* calls over every seed */
+    if (o.has_range && !seeds_run) {
+        fprintf(stderr, "attnconf fuzz: out of memory\n");
+        internal = 1;
+    }
+    if (o.has_range && nseeds == 0)
+        fprintf(stderr,
+                "attnconf fuzz: shard %" PRIu32 "/%" PRIu32 " of seeds %s holds no seed (more "
+                "shards than seeds)\n",
+                o.shard.index, o.shard.total, o.seed_range);
+    if (o.has_range)
+        o.seed = o.first;
+    for (uint64_t j = 0; j < nseeds && fail_n < 0 && !internal; j++) {
+        o.seed = s0 + j * step;
+        char sd[32];
+        snprintf(sd, sizeof sd, "%" PRIu64, o.seed);
+        if (seeds_run && json_array_append_new(seeds_run, json_string(sd)) != 0) {
             fprintf(stderr, "attnconf fuzz: out of memory\n");
             internal = 1;
             break;
         }
-        char id[ACASE_ID_MAX];
-        snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, n);
-        hr_result r;
-        rc = hf_check_call(&x, &call, id, &r, NULL, err, sizeof err);
-        if (rc < 0) {
-            fprintf(stderr, "%sattnconf fuzz: internal error at call %lld: %s\n", tty ? "\n" : "",
-                    n, err);
-            hf_call_free(&call);
-            internal = 1;
-            break;
-        }
-        if (rc == 1) {
-            f.meta = -1;
-            f.status = r.status;
-            snprintf(f.message, sizeof f.message, "%s: %s", hr_status_name(r.status), r.message);
-        } else if (rc == 2) {
-            skipped++;
-        } else if (!o.no_meta) {
-            const int rel = (int)(n % HF_META_COUNT);
-            rc = hf_check_meta(&x, rel, acase_splitmix64_next(&st), &call, id, &f, NULL, NULL, NULL,
-                               err, sizeof err);
-            metas += rc == 0 || rc == 1;
+        n = 0;
+        /* The edges' order for this seed (each seed of a campaign shuffles its own). */
+        const int n_order = hf_nedges <= 256 ? hf_edge_order(o.seed, x.caps, order) : 0;
+        for (;; n++) {
+            const double now = mono_now();
+            if ((o.count && n >= o.count) || (o.seconds && now - t0 >= o.seconds))
+                break;
+            if (tty && now - last_progress > 0.25) {
+                fprintf(stderr, "\rattnconf fuzz: seed %llu: %lld calls, %lld skipped, %.0f s ",
+                        (unsigned long long)o.seed, n, skipped, now - t0);
+                last_progress = now;
+            }
+            uint64_t st = hf_call_seed(o.seed, n);
+            hf_call call;
+            const int edge = hf_call_edge(o.draw_mode, order, n_order, n);
+            rc = hf_draw_edge(&st, x.caps, edge, &call);
+            if (rc == -2) {
+                fprintf(stderr, "attnconf fuzz: %s supports none of f32, f16, bf16\n", x.name);
+                internal = 1;
+                break;
+            }
+            if (rc != 0) {
+                fprintf(stderr, "attnconf fuzz: out of memory\n");
+                internal = 1;
+                break;
+            }
+            char id[ACASE_ID_MAX];
+            snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, n);
+            if (trace) {
+                char text[512];
+                hf_call_text(&call, text, sizeof text);
+                fprintf(trace, "%lld\t%s\t%s\t%s\n", n, id, edge >= 0 ? hf_edges[edge].id : "-",
+                        text);
+            }
+            if (calls_dir[0]) {
+                char path[PATH_MAX];
+                if (hf_write_case(&call, calls_dir, id, path, err, sizeof err) != 0) {
+                    fprintf(stderr, "%sattnconf fuzz: --save-calls: call %lld: %s\n",
+                            tty ? "\n" : "", n, err);
+                    hf_call_free(&call);
+                    internal = 1;
+                    break;
+                }
+            }
+            hr_result r;
+            rc = hf_check_call(&x, &call, id, &r, NULL, err, sizeof err);
             if (rc < 0) {
-                fprintf(stderr,
-                        "%sattnconf fuzz: internal error in a metamorphic check at call "
-                        "%lld: %s\n",
+                fprintf(stderr, "%sattnconf fuzz: internal error at call %lld: %s\n",
                         tty ? "\n" : "", n, err);
                 hf_call_free(&call);
                 internal = 1;
                 break;
             }
-            if (rc != 1)
-                rc = 0;
+            if (rc == 1) {
+                f.meta = -1;
+                f.status = r.status;
+                snprintf(f.message, sizeof f.message, "%s: %s", hr_status_name(r.status),
+                         r.message);
+            } else if (rc == 2) {
+                skipped++;
+            } else if (!o.no_meta) {
+                const int rel = (int)(n % HF_META_COUNT);
+                rc = hf_check_meta(&x, rel, acase_splitmix64_next(&st), &call, id, &f, NULL, NULL,
+                                   NULL, err, sizeof err);
+                metas += rc == 0 || rc == 1;
+                if (rc < 0) {
+                    fprintf(stderr,
+                            "%sattnconf fuzz: internal error in a metamorphic check at call "
+                            "%lld: %s\n",
+                            tty ? "\n" : "", n, err);
+                    hf_call_free(&call);
+                    internal = 1;
+                    break;
+                }
+                if (rc != 1)
+                    rc = 0;
+            }
+            if (rc == 1) {
+                fail_n = n;
+                fail_edge = edge;
+                fail_s = mono_now() - t0;
+                failing = call;
+                break;
+            }
+            hf_call_free(&call);
         }
-        if (rc == 1) {
-            fail_n = n;
-            fail_s = mono_now() - t0;
-            failing = call;
-            break;
-        }
-        hf_call_free(&call);
+        total += fail_n >= 0 ? fail_n + 1 : n;
     }
     if (tty)
         fprintf(stderr, "\r%*s\r", 70, "");
+    if (trace && fclose(trace) != 0) {
+        fprintf(stderr, "attnconf fuzz: --trace %s: %s\n", o.trace, strerror(errno));
+        internal = 1;
+    }
     const double elapsed = mono_now() - t0;
-    const long long calls = fail_n >= 0 ? fail_n + 1 : n;
+    const long long calls = total;
 
     char orig_text[512] = "", min_text[512] = "";
     char files[4][PATH_MAX];
@@ -422,6 +702,8 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
                "  %s\n  call: %s\n",
                x.name, x.version, (unsigned long long)o.seed, fail_n, fail_s,
                f.meta < 0 ? "differential" : hf_meta_name(f.meta), f.message, orig_text);
+        if (fail_edge >= 0)
+            printf("  edge posed: %s (cases/EDGES.md)\n", hf_edges[fail_edge].id);
         fflush(stdout);
         char id[ACASE_ID_MAX];
         snprintf(id, sizeof id, "fuzz.%llu.%lld", (unsigned long long)o.seed, fail_n);
@@ -478,8 +760,9 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         nreplay += w > 0 && (size_t)w < sizeof replay[0];
         w = snprintf(replay[nreplay], sizeof replay[0],
                      "%s fuzz --backend %s%s --seed %llu "
-                     "--count %lld%s",
+                     "--count %lld --draw %s%s",
                      qa0, qbe, opts, (unsigned long long)o.seed, fail_n + 1,
+                     hf_draw_names[o.draw_mode],
                      o.no_meta     ? " --no-meta"
                      : o.meta_only ? " --meta-only"
                                    : "");
@@ -489,16 +772,26 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
             printf("  %s\n", replay[k]);
         hf_call_free(&best);
     } else if (!internal) {
-        printf("attnconf fuzz: %s %s, seed %llu: %lld calls (%lld not supported, %lld metamorphic "
+        char which[160];
+        if (o.has_range && o.shard.total)
+            snprintf(which, sizeof which,
+                     "seeds %s, shard %" PRIu32 "/%" PRIu32 " (%" PRIu64 " seeds)", o.seed_range,
+                     o.shard.index, o.shard.total, nseeds);
+        else if (o.has_range)
+            snprintf(which, sizeof which, "seeds %s (%" PRIu64 " seeds)", o.seed_range, nseeds);
+        else
+            snprintf(which, sizeof which, "seed %llu", (unsigned long long)o.seed);
+        printf("attnconf fuzz: %s %s, %s: %lld calls (%lld not supported, %lld metamorphic "
                "checks) in %.1f s, no failure\n",
-               x.name, x.version, (unsigned long long)o.seed, n, skipped, metas, elapsed);
+               x.name, x.version, which, total, skipped, metas, elapsed);
     }
-    if (o.json &&
-        hf_write_json(&jf, &x, &o, calls, skipped, metas, elapsed, fail_n >= 0, fail_n, fail_s, &f,
-                      orig_text, min_text, steps, files, nfiles, replay, nreplay) != 0) {
+    if (o.json && hf_write_json(&jf, &x, &o, seeds_run, calls, skipped, metas, elapsed, fail_n >= 0,
+                                fail_n, fail_edge, fail_s, &f, orig_text, min_text, steps, files,
+                                nfiles, replay, nreplay) != 0) {
         fprintf(stderr, "attnconf fuzz: cannot write %s\n", o.json);
         internal = 1;
     }
+    json_decref(seeds_run);
     hf_call_free(&failing);
     hw_stop(&x.w);
     hb_unload(&x.hb);

@@ -8,7 +8,13 @@
  * (tools/pass-chart: the same numbers as a colour map).  No table is wider than 12 columns.
  *
  * Several files may name the same backend (e.g. runs with different filters); their results
- * are merged, and a case id seen twice for one backend is an error.  Backends whose name starts
+ * are merged, and a case id seen twice for one backend is an error, and so are files of one
+ * backend with different versions or options.  The shards of one sharded run (`run --shard
+ * K/N`, "shard" in the results) merge into the unsharded run's report, byte for byte: the
+ * report counts runs, not files.  Refused, naming the files: a shard given twice or a case in
+ * two shards (overlapping), shards of another number or of another selection (count and digest
+ * of the case ids, filter), shards mixed with an unsharded run of the backend, a missing shard
+ * (named: "shard 1/3 missing"), and shards whose cases are not the selection they record.  Backends whose name starts
  * with "mutant_" are test-only backends with one deliberate bug: they get their own table, and
  * only per-family counts of the cases that caught them.
  *
@@ -973,7 +979,7 @@ static void put_fenced(FILE *f, const char *s)
 }
 
 static int write_report(FILE *f, const rp_data *d, const char *title, const char *command,
-                        const char *chart, size_t nfiles)
+                        const char *chart)
 {
     fputs("# ", f);
     for (const char *p = title; *p; p++) /* the title may hold Markdown; keep it on one line */
@@ -994,7 +1000,13 @@ static int write_report(FILE *f, const rp_data *d, const char *title, const char
           "cannot write, as the backend answered; it conforms only where the backend's "
           "expected-results file lists the case with its reason; \"unx\" in the matrix). ",
           f);
-    fprintf(f, "It was generated from %zu result file%s with:\n\n", nfiles, nfiles == 1 ? "" : "s");
+    /* Runs, not files: the shards of one sharded run count once, so merging them gives the
+     * unsharded run's report byte for byte. */
+    size_t runs = 0;
+    for (size_t b = 0; b < d->nb; b++)
+        runs += d->backends[b].runs;
+    fprintf(f, "It was generated from the results of %zu run%s with:\n\n", runs,
+            runs == 1 ? "" : "s");
     char *cmd = rp_relative(d, command);
     put_fenced(f, cmd ? cmd : command);
     free(cmd);
@@ -1197,7 +1209,7 @@ int cmd_report(const char *argv0, int argc, char **argv)
         FILE *m = open_memstream(&buf, &len);
         int bad = !m;
         if (m) {
-            bad |= write_report(m, &d, title, command, chart, nfiles) != 0;
+            bad |= write_report(m, &d, title, command, chart) != 0;
             bad |= ferror(m) != 0;
             bad |= fclose(m) != 0;
         }

@@ -38,6 +38,7 @@ typedef struct rp_case {
     int has_expect, as_expected;
     const char *x_status, *x_case, *x_reason, *x_upstream;
     int64_t x_clause;
+    int64_t shard; /* the shard its file holds (run --shard), -1 when not sharded */
 } rp_case;
 
 typedef struct rp_backend {
@@ -47,6 +48,14 @@ typedef struct rp_backend {
     int mutant;
     const char **filters; /* distinct non-empty filters of the merged files */
     size_t nfilters;
+    const char *filter; /* the first file's filter ("" when none), for the shards' check */
+    /* The shards of one sharded run (run --shard K/N), when its files are: every file of the
+     * backend is then a shard of the same run (shard_total, selection), each index once. */
+    uint32_t shard_total;        /* 0: not sharded */
+    uint64_t shard_selected;     /* cases the whole run selected */
+    const char *shard_selection; /* their digest */
+    const char **shard_file;     /* [shard_total]: the file holding each index, or NULL */
+    size_t runs;                 /* unsharded files, plus 1 for a set of shards */
     rp_case *cases;
     size_t n, cap;
 } rp_backend;

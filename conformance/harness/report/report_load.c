@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "report_internal.h"
+#include "common/shard.h"
 #include "results/results_json.h"
 
 __attribute__((format(printf, 3, 4))) void rp_errf(const char *file, const char *field,
@@ -105,6 +106,88 @@ static void take_case(const char *path, const rj_result *x, rp_case *c)
     c->x_clause = x->x_clause;
 }
 
+/* "K/N" of a shard, for messages. */
+#define SHARD_FMT "%" PRIu32 "/%" PRIu32
+
+/* The file already holding one of b's shards (any), for messages. */
+static const char *a_shard_file(const rp_backend *b)
+{
+    for (uint32_t k = 0; k < b->shard_total; k++)
+        if (b->shard_file[k])
+            return b->shard_file[k];
+    return b->file;
+}
+
+/* A file of backend b (created: its first) must be the same configuration as the others, and
+ * when the run was sharded, one more shard of the same run.  Prints its own error and returns
+ * -1 otherwise. */
+static int check_run(rp_backend *b, int created, const char *path, const rj_doc *doc)
+{
+    if (created) {
+        b->options = doc->backend_options;
+        b->filter = doc->filter;
+        b->runs = 1;
+        if (!doc->has_shard)
+            return 0;
+        b->shard_total = doc->shard_total;
+        b->shard_selected = doc->shard_selected;
+        b->shard_selection = doc->shard_selection;
+        b->shard_file = calloc(doc->shard_total, sizeof *b->shard_file);
+        if (!b->shard_file) {
+            rp_errf(path, NULL, "out of memory");
+            return -1;
+        }
+        b->shard_file[doc->shard_index] = path;
+        return 0;
+    }
+    /* One column is one configuration: the same backend with other options is another. */
+    if (strcmp(b->options, doc->backend_options) != 0) {
+        rp_errf(path, "backend_options",
+                "backend \"%s\" has options \"%s\" here but \"%s\" in %s: results of "
+                "different configurations do not merge",
+                b->name, doc->backend_options, b->options, b->file);
+        return -1;
+    }
+    if (!b->shard_total != !doc->has_shard) {
+        const char *sharded = doc->has_shard ? path : a_shard_file(b);
+        rp_errf(path, "shard",
+                "backend \"%s\": %s is a shard of a sharded run but %s is not: merge the "
+                "shards of one run, or unsharded runs, not both",
+                b->name, sharded, doc->has_shard ? b->file : path);
+        return -1;
+    }
+    if (!doc->has_shard) {
+        b->runs++;
+        return 0;
+    }
+    if (doc->shard_total != b->shard_total) {
+        rp_errf(path, "shard.total",
+                "backend \"%s\": shard " SHARD_FMT " here but %s is one of %" PRIu32
+                " shards: the shards of one run have one count",
+                b->name, doc->shard_index, doc->shard_total, a_shard_file(b), b->shard_total);
+        return -1;
+    }
+    if (doc->shard_selected != b->shard_selected ||
+        strcmp(doc->shard_selection, b->shard_selection) != 0 || strcmp(doc->filter, b->filter)) {
+        rp_errf(path, "shard.selection",
+                "backend \"%s\": this shard's run selected %" PRIu64
+                " cases (%s, filter \"%s\") but %s's selected %" PRIu64
+                " (%s, filter \"%s\"): shards of different runs or case sets",
+                b->name, doc->shard_selected, doc->shard_selection, doc->filter, a_shard_file(b),
+                b->shard_selected, b->shard_selection, b->filter);
+        return -1;
+    }
+    const char *other = b->shard_file[doc->shard_index];
+    if (other) {
+        rp_errf(path, "shard.index",
+                "backend \"%s\": shard " SHARD_FMT " is also %s: overlapping shards", b->name,
+                doc->shard_index, doc->shard_total, other);
+        return -1;
+    }
+    b->shard_file[doc->shard_index] = path;
+    return 0;
+}
+
 int rp_load_file(rp_data *d, const char *path)
 {
     char err[1024];
@@ -145,6 +228,7 @@ int rp_load_file(rp_data *d, const char *path)
                 doc.backend_name, doc.backend_version, b->version, b->file);
         return -1;
     }
+    const int created = !b;
     if (!b) {
         rp_backend *nb = realloc(d->backends, (d->nb + 1) * sizeof *nb);
         if (!nb) {
@@ -159,8 +243,8 @@ int rp_load_file(rp_data *d, const char *path)
         b->file = path;
         b->mutant = !strncmp(b->name, MUTANT_PREFIX, strlen(MUTANT_PREFIX));
     }
-    if (!b->options)
-        b->options = doc.backend_options;
+    if (check_run(b, created, path, &doc) != 0)
+        return -1;
     if (doc.expect_file) {
         if (b->expect_file && strcmp(b->expect_file, doc.expect_file) != 0) {
             rp_errf(path, "expectations.file", "\"%s\" here but \"%s\" in %s", doc.expect_file,
@@ -193,6 +277,7 @@ int rp_load_file(rp_data *d, const char *path)
             return -1;
         }
         take_case(path, &x, &b->cases[b->n]);
+        b->cases[b->n].shard = doc.has_shard ? (int64_t)doc.shard_index : -1;
         by_status[x.status]++;
         b->n++;
     }
@@ -226,6 +311,44 @@ size_t *rp_cell_counts(const rp_data *d, size_t b, size_t f)
 
 /* After all files are loaded: sort, reject duplicate ids, collect families, count.  Prints its
  * own error and returns -1 on failure. */
+/* A sharded run's files together: every shard present, and their cases exactly the cases the
+ * run selected (count and digest; b's cases sorted by id and without duplicates). */
+static int check_shards_complete(const rp_backend *b)
+{
+    size_t missing = 0;
+    for (uint32_t k = 0; k < b->shard_total; k++)
+        missing += !b->shard_file[k];
+    if (missing) {
+        char list[512] = "";
+        size_t used = 0;
+        for (uint32_t k = 0; k < b->shard_total && used < sizeof list - 16; k++)
+            if (!b->shard_file[k]) {
+                int w = snprintf(list + used, sizeof list - used, "%s" SHARD_FMT, used ? ", " : "",
+                                 k, b->shard_total);
+                used += w > 0 ? (size_t)w : 0;
+            }
+        rp_errf(a_shard_file(b), NULL,
+                "backend \"%s\": shard%s %s%s missing (%zu of %" PRIu32
+                " shards given): give every shard's result file",
+                b->name, missing == 1 ? "" : "s", list, used >= sizeof list - 16 ? ", ..." : "",
+                b->shard_total - missing, b->shard_total);
+        return -1;
+    }
+    uint64_t h = SHARD_DIGEST_INIT;
+    for (size_t k = 0; k < b->n; k++)
+        h = shard_digest_add(h, b->cases[k].id);
+    char got[SHARD_DIGEST_TEXT];
+    shard_digest_text(h, got);
+    if (b->n != b->shard_selected || strcmp(got, b->shard_selection) != 0) {
+        rp_errf(a_shard_file(b), NULL,
+                "backend \"%s\": its %" PRIu32 " shards hold %zu cases (%s) but the run "
+                "selected %" PRIu64 " (%s): a shard lost or gained cases",
+                b->name, b->shard_total, b->n, got, b->shard_selected, b->shard_selection);
+        return -1;
+    }
+    return 0;
+}
+
 int rp_index_data(rp_data *d)
 {
     if (d->nb > 1)
@@ -238,13 +361,22 @@ int rp_index_data(rp_data *d)
         if (b->nfilters > 1)
             qsort(b->filters, b->nfilters, sizeof *b->filters, rp_cmp_str);
         for (size_t k = 1; k < b->n; k++) {
-            if (!strcmp(b->cases[k - 1].id, b->cases[k].id)) {
-                rp_errf(b->cases[k].file, NULL,
-                        "case \"%s\" of backend \"%s\" appears twice (in %s and %s)",
-                        b->cases[k].id, b->name, b->cases[k - 1].file, b->cases[k].file);
-                return -1;
-            }
+            const rp_case *p = &b->cases[k - 1], *c = &b->cases[k];
+            if (strcmp(p->id, c->id) != 0)
+                continue;
+            if (p->shard >= 0 && c->shard >= 0 && p->shard != c->shard)
+                rp_errf(c->file, NULL,
+                        "case \"%s\" of backend \"%s\" is in shard %" PRId64 "/%" PRIu32
+                        " (%s) and in shard %" PRId64 "/%" PRIu32 " (%s): overlapping shards",
+                        c->id, b->name, p->shard, b->shard_total, p->file, c->shard, b->shard_total,
+                        c->file);
+            else
+                rp_errf(c->file, NULL, "case \"%s\" of backend \"%s\" appears twice (in %s and %s)",
+                        c->id, b->name, p->file, c->file);
+            return -1;
         }
+        if (b->shard_total && check_shards_complete(b) != 0)
+            return -1;
         total += b->n;
     }
     d->families = malloc((total ? total : 1) * sizeof *d->families);
@@ -281,6 +413,7 @@ void rp_free(rp_data *d)
     for (size_t i = 0; i < d->nb; i++) {
         free(d->backends[i].cases);
         free(d->backends[i].filters);
+        free(d->backends[i].shard_file);
     }
     free(d->backends);
     for (size_t i = 0; i < d->nroots; i++)

@@ -17,6 +17,11 @@
  *     "filter": str,                               "" when no filter was given
  *     "backend_options": str,                      --backend-option pairs as "k=v,k=v" in
  *                                                  the order given; "" when none
+ *     "shard": {"index": int, "total": int,       only in a sharded run (run --shard K/N):
+ *               "selected": int,                   slice K (from 0) of N; how many case files
+ *               "selection": str},                 the whole selection holds and their digest
+ *                                                  ("fnv1a64:" + 16 hex digits: common/shard.h),
+ *                                                  for `attnconf report` to check a merge
  *     "expectations": {"file": str, "version": str, "unexpected": int, "stale": int},
  *                                                  only in a run with --expect
  *     "results": [                                 in run order
@@ -373,7 +378,11 @@ static void write_text(const hr_run *run, FILE *f)
         put_line(f, FIELD(run->backend_options), 0);
         fputc(')', f);
     }
-    fprintf(f, ", %zu case%s\n", run->count, run->count == 1 ? "" : "s");
+    fprintf(f, ", %zu case%s", run->count, run->count == 1 ? "" : "s");
+    if (run->shard_total)
+        fprintf(f, " (shard %" PRIu32 "/%" PRIu32 " of %" PRIu64 ")", run->shard_index,
+                run->shard_total, run->shard_selected);
+    fputc('\n', f);
     for (size_t i = 0; i < run->count; i++) {
         const hr_result *r = &run->results[i];
         hr_status s = norm_status(r->status);
@@ -648,6 +657,9 @@ static void write_junit(const hr_run *run, FILE *f)
         put_xml(f, v, strnlen(v, props[k].cap));
         fputs("\"/>\n", f);
     }
+    if (run->shard_total)
+        fprintf(f, "      <property name=\"shard\" value=\"%" PRIu32 "/%" PRIu32 "\"/>\n",
+                run->shard_index, run->shard_total);
     fputs("    </properties>\n", f);
 
     for (size_t i = 0; i < run->count; i++) {
@@ -815,6 +827,17 @@ static json_t *json_run(const hr_run *run)
     err |= jset(root, "cases_dir", jstr(FIELD(run->cases_dir)));
     err |= jset(root, "filter", jstr(FIELD(run->filter)));
     err |= jset(root, "backend_options", jstr(FIELD(run->backend_options)));
+    if (run->shard_total) {
+        json_t *sh = json_object();
+        err |= !sh;
+        if (sh) {
+            err |= jset(sh, "index", json_integer((json_int_t)run->shard_index));
+            err |= jset(sh, "total", json_integer((json_int_t)run->shard_total));
+            err |= jset(sh, "selected", json_integer((json_int_t)run->shard_selected));
+            err |= jset(sh, "selection", jstr(FIELD(run->shard_selection)));
+        }
+        err |= jset(root, "shard", sh);
+    }
     if (run->expect_file[0]) {
         json_t *x = json_object();
         err |= !x;

@@ -87,6 +87,12 @@ int hr_partial_load(const char *path, hr_run *run, char *err, size_t cap)
           copy(&r, "filter", doc.filter, run->filter, sizeof run->filter) ||
           copy(&r, "backend_options", doc.backend_options, run->backend_options,
                sizeof run->backend_options);
+    if (!bad && doc.has_shard) {
+        run->shard_index = doc.shard_index;
+        run->shard_total = doc.shard_total;
+        run->shard_selected = doc.shard_selected;
+        snprintf(run->shard_selection, sizeof run->shard_selection, "%s", doc.shard_selection);
+    }
     size_t n = json_array_size(doc.results);
     if (!bad && n && !(run->results = calloc(n, sizeof *run->results))) {
         snprintf(err, cap, "%s: out of memory", path);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/shard.h"
 #include "results/results_json.h"
 
 static const char *type_name_of(json_type t)
@@ -139,6 +140,40 @@ static int read_expectations(const rj_reader *r, const json_t *j, rj_doc *doc)
                : 0;
 }
 
+/* The "shard" object of a sharded run, when there is one. */
+static int read_shard(const rj_reader *r, const json_t *j, rj_doc *doc)
+{
+    const json_t *sh = json_object_get(j, "shard");
+    if (!sh)
+        return 0;
+    if (!json_is_object(sh))
+        return ferr(r, "shard", "expected an object, got %s", type_name(sh));
+    rj_reader sr = *r;
+    snprintf(sr.ctx, sizeof sr.ctx, "shard");
+    int64_t index, total, selected;
+    const char *sel;
+    if (get_int(&sr, sh, "index", &index) || get_int(&sr, sh, "total", &total) ||
+        get_int(&sr, sh, "selected", &selected) || get_str(&sr, sh, "selection", &sel))
+        return -1;
+    if (total < 1 || total > SHARD_MAX_TOTAL)
+        return ferr(&sr, "total", "expected 1 to %u shards, got %" PRId64, SHARD_MAX_TOTAL, total);
+    if (index < 0 || index >= total)
+        return ferr(&sr, "index", "expected 0 to %" PRId64 " (it counts from 0), got %" PRId64,
+                    total - 1, index);
+    if (selected < 0)
+        return ferr(&sr, "selected", "negative: %" PRId64, selected);
+    size_t hex = strspn(sel + (strncmp(sel, "fnv1a64:", 8) ? 0 : 8), "0123456789abcdef");
+    if (strncmp(sel, "fnv1a64:", 8) != 0 || hex != 16 || strlen(sel) != 24)
+        return ferr(&sr, "selection", "expected \"fnv1a64:\" and 16 hex digits, got \"%.40s\"",
+                    sel);
+    doc->has_shard = 1;
+    doc->shard_index = (uint32_t)index;
+    doc->shard_total = (uint32_t)total;
+    doc->shard_selected = (uint64_t)selected;
+    doc->shard_selection = sel;
+    return 0;
+}
+
 int rj_load(rj_reader *r, const char *path, json_t **root, rj_doc *doc)
 {
     memset(doc, 0, sizeof *doc);
@@ -178,7 +213,7 @@ int rj_load(rj_reader *r, const char *path, json_t **root, rj_doc *doc)
                get_str(r, j, "filter", &doc->filter) ||
                opt_str(r, j, "backend_options", &doc->backend_options) ||
                !(doc->results = need(r, j, "results", JSON_ARRAY))) {
-    } else if (read_expectations(r, j, doc)) {
+    } else if (read_expectations(r, j, doc) || read_shard(r, j, doc)) {
     } else {
         doc->complete = !json_is_false(complete);
         doc->summary = json_object_get(j, "summary");

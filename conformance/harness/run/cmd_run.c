@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,10 +32,12 @@
 #include "common/cli.h"
 #include "common/locate.h"
 #include "common/outfile.h"
+#include "common/shard.h"
 #include "results/expect.h"
 #include "results/output.h"
 #include "results/partial.h"
 #include "results/result.h"
+#include "run/case_cost.h"
 #include "run/cmd.h"
 #include "run/run.h"
 #include "run/worker.h"
@@ -92,6 +95,12 @@ void run_usage_options(FILE *f)
         "             exit 2): its results are kept and only the other cases run\n"
         "  --expect   an expected-results file (conformance/expected/NAME.yaml): the run\n"
         "             passes when every status is the recorded one, divergences included\n"
+        "  --shard    K/N: run only slice K of N (K from 0 to N-1, as gtest's\n"
+        "             GTEST_SHARD_INDEX) of the selected cases; the N slices are disjoint,\n"
+        "             together they are the selection, and they are balanced by each case's\n"
+        "             estimated work; without it `run` takes GTEST_TOTAL_SHARDS and\n"
+        "             GTEST_SHARD_INDEX from the environment (and creates\n"
+        "             GTEST_SHARD_STATUS_FILE when set); `list --shard` shows a slice\n"
         "\n"
         "exit status: 0 ok (NOT_SUPPORTED and UNEXPRESSIBLE cases are neither passed\n"
         "             nor failed), 1 failures, errors, crashes or timeouts, 2 usage or nothing\n"
@@ -134,6 +143,7 @@ typedef struct opts {
     double timeout_s, case_timeout_s;
     uint64_t memory_limit_mib; /* 0: none */
     int in_process, resume;
+    const char *shard;                               /* --shard K/N as given; NULL: absent */
     const char *backend_option[MAX_BACKEND_OPTIONS]; /* repeatable: every KEY=VALUE given */
     size_t n_backend_option;
 } opts;
@@ -178,6 +188,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
         {.name = "--in-process", .kind = CLI_FLAG, .dest = &o->in_process},
         {.name = "--resume", .kind = CLI_FLAG, .dest = &o->resume},
         {.name = "--restart", .kind = CLI_STRING, .dest = &o->restart},
+        {.name = "--shard", .kind = CLI_STRING, .dest = &o->shard},
     };
     cli_opt take[CLI_COUNT_OF(all)];
     size_t n = 0;
@@ -351,14 +362,103 @@ static const acase *entry_case(void *ud, size_t i)
     return ((const entry *)ud)[i].c;
 }
 
+static void entry_free(entry *e)
+{
+    acase_free(e->c);
+    free(e->path);
+    free(e->err);
+}
+
 static void entries_free(entry *e, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        acase_free(e[i].c);
-        free(e[i].path);
-        free(e[i].err);
-    }
+    for (size_t i = 0; i < n; i++)
+        entry_free(&e[i]);
     free(e);
+}
+
+/* ---- --shard: this machine's slice of the selection ----------------------------------------- */
+
+/* The shard of a command: --shard K/N, else (env set) GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX.
+ * Returns 0 (sp->total 0: not sharded) or CLI_EXIT_USAGE (message printed). */
+static int shard_resolve(const char *cmd, const opts *o, int env, shard_spec *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    if (o->shard) {
+        const char *why = shard_parse(o->shard, sp);
+        if (!why)
+            return 0;
+        char what[256];
+        snprintf(what, sizeof what, "--shard: %s", why);
+        return usage_error(cmd, what, o->shard);
+    }
+    char why[512];
+    if (env && shard_from_env(sp, why, sizeof why) != 0)
+        return usage_error(cmd, why, NULL);
+    return 0;
+}
+
+/* What slicing found: the whole selection's size and digest, the slice's cost and the bound
+ * a balanced slice keeps (the average plus the largest case). */
+typedef struct shard_info {
+    uint64_t selected, digest;
+    uint64_t cost, total_cost, largest;
+    size_t kept;
+} shard_info;
+
+/* Keep only slice sp of the selected entries e[0..*n) (sorted by id), freeing the others.
+ * Entries with the same id (a duplicate case id: CASE_ERROR later) go together, so the slices
+ * are a partition of the ids.  Each case's cost is run_case_cost; a file that did not load
+ * costs RUN_CASE_COST_BASE.  Returns 0 or -1 (out of memory, message printed). */
+static int shard_entries(entry *e, size_t *n, shard_spec sp, shard_info *si)
+{
+    memset(si, 0, sizeof *si);
+    const size_t m = *n;
+    uint64_t h = SHARD_DIGEST_INIT;
+    for (size_t i = 0; i < m; i++)
+        h = shard_digest_add(h, e[i].id);
+    si->selected = m;
+    si->digest = h;
+    uint64_t *cost = calloc(m ? m : 1, sizeof *cost);
+    const char **key = calloc(m ? m : 1, sizeof *key);
+    uint32_t *of = calloc(m ? m : 1, sizeof *of);
+    size_t *group = calloc(m ? m : 1, sizeof *group); /* entry i -> its item */
+    if (!cost || !key || !of || !group) {
+        free(cost), free(key), free(of), free(group);
+        fprintf(stderr, "attnconf: out of memory\n");
+        return -1;
+    }
+    size_t items = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (i == 0 || strcmp(e[i].id, e[i - 1].id) != 0)
+            key[items++] = e[i].id;
+        group[i] = items - 1;
+        uint64_t c = e[i].c ? run_case_cost(e[i].c) : RUN_CASE_COST_BASE;
+        cost[items - 1] = shard_cost_add(cost[items - 1], c);
+    }
+    if (shard_assign(cost, key, items, sp.total, of, NULL) != 0) {
+        free(cost), free(key), free(of), free(group);
+        fprintf(stderr, "attnconf: out of memory\n");
+        return -1;
+    }
+    /* The slice's cost from what it was given (not from the greedy's own tally), so that
+     * `list --shard` shows the balance a slice really has. */
+    for (size_t g = 0; g < items; g++) {
+        si->total_cost = shard_cost_add(si->total_cost, cost[g]);
+        si->largest = cost[g] > si->largest ? cost[g] : si->largest;
+        if (of[g] == sp.index)
+            si->cost = shard_cost_add(si->cost, cost[g]);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (of[group[i]] == sp.index)
+            e[k++] = e[i];
+        else
+            entry_free(&e[i]);
+    }
+    si->kept = k;
+    *n = k;
+    free(cost), free(key), free(of), free(group);
+    return 0;
 }
 
 /* Load every case file under dir whose id the --filter/--exclude globs select (all when there
@@ -436,11 +536,14 @@ static const char *op_name(acase_op op)
 int cmd_list(const char *argv0, int argc, char **argv)
 {
     (void)argv0;
-    static const char *const allowed[] = {"--cases", "--filter", "--exclude", NULL};
+    static const char *const allowed[] = {"--cases", "--filter", "--exclude", "--shard", NULL};
     opts o;
     int rc = parse_opts("list", argc, argv, allowed, &o);
     if (rc)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    shard_spec sp; /* --shard only: a dry run of `run --shard`, never the environment's */
+    if ((rc = shard_resolve("list", &o, 0, &sp)) != 0)
+        return rc;
     const char *dir = o.cases ? o.cases : ATTNCONF_DEFAULT_CASES;
     entry *e;
     size_t n;
@@ -450,6 +553,19 @@ int cmd_list(const char *argv0, int argc, char **argv)
         fprintf(stderr, "attnconf: no case in %s matches '%s'\n", dir, o.filter ? o.filter : "*");
         entries_free(e, n);
         return CLI_EXIT_USAGE;
+    }
+    if (sp.total) {
+        shard_info si;
+        if (shard_entries(e, &n, sp, &si) != 0) {
+            entries_free(e, n);
+            return CLI_EXIT_FAIL;
+        }
+        /* The slice's size and estimated work beside the whole selection's: a slice is
+         * balanced when its cost is at most the average plus the largest case's. */
+        fprintf(stderr,
+                "attnconf list: shard %" PRIu32 "/%" PRIu32 ": %zu of %" PRIu64
+                " cases, cost %" PRIu64 " of %" PRIu64 " (largest case %" PRIu64 ")\n",
+                sp.index, sp.total, n, si.selected, si.cost, si.total_cost, si.largest);
     }
     int bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -525,6 +641,8 @@ typedef struct session {
     hr_result *view;                /* room for save_partial's view of the done results */
     char last_family[ACASE_ID_MAX]; /* of the last case sent to the backend (--restart) */
     size_t passed, failed, skipped, unexpressible, unreadable;
+    shard_spec sp; /* --shard or the environment's; sp.total 0: not sharded */
+    shard_info si;
 } session;
 
 static void session_free(session *s)
@@ -554,6 +672,15 @@ static int session_check_args(session *s)
     if (s->o.format && hr_format_parse(s->o.format, &s->fmt) != 0)
         return usage_error("run", "unknown format (text, tap, junit, json)", s->o.format);
     s->dir = s->o.cases ? s->o.cases : ATTNCONF_DEFAULT_CASES;
+    if ((rc = shard_resolve("run", &s->o, 1, &s->sp)) != 0)
+        return rc;
+    /* gtest's handshake: a runner that sets GTEST_SHARD_STATUS_FILE learns that this program
+     * shards by finding the file. */
+    char why[600];
+    if (shard_touch_status_file(why, sizeof why) != 0) {
+        fprintf(stderr, "attnconf run: %s\n", why);
+        return CLI_EXIT_USAGE;
+    }
     if (s->o.resume && !s->o.out)
         return usage_error("run", "--resume needs --out FILE (it continues from FILE.partial.json)",
                            NULL);
@@ -598,6 +725,15 @@ static int session_resume_load(session *s)
                 what[0] == 'b'   ? s->bo.summary
                 : what[0] == 'f' ? filter
                                  : s->dir);
+        return CLI_EXIT_USAGE;
+    }
+    if (s->prev.shard_index != s->sp.index || s->prev.shard_total != s->sp.total) {
+        fprintf(stderr,
+                "attnconf: --resume: %s was made with shard %" PRIu32 "/%" PRIu32
+                ", this run has shard %" PRIu32 "/%" PRIu32
+                " (0/0: not sharded): rerun with the same --shard (or GTEST_* variables), "
+                "or without --resume to start over\n",
+                s->side, s->prev.shard_index, s->prev.shard_total, s->sp.index, s->sp.total);
         return CLI_EXIT_USAGE;
     }
     s->resuming = 1;
@@ -662,6 +798,17 @@ static int session_load_cases(session *s)
         fprintf(stderr, "attnconf: no case in %s matches '%s'\n", s->dir,
                 s->o.filter ? s->o.filter : "*");
         return CLI_EXIT_USAGE;
+    }
+    /* The slice is cut from the whole selection: the same cases and the same N give the same
+     * slices on every machine.  An empty slice (more shards than cases) is no error. */
+    if (s->sp.total) {
+        if (shard_entries(s->e, &s->n, s->sp, &s->si) != 0)
+            return CLI_EXIT_FAIL;
+        if (s->n == 0)
+            fprintf(stderr,
+                    "attnconf: shard %" PRIu32 "/%" PRIu32 " holds none of the %" PRIu64
+                    " selected cases (more shards than cases)\n",
+                    s->sp.index, s->sp.total, s->si.selected);
     }
     absolute_argv0(s->argv0, s->a0, sizeof s->a0);
     if (hb_spec_is_path(s->o.backend))
@@ -728,9 +875,16 @@ static int session_start(session *s)
     snprintf(run->cases_dir, sizeof run->cases_dir, "%s", s->dir);
     snprintf(run->filter, sizeof run->filter, "%s", s->o.filter ? s->o.filter : "");
     snprintf(run->backend_options, sizeof run->backend_options, "%s", s->bo.summary);
-    run->results = calloc(s->n, sizeof *run->results);
-    s->done = calloc(s->n, 1);
-    s->view = s->o.out ? calloc(s->n, sizeof *s->view) : NULL;
+    if (s->sp.total) {
+        run->shard_index = s->sp.index;
+        run->shard_total = s->sp.total;
+        run->shard_selected = s->si.selected;
+        shard_digest_text(s->si.digest, run->shard_selection);
+    }
+    const size_t room = s->n ? s->n : 1; /* an empty shard has no case */
+    run->results = calloc(room, sizeof *run->results);
+    s->done = calloc(room, 1);
+    s->view = s->o.out ? calloc(room, sizeof *s->view) : NULL;
     if (!run->results || !s->done || (s->o.out && !s->view)) {
         fprintf(stderr, "attnconf: out of memory\n");
         return CLI_EXIT_FAIL;
@@ -856,14 +1010,15 @@ static int session_judge(session *s)
          * fixing, and the backend's is what a CI run of a backend is about. */
         return s->failed       ? CLI_EXIT_FAIL
                : s->unreadable ? CLI_EXIT_CASE_ERROR
-                               : (s->skipped == run->count ? CLI_EXIT_SKIP : 0);
+                               : (s->skipped == run->count && run->count ? CLI_EXIT_SKIP : 0);
     }
     /* Judged against the file instead: a recorded divergence passes, any change fails. */
     hx_file *xf = &s->xf;
     snprintf(run->expect_file, sizeof run->expect_file, "%s", s->o.expect);
     snprintf(run->expect_version, sizeof run->expect_version, "%s", xf->version);
     run->unexpected = hx_apply(xf, run);
-    for (size_t k = 0; k < xf->n && !s->o.filter; k++)
+    /* A filtered or sharded run sees only some cases: an entry for the others is not stale. */
+    for (size_t k = 0; k < xf->n && !s->o.filter && !s->sp.total; k++)
         for (size_t j = 0; j < xf->entries[k].npatterns; j++)
             if (xf->entries[k].hits[j] == 0) {
                 fprintf(stderr,
@@ -915,14 +1070,23 @@ static int session_write(session *s, int status)
 
 int cmd_run(const char *argv0, int argc, char **argv)
 {
-    static const char *const allowed[] = {"--backend",      "--cases",
-                                          "--filter",       "--exclude",
-                                          "--format",       "--out",
-                                          "--timeout",      "--backend-option",
-                                          "--expect",       "--case-timeout",
-                                          "--memory-limit", "--in-process",
-                                          "--resume",       "--adapter-stderr",
-                                          "--restart",      NULL};
+    static const char *const allowed[] = {"--backend",
+                                          "--cases",
+                                          "--filter",
+                                          "--exclude",
+                                          "--format",
+                                          "--out",
+                                          "--timeout",
+                                          "--backend-option",
+                                          "--expect",
+                                          "--case-timeout",
+                                          "--memory-limit",
+                                          "--in-process",
+                                          "--resume",
+                                          "--adapter-stderr",
+                                          "--restart",
+                                          "--shard",
+                                          NULL};
     /* The session holds paths and buffers of a few tens of KiB: on the heap, not the stack. */
     session *s = calloc(1, sizeof *s);
     if (!s) {

@@ -48,7 +48,7 @@ int hr_status_is_bad(hr_status s);
 
 /* The clauses of SPEC.md, 1..SPEC_CLAUSES: rule ids ("clauseN.name") and expected-results
  * entries cite them. */
-#define SPEC_CLAUSES 22
+#define SPEC_CLAUSES 23
 
 /* Room for one spec rule id in a result ("clause3.bottom_right"); longer ids are truncated. */
 #define HR_RULE_MAX ACASE_ID_MAX
@@ -111,6 +111,13 @@ typedef struct hr_run {
     char expect_version[128]; /* the version the file's statuses were observed with */
     size_t unexpected;        /* results whose status is not the expected one */
     size_t stale;             /* entries that matched no case of an unfiltered run */
+    /* run --shard K/N (common/shard.h): this file holds slice shard_index of shard_total
+     * (0: not sharded).  shard_selected is the number of case files the whole selection holds
+     * (all slices together), shard_selection their digest ("fnv1a64:..."), so `attnconf
+     * report` can tell the complete set of slices from one with a case missing or added. */
+    uint32_t shard_index, shard_total;
+    uint64_t shard_selected;
+    char shard_selection[32];
     /* 1: the results so far of a run still going (or interrupted): the sidecar
      * FILE.partial.json of `run --out FILE`, written with "complete": false (JSON only). */
     int partial;

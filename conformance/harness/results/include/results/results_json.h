@@ -36,6 +36,12 @@ typedef struct rj_doc {
     /* run --expect: the expected-results file and its version; NULL when the run had none. */
     const char *expect_file, *expect_version;
     const json_t *summary; /* NULL when none (rj_summary_check requires it) */
+    /* "shard" of a sharded run (run --shard): has_shard 0 without one.  Checked: 0 <= index <
+     * total <= SHARD_MAX_TOTAL, selected >= 0, selection "fnv1a64:" and 16 hex digits. */
+    int has_shard;
+    uint32_t shard_index, shard_total;
+    uint64_t shard_selected;
+    const char *shard_selection;
 } rj_doc;
 
 /* One result as read (borrowed). */

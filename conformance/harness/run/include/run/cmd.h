@@ -13,12 +13,13 @@
     "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
     "                    [--expect FILE] [--case-timeout SECONDS] [--memory-limit MIB]\n"          \
     "                    [--in-process] [--resume] [--adapter-stderr FILE]\n"                      \
-    "                    [--restart never|family|case]\n"
+    "                    [--restart never|family|case] [--shard K/N]\n"
 #define RUN_USAGE_BACKEND_INFO                                                                     \
     "attnconf backend-info --backend NAME|PATH.so|exec:CMD\n"                                      \
     "                    [--backend-option KEY=VALUE]... [--timeout SECONDS]\n"                    \
     "                    [--case-timeout SECONDS] [--adapter-stderr FILE]\n"
-#define RUN_USAGE_LIST "attnconf list [--cases DIR] [--filter GLOB]... [--exclude GLOB]...\n"
+#define RUN_USAGE_LIST                                                                             \
+    "attnconf list [--cases DIR] [--filter GLOB]... [--exclude GLOB]... [--shard K/N]\n"
 #define RUN_USAGE_REPRO                                                                            \
     "attnconf repro --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]...\n"             \
     "                    [--writer exec:CMD] [--cases DIR] --case ID [--out FILE]\n"               \
