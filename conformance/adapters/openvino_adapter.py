@@ -55,20 +55,25 @@ Run (from the repository root, with a Python that has numpy and openvino install
     attnconf run --backend 'exec:python3 conformance/adapters/openvino_adapter.py' --cases cases
 """
 
+import inspect
 import math
+import re
 import sys
 
 sys.dont_write_bytecode = True  # the checkout's modules are imported, never cached in it
 import attnconf_exec as ax  # noqa: E402  first: it protects the protocol channel from stray prints
 
+import attnconf_repro as repro_text  # noqa: E402
 import numpy as np  # noqa: E402
 import openvino as ov  # noqa: E402
+import openvino.opset13 as o13  # noqa: E402
 import openvino.opset15 as ops  # noqa: E402
 from openvino.op import _PagedAttentionExtension  # noqa: E402
+from openvino.opset13.ops import _get_node_factory_opset13  # noqa: E402
 
 BLOCK = 32  # the CPU plugin's cache block (ConvertPagedAttnInputs' block size for CPU)
 FLT_MAX = 3.4028234663852886e38
-OV_TYPE = {"f32": ov.Type.f32, "f16": ov.Type.f16, "bf16": ov.Type.bf16}
+OV_TYPE = {"f32": ov.Type.f32, "f16": ov.Type.f16, "bf16": ov.Type.bf16, "bool": ov.Type.boolean}
 BITS = {"f32": np.dtype("<u4"), "f16": np.dtype("<u2"), "bf16": np.dtype("<u2")}
 WIRE = {ov.Type.f32: "f32", ov.Type.f16: "f16", ov.Type.bf16: "bf16"}
 
@@ -94,6 +99,124 @@ def alibi_slopes(max_bias: float, hq: int) -> np.ndarray:
     return np.array([2.0 ** (-max_bias * (h + 1) / n) if h < n else
                      2.0 ** (-(max_bias / 2) * (2 * (h - n) + 1) / n) for h in range(hq)],
                     np.float32)
+
+
+# ---- ScaledDotProductAttention (op=sdpa) ----------------------------------------------------
+# What sdpa() calls, and what a reproducer embeds as it is (inspect.getsource): numpy, openvino,
+# o13 and the constants OV_TYPE, BITS and WIRE only, nothing of attnconf.
+
+def to_ov(t):
+    """A received tensor (dtype, array: attnconf_exec.Tensor or a reproducer's Tensor) as a
+    dense OpenVINO tensor of its own element type and shape: floats copied bit for bit (bf16
+    from its bit patterns, NaN payloads kept), bool as OpenVINO boolean (nonzero byte: true)."""
+    a = np.asarray(t.array, order="C")  # (np.ascontiguousarray makes a 0-d array 1-d)
+    if t.dtype == "bool":
+        return ov.Tensor(np.array(a, dtype=bool))
+    out = ov.Tensor(OV_TYPE[t.dtype], list(a.shape))
+    if a.size:
+        out.data.view(BITS[t.dtype])[...] = a.view(BITS[t.dtype])
+    return out
+
+
+def typed(dtype, values, shape):
+    """float values as an OpenVINO tensor of `dtype` (f32 / f16: numpy's rounding; bf16: the
+    float32 value rounded to nearest even), what a user's Constant or input of q's type holds."""
+    x = np.asarray(values, np.float64).reshape(shape)
+    if dtype != "bf16":
+        return ov.Tensor(np.array(x, dtype={"f32": np.float32, "f16": np.float16}[dtype]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        b = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = np.where(np.isnan(x), (b >> 16) | 0x40, (b + 0x7FFF + ((b >> 16) & 1)) >> 16)
+    out = ov.Tensor(ov.Type.bf16, list(x.shape))
+    if x.size:
+        out.data.view(np.uint16)[...] = bits.astype(np.uint16)
+    return out
+
+
+def repeat_kv(x, n_rep):
+    """transformers' repeat_kv as an exported model holds it: (B, Hkv, L, D) -> Unsqueeze ->
+    Broadcast (B, Hkv, n_rep, L, D) -> Reshape (B, Hkv * n_rep, L, D), so that query head h
+    reads kv head h // n_rep (the op itself only broadcasts Hkv = 1)."""
+    shape = o13.shape_of(x)
+    dims = [o13.gather(shape, o13.constant(np.array([i])), o13.constant(np.array(0)))
+            for i in range(4)]
+    rep = o13.constant(np.array([n_rep], np.int64))
+    grown = o13.broadcast(o13.unsqueeze(x, o13.constant(np.array([2]))),
+                          o13.concat([dims[0], dims[1], rep, dims[2], dims[3]], 0))
+    heads = o13.multiply(dims[1], rep)
+    return o13.reshape(grown, o13.concat([dims[0], heads, dims[2], dims[3]], 0), False)
+
+
+def build_sdpa(qt, kt, vt, hq, hkv, hv, d, dv, mask, causal, scale, sinks):
+    """The model an OpenVINO user's graph holds around the op, as an exported model poses it:
+    parameters q (B, Hq, Lq, D), k (B, Hkv, Lk, D), v (B, Hv, Lk, Dv) of their own types, B and
+    the lengths dynamic; K / V repeated in the graph (repeat_kv) when their heads divide Hq
+    and differ from it; mask: None or (element type, rank-pattern) for a parameter of its own
+    type whose extents 1 are static and the rest dynamic; scale (bool): a scalar parameter of
+    q's type; sinks (bool): a (1, Hq, 1, 1) parameter of q's type, the op's sixth input (no
+    opset13.scaled_dot_product_attention argument takes it: made by the node factory)."""
+    params = {}
+
+    def param(name, shape, et):
+        params[name] = o13.parameter(shape, et, name=name)
+        return params[name]
+
+    q = param("q", [-1, hq, -1, d], OV_TYPE[qt])
+    k = param("k", [-1, hkv, -1, d], OV_TYPE[kt])
+    v = param("v", [-1, hv, -1, dv], OV_TYPE[vt])
+    if hkv and hq != hkv and hq % hkv == 0:
+        k = repeat_kv(k, hq // hkv)
+    if hv and hq != hv and hq % hv == 0:
+        v = repeat_kv(v, hq // hv)
+    m = None if mask is None else param("mask", list(mask[1]), OV_TYPE[mask[0]])
+    s = param("scale", [], OV_TYPE[qt]) if scale else None
+    if not sinks:
+        node = o13.scaled_dot_product_attention(q, k, v, m, s, causal=causal)
+    else:
+        if m is None:  # what opset13.scaled_dot_product_attention passes for "no mask"
+            m = o13.convert_like(o13.constant(np.array(0, np.int32)), q)
+        if s is None:  # the op's default, 1/sqrt(D) in q's type
+            s = o13.convert_like(o13.constant(np.array(1 / np.sqrt(d), np.float32)), q)
+        sink = param("sinks", [1, hq, 1, 1], OV_TYPE[qt])
+        node = _get_node_factory_opset13().create(
+            "ScaledDotProductAttention", [x.output(0) for x in (q, k, v, m, s, sink)],
+            {"causal": causal})
+    return ov.Model([node.output(0)], list(params.values()), "attnconf_sdpa")
+
+
+def compile_sdpa(core, model, qt):
+    """The model compiled for the CPU plugin with INFERENCE_PRECISION_HINT f32 for f32 and f16
+    (an f16 hint on a CPU without native f16 becomes bf16, narrower than asked) and bf16 for
+    bf16 (f32 would widen it)."""
+    return core.compile_model(model, "CPU",
+                              {"INFERENCE_PRECISION_HINT": "bf16" if qt == "bf16" else "f32"})
+
+
+def sdpa_feeds(q, k, v, mask, scale, sinks):
+    """The inputs of build_sdpa's model: q, k, v, mask as they came (to_ov), the scale and the
+    sinks in q's type."""
+    feeds = {"q": to_ov(q), "k": to_ov(k), "v": to_ov(v)}
+    if mask is not None:
+        feeds["mask"] = to_ov(mask)
+    if scale is not None:
+        feeds["scale"] = typed(q.dtype, scale, [])
+    if sinks is not None:
+        feeds["sinks"] = typed(q.dtype, sinks, [1, len(sinks), 1, 1])
+    return feeds
+
+
+def infer(compiled, feeds):
+    """One inference: (the output's wire dtype or its OpenVINO type name, a copy of its
+    elements in storage form: bf16 as uint16 bit patterns)."""
+    req = compiled.create_infer_request()
+    for name, t in feeds.items():
+        req.set_tensor(name, t)
+    req.infer()
+    out = req.get_output_tensor(0)
+    dtype = WIRE.get(out.element_type)
+    if dtype is None:
+        return str(out.element_type), np.array(out.data)
+    return dtype, np.array(out.data.view(BITS[dtype]))
 
 
 class Model:
@@ -150,28 +273,161 @@ class Model:
         return req.get_output_tensor(0)
 
 
-class OpenVinoPaged:
-    options = []
+def value_in(dtype, x) -> float:
+    """x as the op receives it in `dtype` (typed's rounding), back as a Python float."""
+    bits = np.array(typed(dtype, x, []).data.view(BITS[dtype]))
+    return float(ax.bf16_to_f32(bits) if dtype == "bf16" else bits.view(ax.STORAGE[dtype]))
+
+
+def literal(x) -> str:
+    """None, a float or a list of floats as Python source (nan and the infinities included)."""
+    if x is None:
+        return "None"
+    if isinstance(x, list):
+        return "[" + ", ".join(literal(e) for e in x) + "]"
+    return repr(float(x)) if math.isfinite(x) else f"float({str(float(x))!r})"
+
+
+OPS = ("sdpa", "paged")
+SDPA_CAPS = ["f32", "f16", "bf16", "mask.bool", "mask.additive", "mask.broadcast", "causal",
+             "causal.offset",
+             "gqa", "dv_ne_d", "scale", "sdpa.sinks"]
+PAGED_CAPS = ["f32", "f16", "bf16", "gqa", "dv_ne_d", "strided", "scale", "causal",
+              "sdpa.window", "sdpa.alibi", "sdpa.sinks", "paged"]
+
+
+def versions(op):
+    what = ("ScaledDotProductAttention-13" if op == "sdpa" else "PagedAttentionExtension")
+    return f"openvino {ov.get_version()}, CPU plugin, {what}"
+
+
+class OpenVino:
+    options = [ax.Option("op", "paged", "the operator posed: sdpa (ScaledDotProductAttention-13, "
+                         "contiguous SDPA) or paged (PagedAttentionExtension, paged KV caches)")]
 
     def __init__(self):
         self.models = {}
+        self.core = ov.Core()
 
     def open(self, options):
-        return ax.Identity(
-            name="openvino-paged",
-            version=f"openvino {ov.get_version()}, CPU plugin, PagedAttentionExtension",
-            capabilities=["f32", "f16", "bf16", "gqa", "dv_ne_d", "strided", "scale", "causal",
-                          "sdpa.window", "sdpa.alibi", "sdpa.sinks", "paged"])
+        if options["op"] not in OPS:
+            raise ax.Refusal(ax.EINVAL, f"option op={options['op']!r}: expected one of "
+                             f"{', '.join(OPS)}")
+        self.op = options["op"]
+        return ax.Identity(name=f"openvino-{self.op}", version=versions(self.op),
+                           capabilities=SDPA_CAPS if self.op == "sdpa" else PAGED_CAPS)
 
-    def sdpa(self, req):
-        raise ax.Refusal(ax.ENOTSUP, "this adapter serves paged KV caches only "
-                         "(PagedAttentionExtension); contiguous SDPA is not posed")
+    # ---- op=sdpa ----
+
+    def plan(self, req: ax.SdpaRequest) -> dict:
+        """build_sdpa's signature and the scale / sinks for req: the decisions sdpa() and
+        repro() share, and the refusals made before OpenVINO sees anything."""
+        q, k, v = req.q, req.k, req.v
+        if len(q.shape) != 4 or len(k.shape) != 4 or len(v.shape) != 4:
+            raise ax.Refusal(ax.EINEXPRESSIBLE, "q, k, v not all 4-D")
+        lq, lk = q.shape[2], k.shape[2]
+        if req.causal and req.causal_offset not in (None, 0) and \
+                not (req.causal_offset == lk - lq == 0):
+            raise ax.Refusal(ax.ENOTSUP, f"causal offset {req.causal_offset}: the op's causal "
+                             "is top-left (offset 0), with no other offset")
+        if req.scale is not None and math.isfinite(req.scale) and abs(req.scale) > FLT_MAX:
+            raise ax.Refusal(ax.EINEXPRESSIBLE, f"scale {req.scale}: the scale input has q's "
+                             "type, which holds no value beyond the f32 range")
+        for what, xs in (("scale", [] if req.scale is None else [req.scale]),
+                         ("sink", req.sinks or [])):
+            for x in xs:
+                if math.isfinite(x) and not math.isfinite(value_in(q.dtype, x)):
+                    raise ax.Refusal(ax.ENOTSUP, f"{what} {x}: the op takes it in q's type "
+                                     f"{q.dtype}, where it overflows")
+        mask = None if req.mask is None else \
+            (req.mask.dtype, tuple(1 if n == 1 else -1 for n in req.mask.shape))
+        signature = dict(qt=q.dtype, kt=k.dtype, vt=v.dtype, hq=q.shape[1], hkv=k.shape[1],
+                         hv=v.shape[1], d=q.shape[3], dv=v.shape[3], mask=mask,
+                         causal=req.causal, scale=req.scale is not None,
+                         sinks=req.sinks is not None)
+        return {"signature": signature, "scale": req.scale, "sinks": req.sinks}
+
+    def sdpa(self, req: ax.SdpaRequest):
+        if self.op != "sdpa":
+            raise ax.Refusal(ax.ENOTSUP, "op=paged serves paged KV caches only "
+                             "(PagedAttentionExtension); contiguous SDPA is op=sdpa")
+        plan = self.plan(req)
+        sig = plan["signature"]
+        key = ("sdpa",) + tuple(sorted(sig.items()))
+        if key not in self.models:
+            self.models[key] = compile_sdpa(self.core, build_sdpa(**sig), sig["qt"])
+        feeds = sdpa_feeds(req.q, req.k, req.v, req.mask, plan["scale"], plan["sinks"])
+        dtype, out = ax.timed(infer, self.models[key], feeds)
+        if dtype not in ("f32", "f16", "bf16"):
+            raise ax.Refusal(ax.EBACKEND, f"output element type {dtype}")
+        want = (req.q.shape[0], req.q.shape[1], req.q.shape[2], req.v.shape[3])
+        if tuple(out.shape) != want:
+            raise ax.Refusal(ax.EBACKEND, f"OpenVINO accepted the inputs and returned an output "
+                             f"of shape {list(out.shape)}, not (B, Hq, Lq, Dv) = {list(want)}")
+        return dtype, out.view(ax.STORAGE[dtype])
+
+    def repro(self, req: ax.SdpaRequest, header: dict):
+        """A reproducer (PROTOCOL.md "repro"): the same plan, model, compilation and inputs as
+        sdpa(), the module's functions embedded as they are."""
+        if self.op != "sdpa":
+            raise ax.Refusal(ax.ENOTSUP, "op=paged writes no reproducers (repro is sdpa only)")
+        plan = self.plan(req)
+        sig = plan["signature"]
+        setup = "\n".join([
+            "import numpy as np",
+            "import openvino as ov",
+            "import openvino.opset13 as o13",
+            "from openvino.opset13.ops import _get_node_factory_opset13",
+            "",
+            "OV_TYPE = {'f32': ov.Type.f32, 'f16': ov.Type.f16, 'bf16': ov.Type.bf16, "
+            "'bool': ov.Type.boolean}",
+            "BITS = {'f32': np.dtype('<u4'), 'f16': np.dtype('<u2'), 'bf16': np.dtype('<u2')}",
+            "WIRE = {ov.Type.f32: 'f32', ov.Type.f16: 'f16', ov.Type.bf16: 'bf16'}",
+            f"SIGNATURE = {sig!r}",
+            f"SCALE_INPUT = {literal(plan['scale'])}",
+            f"SINKS_INPUT = {literal(plan['sinks'])}",
+            "", "",
+            *[inspect.getsource(f) + "\n" for f in
+              (to_ov, typed, repeat_kv, build_sdpa, compile_sdpa, sdpa_feeds, infer)],
+        ])
+        body = "\n".join([
+            "core = ov.Core()",
+            "compiled = compile_sdpa(core, build_sdpa(**SIGNATURE), SIGNATURE['qt'])",
+            "feeds = sdpa_feeds(INPUTS['q'], INPUTS['k'], INPUTS['v'], INPUTS.get('mask'),",
+            "                   SCALE_INPUT, SINKS_INPUT)",
+            "dtype, out = infer(compiled, feeds)",
+            "print(f'openvino {ov.get_version()}, CPU plugin, INFERENCE_PRECISION_HINT '",
+            "      f\"{compiled.get_property('INFERENCE_PRECISION_HINT').to_string()}\")",
+            "if dtype == 'bf16':",
+            "    out = (out.astype(np.uint32) << 16).view(np.float32)",
+            "elif dtype in ('f32', 'f16'):",
+            "    out = out.view({'f32': np.float32, 'f16': np.float16}[dtype])",
+            "return out.astype(np.float64), dtype",
+        ])
+        how = ("a model of one ScaledDotProductAttention-13 node (opset13), compiled for the CPU "
+               "plugin with\nINFERENCE_PRECISION_HINT "
+               f"{'bf16' if sig['qt'] == 'bf16' else 'f32'}; q, k, v (and the mask) as "
+               "parameters of the case's dtype and shape (B and the\nlengths dynamic)"
+               f"{'; causal=True (the op is top-left)' if req.causal else ''}"
+               f"{'; scale a scalar input of q type' if sig['scale'] else ''}"
+               f"{'; sinks the sixth input (1, Hq, 1, 1)' if sig['sinks'] else ''}"
+               f"{'; K/V repeated in the graph (repeat_kv)' if sig['hq'] != sig['hkv'] else ''}.")
+        lib = repro_text.Library(requires=f"openvino=={ov.get_version().split('-')[0]} numpy",
+                                 versions=versions("sdpa"), posed=how, setup=setup, call=body)
+        return repro_text.script(header, repro_text.inputs(req), "openvino-sdpa", lib), "python"
+
+    # ---- op=paged ----
 
     def model(self, qtype, kc_type, vc_type, hq, hkv, d, dv, alibi=False, sinks=False):
         key = (qtype, kc_type, vc_type, hq, hkv, d, dv, alibi, sinks)
         if key not in self.models:
             self.models[key] = Model(*key)
         return self.models[key]
+
+    def require_paged(self):
+        if self.op != "paged":
+            raise ax.Refusal(ax.ENOTSUP, "op=sdpa serves contiguous SDPA only; paged KV caches "
+                             "are op=paged")
 
     @staticmethod
     def pool(req):
@@ -194,6 +450,7 @@ class OpenVinoPaged:
         return list(req.block_table[b][:min(n, len(req.block_table[b]))])
 
     def paged_append(self, req: ax.PagedAppendRequest):
+        self.require_paged()
         npages, hkv, _, d, dv = self.pool(req)
         k, v = req.k.array, req.v.array
         if len(k.shape) != 4 or len(v.shape) != 4:
@@ -239,6 +496,7 @@ class OpenVinoPaged:
                 "score_aggregation_window": np.zeros(len(past), np.int32)}
 
     def paged_sdpa(self, req: ax.PagedRequest):
+        self.require_paged()
         npages, hkv, _, d, dv = self.pool(req)
         q = req.q.array
         if len(q.shape) != 4:
@@ -324,16 +582,30 @@ class OpenVinoPaged:
         return dtype, out
 
     def refusal_of(self, exc):
-        """OpenVINO raises RuntimeError for everything: a cache-type complaint is a dtype
-        error, a shape complaint a value error, the rest EBACKEND (the default)."""
+        """OpenVINO raises RuntimeError for everything: a type check (the op's element-type
+        merge, a cache-type complaint) is a dtype error, a shape check a value error, the rest
+        EBACKEND (the default)."""
         text, low = str(exc), str(exc).lower()
         if isinstance(exc, RuntimeError):
-            if "expect kvcache type" in text or ("precision" in low and "mismatch" in low):
-                return ax.Refusal(ax.EDTYPE, text)
-            if "incompatible" in low or "shape" in low:
-                return ax.Refusal(ax.EINVAL, text)
+            if "element::type::merge" in low or "expect kvcache type" in text or \
+                    ("precision" in low and "mismatch" in low):
+                return ax.Refusal(ax.EDTYPE, ov_message(text))
+            if "incompatible" in low or "shape" in low or "correctness" in low:
+                return ax.Refusal(ax.EINVAL, ov_message(text))
         return None
 
 
+def ov_message(text: str) -> str:
+    """OpenVINO's check failures quote the whole node; keep the check, its place and the
+    verdict after the node's description."""
+    text = " ".join(text.split())
+    m = re.search(r"Check '([^']*)' failed at (\S+?):?(\d+)?:", text)
+    if not m:
+        return f"openvino: {text}"
+    tail = text.rsplit("):", 1)[-1].strip() if "):" in text else ""
+    return f"openvino: check '{m[1]}' failed ({m[2]}{':' + m[3] if m[3] else ''})" + \
+        (f": {tail}" if tail else "")
+
+
 if __name__ == "__main__":
-    ax.serve(OpenVinoPaged())
+    ax.serve(OpenVino())
