@@ -1,7 +1,64 @@
-"""attnconf exec adapter: OpenVINO's PagedAttentionExtension on the CPU plugin (paged KV caches,
-SPEC.md clause 23, capability paged).
+"""attnconf exec adapter: OpenVINO on the CPU plugin, one operator per run (--backend-option op=):
 
-What it validates: the CPU plugin's kernel for `PagedAttentionExtension` (openvino.op.
+    op=sdpa    ScaledDotProductAttention-13, contiguous SDPA             name openvino-sdpa
+    op=paged   PagedAttentionExtension, paged KV caches (SPEC clause 23) name openvino-paged
+               (the default)
+
+op=sdpa.  What it validates: a model of one ScaledDotProductAttention node (openvino.opset13),
+compiled for "CPU".  The plugin decomposes the op into MatMul / Softmax and runs it as a Snippets
+subgraph (its runtime model holds no SDPA kernel), so that is what is tested.  Posed as an
+exported model (optimum-intel) holds it:
+  * q, k, v are parameters of the case's dtypes, (B, H, L, D) with H and D static and B and the
+    lengths dynamic; dense (the inputs are OpenVINO tensors: strided and stride-0 views are not
+    claimed).  INFERENCE_PRECISION_HINT is f32 for f32 and f16 (f16 is converted to f32 inside
+    and back: an f16 hint on a CPU without native f16 becomes bf16, narrower than asked) and
+    bf16 for bf16.  The output dtype is the output tensor's element type, as OpenVINO gives it.
+  * GQA: the op only numpy-broadcasts heads (Hkv = 1; Hq = 4 over Hkv = 2 is refused by shape
+    inference), so K and V are repeated in the graph as transformers' repeat_kv exports it
+    (Unsqueeze, Broadcast, Reshape: query head h reads kv head h // (Hq/Hkv)), as users' models
+    have it.  Dv != D is the op's own.
+  * the mask is a parameter of its own dtype and rank (extents 1 static, the rest dynamic):
+    OpenVINO decides what it takes (a float mask must have q's type; at least 2-D or a scalar).
+  * causal is the op's causal flag, which is top-left (key j kept for query i iff j <= i, as the
+    operator's pseudo-code says): cases with Lq != Lk are posed that way (what users write) and
+    fail; an explicit offset other than 0 cannot be said: ENOTSUP.  A mask with causal is passed
+    with causal=True (the op then ignores the mask, as documented).
+  * scale: a scalar parameter of q's type (the op's scale input is of type T), the case's value
+    rounded to it; a finite scale or sink that overflows an f16/bf16 input: ENOTSUP; beyond the
+    f32 range: UNEXPRESSIBLE.  No scale: the op's default 1/sqrt(D).
+  * sinks: the op's sixth input (1, Hq, 1, 1) in q's type (opset13.scaled_dot_product_attention
+    has no argument for it: the node factory makes the node); the mask and scale inputs before
+    it are then a scalar 0 and 1/sqrt(D) when the case has none.
+  * repro (PROTOCOL.md): a reproducer script from the same functions (build_sdpa, sdpa_feeds...).
+One compiled model per signature (dtypes, heads, head sizes, mask dtype and rank, causal, which
+inputs).  Window, lengths, padding, softcap, ALiBi, chunks, documents and blocks have no input.
+
+Findings (openvino 2026.4.1, op=sdpa), for REPORT.md's OpenVINO section:
+  * Clause 3: causal is top-left (documented: numpy.triu(-inf, k=1) over [L, S]); every causal
+    case with Lq != Lk fails (a decode query sees key 0 alone; with Lq > Lk the rows that keep
+    nothing get values).  There is no bottom-right spelling short of building the mask.  A
+    mask with causal=True is accepted and silently ignored (documented).
+  * Clause 9: a row that keeps no key is NaN (softmax of -inf, as the pseudo-code computes;
+    the text says nothing of such rows).  Lk = 0 is accepted and the output is uninitialised
+    memory (1e21, -inf, denormals, different from run to run).
+  * Clause 10: NaN / inf in excluded K/V slots reaches the output under a bool mask, a -inf
+    additive mask and the op's own causal flag (the mask is a -inf bias, P.V is dense).
+  * Clause 2: scaled scores that overflow f32 (scale 1e38 .. FLT_MAX on ordinary q.k) give
+    NaN rows; a NaN or infinite scale is accepted.  The scale input has q's type, so an f16
+    model cannot hold a scale above 65504.
+  * Clause 8: an additive mask must have q's type exactly ("Mixed input types are not
+    supported"; documented: "type T or boolean"), so an f16/bf16 mask with f32 q is refused
+    where SPEC widens it.  Mismatched q/k/v are refused (EDTYPE).  No upcast: f16 and bf16
+    outputs come back in their dtype.
+  * Clause 7: a rank-1 (Lk) mask is refused (documented: at least 2-D or a scalar).
+  * Clause 1: mismatched batch sizes are broadcast (documented: numpy-broadcastable batch
+    dimensions), D = 0 is accepted.  Clause 22: an infinite sink is accepted.
+  * Conforming: GQA through repeat_kv (MQA included), Dv != D, bool / additive masks of every
+    rank >= 2 and scalars, sinks (every sink case without Lq != Lk causal), default and explicit
+    scales (negative
+    and 0 included), large logits, f16 q.k beyond 65504, rounding, every f16/bf16 output dtype.
+
+op=paged.  What it validates: the CPU plugin's kernel for `PagedAttentionExtension` (openvino.op.
 _PagedAttentionExtension, OpenVINO's internal paged-attention op that OpenVINO GenAI's
 SDPAToPagedAttention puts into every LLM it serves), run through a one-node model compiled for
 "CPU".  The op appends the step's new tokens to the cache and attends in one call; it takes the
@@ -52,7 +109,8 @@ Models are compiled once per signature (dtypes, heads, head sizes, which optiona
 
 Run (from the repository root, with a Python that has numpy and openvino installed):
 
-    attnconf run --backend 'exec:python3 conformance/adapters/openvino_adapter.py' --cases cases
+    attnconf run --backend 'exec:python3 conformance/adapters/openvino_adapter.py' --cases cases \
+        --backend-option op=sdpa        # or op=paged
 """
 
 import inspect
