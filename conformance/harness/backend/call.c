@@ -93,3 +93,19 @@ int hb_cache_finalize(const hb_backend *b, void *cache)
 {
     return HB_HAS(b->be, cache_finalize) ? b->be->cache_finalize(b->ctx, cache) : ATTNCONF_ENOTSUP;
 }
+
+int hb_paged_append(const hb_backend *b, const attnconf_paged_append_args *a)
+{
+    return HB_HAS(b->be, paged_append) ? b->be->paged_append(b->ctx, a) : ATTNCONF_ENOTSUP;
+}
+
+int hb_paged_sdpa(const hb_backend *b, const attnconf_paged_args *a, double *seconds)
+{
+    if (!HB_HAS(b->be, paged_sdpa))
+        return ATTNCONF_ENOTSUP;
+    double t0 = mono_now();
+    int rc = b->be->paged_sdpa(b->ctx, a);
+    if (seconds)
+        *seconds = mono_now() - t0;
+    return rc;
+}

@@ -320,7 +320,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
     }
 
     progress_line(progress, progress_prefix, "first call");
-    int rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, NULL) : hb_sdpa(&hb, &a, NULL);
+    int rc = s->page_size > 0 ? hb_paged_sdpa(&hb, &pa, NULL) : hb_sdpa(&hb, &a, NULL);
     if (rc != ATTNCONF_OK) {
         char le[CLIP_MAX + 1];
         clip_text(hb_last_error(&hb), le, sizeof le);
@@ -354,7 +354,7 @@ void bb_run(const attnconf_backend *be, void *ctx, const bs_shape *s, attnref_dt
         flip_sign(q, dt, (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) % (uint64_t)nq));
         out = before;
         double wall;
-        rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, &wall) : hb_sdpa(&hb, &a, &wall);
+        rc = s->page_size > 0 ? hb_paged_sdpa(&hb, &pa, &wall) : hb_sdpa(&hb, &a, &wall);
         if (rc != ATTNCONF_OK) {
             char le[CLIP_MAX + 1];
             clip_text(hb_last_error(&hb), le, sizeof le);
