@@ -4,7 +4,7 @@
 #include <string.h>
 
 static const struct acase_op_impl *const ops[] = {&acase__op_sdpa, &acase__op_mask,
-                                                  &acase__op_cache};
+                                                  &acase__op_cache, &acase__op_paged};
 
 const struct acase_op_impl *acase__op_at(size_t i)
 {

@@ -1,5 +1,5 @@
 /* op.h — the table of case ops (not installed): what read.c, write.c, case.c and caps.c call for
- * the part of a case that belongs to its op (`op: sdpa`, `op: mask`, `op: cache`).
+ * the part of a case that belongs to its op (`op: sdpa`, `op: mask`, `op: cache`, `op: paged`).
  *
  * Each op is one slice, op_<name>.c, with its reader, checker, writer and capabilities, built
  * only on the layers below (attncase/yread.h, ywrite.h, fields.h, model.h, util.h): the
@@ -25,7 +25,7 @@ struct ayw;
  * (attnconf_case, id, description, rules, op, requires) are read by read.c. */
 struct acase_op_nodes {
     yaml_node_t *root;
-    yaml_node_t *params, *inputs, *expected, *tolerance, *steps;
+    yaml_node_t *params, *inputs, *expected, *tolerance, *steps, *pool;
 };
 
 struct acase_op_impl {
@@ -46,7 +46,7 @@ struct acase_op_impl {
     void (*free)(struct acase *c);
 };
 
-extern const struct acase_op_impl acase__op_mask, acase__op_sdpa, acase__op_cache;
+extern const struct acase_op_impl acase__op_mask, acase__op_sdpa, acase__op_cache, acase__op_paged;
 
 /* The op with that ACASE_OP_* value / `op:` name, or NULL. */
 const struct acase_op_impl *acase__op_by_id(int op);

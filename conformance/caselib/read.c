@@ -47,9 +47,22 @@ static int read_case(acase__rd *r, yaml_node_t *root, acase *c)
         {"attnconf_case", 1, NULL}, {"id", 1, NULL},     {"description", 1, NULL},
         {"rules", 1, NULL},         {"op", 1, NULL},     {"requires", 1, NULL},
         {"params", 1, NULL},        {"inputs", 0, NULL}, {"expected", 0, NULL},
-        {"tolerance", 0, NULL},     {"steps", 0, NULL},
+        {"tolerance", 0, NULL},     {"steps", 0, NULL},  {"pool", 0, NULL},
     };
-    enum { F_VER, F_ID, F_DESC, F_RULES, F_OP, F_REQ, F_PARAMS, F_INPUTS, F_EXP, F_TOL, F_STEPS };
+    enum {
+        F_VER,
+        F_ID,
+        F_DESC,
+        F_RULES,
+        F_OP,
+        F_REQ,
+        F_PARAMS,
+        F_INPUTS,
+        F_EXP,
+        F_TOL,
+        F_STEPS,
+        F_POOL
+    };
     if (ayr_map(y, root, "", s, sizeof s / sizeof s[0]))
         return -1;
 
@@ -93,9 +106,11 @@ static int read_case(acase__rd *r, yaml_node_t *root, acase *c)
         return -1;
     const struct acase_op_impl *op = acase__op_by_name(str);
     if (!op)
-        return ayr_fail(y, s[F_OP].val, "op", "unknown op '%s' (expected sdpa, mask or cache)",
-                        str);
+        return ayr_fail(y, s[F_OP].val, "op",
+                        "unknown op '%s' (expected sdpa, mask, cache or paged)", str);
     c->op = op->op;
+    if (s[F_POOL].val && c->op != ACASE_OP_PAGED)
+        return ayr_fail(y, s[F_POOL].val, "pool", "only for op paged");
 
     n = s[F_REQ].val;
     if (ayr_seq(y, n, "requires", "a sequence of capability names", NULL))
@@ -118,7 +133,8 @@ static int read_case(acase__rd *r, yaml_node_t *root, acase *c)
                                    .inputs = s[F_INPUTS].val,
                                    .expected = s[F_EXP].val,
                                    .tolerance = s[F_TOL].val,
-                                   .steps = s[F_STEPS].val};
+                                   .steps = s[F_STEPS].val,
+                                   .pool = s[F_POOL].val};
     if (op->read(r, &nodes, c))
         return -1;
 

@@ -183,7 +183,7 @@ def s_params(args):
         if r["status"] in ("FAIL", "ERROR")))
 
 
-NONFINITE_SCALE_CASE = """attnconf_case: 3
+NONFINITE_SCALE_CASE = """attnconf_case: 4
 id: sdpa.fixture.scale_%(name)s.f32
 description: "A non-finite explicit scale (%(yaml)s) is rejected; it reaches an exec adapter as a string."
 rules: [clause2.explicit_scale]
@@ -881,7 +881,7 @@ def _terms_sdpa_case(cid, p, shape, requires, error=None):
                     "tolerance: {ulps: 5.0e-01, row_atol: %s}\n"
                     % (_yaml([B, Hq, Lq, Dv]), ", ".join("%.16e" % x for x in out),
                        "[" + ", ".join(["1.0e-06"] * nrows) + "]"))
-    return ("attnconf_case: 3\nid: %s\ndescription: \"exec fixture: the fifth-revision terms "
+    return ("attnconf_case: 4\nid: %s\ndescription: \"exec fixture: the fifth-revision terms "
             "reach the adapter.\"\nrules: [clause20.terms]\nop: sdpa\nrequires: %s\n"
             "params: {%s}\ninputs:\n  q: {dtype: f32, shape: %s, data: %s}\n"
             "  k: {dtype: f32, shape: %s, data: %s}\n  v: {dtype: f32, shape: %s, data: %s}\n%s"
@@ -897,7 +897,7 @@ def _terms_mask_case(cid, p, requires):
     keep = [1 if _keeps(p, True, off, b, i, j, lk) else 0
             for b in range(rows) for i in range(lq) for j in range(lk)]
     params = ", ".join("%s: %s" % (key, _yaml(val)) for key, val in p.items())
-    return ("attnconf_case: 3\nid: %s\ndescription: \"exec fixture: the fifth-revision mask "
+    return ("attnconf_case: 4\nid: %s\ndescription: \"exec fixture: the fifth-revision mask "
             "terms reach the adapter.\"\nrules: [clause20.terms]\nop: mask\nrequires: %s\n"
             "params: {%s}\nexpected:\n  keep: {shape: %s, data: %s}\n"
             % (cid, _yaml(requires).replace('"', ""), params, _yaml([rows, 1, lq, lk]),
@@ -1030,7 +1030,7 @@ def s_terms(args):
     row = "[" + ", ".join(["0"] * 8192) + "]"
     gen = "generate: {kind: uniform, seed: %d, lo: -1.0e+00, hi: 1.0e+00}"
     with open(os.path.join(huge, "huge.yaml"), "w") as f:
-        f.write("attnconf_case: 3\nid: sdpa.fixture.terms_huge_ids\ndescription: \"exec fixture: "
+        f.write("attnconf_case: 4\nid: sdpa.fixture.terms_huge_ids\ndescription: \"exec fixture: "
                 "id rows too long for a header.\"\nrules: [clause20.terms]\nop: sdpa\n"
                 "requires: [f32, sdpa.segments]\nparams: {causal: false, segment_ids: [%s]}\n"
                 "inputs:\n  q: {dtype: f32, shape: [64, 1, 1, 1], %s}\n"

@@ -178,10 +178,46 @@ def check_tolerance(tol, shape, where):
         need(math.isfinite(x) and x >= 0, '%s.row_atol[%d]' % (where, i), repr(x))
 
 
+def check_paged(d, path):
+    """An op: paged case as PyYAML reads it: the keys of FORMAT.md's "Paged cases", the table
+    and lengths as ints, the pool's f16/bf16 bit patterns as ints, every step's expectation."""
+    check_keys(d, path, ('attnconf_case', 'id', 'description', 'rules', 'op', 'requires',
+                         'params', 'pool', 'steps'))
+    p = d['params']
+    check_keys(p, path + ': params', ('dtype', 'batch', 'kv_heads', 'head_dim', 'page_size',
+                                      'num_pages', 'block_table', 'seq_lens'), ('v_head_dim',))
+    rows = p['block_table']
+    need(isinstance(rows, list) and len(rows) == p['batch'] and
+         all(isinstance(r, list) and r and len(r) == len(rows[0]) and all(is_int(x) for x in r)
+             for r in rows), path + ': params.block_table', repr(rows))
+    check_keys(d['pool'], path + ': pool', ('k_pages', 'v_pages'))
+    for name, t in d['pool'].items():
+        check_tensor(t, '%s: pool.%s' % (path, name), name)
+    for i, st in enumerate(d['steps']):
+        where = '%s: steps[%d]' % (path, i)
+        need(st.get('op') in ('append', 'attend'), where + '.op', repr(st.get('op')))
+        exp = st['expect']
+        if 'error' in exp:
+            need(exp['error'] in ('edtype', 'einval'), where + '.expect.error', repr(exp))
+        elif st['op'] == 'append':
+            check_keys(exp, where + '.expect', ('slots',))
+            need(all(all(isinstance(pr, list) and len(pr) == 2 and all(is_int(x) for x in pr)
+                         for pr in row) for row in exp['slots']), where + '.expect.slots',
+                 'expected [page, slot] pairs')
+        else:
+            check_keys(exp, where + '.expect', ('out', 'tolerance'), ('row_checks',))
+            for j, x in enumerate(exp['out']['data']):
+                check_float(x, '%s.expect.out.data[%d]' % (where, j))
+            check_tolerance(exp['tolerance'], exp['out']['shape'], where + '.expect.tolerance')
+
+
 def check_case(d, path):
     need(isinstance(d, dict), path, 'not a mapping')
-    need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 3, path, 'attnconf_case != 3')
+    need(is_int(d.get('attnconf_case')) and d['attnconf_case'] == 4, path, 'attnconf_case != 4')
     if d.get('op') == 'cache':
+        return
+    if d.get('op') == 'paged':
+        check_paged(d, path)
         return
     check_keys(d, path, ('attnconf_case', 'id', 'description', 'rules', 'op', 'requires',
                          'params', 'expected'), ('inputs', 'tolerance'))

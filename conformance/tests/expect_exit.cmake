@@ -20,7 +20,7 @@ if(DEFINED BAD_CASES_DIR)
   file(MAKE_DIRECTORY "${BAD_CASES_DIR}")
   # A YAML syntax error on line 3 (an unclosed flow sequence).
   file(WRITE "${BAD_CASES_DIR}/broken.yaml"
-       "attnconf_case: 3\nid: harness.bad.broken\nrules: [mask.causal\n")
+       "attnconf_case: 4\nid: harness.bad.broken\nrules: [mask.causal\n")
   if(DEFINED COPY_CASES_FROM)
     file(GLOB_RECURSE valid LIST_DIRECTORIES false "${COPY_CASES_FROM}/*.yaml")
     list(SORT valid)

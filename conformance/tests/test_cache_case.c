@@ -17,7 +17,7 @@
 /* A rotating cache (max_size 2): two single tokens, a rejected trim, then an attend step that
  * evicts position 0. Canonical form (what acase_write produces). */
 static const char base[] =
-    "attnconf_case: 3\n"
+    "attnconf_case: 4\n"
     "id: cache.test.small\n"
     "description: \"A small rotating sequence.\"\n"
     "rules: [clause15.retain_single]\n"
@@ -152,7 +152,7 @@ Test(cachecase, steps_share_the_case_budget)
     char *text = malloc(cap);
     cr_assert_not_null(text);
     int len = snprintf(text, cap,
-                       "attnconf_case: 3\n"
+                       "attnconf_case: 4\n"
                        "id: cache.test.budget\n"
                        "description: \"Over the per-file budget.\"\n"
                        "rules: [clause14.append]\n"

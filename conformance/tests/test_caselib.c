@@ -426,7 +426,7 @@ Test(caselib, peek_id)
     static const struct {
         const char *text, *id; /* id NULL: expect -1 */
     } rows[] = {
-        {"attnconf_case: 3\nid: sdpa.nomask.basic.f32\nop: sdpa\n", "sdpa.nomask.basic.f32"},
+        {"attnconf_case: 4\nid: sdpa.nomask.basic.f32\nop: sdpa\n", "sdpa.nomask.basic.f32"},
         /* after nested values of every kind, and quoted */
         {"a: {x: [1, {y: 2}], id: nested.not.this}\nb: [[id, z]]\nc: &k 3\nd: *k\n"
          "id: \"x.y.z\"\n",
@@ -697,7 +697,7 @@ Test(casewrite, canonical_text)
     char *text = write_to_string(c, err, sizeof err, &rc);
     cr_assert_eq(rc, 0, "%s", err);
     static const char want[] =
-        "attnconf_case: 3\n"
+        "attnconf_case: 4\n"
         "id: sdpa.example.tiny\n"
         "description: \"Tiny: one query # not a comment.\"\n"
         "rules: [sdpa.scale.default]\n"
@@ -937,7 +937,7 @@ Test(casewrite, rejects_invalid_case)
 /* ---- caseread ------------------------------------------------------------------------- */
 
 static const char base_case[] =
-    "attnconf_case: 3\n"                                          /* 1 */
+    "attnconf_case: 4\n"                                          /* 1 */
     "id: sdpa.test.base\n"                                        /* 2 */
     "description: \"Base case.\"\n"                               /* 3 */
     "rules: [sdpa.base]\n"                                        /* 4 */
@@ -1028,7 +1028,7 @@ Test(caseread, accepted_spellings)
      * style; an f16 decimal that is exact; f32 decimals rounded to nearest. */
     static const char text[] =
         "id: sdpa.test.spellings\n"
-        "attnconf_case: 3\n"
+        "attnconf_case: 4\n"
         "rules:\n  - sdpa.base\n"
         "description: plain text is fine\n"
         "op: sdpa\n"
@@ -1098,21 +1098,23 @@ Test(caseread, version)
 {
     /* Version 1 files (atol/rtol tolerances, no v2 keys) are refused as such. */
     expect_line_error(1, "attnconf_case: 1",
-                      "1:16: attnconf_case: unsupported format version 1 (this reader reads 3)");
-    /* Version 2 files lack nothing version 3 needs, but are refused all the same: a version is
-     * regenerated, never read as another. */
+                      "1:16: attnconf_case: unsupported format version 1 (this reader reads 4)");
+    /* Version 2 and 3 files lack nothing version 4 needs, but are refused all the same: a
+     * version is regenerated, never read as another. */
     expect_line_error(1, "attnconf_case: 2",
-                      "1:16: attnconf_case: unsupported format version 2 (this reader reads 3)");
-    expect_line_error(1, "attnconf_case: 4",
-                      "1:16: attnconf_case: unsupported format version 4 (this reader reads 3)");
-    expect_line_error(1, "attnconf_case: \"3\"",
+                      "1:16: attnconf_case: unsupported format version 2 (this reader reads 4)");
+    expect_line_error(1, "attnconf_case: 3",
+                      "1:16: attnconf_case: unsupported format version 3 (this reader reads 4)");
+    expect_line_error(1, "attnconf_case: 5",
+                      "1:16: attnconf_case: unsupported format version 5 (this reader reads 4)");
+    expect_line_error(1, "attnconf_case: \"4\"",
                       "1:16: attnconf_case: expected an integer, got a "
                       "quoted string");
-    expect_line_error(1, "attnconf_case: 3.0", "1:16: attnconf_case: expected a decimal integer");
+    expect_line_error(1, "attnconf_case: 4.0", "1:16: attnconf_case: expected a decimal integer");
     expect_line_error(1, NULL, "1:1: attnconf_case: required key missing");
     /* A future version with unknown keys is reported as a version problem. */
-    char *t = base_with(1, "attnconf_case: 4\nnew_field: 3");
-    expect_error(t, "1:16: attnconf_case: unsupported format version 4");
+    char *t = base_with(1, "attnconf_case: 5\nnew_field: 3");
+    expect_error(t, "1:16: attnconf_case: unsupported format version 5");
     free(t);
     /* A whole version-1 file (its v1 tolerance included): the version, not the tolerance. */
     t = base_with(1, "attnconf_case: 1");
@@ -1120,7 +1122,7 @@ Test(caseread, version)
     cr_assert_not_null(u);
     char *tol = strstr(t, "tolerance:");
     snprintf(u, strlen(t) + 32, "%.*stolerance: {atol: 1.0e-06, rtol: 0.0}\n", (int)(tol - t), t);
-    expect_error(u, "1:16: attnconf_case: unsupported format version 1 (this reader reads 3)");
+    expect_error(u, "1:16: attnconf_case: unsupported format version 1 (this reader reads 4)");
     free(u);
     free(t);
 }
@@ -1405,7 +1407,7 @@ Test(caseread, expected_and_tolerance)
 }
 
 static const char mask_case[] =
-    "attnconf_case: 3\n"
+    "attnconf_case: 4\n"
     "id: mask.test.base\n"
     "description: \"Mask.\"\n"
     "rules: [mask.causal]\n"
@@ -1495,7 +1497,7 @@ Test(caseread, missing_file)
 
 /* Canonical: write(read(rows_case)) is rows_case, byte for byte.  Output (1, 1, 4, 2): 4 rows. */
 static const char rows_case[] =
-    "attnconf_case: 3\n"               /* 1 */
+    "attnconf_case: 4\n"               /* 1 */
     "id: sdpa.test.rows\n"             /* 2 */
     "description: \"Row checks.\"\n"   /* 3 */
     "rules: [fully_masked_row.zero]\n" /* 4 */
@@ -1785,7 +1787,7 @@ Test(caseread, load_mem)
 /* Canonical: write(read(v2_case)) is v2_case, byte for byte.  Output (2, 2, 2, 2): 8 rows.
  * k is stored as its batch-0 slice (2, 3, 2) = 12 values, v as one (3, 2) slice. */
 static const char v2_case[] =
-    "attnconf_case: 3\n"                                                               /* 1 */
+    "attnconf_case: 4\n"                                                               /* 1 */
     "id: sdpa.test.v2\n"                                                               /* 2 */
     "description: \"Format v2 keys.\"\n"                                               /* 3 */
     "rules: [sdpa.window]\n"                                                           /* 4 */

@@ -374,6 +374,55 @@ static int append_check(const attnref_paged_append_args *a, attnref_diag *diag)
     return ATTNREF_OK;
 }
 
+/* One new token's destination: flat slot page * P + slot, and who writes it. */
+typedef struct slot_use {
+    int64_t flat, b, t;
+} slot_use;
+
+static int slot_use_cmp(const void *x, const void *y)
+{
+    const slot_use *a = x, *b = y;
+    if (a->flat != b->flat)
+        return a->flat < b->flat ? -1 : 1;
+    return a->b != b->b ? (a->b < b->b ? -1 : 1) : (a->t > b->t) - (a->t < b->t);
+}
+
+/* Two new tokens of one call (two rows, or one row whose table lists a page twice) that map to
+ * the same (page, slot) make the append's result depend on the write order: EINVAL (clause 23),
+ * checked on the sorted destinations after every other check, before any write. */
+static int check_distinct_slots(const attnref_paged_append_args *a, attnref_diag *diag)
+{
+    const int64_t batch = a->k->shape[0], s = a->k->shape[2], psz = a->k_pages->shape[2];
+    int64_t total = 0;
+    for (int64_t b = 0; b < batch; b++)
+        total += a->new_lens ? a->new_lens[b] : s;
+    if (total < 2)
+        return ATTNREF_OK;
+    slot_use *u = malloc((size_t)total * sizeof *u);
+    if (!u)
+        return attnref__fail(diag, ATTNREF_ENOMEM,
+                             "cannot allocate the %" PRId64 " new tokens' slot list", total);
+    int64_t i = 0;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t t = 0, n = a->new_lens ? a->new_lens[b] : s; t < n; t++, i++) {
+            int64_t page, slot;
+            attnref_paged_locate(a->block_table, a->table_width, psz, b, a->seq_lens[b] + t, &page,
+                                 &slot);
+            u[i] = (slot_use){page * psz + slot, b, t};
+        }
+    qsort(u, (size_t)total, sizeof *u, slot_use_cmp);
+    int rc = ATTNREF_OK;
+    for (i = 1; i < total && rc == ATTNREF_OK; i++)
+        if (u[i].flat == u[i - 1].flat)
+            rc = attnref__fail(diag, ATTNREF_EINVAL,
+                               "new token %" PRId64 " of row %" PRId64 " and new token %" PRId64
+                               " of row %" PRId64 " both map to page %" PRId64 " slot %" PRId64,
+                               u[i - 1].t, u[i - 1].b, u[i].t, u[i].b, u[i].flat / psz,
+                               u[i].flat % psz);
+    free(u);
+    return rc;
+}
+
 /* Copy token t of row b (all heads) of `src` into slot (page, slot) of `pool`. */
 static void put(const attnref_tensor *src, attnref_tensor *pool, int64_t b, int64_t t, int64_t page,
                 int64_t slot)
@@ -393,6 +442,8 @@ static void put(const attnref_tensor *src, attnref_tensor *pool, int64_t b, int6
 int attnref_paged_append(const attnref_paged_append_args *a, attnref_diag *diag)
 {
     int rc = append_check(a, diag);
+    if (rc == ATTNREF_OK)
+        rc = check_distinct_slots(a, diag);
     if (rc != ATTNREF_OK)
         return rc;
     const int64_t batch = a->k->shape[0], s = a->k->shape[2], psz = a->k_pages->shape[2];

@@ -656,3 +656,32 @@ Test(paged, append_then_attend_equals_contiguous)
                                     .new_lens = nl};
     cr_assert_eq(attnref_paged_append(&ap, NULL), ATTNREF_EINVAL);
 }
+
+/* Two new tokens of one append that land in the same (page, slot) are EINVAL with nothing
+ * written: the result would depend on the order of the writes (clause 23). */
+Test(paged, append_rejects_two_tokens_in_one_slot)
+{
+    append_fx f;
+    /* Rows 0 and 1 both at position 4 through entry 1 = page 1: page 1 slot 1 twice. */
+    append_setup(&f, 1);
+    f.table[4 + 1] = 1;
+    f.lens[0] = 4, f.nl[0] = 1, f.lens[1] = 4, f.nl[1] = 1;
+    attnref_diag dg;
+    cr_assert_eq(attnref_paged_append(&f.a, &dg), ATTNREF_EINVAL);
+    cr_assert(strstr(dg.msg, "page 1 slot 1") != NULL, "%s", dg.msg);
+    cr_assert_eq(memcmp(f.kp, f.k0, sizeof f.kp), 0, "k pool written");
+    cr_assert_eq(memcmp(f.vp, f.v0, sizeof f.vp), 0, "v pool written");
+    /* One row whose table lists page 1 twice: positions 4 and 7 both at page 1 slot 1. */
+    append_setup(&f, 5);
+    f.table[2] = 1;
+    f.lens[0] = 4, f.nl[0] = 4, f.lens[1] = 3, f.nl[1] = 0;
+    cr_assert_eq(attnref_paged_append(&f.a, &dg), ATTNREF_EINVAL);
+    cr_assert(strstr(dg.msg, "row 0") != NULL, "%s", dg.msg);
+    cr_assert_eq(memcmp(f.vp, f.v0, sizeof f.vp), 0, "v pool written");
+    /* The same table with 3 tokens (positions 4..6: page 1 slots 1, 2, 0) is valid. */
+    append_setup(&f, 5);
+    f.table[2] = 1;
+    f.lens[0] = 4, f.nl[0] = 3, f.lens[1] = 3, f.nl[1] = 0;
+    cr_assert_eq(attnref_paged_append(&f.a, NULL), ATTNREF_OK);
+    check_pool(&f, 5);
+}

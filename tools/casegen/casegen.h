@@ -96,6 +96,7 @@ void fam_exact(cg *g);
 void fam_kinds(cg *g); /* fam_kinds.c: sentinels, overflow_qk, layout, decode, static */
 void fam_terms(cg *g); /* fam_terms.c: sdpa.terms.*, mask.terms.* (SPEC 20-22) */
 void fam_edges(cg *g); /* fam_edges.c: sdpa.edges.*, mask.edges.* (cases/EDGES.md) */
+void fam_paged(cg *g); /* fam_paged.c: paged.* (SPEC 23) */
 
 /* Tolerance (tolerance.c, SPEC.md clause 13): sets c->ulps / c->row_atol from the first-order
  * error bound (acase_sdpa_bound), then stops casegen unless every honest implementation

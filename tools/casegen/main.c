@@ -38,6 +38,7 @@ int main(int argc, char **argv)
     fam_kinds(&g);
     fam_terms(&g);
     fam_edges(&g);
+    fam_paged(&g);
 
     /* Files casegen no longer produces. */
     char **files = NULL, err[256];

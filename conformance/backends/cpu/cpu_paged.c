@@ -247,6 +247,63 @@ static void copy_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t
         memcpy(dst + (size_t)(x * ds) * esz, src + (size_t)(x * ss) * esz, esz);
 }
 
+static int cmp_i64(const void *x, const void *y)
+{
+    const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* No two new tokens of the call may land in one (page, slot) (clause 23: the result would
+ * depend on the order of the writes).  The flat slots page * P + slot of every new token,
+ * sorted; a repeat is EINVAL naming both tokens. */
+static int slots_distinct(rb_ctx *ctx, const attnconf_paged_append_args *a, int64_t B, int64_t S,
+                          int64_t P)
+{
+    const int64_t tw = a->table_width;
+    int64_t total = 0;
+    for (int64_t b = 0; b < B; b++)
+        total += a->new_lens ? a->new_lens[b] : S;
+    if (total < 2)
+        return ATTNCONF_OK;
+    int64_t *flat = malloc((size_t)total * sizeof *flat);
+    if (!flat)
+        return rb_fail(ctx, ATTNCONF_ENOMEM, "paged_append: cannot allocate %lld slot numbers",
+                       (long long)total);
+    int64_t i = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0, n = a->new_lens ? a->new_lens[b] : S; t < n; t++) {
+            const int64_t pos = a->seq_lens[b] + t;
+            flat[i++] = (int64_t)a->block_table[b * tw + pos / P] * P + pos % P;
+        }
+    qsort(flat, (size_t)total, sizeof *flat, cmp_i64);
+    int64_t dup = -1;
+    for (i = 1; i < total && dup < 0; i++)
+        if (flat[i] == flat[i - 1])
+            dup = flat[i];
+    free(flat);
+    if (dup < 0)
+        return ATTNCONF_OK;
+    /* Name the first two tokens (row order) that share it. */
+    int64_t fb = -1, ft = -1;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0, n = a->new_lens ? a->new_lens[b] : S; t < n; t++) {
+            const int64_t pos = a->seq_lens[b] + t;
+            if ((int64_t)a->block_table[b * tw + pos / P] * P + pos % P != dup)
+                continue;
+            if (fb < 0) {
+                fb = b, ft = t;
+                continue;
+            }
+            return rb_fail(ctx, ATTNCONF_EINVAL,
+                           "paged_append: new token %lld of row %lld and new token %lld of row "
+                           "%lld both land in page %lld slot %lld",
+                           (long long)ft, (long long)fb, (long long)t, (long long)b,
+                           (long long)(dup / P), (long long)(dup % P));
+        }
+    return rb_fail(ctx, ATTNCONF_EINVAL, "paged_append: two new tokens land in page %lld slot %lld",
+                   (long long)(dup / P), (long long)(dup % P));
+}
+
 int cpu_paged_append(rb_ctx *ctx, const attnconf_paged_append_args *a)
 {
     static const char op[] = "paged_append";
@@ -306,6 +363,8 @@ int cpu_paged_append(rb_ctx *ctx, const attnconf_paged_append_args *a)
                                       np)) != ATTNCONF_OK)
             return rc;
     }
+    if ((rc = slots_distinct(ctx, a, B, S, P)) != ATTNCONF_OK)
+        return rc;
     const size_t esz = attnref_dtype_size(k.dtype);
     for (int64_t b = 0; b < B; b++) {
         const int64_t L = a->seq_lens[b], n = a->new_lens ? a->new_lens[b] : S;

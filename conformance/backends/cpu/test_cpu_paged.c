@@ -772,6 +772,10 @@ Test(cpu_paged, append_rejections)
     BADA(ATTNCONF_EINVAL, "block_table[1][2]: page -1", table[5] = -1);
     BADA(ATTNCONF_EINVAL, "block_table[0][0]: page -3", (table[0] = -3, L[0] = 0));
     BADA(ATTNCONF_EINVAL, "block_table[0][1]: page 6", (L[0] = 4, nl[0] = 1, table[1] = 6));
+    /* Row 1's entry 2 = row 0's page 0: row 0's token 1 (position 4) and row 1's token 0
+     * (position 8) both land in page 0 slot 0. */
+    BADA(ATTNCONF_EINVAL,
+         "new token 1 of row 0 and new token 0 of row 1 both land in page 0 slot 0", table[5] = 0);
 #undef BADA
     /* The valid call writes row 0's positions 3..5 (page 5 slot 3, page 0 slots 0-1) and row
      * 1's 8..10 (page 3 slots 0-2); the bad entries for older positions are never read. */

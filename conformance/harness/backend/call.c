@@ -166,3 +166,19 @@ int hb_sdpa_synchronized(const hb_backend *b, const attnconf_sdpa_args *a, doubl
         *seconds = mono_now() - t0;
     return rc != ATTNCONF_OK ? rc : rs;
 }
+
+int hb_paged_append(const hb_backend *b, const attnconf_paged_append_args *a)
+{
+    return HB_HAS(b->be, paged_append) ? b->be->paged_append(b->ctx, a) : ATTNCONF_ENOTSUP;
+}
+
+int hb_paged_sdpa(const hb_backend *b, const attnconf_paged_args *a, double *seconds)
+{
+    if (!HB_HAS(b->be, paged_sdpa))
+        return ATTNCONF_ENOTSUP;
+    double t0 = mono_now();
+    int rc = b->be->paged_sdpa(b->ctx, a);
+    if (seconds)
+        *seconds = mono_now() - t0;
+    return rc;
+}

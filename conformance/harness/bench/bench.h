@@ -244,10 +244,6 @@ void bb_pool_free(bb_pool *p);
  * queries at the end of every row), causal, window and the terms of s. */
 void bb_paged_args(const bs_shape *s, bb_pool *p, const attnconf_tensor *q, attnconf_tensor *out,
                    size_t capacity, attnconf_paged_args *a);
-/* be->paged_sdpa, *seconds (may be NULL) its wall time alone; ENOTSUP when the table has no
- * such member (NULL, or past its struct_size). */
-int bb_paged_call(const attnconf_backend *be, void *ctx, const attnconf_paged_args *a,
-                  double *seconds);
 
 /* The validation's verdict. */
 typedef struct bv_outcome {

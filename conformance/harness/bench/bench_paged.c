@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
-
 static void *alloc64(size_t bytes)
 {
     void *p = NULL;
@@ -118,17 +116,4 @@ void bb_paged_args(const bs_shape *s, bb_pool *p, const attnconf_tensor *q, attn
     a->chunk = s->chunk;
     a->out = out;
     a->out_capacity = capacity;
-}
-
-int bb_paged_call(const attnconf_backend *be, void *ctx, const attnconf_paged_args *a,
-                  double *seconds)
-{
-    if (be->struct_size < offsetof(attnconf_backend, paged_sdpa) + sizeof be->paged_sdpa ||
-        !be->paged_sdpa)
-        return ATTNCONF_ENOTSUP;
-    const double t0 = mono_now();
-    const int rc = be->paged_sdpa(ctx, a);
-    if (seconds)
-        *seconds = mono_now() - t0;
-    return rc;
 }

@@ -284,7 +284,6 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
 {
     const hb_backend hb = *hbp;
     void *ctx = hb.ctx;
-    const attnconf_backend *be = hb.be;
     const int device = hb_is_device(&hb);
     bb_dev dev = {{NULL}};
     bb_pool pool; /* a paged shape's pages (bench_paged.c) */
@@ -384,8 +383,7 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
     }
 
     progress_line(progress, progress_prefix, "first call");
-    int rc =
-        s->page_size > 0 ? bb_paged_call(be, ctx, &pa, NULL) : hb_sdpa_synchronized(&hb, &a, NULL);
+    int rc = s->page_size > 0 ? hb_paged_sdpa(&hb, &pa, NULL) : hb_sdpa_synchronized(&hb, &a, NULL);
     if (rc != ATTNCONF_OK) {
         char le[CLIP_MAX + 1];
         clip_text(hb_last_error(&hb), le, sizeof le);
@@ -444,7 +442,7 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
         }
         out = before;
         double wall;
-        rc = s->page_size > 0 ? bb_paged_call(be, ctx, &pa, &wall)
+        rc = s->page_size > 0 ? hb_paged_sdpa(&hb, &pa, &wall)
                               : hb_sdpa_synchronized(&hb, &a, &wall);
         if (rc != ATTNCONF_OK) {
             char le[CLIP_MAX + 1];

@@ -2,6 +2,7 @@
 #include "run/case_cost.h"
 
 #include "attncase/cache_case.h"
+#include "attncase/paged_case.h"
 #include "common/shard.h"
 
 /* An extent of a tensor's shape, or 0 when it has no such dimension. */
@@ -44,6 +45,24 @@ uint64_t run_case_cost(const acase *c)
             w = shard_cost_add(w, numel(&s->q));
             if (s->op == ACASE_CSTEP_ATTEND && s->length > 0)
                 w = shard_cost_add(w, attention(&s->q, &s->v, (uint64_t)s->length));
+        }
+        break;
+    case ACASE_OP_PAGED:
+        /* The pool once, then each step's tensors; an attend step reads at most the pool's
+         * slots per row, so its work is bounded by the longest row. */
+        if (c->paged) {
+            const acase_paged *pc = c->paged;
+            w = shard_cost_add(w, numel(&pc->k_pages));
+            w = shard_cost_add(w, numel(&pc->v_pages));
+            const uint64_t lk = (uint64_t)(pc->table_width * pc->page_size);
+            for (int64_t i = 0; i < pc->nsteps; i++) {
+                const acase_paged_step *s = &pc->steps[i];
+                w = shard_cost_add(w, numel(&s->k));
+                w = shard_cost_add(w, numel(&s->v));
+                w = shard_cost_add(w, numel(&s->q));
+                if (s->op == ACASE_PSTEP_ATTEND && !s->error)
+                    w = shard_cost_add(w, attention(&s->q, &pc->v_pages, lk));
+            }
         }
         break;
     }

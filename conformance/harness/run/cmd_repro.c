@@ -275,7 +275,10 @@ int cmd_repro(const char *argv0, int argc, char **argv)
         fprintf(stderr,
                 "attnconf repro: %s: not supported: repro covers sdpa cases (this is an "
                 "op: %s case)\n",
-                id, c->op == ACASE_OP_MASK ? "mask" : "cache");
+                id,
+                c->op == ACASE_OP_MASK    ? "mask"
+                : c->op == ACASE_OP_CACHE ? "cache"
+                                          : "paged");
         acase_free(c);
         return CLI_EXIT_USAGE;
     }

@@ -530,6 +530,7 @@ static const char *op_name(acase_op op)
     return op == ACASE_OP_SDPA    ? "sdpa"
            : op == ACASE_OP_MASK  ? "mask"
            : op == ACASE_OP_CACHE ? "cache"
+           : op == ACASE_OP_PAGED ? "paged"
                                   : "?";
 }
 

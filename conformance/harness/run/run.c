@@ -36,31 +36,15 @@
 #include "run/compare.h"
 #include "repro.h"
 #include "run_cache.h"
+#include "run_guard.h"
+#include "run_paged.h"
+#include "attncase/paged_case.h"
 #include "common/clip.h"
 #include "common/shell.h"
 #include "backend/call.h"
 #include "backend/plugin.h"
 
 /* ---- guarded buffers ------------------------------------------------------------------ */
-
-/* Bytes of canary before the data (after it: at least this many, up to the end of the page).
- * 64 keeps the data 64-byte aligned, as SIMD kernels like. */
-#define HR_CANARY 64
-
-/* PROT_NONE bytes on each side of a buffer: address space only.  A write up to this far
- * outside a buffer faults and is named (the fault note); one page would let a write 100 KB
- * past the end land, unseen, in the next mapping. */
-#define HR_GUARD_BYTES ((size_t)1 << 20)
-
-typedef struct run_guarded {
-    unsigned char *map; /* the whole mapping, guard pages included; NULL = none */
-    size_t map_len;
-    unsigned char *data; /* what the backend gets */
-    size_t len;
-    unsigned char *lo, *hi; /* the canaries span [lo, data) and [data + len, hi) */
-    const char *name;       /* "output buffer", "input q", ... for messages */
-    int readonly;
-} run_guarded;
 
 /* The canary byte at distance i from lo: position-dependent, so neither a zero fill nor a NaN
  * (0xFF) fill nor a shifted copy of the canary itself goes unnoticed. */
@@ -76,7 +60,7 @@ static unsigned char run_canary_byte(size_t i)
 #define HR_MAX_GUARDED 12
 static run_guarded *volatile run_live[HR_MAX_GUARDED];
 
-static void run_guarded_free(run_guarded *g)
+void run_guarded_free(run_guarded *g)
 {
     for (int i = 0; i < HR_MAX_GUARDED; i++)
         if (run_live[i] == g)
@@ -88,7 +72,7 @@ static void run_guarded_free(run_guarded *g)
 
 /* Map a guarded buffer of len bytes (>= 1).  Returns 0, or -1 (out of memory, or more than
  * HR_MAX_GUARDED live buffers). */
-static int run_guarded_alloc(run_guarded *g, size_t len, const char *name)
+int run_guarded_alloc(run_guarded *g, size_t len, const char *name)
 {
     memset(g, 0, sizeof *g);
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -129,15 +113,20 @@ static int run_guarded_alloc(run_guarded *g, size_t len, const char *name)
 }
 
 /* Make the whole body (data and canaries) read-only: an input the backend must not write. */
-static int run_guarded_readonly(run_guarded *g)
+int run_guarded_readonly(run_guarded *g)
 {
     g->readonly = 1;
     return mprotect(g->lo, (size_t)(g->hi - g->lo), PROT_READ);
 }
 
+int run_guarded_writable(run_guarded *g)
+{
+    g->readonly = 0;
+    return mprotect(g->lo, (size_t)(g->hi - g->lo), PROT_READ | PROT_WRITE);
+}
+
 /* After a call: 1 (and a FAIL in r) if a canary changed, naming the side and the byte offsets
  * relative to the buffer's start (before it) or end (past it); else 0. */
-static int run_guarded_check(const run_guarded *g, hr_result *r);
 
 /* ---- the fault note ----------------------------------------------------------------------- */
 
@@ -449,7 +438,7 @@ __attribute__((format(printf, 3, 4))) static void run_set(hr_result *r, hr_statu
             *c = ' ';
 }
 
-static int run_guarded_check(const run_guarded *g, hr_result *r)
+int run_guarded_check(const run_guarded *g, hr_result *r)
 {
     const unsigned char *bad_lo = NULL, *bad_hi = NULL;
     for (const unsigned char *p = g->lo; p < g->data; p++)
@@ -506,8 +495,7 @@ static void run_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *
  * one slice for every index there, as a real K/V broadcast.  t->data holds the full logical
  * tensor, constant along those dimensions: index 0 is the slice.  Returns 0, or -1 on
  * allocation failure. */
-static int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded *owned,
-                        const char *name)
+int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded *owned, const char *name)
 {
     memset(out, 0, sizeof *out);
     memset(owned, 0, sizeof *owned);
@@ -559,8 +547,8 @@ static int run_describe(const acase_tensor *t, attnconf_tensor *out, run_guarded
 
 /* A read-only guarded copy of n int64 entries (lengths, left_padding), like the tensor inputs:
  * *out = NULL when src is NULL.  Returns 0, or -1 on allocation or protection failure. */
-static int run_readonly_ints(const int64_t *src, size_t n, run_guarded *g, const char *name,
-                             const int64_t **out)
+int run_readonly_ints(const int64_t *src, size_t n, run_guarded *g, const char *name,
+                      const int64_t **out)
 {
     *out = NULL;
     if (!src)
@@ -1252,6 +1240,7 @@ void run_result_case_info(const acase *c, hr_result *r)
              c->op == ACASE_OP_SDPA && c->q.present ? attnref_dtype_name(c->q.dtype)
              : c->op == ACASE_OP_MASK               ? "bool"
              : c->op == ACASE_OP_CACHE && c->cache  ? attnref_dtype_name(c->cache->params.dtype)
+             : c->op == ACASE_OP_PAGED && c->paged  ? attnref_dtype_name(c->paged->dtype)
                                                     : "");
     r->elements = c->op == ACASE_OP_SDPA
                       ? c->q.numel + c->k.numel + c->v.numel + (c->mask.present ? c->mask.numel : 0)
@@ -1281,6 +1270,7 @@ void run_case(const run_ctx *rn, const acase *c, hr_result *r)
     case ACASE_OP_SDPA: run_sdpa(rn, c, r); break;
     case ACASE_OP_MASK: run_mask(rn, c, r); break;
     case ACASE_OP_CACHE: run_cache_case(rn, c, r); break; /* run_cache.c */
+    case ACASE_OP_PAGED: run_paged_case(rn, c, r); break; /* run_paged.c */
     default: run_set(r, HR_ERROR, "case: unknown op %d", (int)c->op); break;
     }
 }

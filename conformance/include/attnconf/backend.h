@@ -525,8 +525,9 @@ typedef struct attnconf_backend {
      * (ceil(L/P) > table_width, for paged_append the length after the append), a negative
      * length, query_lens[b] > Lq or > L_b, new_lens[b] > S, shapes that disagree (B, Hkv, P,
      * D, Dv), Hq % Hkv != 0, window/chunk without causal and every term value clause 20-22
-     * rejects; EDTYPE for q/k/v/pages of different dtypes.  An append must write exactly the
-     * slots of its new tokens: every other byte of the pool stays as it was. ---- */
+     * rejects, two new tokens of one append mapping to the same (page, slot); EDTYPE for
+     * q/k/v/pages of different dtypes.  An append must write exactly the slots of its new
+     * tokens: every other byte of the pool stays as it was. ---- */
     int (*paged_append)(void *ctx, const attnconf_paged_append_args *args);
     int (*paged_sdpa)(void *ctx, const attnconf_paged_args *args);
 

@@ -164,7 +164,7 @@ static const attnconf_backend mb_table = {
     .build_mask = rb_build_mask,
     .last_error = rb_last_error,
     RC_TABLE_MEMBERS, /* the reference's capabilities include its caches */
-    RP_TABLE_MEMBERS, /* and its paged members */
+    RP_TABLE_MEMBERS, /* and its paged members (sixth revision) */
 };
 
 __attribute__((visibility("default"))) const attnconf_backend *

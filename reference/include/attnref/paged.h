@@ -95,10 +95,12 @@ int attnref_paged_sdpa_f64(const attnref_paged_args *a, double *out_f64, attnref
  *                   table_width); an entry covering positions L_b .. L_b + n_b - 1 outside
  *                   0..num_pages-1 (older entries are not checked: only attention reads them);
  *                   a pool with a stride of 0 on an axis of extent > 1 (its slots alias);
+ *                   two new tokens of the call (of two rows, or of one row whose table lists
+ *                   a page twice) that map to the same (page, slot): the result would depend
+ *                   on the order of the writes (checked last);
  *   ATTNREF_EDTYPE  k, v, k_pages, v_pages of different dtypes or not float;
- *   ATTNREF_ERANGE  a tensor beyond ATTNREF_MAX_NUMEL.
- * Two rows whose new tokens map to the same (page, slot) are not rejected: rows are written in
- * order b = 0, 1, ..., so the last row wins (clause 23 makes such a table ill-formed). */
+ *   ATTNREF_ERANGE  a tensor beyond ATTNREF_MAX_NUMEL;
+ *   ATTNREF_ENOMEM  the list of the new tokens' slots (one entry per new token). */
 int attnref_paged_append(const attnref_paged_append_args *a, attnref_diag *diag);
 
 /* Where token t of row b lands: *page and *slot for logical position seq_lens[b] + t, no

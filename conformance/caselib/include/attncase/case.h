@@ -1,4 +1,4 @@
-/* attncase/case.h — in-memory model of a golden case (case format v3, cases/FORMAT.md), its
+/* attncase/case.h — in-memory model of a golden case (case format v4, cases/FORMAT.md), its
  * YAML reader and writer, and the seeded input generator.
  *
  * One library owns the format so that casegen (the writer) and the harness (the reader) cannot
@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define ACASE_FORMAT_VERSION 3
+#define ACASE_FORMAT_VERSION 4
 
 /* Limits that keep a malformed or hostile case file from causing a huge allocation. */
 #define ACASE_MAX_TENSOR_NUMEL ((int64_t)1 << 24) /* per tensor */
@@ -39,10 +39,13 @@ extern "C" {
 typedef enum acase_op {
     ACASE_OP_MASK = 1,
     ACASE_OP_SDPA = 2,
-    ACASE_OP_CACHE = 3 /* a sequence of KV cache operations (attncase/cache_case.h) */
+    ACASE_OP_CACHE = 3, /* a sequence of KV cache operations (attncase/cache_case.h) */
+    ACASE_OP_PAGED = 4  /* format v4: appends and attentions on a paged KV cache
+                           (attncase/paged_case.h) */
 } acase_op;
 
 struct acase_cache; /* the cache part of an ACASE_OP_CACHE case, attncase/cache_case.h */
+struct acase_paged; /* the paged part of an ACASE_OP_PAGED case, attncase/paged_case.h */
 
 /* Physical layout of a rank-4 q/k/v input.  BHLD: contiguous (B,H,L,D).  BLHD: the buffer is a
  * contiguous (B,L,H,D) array and the backend sees it as (B,H,L,D) through permuted strides. */
@@ -152,6 +155,8 @@ typedef struct acase {
 
     /* op == ACASE_OP_CACHE: owned, NULL otherwise. */
     struct acase_cache *cache;
+    /* op == ACASE_OP_PAGED: owned, NULL otherwise. */
+    struct acase_paged *paged;
 
     char *path; /* owned; the file it was read from (NULL if built in memory) */
 } acase;

@@ -1,7 +1,7 @@
 /* call.h — every call the harness makes into a loaded backend's operations goes through here
  * (the place SQLite's os.c has over its VFS): a member past the table's struct_size or NULL is
  * answered ATTNCONF_ENOTSUP here instead of being called, last_error is never NULL, and the
- * timed calls (sdpa, build_mask) are timed around the member alone.  Loading, opening and
+ * timed calls (sdpa, build_mask, paged_sdpa) are timed around the member alone.  Loading, opening and
  * closing are backend_load.h's.
  *
  * Every function takes a loaded backend (backend_load.h; only be and ctx are used, so a caller
@@ -56,5 +56,9 @@ int hb_copy_from_device(const hb_backend *b, void *dst, const void *handle, size
 /* sdpa, then (on a device backend) synchronize, timed together: the kernel's time.  Returns
  * sdpa's code, or synchronize's when sdpa succeeded.  On a host backend: hb_sdpa. */
 int hb_sdpa_synchronized(const hb_backend *b, const attnconf_sdpa_args *a, double *seconds);
+/* The paged KV members (sixth revision, SPEC clause 23); *seconds (may be NULL) = the wall time
+ * of the member call alone. */
+int hb_paged_append(const hb_backend *b, const attnconf_paged_append_args *a);
+int hb_paged_sdpa(const hb_backend *b, const attnconf_paged_args *a, double *seconds);
 
 #endif
