@@ -46,9 +46,10 @@
  *                                  #   the command line overrides (large shapes: fewer reps)
  *
  * A suite with curves is made of them: every shape names one, every curve has at least two
- * shapes at distinct sizes, and the shapes of one curve agree in everything the report compares
- * them by (bound, q_heads, kv_heads, head_dim, v_head_dim, causal, window, and batch unless the
- * curve sweeps it), so a curve's points differ in its size alone.
+ * shapes at distinct sizes, and the shapes of one curve agree in bound, q_heads, kv_heads,
+ * head_dim, v_head_dim, causal, window, batch (unless the curve sweeps it), lk (unless it sweeps
+ * lk) and lq (when it sweeps batch; a sweep of lk may move lq with it, as prefill does), so a
+ * curve's points differ in its size alone.
  *
  * Integers are plain decimal scalars, booleans plain true/false.  The reading is strict (the
  * case reader's rules): every problem is reported as "FILE:LINE: FIELD: reason", and the size
@@ -589,6 +590,7 @@ static int read_defaults(const reader *r, const yaml_node_t *n, bs_suite *out)
 /* The points of each curve differ in its size alone, at distinct sizes, two at least. */
 static int check_curves(const reader *r, const yaml_node_t *shapes, const bs_suite *out)
 {
+    size_t counts[BS_MAX_CURVES] = {0};
     for (size_t c = 0; c < out->ncurves; c++) {
         const bs_curve *cv = &out->curves[c];
         const bs_shape *first = NULL;
@@ -605,15 +607,17 @@ static int check_curves(const reader *r, const yaml_node_t *shapes, const bs_sui
                 first = sh;
                 continue;
             }
-            const char *differs = sh->bound != first->bound                  ? "bound"
-                                  : sh->hq != first->hq                      ? "q_heads"
-                                  : sh->hkv != first->hkv                    ? "kv_heads"
-                                  : sh->d != first->d                        ? "head_dim"
-                                  : sh->dv != first->dv                      ? "v_head_dim"
-                                  : sh->causal != first->causal              ? "causal"
-                                  : sh->window != first->window              ? "window"
-                                  : cv->x != BS_X_BATCH && sh->b != first->b ? "batch"
-                                                                             : NULL;
+            const char *differs = sh->bound != first->bound                    ? "bound"
+                                  : sh->hq != first->hq                        ? "q_heads"
+                                  : sh->hkv != first->hkv                      ? "kv_heads"
+                                  : sh->d != first->d                          ? "head_dim"
+                                  : sh->dv != first->dv                        ? "v_head_dim"
+                                  : sh->causal != first->causal                ? "causal"
+                                  : sh->window != first->window                ? "window"
+                                  : cv->x != BS_X_BATCH && sh->b != first->b   ? "batch"
+                                  : cv->x != BS_X_LK && sh->lk != first->lk    ? "lk"
+                                  : cv->x == BS_X_BATCH && sh->lq != first->lq ? "lq"
+                                                                               : NULL;
             if (differs)
                 return fail(r, at, f,
                             "'%s' sweeps %s, but this shape's %s differs from %s's (line %d)",
@@ -629,11 +633,13 @@ static int check_curves(const reader *r, const yaml_node_t *shapes, const bs_sui
                                 cv->name, bs_curve_x_name(cv->x), a, o->id);
             }
         }
-        if (n < 2)
-            return fail(r, shapes, "curves",
-                        "'%s' has %zu shape%s: a curve needs two sizes at least", cv->name, n,
-                        n == 1 ? "" : "s");
+        counts[c] = n;
     }
+    /* Then the counts: a mismatch above names a line, which is the more useful message. */
+    for (size_t c = 0; c < out->ncurves; c++)
+        if (counts[c] < 2)
+            return fail(r, NULL, "curves", "'%s' has %zu shape%s: a curve needs two sizes at least",
+                        out->curves[c].name, counts[c], counts[c] == 1 ? "" : "s");
     return 0;
 }
 
