@@ -26,8 +26,9 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
                     for causal prefill, 1 for decode and a batch sweep) whose fit gives k to
                     rounding; prefill f16 with a 25 % rate drop from L 1024 to 2048 (a cliff),
                     decode f16 with a 15 % drop (not one), a curve whose times grow as Lk^1.3
-                    against an expected 1 (off by 0.30), one size SKIPPED, and the reference
-                    timed at one size only (too few points to fit)
+                    against an expected 1 (off by 0.30), one whose rate dips 30 % at one size
+                    and is back at the next (a cliff, marked as an isolated dip), one size
+                    SKIPPED, and the reference timed at one size only (too few points to fit)
   bad-*.json        broken files: perf-compare / perf-report must exit 2 naming file and key
 Every file's onnxruntime-opset23 has "timing": "adapter" (an exec: adapter, timed by what it
 reports), cpu "in-process", and the reference no "timing" (a file from before the key).
@@ -199,6 +200,7 @@ def curves_file():
     curves = [{"name": "prefill-causal", "x": "lk", "expect": 2.0},
               {"name": "decode-b1", "x": "lk", "expect": 1.0},
               {"name": "decode-slow", "x": "lk", "expect": 1.0},
+              {"name": "decode-dip", "x": "lk", "expect": 1.0},
               {"name": "batch-decode", "x": "batch", "expect": 1.0}]
     cpu, ref = [], []
     for L in (128, 256, 512, 1024, 2048, 4096):
@@ -216,6 +218,10 @@ def curves_file():
     for lk in (1024, 2048, 4096, 8192, 16384, 32768):
         # k = 1.3 where 1 is expected: each doubling loses 19 % of the rate (no cliff).
         cpu.append(curve_point("decode-slow", lk, "f32", 6e-8 * lk ** 1.3, "decode"))
+    for lk in (1024, 2048, 4096, 8192, 16384):
+        # One slow size (30 % below the rate around it): a cliff, back at the next size.
+        t = 8e-7 * lk / (0.7 if lk == 4096 else 1)
+        cpu.append(curve_point("decode-dip", lk, "f32", t, "decode"))
     for b in (1, 2, 4, 8, 16):
         cpu.append(curve_point("batch-decode", b, "f32", 6e-3 * b if b != 16 else None, "batch"))
     ref.append(curve_point("prefill-causal", 128, "f32", 0.026, "prefill", reps=10))

@@ -112,7 +112,13 @@ static void write_cliffs(FILE *f, const row *r, double drop)
         pm_sig3(f, a->rate);
         fputs(" " ARROW " ", f);
         pm_sig3(f, b->rate);
-        fprintf(f, " %s (" MINUS "%.1f %%)\n", unit, 100.0 * (1.0 - b->rate / a->rate));
+        fprintf(f, " %s (" MINUS "%.1f %%)", unit, 100.0 * (1.0 - b->rate / a->rate));
+        /* A rate that is back at the next size was a dip, not a change of regime: on a shared
+         * machine, most often another process (perf/README.md); say so, the rule stays. */
+        if (i + 1 < r->n && !pc_is_cliff(a->rate, r->p[i + 1].rate, drop))
+            fprintf(f, ", back at %s %.0f: an isolated dip, rerun before believing it",
+                    pj_curve_x_label(r->c->x), r->p[i + 1].x);
+        fputc('\n', f);
     }
 }
 
