@@ -217,7 +217,7 @@ Test(bench_suite, bad_fields_name_line_and_field)
                  ":14: shapes[0]: unknown key 'colour' (known: id, dtypes, "
                  "batch, q_heads, kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, "
                  "window, lengths, left_padding, softcap, alibi_max_bias, sinks, chunk, documents, "
-                 "blocks, paged, bound)");
+                 "blocks, paged, bound, curve)");
     /* The terms of current models. */
     expect_error("    softcap: -1\n", ":14: shapes[0].softcap: '-1' is not a number in (0, 1e+30]");
     expect_error("    softcap: lots\n", ":14: shapes[0].softcap: expected a number");
@@ -250,6 +250,87 @@ Test(bench_suite, bad_fields_name_line_and_field)
     expect_error("  - id: T D\n    dtypes: [f16]\n    batch: 1\n    q_heads: 1\n    kv_heads: 1\n"
                  "    lq: 1\n    lk: 1\n    head_dim: 1\n    bound: memory\n",
                  ":14: shapes[1].id: 'T D' has a character outside [A-Za-z0-9_.-]");
+}
+
+/* A suite with cost curves: two curves, the suite's own timing defaults, shapes naming them. */
+#define CHEAD                                                                                      \
+    "attnconf_perf_suite: 1\nname: t\ndescription: a test\n"                                       \
+    "curves:\n  - name: pre\n    x: lk\n    expect: 2\n  - name: bat\n    x: batch\n"              \
+    "    expect: 1\ndefaults: {min_time: 0.25, min_reps: 4}\nshapes:\n"
+/* A point (10 lines): id, curve, batch, Lq = Lk, q heads. */
+#define PT(id, curve, b, l, hq)                                                                    \
+    "  - id: " id "\n    curve: " curve "\n    dtypes: [f32]\n    batch: " b "\n"                  \
+    "    q_heads: " hq "\n    kv_heads: 1\n    lq: " l "\n    lk: " l "\n    head_dim: 8\n"        \
+    "    bound: compute\n"
+#define GOOD PT("t.a", "pre", "1", "16", "2") PT("t.b", "pre", "1", "32", "2")
+
+static void expect_curve_error(const char *text, const char *want)
+{
+    char err[1024], full[1200];
+    bs_suite s;
+    cr_assert_eq(load_text(text, 1ull << 40, &s, err, sizeof err), -1, "accepted: %s", text);
+    snprintf(full, sizeof full, "%s%s", path, want);
+    cr_assert_str_eq(err, full);
+}
+
+Test(bench_suite, curves_load_and_are_checked)
+{
+    char err[1024];
+    bs_suite s;
+    cr_assert_eq(load_text(CHEAD GOOD PT("t.c", "bat", "1", "16", "2")
+                               PT("t.d", "bat", "4", "16", "2"),
+                           1ull << 40, &s, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(s.ncurves, 2);
+    cr_assert_str_eq(s.curves[0].name, "pre");
+    cr_assert_eq(s.curves[0].x, BS_X_LK);
+    cr_assert_eq(s.curves[0].expect, 2.0);
+    cr_assert_eq(s.curves[1].x, BS_X_BATCH);
+    cr_assert_eq(s.min_time_s, 0.25);
+    cr_assert_eq(s.min_reps, 4);
+    cr_assert_str_eq(s.shapes[1].curve, "pre");
+    cr_assert_str_eq(s.shapes[3].curve, "bat");
+    bs_suite_free(&s);
+    /* Without curves or defaults: no curve, and "not given" defaults. */
+    cr_assert_eq(load_text(HEAD SHAPE, 1ull << 40, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(s.ncurves, 0);
+    cr_assert_str_eq(s.shapes[0].curve, "");
+    cr_assert(s.min_time_s < 0 && s.min_reps < 0);
+    bs_suite_free(&s);
+
+    /* Each shape of a curve suite names a curve the suite has. */
+    expect_curve_error(CHEAD GOOD SHAPE,
+                       ":33: shapes[2].curve: missing (the suite has curves: every shape is a "
+                       "point of one)");
+    expect_curve_error(CHEAD PT("t.a", "nope", "1", "16", "2"),
+                       ":14: shapes[0].curve: 'nope' is not one of the suite's curves");
+    expect_curve_error(HEAD PT("t.a", "pre", "1", "16", "2"),
+                       ":6: shapes[0].curve: the suite has no curves (a top-level `curves` list "
+                       "defines them)");
+    /* A curve of one size; two points at one size; points that differ in more than the size. */
+    expect_curve_error(CHEAD GOOD PT("t.c", "bat", "1", "16", "2"),
+                       ": curves: 'bat' has 1 shape: a curve needs two sizes at least");
+    expect_curve_error(CHEAD GOOD PT("t.c", "pre", "2", "32", "2"),
+                       ":33: shapes[2].curve: 'pre' sweeps lk, but this shape's batch differs "
+                       "from t.a's (line 13)");
+    expect_curve_error(CHEAD GOOD PT("t.c", "pre", "1", "64", "4"),
+                       ":33: shapes[2].curve: 'pre' sweeps lk, but this shape's q_heads differs "
+                       "from t.a's (line 13)");
+    expect_curve_error(CHEAD PT("t.a", "bat", "2", "16", "2") PT("t.b", "bat", "4", "32", "2"),
+                       ":23: shapes[1].curve: 'bat' sweeps batch, but this shape's lk differs "
+                       "from t.a's (line 13)");
+    expect_curve_error(CHEAD GOOD PT("t.c", "pre", "1", "32", "2"),
+                       ":33: shapes[2].curve: 'pre' already has a point at lk 32 (t.b)");
+    /* The definitions. */
+    expect_curve_error("attnconf_perf_suite: 1\nname: t\ndescription: a test\n"
+                       "curves:\n  - name: pre\n    x: lz\n    expect: 2\nshapes:\n" SHAPE,
+                       ":6: curves[0].x: expected lk, lq or batch (the size the curve sweeps)");
+    expect_curve_error("attnconf_perf_suite: 1\nname: t\ndescription: a test\n"
+                       "curves:\n  - name: pre\n    x: lk\n    expect: 0\nshapes:\n" SHAPE,
+                       ":7: curves[0].expect: '0' is not a number in (0, 8]");
+    expect_curve_error("attnconf_perf_suite: 1\nname: t\ndescription: a test\n"
+                       "defaults: {min_reps: 3, max_reps: 4}\nshapes:\n" SHAPE,
+                       ":4: defaults: unknown key 'max_reps' (known: min_time, min_reps)");
 }
 
 Test(bench_suite, terms_load_and_count)
@@ -331,9 +412,9 @@ Test(bench_suite, sizes_are_refused_before_allocating)
 
 Test(bench_suite, committed_suites_load)
 {
-    static const char *const names[] = {"prefill", "decode", "padded", "window", "smoke"};
-    static const size_t shapes[] = {3, 6, 1, 1, 6};
-    for (size_t i = 0; i < 5; i++) {
+    static const char *const names[] = {"prefill", "decode", "padded", "window", "smoke", "curves"};
+    static const size_t shapes[] = {3, 6, 1, 1, 6, 42};
+    for (size_t i = 0; i < 6; i++) {
         char p[512], err[1024];
         snprintf(p, sizeof p, "%s/%s.yaml", PERF_SUITES_DIR, names[i]);
         bs_suite s;

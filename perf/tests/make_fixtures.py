@@ -22,6 +22,13 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
                     5 % slower than the one before
   partial.json      an edited suite: a backend and a shape missing, a shape added, one shape's
                     sizes changed under the same id                            -> listed only
+  curves.json       a cost-curve suite (perf-report's fits and cliffs): exact power laws (k = 2
+                    for causal prefill, 1 for decode and a batch sweep) whose fit gives k to
+                    rounding; prefill f16 with a 25 % rate drop from L 1024 to 2048 (a cliff),
+                    decode f16 with a 15 % drop (not one), a curve whose times grow as Lk^1.3
+                    against an expected 1 (off by 0.30), one whose rate dips 30 % at one size
+                    and is back at the next (a cliff, marked as an isolated dip), one size
+                    SKIPPED, and the reference timed at one size only (too few points to fit)
   bad-*.json        broken files: perf-compare / perf-report must exit 2 naming file and key
 Every file's onnxruntime-opset23 has "timing": "adapter" (an exec: adapter, timed by what it
 reports), cpu "in-process", and the reference no "timing" (a file from before the key).
@@ -159,6 +166,75 @@ def run(suite, label, seed, machine=MACHINE, slow=None, reps=None, time_scale=1.
             "config": CONFIG, "backends": backends}
 
 
+def curve_point(curve, x, dtype, t, kind, reps=3):
+    """One shape of the curves fixture, timed exactly t seconds on every repetition."""
+    hkv, d = 8, 128
+    if kind == "prefill":
+        hq, b, lq, lk = 8, 1, x, x
+        pairs = hq * x * (x + 1) // 2
+    elif kind == "decode":
+        hq, b, lq, lk = 32, 1, 1, x
+        pairs = hq * x
+    else:  # batch sweep of decode at Lk 8192
+        hq, b, lq, lk = 32, x, 1, 8192
+        pairs = b * hq * lk
+    bound = "compute" if kind == "prefill" else "memory"
+    g = {"id": f"curves.{curve}.{x}.{dtype}", "dtype": dtype, "b": b, "hq": hq, "hkv": hkv,
+         "lq": lq, "lk": lk, "d": d, "dv": d, "causal": kind == "prefill", "window": 0,
+         "bound": bound, "curve": curve, "via": "params", "visible_pairs": pairs,
+         "flops": float(2 * (d + d) * pairs), "kv_bytes": b * hkv * lk * (d + d) * ESIZE[dtype],
+         "io_bytes": (b * hq * lq * 2 + b * hkv * lk * 2) * d * ESIZE[dtype]}
+    if t is None:
+        return untimed(g, "SKIPPED", "over --max-gflop 3 (9.1 GFLOP)")
+    gflops, gbs = g["flops"] / t / 1e9, g["kv_bytes"] / t / 1e9
+    rate, limit = (gflops, MACHINE["fma_gflops"]) if bound == "compute" else \
+        (gbs, MACHINE["mem_read_gbs"])
+    return dict(g, status="OK", message="", reps=reps, times_s=[t] * reps, median_s=t, min_s=t,
+                iqr_s=0.0, gflops=gflops, kv_gbs=gbs, pct_limit=100 * rate / limit,
+                peak_rss_bytes=3 * g["io_bytes"] + (40 << 20), validated_rows=64,
+                max_err_ratio=0.2)
+
+
+def curves_file():
+    """The cost-curve fixture (see the top comment): times are exact, no noise."""
+    curves = [{"name": "prefill-causal", "x": "lk", "expect": 2.0},
+              {"name": "decode-b1", "x": "lk", "expect": 1.0},
+              {"name": "decode-slow", "x": "lk", "expect": 1.0},
+              {"name": "decode-dip", "x": "lk", "expect": 1.0},
+              {"name": "batch-decode", "x": "batch", "expect": 1.0}]
+    cpu, ref = [], []
+    for L in (128, 256, 512, 1024, 2048, 4096):
+        cpu.append(curve_point("prefill-causal", L, "f32", 3e-8 * L * L, "prefill"))
+    for L in (128, 256, 512, 1024, 2048, 4096):
+        # The rate drops 25 % from 1024 to 2048 and stays there: one cliff.
+        t = 2.5e-8 * L * L / (0.75 if L >= 2048 else 1)
+        cpu.append(curve_point("prefill-causal", L, "f16", t, "prefill"))
+    for lk in (1024, 2048, 4096, 8192, 16384, 32768):
+        cpu.append(curve_point("decode-b1", lk, "f32", 8e-7 * lk, "decode"))
+    for lk in (1024, 2048, 4096, 8192, 16384, 32768):
+        # A 15 % drop from 4096 to 8192: under the 20 % rule.
+        t = 4.4e-7 * lk / (0.85 if lk >= 8192 else 1)
+        cpu.append(curve_point("decode-b1", lk, "f16", t, "decode"))
+    for lk in (1024, 2048, 4096, 8192, 16384, 32768):
+        # k = 1.3 where 1 is expected: each doubling loses 19 % of the rate (no cliff).
+        cpu.append(curve_point("decode-slow", lk, "f32", 6e-8 * lk ** 1.3, "decode"))
+    for lk in (1024, 2048, 4096, 8192, 16384):
+        # One slow size (30 % below the rate around it): a cliff, back at the next size.
+        t = 8e-7 * lk / (0.7 if lk == 4096 else 1)
+        cpu.append(curve_point("decode-dip", lk, "f32", t, "decode"))
+    for b in (1, 2, 4, 8, 16):
+        cpu.append(curve_point("batch-decode", b, "f32", 6e-3 * b if b != 16 else None, "batch"))
+    ref.append(curve_point("prefill-causal", 128, "f32", 0.026, "prefill", reps=10))
+    ref.append(curve_point("prefill-causal", 256, "f32", None, "prefill"))
+    backends = [{"name": "cpu", "version": "0.1.0", "options": {"threads": "2"},
+                 "timing": "in-process", "shapes": cpu},
+                {"name": "reference", "version": "0.1.0", "options": {}, "shapes": ref}]
+    return {"attnconf_bench": 1, "suite": "curves", "suite_file": "perf/suites/curves.yaml",
+            "label": "synthetic cost curves", "started": "2026-12-01T01:02:03Z",
+            "curves": curves, "machine": MACHINE,
+            "config": dict(CONFIG, min_reps=3), "backends": backends}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
                                                              "fixtures")
@@ -180,6 +256,10 @@ def main():
         "decode.json": run("decode", "base (commit a1b2c3d)", 8),
         "wide.json": run("prefill", "thirteen backends", 12, names=WIDE),
     }
+    files["curves.json"] = curves_file()
+    bad = curves_file()
+    bad["backends"][0]["shapes"][2]["curve"] = "nosuch"
+    files["bad-curve.json"] = bad
     base = files["base.json"]
     # The suite changed: the reference not run, cpu lost one shape and gained one, and one
     # shape's geometry was edited under the same id.

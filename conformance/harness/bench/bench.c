@@ -87,9 +87,10 @@ static void usage(FILE *f)
            "  --out             the results as JSON (written atomically; a FILE that exists\n"
            "                    and is not a regular file is refused)\n"
            "  --label           free text recorded in the JSON (e.g. a commit)\n"
-           "  --min-time        seconds of timed repetitions per benchmark, at least (0.5;\n"
-           "                    wall time: an adapter's transport counts here)\n"
-           "  --min-reps        timed repetitions, at least (10)\n"
+           "  --min-time        seconds of timed repetitions per benchmark, at least (0.5,\n"
+           "                    or the suite's `defaults`; wall time: an adapter's transport\n"
+           "                    counts here)\n"
+           "  --min-reps        timed repetitions, at least (10, or the suite's `defaults`)\n"
            "  --max-reps        timed repetitions, at most (1000)\n"
            "  --max-gflop       skip (SKIPPED) a benchmark of more GFLOP than this per call\n"
            "  --timeout         seconds one benchmark may take, its checks and repetitions\n"
@@ -131,6 +132,7 @@ typedef struct bench_opts {
     double min_time_s, max_gflop, timeout_s;
     int64_t min_reps, max_reps;
     int peak;
+    int min_time_given, min_reps_given, max_reps_given; /* on the command line */
 } bench_opts;
 
 /* --backend: a new entry, which the --backend-option after it fill. */
@@ -226,6 +228,9 @@ static int parse(int argc, char **argv, bench_opts *o)
     int rc = cli_parse(&c, argc, argv);
     if (rc)
         return rc;
+    o->min_time_given = given[0] != NULL;
+    o->min_reps_given = given[1] != NULL;
+    o->max_reps_given = given[2] != NULL;
     if (o->peak) {
         int other = o->nbe || o->nfilter || o->suite || o->label || o->limits || o->adapter_stderr;
         for (size_t k = 0; k < 5; k++)
@@ -534,6 +539,21 @@ int cmd_bench(const char *argv0, int argc, char **argv)
         fprintf(stderr, "attnconf bench: %s\n", err);
         return CLI_EXIT_USAGE;
     }
+    /* The suite's own defaults, where the command line says nothing (a cost-curve suite's
+     * largest shapes take seconds a call: a few repetitions). */
+    if (!o.min_time_given && suite.min_time_s >= 0)
+        o.min_time_s = suite.min_time_s;
+    if (!o.min_reps_given && suite.min_reps >= 0) {
+        o.min_reps = suite.min_reps;
+        if (!o.max_reps_given)
+            o.max_reps = o.min_reps > 1000 ? o.min_reps : 1000;
+        else if (o.max_reps < o.min_reps) {
+            fprintf(stderr, "attnconf bench: --max-reps %lld is below the suite's min_reps %lld\n",
+                    (long long)o.max_reps, (long long)o.min_reps);
+            bs_suite_free(&suite);
+            return CLI_EXIT_USAGE;
+        }
+    }
     /* The selected benchmarks, in suite order. */
     size_t nsel = 0;
     char id[ACASE_ID_MAX + 8];
@@ -601,6 +621,18 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     json_object_set_new(doc, "attnconf_bench", json_integer(1));
     json_object_set_new(doc, "suite", json_string(suite.name));
     json_object_set_new(doc, "suite_file", json_string(o.suite));
+    if (suite.ncurves) {
+        /* What perf-report fits: each curve's swept size and expected exponent. */
+        json_t *cs = json_array();
+        for (size_t k = 0; k < suite.ncurves; k++) {
+            json_t *cj = json_object();
+            json_object_set_new(cj, "name", json_string(suite.curves[k].name));
+            json_object_set_new(cj, "x", json_string(bs_curve_x_name(suite.curves[k].x)));
+            json_object_set_new(cj, "expect", json_real(suite.curves[k].expect));
+            json_array_append_new(cs, cj);
+        }
+        json_object_set_new(doc, "curves", cs);
+    }
     json_object_set_new(doc, "label", json_string(o.label ? o.label : ""));
     json_object_set_new(doc, "started", json_string(started));
     json_object_set_new(doc, "machine", bp_machine_json(&m));

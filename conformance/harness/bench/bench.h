@@ -44,6 +44,7 @@
 #define BS_NAME_MAX 64
 #define BS_MAX_DTYPES 3
 #define BS_MAX_PAGE 65536 /* slots per page of a paged shape */
+#define BS_MAX_CURVES 64  /* cost curves of a suite */
 
 /* Which machine limit a shape's "% of limit" refers to. */
 typedef enum bs_bound { BS_BOUND_COMPUTE = 0, BS_BOUND_MEMORY = 1 } bs_bound;
@@ -73,7 +74,24 @@ typedef struct bs_shape {
      * row holds lk keys and lq queries, bottom-right). */
     int64_t page_size;
     bs_bound bound;
+    char curve[BS_NAME_MAX]; /* the cost curve it is a point of (a name in the suite's curves),
+                                "" for none */
 } bs_shape;
+
+/* What a cost curve sweeps: the one size that changes from point to point (perf/README.md,
+ * "Cost curves").  With lk, lq may follow it (prefill, Lq = Lk) or stay fixed (decode). */
+typedef enum bs_curve_x { BS_X_LK = 0, BS_X_LQ = 1, BS_X_BATCH = 2 } bs_curve_x;
+
+/* A cost curve: the suite's shapes whose `curve` names it, timed at increasing sizes, and the
+ * exponent k that time ~ size^k should have (perf-report fits it). */
+typedef struct bs_curve {
+    char name[BS_NAME_MAX]; /* [a-z0-9_-]+, unique in the suite */
+    bs_curve_x x;
+    double expect; /* the expected exponent, in (0, 8] */
+} bs_curve;
+
+/* "lk", "lq", "batch". */
+const char *bs_curve_x_name(bs_curve_x x);
 
 typedef struct bs_suite {
     char name[BS_NAME_MAX]; /* [a-z0-9_-]+ */
@@ -81,13 +99,21 @@ typedef struct bs_suite {
     char *path;             /* the file it was read from (owned) */
     bs_shape *shapes;       /* owned, n entries */
     size_t n;
+    bs_curve curves[BS_MAX_CURVES]; /* the suite's cost curves (optional `curves`)... */
+    size_t ncurves;                 /* ...when there are any, every shape names one */
+    /* The suite's own timing defaults (optional `defaults`), which bench's --min-time and
+     * --min-reps override: a negative value where the suite gives none. */
+    double min_time_s;
+    int64_t min_reps;
 } bs_suite;
 
 /* Read a perf suite.  mem_bytes is the machine's physical memory (bp_mem_bytes()); a shape
  * whose q, k, v and out exceed half of it in its widest dtype is refused.  Strict, like the
  * case reader: unknown or duplicate keys, wrong types, values out of range, a missing field,
  * inconsistent shapes (Hq % Hkv, window without causal, lengths not [batch] entries in 0..Lk)
- * are errors.  Returns 0 with *out filled (free with bs_suite_free), or -1 with err =
+ * and inconsistent curves (a shape without a curve in a suite that has curves, a curve with
+ * fewer than two shapes, two points at the same size, points that differ in more than the size
+ * the curve sweeps) are errors.  Returns 0 with *out filled (free with bs_suite_free), or -1 with err =
  * "FILE:LINE: FIELD: reason" (FIELD e.g. "shapes[2].lengths"). */
 int bs_suite_load(const char *path, uint64_t mem_bytes, bs_suite *out, char *err, size_t errlen);
 void bs_suite_free(bs_suite *s);

@@ -63,6 +63,8 @@ json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, const cha
         json_object_set_new(o, "page_size", json_integer(s->page_size));
     json_object_set_new(o, "bound",
                         json_string(s->bound == BS_BOUND_MEMORY ? "memory" : "compute"));
+    if (s->curve[0]) /* a point of a cost curve (the suite's "curves") */
+        json_object_set_new(o, "curve", json_string(s->curve));
     json_object_set_new(o, "via", json_string(via == BB_VIA_MASK ? "mask" : "params"));
     json_object_set_new(o, "status", json_string(status));
     json_object_set_new(o, "message", json_string(message));

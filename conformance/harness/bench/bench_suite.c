@@ -34,6 +34,22 @@
  *                                  #   not with causal_offset, lengths, left_padding,
  *                                  #   documents or blocks (a paged sequence has none)
  *       bound: compute             # compute | memory: the machine limit "% of limit" uses
+ *       curve: prefill-causal      # the cost curve this shape is a point of (below)
+ *
+ * Optional at the top level:
+ *
+ *   curves:                        # cost curves: time against one size, fitted by perf-report
+ *     - name: prefill-causal       # [a-z0-9_-]+, unique
+ *       x: lk                      # the size it sweeps: lk (lq may follow it), lq or batch
+ *       expect: 2                  # the exponent of time in that size the work implies, (0, 8]
+ *   defaults: {min_time: 0.5, min_reps: 3}   # the suite's own --min-time / --min-reps, which
+ *                                  #   the command line overrides (large shapes: fewer reps)
+ *
+ * A suite with curves is made of them: every shape names one, every curve has at least two
+ * shapes at distinct sizes, and the shapes of one curve agree in bound, q_heads, kv_heads,
+ * head_dim, v_head_dim, causal, window, batch (unless the curve sweeps it), lk (unless it sweeps
+ * lk) and lq (when it sweeps batch; a sweep of lk may move lq with it, as prefill does), so a
+ * curve's points differ in its size alone.
  *
  * Integers are plain decimal scalars, booleans plain true/false.  The reading is strict (the
  * case reader's rules): every problem is reported as "FILE:LINE: FIELD: reason", and the size
@@ -303,13 +319,14 @@ enum {
     K_BLOCKS,
     K_PAGED,
     K_BOUND,
+    K_CURVE,
     K_COUNT
 };
 static const char *const shape_keys[K_COUNT] = {
     "id",        "dtypes",       "batch",      "q_heads",        "kv_heads",      "lq",
     "lk",        "head_dim",     "v_head_dim", "causal",         "causal_offset", "window",
     "lengths",   "left_padding", "softcap",    "alibi_max_bias", "sinks",         "chunk",
-    "documents", "blocks",       "paged",      "bound"};
+    "documents", "blocks",       "paged",      "bound",          "curve"};
 
 /* paged: {page_size: P}, P in 1..BS_MAX_PAGE; a paged sequence has no offset, padding,
  * documents or blocks, so a shape with one of them is refused. */
@@ -349,7 +366,7 @@ static int get_paged(const reader *r, const yaml_node_t *n, const char *field, b
 }
 
 static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_t mem_bytes,
-                      bs_shape *sh)
+                      const bs_suite *suite, bs_shape *sh)
 {
     char f[96]; /* the field being read, "shapes[3].lk" */
 #define FIELD(k) (snprintf(f, sizeof f, "shapes[%zu].%s", idx, shape_keys[k]), f)
@@ -369,7 +386,7 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
                     "unknown key '%s' (known: id, dtypes, batch, q_heads, "
                     "kv_heads, lq, lk, head_dim, v_head_dim, causal, causal_offset, window, "
                     "lengths, left_padding, softcap, alibi_max_bias, sinks, chunk, documents, "
-                    "blocks, paged, bound)",
+                    "blocks, paged, bound, curve)",
                     at.name ? at.name : "?");
     const yaml_node_t *v[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
@@ -446,6 +463,25 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
     if (!bound || (strcmp(bound, "compute") != 0 && strcmp(bound, "memory") != 0))
         return fail(r, v[K_BOUND], FIELD(K_BOUND), "expected compute or memory");
     sh->bound = bound[0] == 'm' ? BS_BOUND_MEMORY : BS_BOUND_COMPUTE;
+    if (v[K_CURVE]) {
+        if (!suite->ncurves)
+            return fail(r, v[K_CURVE], FIELD(K_CURVE),
+                        "the suite has no curves (a top-level "
+                        "`curves` list defines them)");
+        if (get_text(r, v[K_CURVE], FIELD(K_CURVE), "abcdefghijklmnopqrstuvwxyz0123456789_-",
+                     BS_NAME_MAX, &s))
+            return -1;
+        size_t c = 0;
+        while (c < suite->ncurves && strcmp(suite->curves[c].name, s) != 0)
+            c++;
+        if (c == suite->ncurves)
+            return fail(r, v[K_CURVE], FIELD(K_CURVE), "'%s' is not one of the suite's curves", s);
+        snprintf(sh->curve, sizeof sh->curve, "%s", s);
+    } else if (suite->ncurves) {
+        return fail(r, m, FIELD(K_CURVE),
+                    "missing (the suite has curves: every shape is a point "
+                    "of one)");
+    }
 
     /* Sizes, before anyone allocates from these numbers. */
     snprintf(f, sizeof f, "shapes[%zu]", idx);
@@ -479,6 +515,134 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
 #undef FIELD
 }
 
+const char *bs_curve_x_name(bs_curve_x x)
+{
+    return x == BS_X_LQ ? "lq" : x == BS_X_BATCH ? "batch" : "lk";
+}
+
+/* curves: a non-empty list of {name, x, expect}. */
+static int read_curves(const reader *r, const yaml_node_t *n, bs_suite *out)
+{
+    if (n->type != YAML_SEQUENCE_NODE || seq_len(n) == 0)
+        return fail(r, n, "curves", "expected a non-empty list of {name, x, expect}");
+    if (seq_len(n) > BS_MAX_CURVES)
+        return fail(r, n, "curves", "%zu curves, over the limit of %d", seq_len(n), BS_MAX_CURVES);
+    for (size_t i = 0; i < seq_len(n); i++) {
+        const yaml_node_t *m = seq_item(r, n, i);
+        char f[64];
+        snprintf(f, sizeof f, "curves[%zu]", i);
+        if (m->type != YAML_MAPPING_NODE)
+            return fail(r, m, f, "expected a mapping {name, x, expect}");
+        ayr_field keys[3] = {{"name", 0, NULL}, {"x", 0, NULL}, {"expect", 0, NULL}};
+        ayr_walk_at at;
+        const ayr_walk_result walked = ayr_walk(r->doc, m, keys, 3, NULL, NULL, &at);
+        if (walked != AYR_WALK_OK)
+            return fail(r, at.key ? at.key : m, f, "%s key '%s' (known: name, x, expect)",
+                        walked == AYR_WALK_DUPLICATE ? "duplicate" : "unknown",
+                        at.name ? at.name : "?");
+        static const char *const req[3] = {"name", "x", "expect"};
+        for (int k = 0; k < 3; k++)
+            if (!keys[k].val) {
+                snprintf(f, sizeof f, "curves[%zu].%s", i, req[k]);
+                return fail(r, m, f, "missing");
+            }
+        bs_curve *c = &out->curves[i];
+        const char *s;
+        snprintf(f, sizeof f, "curves[%zu].name", i);
+        if (get_text(r, keys[0].val, f, "abcdefghijklmnopqrstuvwxyz0123456789_-", BS_NAME_MAX, &s))
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(out->curves[j].name, s))
+                return fail(r, keys[0].val, f, "'%s' is also curves[%zu]", s, j);
+        snprintf(c->name, sizeof c->name, "%s", s);
+        snprintf(f, sizeof f, "curves[%zu].x", i);
+        const char *x = scalar(keys[1].val);
+        if (!x || (strcmp(x, "lk") && strcmp(x, "lq") && strcmp(x, "batch")))
+            return fail(r, keys[1].val, f, "expected lk, lq or batch (the size the curve sweeps)");
+        c->x = !strcmp(x, "lk") ? BS_X_LK : !strcmp(x, "lq") ? BS_X_LQ : BS_X_BATCH;
+        snprintf(f, sizeof f, "curves[%zu].expect", i);
+        if (get_pos_num(r, keys[2].val, f, 8.0, &c->expect))
+            return -1;
+        out->ncurves = i + 1;
+    }
+    return 0;
+}
+
+/* defaults: {min_time: S, min_reps: N}, each optional. */
+static int read_defaults(const reader *r, const yaml_node_t *n, bs_suite *out)
+{
+    if (n->type != YAML_MAPPING_NODE)
+        return fail(r, n, "defaults", "expected a mapping {min_time: S, min_reps: N}");
+    ayr_field keys[2] = {{"min_time", 0, NULL}, {"min_reps", 0, NULL}};
+    ayr_walk_at at;
+    const ayr_walk_result walked = ayr_walk(r->doc, n, keys, 2, NULL, NULL, &at);
+    if (walked != AYR_WALK_OK)
+        return fail(r, at.key ? at.key : n, "defaults", "%s key '%s' (known: min_time, min_reps)",
+                    walked == AYR_WALK_DUPLICATE ? "duplicate" : "unknown",
+                    at.name ? at.name : "?");
+    if (keys[0].val && get_pos_num(r, keys[0].val, "defaults.min_time", 3600, &out->min_time_s))
+        return -1;
+    if (keys[1].val && get_int(r, keys[1].val, "defaults.min_reps", 1, 1000, &out->min_reps))
+        return -1;
+    return 0;
+}
+
+/* The points of each curve differ in its size alone, at distinct sizes, two at least. */
+static int check_curves(const reader *r, const yaml_node_t *shapes, const bs_suite *out)
+{
+    size_t counts[BS_MAX_CURVES] = {0};
+    for (size_t c = 0; c < out->ncurves; c++) {
+        const bs_curve *cv = &out->curves[c];
+        const bs_shape *first = NULL;
+        size_t n = 0;
+        for (size_t i = 0; i < out->n; i++) {
+            const bs_shape *sh = &out->shapes[i];
+            if (strcmp(sh->curve, cv->name) != 0)
+                continue;
+            char f[96];
+            snprintf(f, sizeof f, "shapes[%zu].curve", i);
+            const yaml_node_t *at = seq_item(r, shapes, i);
+            n++;
+            if (!first) {
+                first = sh;
+                continue;
+            }
+            const char *differs = sh->bound != first->bound                    ? "bound"
+                                  : sh->hq != first->hq                        ? "q_heads"
+                                  : sh->hkv != first->hkv                      ? "kv_heads"
+                                  : sh->d != first->d                          ? "head_dim"
+                                  : sh->dv != first->dv                        ? "v_head_dim"
+                                  : sh->causal != first->causal                ? "causal"
+                                  : sh->window != first->window                ? "window"
+                                  : cv->x != BS_X_BATCH && sh->b != first->b   ? "batch"
+                                  : cv->x != BS_X_LK && sh->lk != first->lk    ? "lk"
+                                  : cv->x == BS_X_BATCH && sh->lq != first->lq ? "lq"
+                                                                               : NULL;
+            if (differs)
+                return fail(r, at, f,
+                            "'%s' sweeps %s, but this shape's %s differs from %s's (line %d)",
+                            cv->name, bs_curve_x_name(cv->x), differs, first->id, first->line);
+            for (size_t j = 0; j < i; j++) {
+                const bs_shape *o = &out->shapes[j];
+                if (strcmp(o->curve, cv->name) != 0)
+                    continue;
+                const int64_t a = cv->x == BS_X_LK ? sh->lk : cv->x == BS_X_LQ ? sh->lq : sh->b;
+                const int64_t b = cv->x == BS_X_LK ? o->lk : cv->x == BS_X_LQ ? o->lq : o->b;
+                if (a == b)
+                    return fail(r, at, f, "'%s' already has a point at %s %" PRId64 " (%s)",
+                                cv->name, bs_curve_x_name(cv->x), a, o->id);
+            }
+        }
+        counts[c] = n;
+    }
+    /* Then the counts: a mismatch above names a line, which is the more useful message. */
+    for (size_t c = 0; c < out->ncurves; c++)
+        if (counts[c] < 2)
+            return fail(r, NULL, "curves", "'%s' has %zu shape%s: a curve needs two sizes at least",
+                        out->curves[c].name, counts[c], counts[c] == 1 ? "" : "s");
+    return 0;
+}
+
 static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
 {
     const yaml_node_t *root = yaml_document_get_root_node(r->doc);
@@ -489,15 +653,17 @@ static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
     ayr_field keys[] = {{"attnconf_perf_suite", 0, NULL},
                         {"name", 0, NULL},
                         {"description", 0, NULL},
-                        {"shapes", 0, NULL}};
+                        {"shapes", 0, NULL},
+                        {"curves", 0, NULL},
+                        {"defaults", 0, NULL}};
     ayr_walk_at at;
-    ayr_walk_result walked = ayr_walk(r->doc, root, keys, 4, NULL, NULL, &at);
+    ayr_walk_result walked = ayr_walk(r->doc, root, keys, 6, NULL, NULL, &at);
     if (walked == AYR_WALK_DUPLICATE)
         return fail(r, at.key, at.name, "given twice");
     if (walked != AYR_WALK_OK)
         return fail(r, at.key, at.name ? at.name : "?",
                     "unknown key (known: attnconf_perf_suite, "
-                    "name, description, shapes)");
+                    "name, description, shapes, curves, defaults)");
     const yaml_node_t *ver = keys[0].val, *name = keys[1].val, *desc = keys[2].val,
                       *shapes = keys[3].val;
     int64_t version;
@@ -517,6 +683,10 @@ static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
         return -1;
     if (!(out->description = strdup(s)))
         return fail(r, desc, "description", "out of memory");
+    if (keys[4].val && read_curves(r, keys[4].val, out))
+        return -1;
+    if (keys[5].val && read_defaults(r, keys[5].val, out))
+        return -1;
     if (!shapes)
         return fail(r, root, "shapes", "missing");
     if (shapes->type != YAML_SEQUENCE_NODE || seq_len(shapes) == 0)
@@ -528,7 +698,7 @@ static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
         return fail(r, shapes, "shapes", "out of memory");
     for (size_t i = 0; i < n; i++) {
         out->n = i + 1; /* bs_suite_free releases what a failing entry allocated */
-        if (read_shape(r, seq_item(r, shapes, i), i, mem_bytes, &out->shapes[i]))
+        if (read_shape(r, seq_item(r, shapes, i), i, mem_bytes, out, &out->shapes[i]))
             return -1;
         for (size_t j = 0; j < i; j++)
             if (strcmp(out->shapes[j].id, out->shapes[i].id) == 0) {
@@ -538,12 +708,14 @@ static int read_root(const reader *r, uint64_t mem_bytes, bs_suite *out)
                             out->shapes[i].id, j, out->shapes[j].line);
             }
     }
-    return 0;
+    return check_curves(r, shapes, out);
 }
 
 int bs_suite_load(const char *path, uint64_t mem_bytes, bs_suite *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
+    out->min_time_s = -1;
+    out->min_reps = -1;
     reader r = {path, NULL, err, errlen};
     FILE *fp = fopen(path, "rb");
     if (!fp)

@@ -177,7 +177,58 @@ static int read_timing(const at *a, const json_t *o, pj_shape *s)
     return 0;
 }
 
-static int read_shape(at *a, const json_t *o, pj_shape *s)
+const char *pj_curve_x_name(pj_curve_x x)
+{
+    return x == PJ_X_LQ ? "lq" : x == PJ_X_BATCH ? "batch" : "lk";
+}
+
+const char *pj_curve_x_label(pj_curve_x x)
+{
+    return x == PJ_X_LQ ? "Lq" : x == PJ_X_BATCH ? "B" : "Lk";
+}
+
+/* "curves", optional: [{"name", "x", "expect"}], names unique. */
+static int read_curves(at *a, const json_t *root, pj_file *f)
+{
+    const json_t *cs = json_object_get(root, "curves");
+    if (!cs)
+        return 0;
+    if (!json_is_array(cs))
+        return fail(a, "curves", "expected an array of {name, x, expect}, got %s", type_name(cs));
+    size_t n = json_array_size(cs);
+    f->curves = calloc(n ? n : 1, sizeof *f->curves);
+    if (!f->curves)
+        return fail(a, "curves", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(cs, i);
+        pj_curve *c = &f->curves[i];
+        const char *x;
+        snprintf(a->ctx, sizeof a->ctx, "curves[%zu]", i);
+        if (!json_is_object(o))
+            return fail(a, NULL, "expected an object, got %s", type_name(o));
+        if (get_str(a, o, "name", &c->name) || get_str(a, o, "x", &x) ||
+            get_num(a, o, "expect", 1, &c->expect))
+            return -1;
+        if (!c->name[0])
+            return fail(a, "name", "empty");
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(f->curves[j].name, c->name))
+                return fail(a, "name", "\"%s\" is also curves[%zu]", c->name, j);
+        if (!strcmp(x, "lk"))
+            c->x = PJ_X_LK;
+        else if (!strcmp(x, "lq"))
+            c->x = PJ_X_LQ;
+        else if (!strcmp(x, "batch"))
+            c->x = PJ_X_BATCH;
+        else
+            return fail(a, "x", "\"%s\" is not \"lk\", \"lq\" or \"batch\"", x);
+        f->ncurves = i + 1;
+    }
+    a->ctx[0] = '\0';
+    return 0;
+}
+
+static int read_shape(at *a, const json_t *o, const pj_file *f, pj_shape *s)
 {
     if (!json_is_object(o))
         return fail(a, NULL, "expected an object, got %s", type_name(o));
@@ -210,6 +261,16 @@ static int read_shape(at *a, const json_t *o, pj_shape *s)
                     status);
     json_t *via = json_object_get(o, "via");
     s->via = json_is_string(via) ? json_string_value(via) : "";
+    s->curve = "";
+    if (json_object_get(o, "curve")) {
+        if (get_str(a, o, "curve", &s->curve))
+            return -1;
+        size_t c = 0;
+        while (c < f->ncurves && strcmp(f->curves[c].name, s->curve) != 0)
+            c++;
+        if (c == f->ncurves)
+            return fail(a, "curve", "\"%s\" is not one of the file's curves", s->curve);
+    }
     double pairs, io;
     if (get_num(a, o, "visible_pairs", 0, &pairs) || get_num(a, o, "flops", 0, &s->flops) ||
         get_num(a, o, "kv_bytes", 0, &s->kv_bytes) || get_num(a, o, "io_bytes", 0, &io))
@@ -257,7 +318,7 @@ static int options_text(const at *a, const json_t *opts, char **out)
     return 0;
 }
 
-static int read_backend(at *a, const json_t *o, pj_backend *be)
+static int read_backend(at *a, const json_t *o, const pj_file *f, pj_backend *be)
 {
     if (!json_is_object(o))
         return fail(a, NULL, "expected an object, got %s", type_name(o));
@@ -286,7 +347,7 @@ static int read_backend(at *a, const json_t *o, pj_backend *be)
     for (size_t i = 0; i < n; i++) {
         snprintf(a->ctx + base, sizeof a->ctx - base, ".shapes[%zu]", i);
         be->n = i + 1; /* counted before reading, so pj_free frees a half-read shape's times */
-        if (read_shape(a, json_array_get(shapes, i), &be->shapes[i]))
+        if (read_shape(a, json_array_get(shapes, i), f, &be->shapes[i]))
             return -1;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(be->shapes[j].id, be->shapes[i].id))
@@ -331,7 +392,7 @@ int pj_load(const char *prog, const char *path, pj_file *f)
     if (get_str(&a, f->root, "suite", &f->suite) ||
         get_str(&a, f->root, "suite_file", &f->suite_file) ||
         get_str(&a, f->root, "label", &f->label) || get_str(&a, f->root, "started", &f->started) ||
-        read_machine(&a, f->root, &f->machine) ||
+        read_machine(&a, f->root, &f->machine) || read_curves(&a, f->root, f) ||
         !(bes = need(&a, f->root, "backends", JSON_ARRAY, "an array of backends")))
         return -1;
     if (!f->suite[0])
@@ -343,7 +404,7 @@ int pj_load(const char *prog, const char *path, pj_file *f)
     for (size_t i = 0; i < n; i++) {
         snprintf(a.ctx, sizeof a.ctx, "backends[%zu]", i);
         f->nb = i + 1;
-        if (read_backend(&a, json_array_get(bes, i), &f->backends[i]))
+        if (read_backend(&a, json_array_get(bes, i), f, &f->backends[i]))
             return -1;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(f->backends[j].name, f->backends[i].name))
@@ -364,6 +425,7 @@ void pj_free(pj_file *f)
         free(f->backends[i].options);
     }
     free(f->backends);
+    free(f->curves);
     json_decref(f->root);
     memset(f, 0, sizeof *f);
 }

@@ -10,7 +10,9 @@
  * iqr_s, gflops, kv_gbs, pct_limit) are required for status OK; for any other status they are
  * read (and checked) only when times_s holds at least one value, so an untimed shape may leave
  * them out or null.  A backend's "timing" is optional ("in-process" when absent), else
- * "in-process" or "adapter". */
+ * "in-process" or "adapter".  A cost-curve suite's file has "curves" (a list of {name, x,
+ * expect}: unique names, x "lk", "lq" or "batch", expect a positive number) and a "curve" in
+ * its shapes, each naming one of them; both are optional, and checked when present. */
 #ifndef ATTNCONF_PERF_JSON_H
 #define ATTNCONF_PERF_JSON_H
 
@@ -34,6 +36,16 @@ typedef enum pj_status {
 
 typedef enum pj_bound { PJ_COMPUTE, PJ_MEMORY } pj_bound;
 
+/* The size a cost curve sweeps (bench.h bs_curve_x). */
+typedef enum pj_curve_x { PJ_X_LK, PJ_X_LQ, PJ_X_BATCH } pj_curve_x;
+
+/* A cost curve of the suite (perf_curve.h): its shapes are those whose "curve" names it. */
+typedef struct pj_curve {
+    const char *name;
+    pj_curve_x x;
+    double expect; /* the exponent the suite expects, > 0 */
+} pj_curve;
+
 /* The "machine" object: what the limits were measured on, and the limits. */
 typedef struct pj_machine {
     const char *cpu_model;   /* borrowed from the parsed JSON, as every string below */
@@ -46,6 +58,7 @@ typedef struct pj_machine {
 /* One shape of one backend.  Shapes are B, Hq, Hkv, Lq, Lk, D, Dv as in SPEC.md. */
 typedef struct pj_shape {
     const char *id, *dtype, *message, *via; /* via: "params", "mask" or "" when absent */
+    const char *curve;                      /* the cost curve it is a point of, or "" */
     int64_t b, hq, hkv, lq, lk, d, dv, window;
     int causal;
     pj_bound bound;
@@ -74,6 +87,8 @@ typedef struct pj_file {
     pj_machine machine;
     pj_backend *backends;
     size_t nb;
+    pj_curve *curves; /* the suite's cost curves (owned), ncurves of them; none: NULL, 0 */
+    size_t ncurves;
 } pj_file;
 
 /* Load and check PATH (see the top comment).  Messages go to stderr prefixed by `prog` (e.g.
@@ -84,6 +99,10 @@ void pj_free(pj_file *f);
 
 /* "OK", "NOT_SUPPORTED", "ERROR", "INCORRECT", "SKIPPED". */
 const char *pj_status_name(pj_status s);
+
+/* "lk", "lq", "batch" (the names in the file), and the axis label "Lk", "Lq", "B". */
+const char *pj_curve_x_name(pj_curve_x x);
+const char *pj_curve_x_label(pj_curve_x x);
 
 /* The backend named `name` in f, or NULL. */
 const pj_backend *pj_find_backend(const pj_file *f, const char *name);

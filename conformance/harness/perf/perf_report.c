@@ -2,6 +2,7 @@
  *
  *   attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...
  *                        [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]
+ *                        [--cliff-drop 0.20] [--exponent-tolerance 0.25]
  *
  * FILE.json are bench results (perf_json.h), typically the committed baselines of one machine.
  * Files of the same suite are merged (each backend in one of them only; all from one machine);
@@ -20,6 +21,13 @@
  * in every measure's table, and the messages are listed under the tables.  A backend whose file
  * says "timing": "adapter" (an exec: adapter, timed by the seconds it reports around its library
  * call, not in process) is marked with a dagger in the headers and a footnote under the tables.
+ *
+ * A suite whose file has cost curves (a "curves" list, perf_curve.h) gets a "Cost curves" section
+ * instead of the per-shape tables: per (curve, backend, dtype) the sizes, the expected exponent,
+ * the exponent of the counted work, the fitted exponent of the median times with its standard
+ * error, and a verdict that flags an exponent more than --exponent-tolerance (0.25) from the
+ * expected one and the cliffs, sizes where the rate drops by more than --cliff-drop (0.20) from
+ * the size before; the cliffs are listed under the table.
  *
  * --plot PATH links an image: under the tables of the suite named like the file (plots/prefill.svg
  * -> suite prefill), else at the end.  --hyperfine FILE adds a table of whole-process timings
@@ -40,6 +48,7 @@
 #include <string.h>
 
 #include "perf/cmd.h"
+#include "perf_curve.h"
 #include "perf_json.h"
 #include "perf_md.h"
 #include "common/cli.h"
@@ -55,12 +64,16 @@ static void usage(FILE *f)
     fputs(
         "usage: attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"
         "                            [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
+        "                            [--cliff-drop 0.20] [--exponent-tolerance 0.25]\n"
         "Write the Markdown performance section of REPORT.md from `attnconf bench` result files:\n"
         "per suite, a row per shape and, per backend, the median time, GFLOP/s or GB/s, the % of\n"
         "the machine's limit, the ratio to the reference backend and to a --baseline file.\n"
         "--plot links an image (under the suite it is named after), --hyperfine adds a table of\n"
-        "whole-process timings, --note adds a sentence after the machine line.  Same arguments and\n"
-        "files, same bytes.  Exit status: 0 written, 2 usage or bad input.\n",
+        "whole-process timings, --note adds a sentence after the machine line.  A suite with cost\n"
+        "curves gets their fitted exponents instead of the tables, flagging an exponent more than\n"
+        "--exponent-tolerance from the expected one and a rate drop of more than --cliff-drop\n"
+        "between consecutive sizes (a cliff).  Same arguments and files, same bytes.\n"
+        "Exit status: 0 written, 2 usage or bad input.\n",
         f);
 }
 
@@ -80,7 +93,8 @@ typedef struct suite {
     size_t ncols;
     const char **ids; /* every shape id, first appearance first */
     size_t nids;
-    const col *ref; /* the reference backend's column, or NULL */
+    const col *ref;        /* the reference backend's column, or NULL */
+    const pj_file *curves; /* the first file of the suite with cost curves, or NULL */
 } suite;
 
 typedef struct ctx {
@@ -91,7 +105,8 @@ typedef struct ctx {
     const char **plots;
     size_t nplots;
     const char *note, *hyperfine;
-    json_t *hf; /* the hyperfine file, parsed */
+    json_t *hf;                   /* the hyperfine file, parsed */
+    double cliff_drop, tolerance; /* the cost curves' flags */
 } ctx;
 
 static const pj_file *file_of_suite_backend(const pj_file *fs, size_t n, const char *suite,
@@ -147,6 +162,8 @@ static int index_suites(ctx *c)
             return CLI_EXIT_USAGE;
         }
         s->files[s->nfiles++] = f;
+        if (!s->curves && f->ncurves)
+            s->curves = f;
         for (size_t b = 0; b < f->nb; b++) {
             const pj_backend *be = &f->backends[b];
             for (size_t k = 0; k < s->ncols; k++)
@@ -387,9 +404,9 @@ static int plot_of_suite(const char *path, const char *suite)
 
 static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine)
 {
-    fputs("\n### Suite ", f);
+    fputs(s->curves ? "\n### Cost curves (suite " : "\n### Suite ", f);
     md_text(f, s->name);
-    fputs("\n\n", f);
+    fputs(s->curves ? ")\n\n" : "\n\n", f);
     for (size_t i = 0; i < s->nfiles; i++) {
         fputs(i ? "; " : "From ", f);
         md_code(f, s->files[i]->path);
@@ -434,9 +451,23 @@ static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine
         if (n)
             fputs(".\n", f);
     }
-    int bound = suite_bound(s);
-    for (int m = 0; m < M_COUNT; m++)
-        write_measure(f, c, s, m, bound);
+    if (s->curves) {
+        /* A cost-curve suite: the fits say what its many shapes mean; the rows would not. */
+        const pj_backend **bes = calloc(s->ncols ? s->ncols : 1, sizeof *bes);
+        if (bes) {
+            for (size_t k = 0; k < s->ncols; k++)
+                bes[k] = s->cols[k].be;
+            pc_write_curves(f, s->curves->curves, s->curves->ncurves, bes, s->ncols, c->cliff_drop,
+                            c->tolerance);
+            free(bes);
+        } else {
+            fputs("\n(out of memory: the cost curves are not shown)\n", f);
+        }
+    } else {
+        int bound = suite_bound(s);
+        for (int m = 0; m < M_COUNT; m++)
+            write_measure(f, c, s, m, bound);
+    }
     size_t nadapter = 0;
     for (size_t k = 0; k < s->ncols; k++)
         if (s->cols[k].be->adapter_timing) {
@@ -447,12 +478,22 @@ static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine
         fputs(": time measured inside the adapter around the library call (reported by the "
               "exec: adapter, so the pipe transport is not included).\n",
               f);
+    if (s->curves) /* a label, so the list does not run on from the cliffs' */
+        for (size_t k = 0, any = 0; k < s->ncols && !any; k++)
+            for (size_t i = 0; i < s->cols[k].be->n && !any; i++)
+                if (s->cols[k].be->shapes[i].status != PJ_OK) {
+                    fputs("\nNot timed:\n", f);
+                    any = 1;
+                }
     write_messages(f, s);
     for (size_t i = 0; i < c->nplots; i++)
         if (plot_of_suite(c->plots[i], s->name)) {
             fputs("\n", f);
             char alt[160];
-            snprintf(alt, sizeof alt, "%s: throughput by sequence length", s->name);
+            snprintf(alt, sizeof alt,
+                     s->curves ? "%s: time against size (log-log) with the fitted exponents"
+                               : "%s: throughput by sequence length",
+                     s->name);
             write_link(f, alt, c->plots[i]);
         }
 }
@@ -636,6 +677,8 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
     const char *out = NULL;
     size_t nf = 0, nb = 0;
     c.plots = calloc(cap, sizeof *c.plots);
+    c.cliff_drop = PC_DEFAULT_DROP;
+    c.tolerance = PC_DEFAULT_TOLERANCE;
     static of_file of; /* two paths: not on the stack */
     memset(&of, 0, sizeof of);
     int rc = CLI_EXIT_OK;
@@ -650,6 +693,16 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
         {.name = "--hyperfine", .kind = CLI_STRING, .dest = &c.hyperfine},
         {.name = "--note", .kind = CLI_STRING, .dest = &c.note},
         {.name = "--out", .kind = CLI_STRING, .dest = &out},
+        {.name = "--cliff-drop",
+         .kind = CLI_NUMBER,
+         .dest = &c.cliff_drop,
+         .lo = 0.001,
+         .hi = 0.999},
+        {.name = "--exponent-tolerance",
+         .kind = CLI_NUMBER,
+         .dest = &c.tolerance,
+         .lo = 0.001,
+         .hi = 8},
     };
     const cli_cmd cc = {.name = "perf-report",
                         .usage = usage,

@@ -8,7 +8,8 @@
     "                    [--out FILE.md]   (bench results: did NEW get slower?)\n"
 #define PERF_USAGE_REPORT                                                                          \
     "attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]...\n"               \
-    "                    [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"
+    "                    [--hyperfine FILE.json] [--note TEXT] [--out FILE.md]\n"                  \
+    "                    [--cliff-drop 0.20] [--exponent-tolerance 0.25]\n"
 
 /* `attnconf perf-compare BASE.json NEW.json [--threshold T] [--alpha A] [--out FILE.md]`
  * (perf_compare.c).  argv[0] is "perf-compare".  Returns the exit status: 0 nothing regressed,
@@ -16,7 +17,8 @@
 int cmd_perf_compare(const char *argv0, int argc, char **argv);
 
 /* `attnconf perf-report FILE.json... [--baseline FILE.json]... [--plot PATH]... [--note TEXT]
- * [--hyperfine FILE.json] [--out FILE.md]` (perf_report.c).  argv[0] is "perf-report".
+ * [--hyperfine FILE.json] [--out FILE.md] [--cliff-drop D] [--exponent-tolerance T]`
+ * (perf_report.c).  argv[0] is "perf-report".
  * Returns 0, or 2 for usage or bad input (message on stderr). */
 int cmd_perf_report(const char *argv0, int argc, char **argv);
 
