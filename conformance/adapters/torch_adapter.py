@@ -172,6 +172,7 @@ def repro_script(req: ax.SdpaRequest, header: dict, name: str, how: list, import
         *imports,
         "",
         "WIRE = {torch.float32: 'f32', torch.float16: 'f16', torch.bfloat16: 'bf16'}",
+        f"DEVICE = {DEVICE!r}  # where the run put its tensors (to_torch reads it)",
         *([f"torch.set_num_threads({threads})"] if threads else []),
         "",
         "",

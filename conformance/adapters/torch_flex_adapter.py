@@ -235,7 +235,7 @@ def flex_kwargs(q, k, mask, causal, causal_offset, window, lengths, left_padding
     if mods:
         mask_mod = mods[0] if len(mods) == 1 else and_masks(*mods)
         sizes = [B if by_batch else None, Hq if by_head else None, Lq, Lk]
-        kwargs["block_mask"] = create_block_mask(mask_mod, *sizes, device=torch_adapter.DEVICE)
+        kwargs["block_mask"] = create_block_mask(mask_mod, *sizes, device=q.device)
         names = ", ".join(m.__name__ for m in mods)
         mod = names if len(mods) == 1 else f"and_masks({names})"
         said.append(f"block_mask=create_block_mask({mod}, {', '.join(map(str, sizes))}, "
