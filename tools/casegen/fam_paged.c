@@ -62,7 +62,8 @@ enum {
     RJ_TWO_ROWS_ONE_SLOT,
     RJ_ONE_ROW_ONE_SLOT,
     RJ_DTYPE_APPEND,
-    RJ_DTYPE_ATTEND
+    RJ_DTYPE_ATTEND,
+    RJ_APPEND_PAGE_PAST
 };
 
 #define NOLENS (-2) /* lens[0] == NOLENS: new_lens / query_lens absent (S / Lq each) */
@@ -410,6 +411,28 @@ static const pspec specs[] = {
      0,
      RJ_NONE,
      {ATT(2, 0, 0, 2, 1)}},
+    {"prefill.idle_row",
+     "P = 8, a mixed batch where row 1 holds 9 keys but neither appends (new_lens 0) nor "
+     "queries (query_lens 0: its rows are padding, exactly 0) this step; row 0's chunk of 4 "
+     "fills its last page and its whole table (20 + 4 = 3 pages of 8), row 2's decode token "
+     "starts a new page at slot 0.",
+     "clause23.prefill",
+     DT_ALL,
+     3,
+     2,
+     1,
+     4,
+     4,
+     8,
+     0,
+     2,
+     0,
+     {20, 9, 16},
+     PZ_MIXED,
+     UN_BOTH,
+     0,
+     RJ_NONE,
+     {APP(4, 4, 0, 1), ATT(4, 1, 4, 0, 1)}},
     /* ---- the terms of clauses 20-22 over pages ---- */
     {"terms.window",
      "A sliding window of 5 keys over a chunked prefill of 4 queries, P = 3.",
@@ -683,6 +706,26 @@ static const pspec specs[] = {
      UN_NEG1,
      0,
      RJ_APPEND_BEYOND,
+     {{0}}},
+    {"invalid.append_page_past_pool",
+     "paged_append whose new token's position falls in a table "
+     "entry holding num_pages (the first index past the pool): EINVAL, the pool unchanged.",
+     "clause23.invalid",
+     DT_F32_F16,
+     2,
+     2,
+     1,
+     4,
+     4,
+     3,
+     0,
+     1,
+     0,
+     {6, 5},
+     PZ_NAN,
+     UN_NEG1,
+     0,
+     RJ_APPEND_PAGE_PAST,
      {{0}}},
     {"invalid.new_lens_gt_s",
      "paged_append with new_lens[0] = 3 > S = 2: EINVAL.",
@@ -977,7 +1020,8 @@ static void reject_step(acase *c, const pspec *sp, pool *pl, int32_t *table, int
     case RJ_QLEN_GT_LQ: Lq = 2, ql[0] = 1, ql[1] = 3; break;
     case RJ_NEG_LEN: ln[0] = -1, over_lens = 1; break;
     case RJ_NEG_QLEN: ql[1] = -1; break;
-    case RJ_APPEND_PAGE: break; /* row 0 at 6 keys = 2 full pages: its entry 2 is -1 */
+    case RJ_APPEND_PAGE: break;      /* row 0 at 6 keys = 2 full pages: its entry 2 is -1 */
+    case RJ_APPEND_PAGE_PAST: break; /* ... or num_pages */
     case RJ_APPEND_BEYOND: S = 2, nl[0] = 2, nl[1] = 1; break; /* 8 + 2 > 3 pages of 3 */
     case RJ_NEWLEN_GT_S: S = 2, nl[0] = 3, nl[1] = 1; break;
     case RJ_NEG_NEWLEN: S = 2, nl[0] = 1, nl[1] = -1; break;
@@ -1118,6 +1162,8 @@ static void build(cg *g, const pspec *sp, attnref_dtype dt)
     }
     if (sp->reject == RJ_APPEND_PAGE)
         table[0 * tw + 2] = -1; /* row 0's third entry unused: its append has no page */
+    if (sp->reject == RJ_APPEND_PAGE_PAST)
+        table[0 * tw + 2] = (int32_t)pl.np; /* ... or one past the pool */
     /* The pool: poison everywhere, then each row's live keys. */
     const int64_t nk = pl.np * pl.hkv * P * pl.d, nv = pl.np * pl.hkv * P * pl.dv;
     const size_t es = attnref_dtype_size(dt);
