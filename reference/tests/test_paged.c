@@ -14,23 +14,7 @@
 #include "attnref/sdpa.h"
 #include "attnref/status.h"
 #include "attnref/tensor.h"
-
-static attnref_tensor mk4(void *data, attnref_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d)
-{
-    attnref_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.dtype = dt;
-    t.ndim = 4;
-    const int64_t shape[4] = {a, b, c, d};
-    int64_t stride = 1;
-    for (int i = 3; i >= 0; --i) {
-        t.shape[i] = shape[i];
-        t.strides[i] = stride;
-        stride *= shape[i];
-    }
-    return t;
-}
+#include "tensor_test_util.h"
 
 /* A small deterministic generator (xorshift), values in [-1, 1). */
 static uint64_t rng_state = 88172645463325252ull;
