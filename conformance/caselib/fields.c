@@ -631,3 +631,38 @@ void acase__w_expected(ayw *w, const acase *c, void (*result)(ayw *w, const acas
     }
     ayw_map_end(w);
 }
+
+/* A step's expect.row_checks (cache and paged cases; fields.h). */
+int acase__rd_row_checks(acase__rd *r, yaml_node_t *n, const char *path, uint8_t **row_check,
+                         int64_t nrows)
+{
+    static const char *const names[2] = {"exact", "finite"};
+    static const uint8_t modes[2] = {ACASE_CHECK_EXACT, ACASE_CHECK_FINITE};
+    ayr_field s[] = {{"exact", 0, NULL}, {"finite", 0, NULL}};
+    char f[AYR_FIELD_MAX];
+    ayr_fieldf(f, "%s.row_checks", path);
+    if (ayr_map(&r->y, n, f, s, 2))
+        return -1;
+    if (!((*row_check) = calloc((size_t)(nrows ? nrows : 1), 1)))
+        return ayr_fail(&r->y, n, f, "out of memory");
+    for (int m = 0; m < 2; m++) {
+        if (!s[m].val)
+            continue;
+        int64_t *rows = NULL, cnt = 0;
+        ayr_fieldf(f, "%s.row_checks.%s", path, names[m]);
+        if (ayr_int_list(&r->y, s[m].val, f, nrows > 0 ? nrows : 1, &rows, &cnt))
+            return -1;
+        for (int64_t i = 0; i < cnt; i++) {
+            if (rows[i] < 0 || rows[i] >= nrows || (i && rows[i] <= rows[i - 1]) ||
+                (*row_check)[rows[i]]) {
+                free(rows);
+                return ayr_fail(&r->y, s[m].val, f,
+                                "rows must be strictly increasing, in 0..%lld, each in one list",
+                                (long long)(nrows - 1));
+            }
+            (*row_check)[rows[i]] = modes[m];
+        }
+        free(rows);
+    }
+    return 0;
+}

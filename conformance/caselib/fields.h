@@ -89,6 +89,11 @@ void acase__w_tensor(ayw *w, const char *name, const acase_tensor *t);
 /* `row_checks: {exact: [...], finite: [...]}` over nrows modes, only when some row is not
  * CLOSE; an empty list is omitted. */
 void acase__w_row_checks(ayw *w, const uint8_t *row_check, int64_t nrows);
+/* A cache or paged step's `<path>.row_checks: {exact: [rows], finite: [rows]}` over nrows output
+ * rows: allocates *row_check (nrows bytes, ACASE_CHECK_CLOSE) and marks the listed rows; each
+ * list strictly increasing, in 0..nrows-1, no row in both.  -1 after reporting (FORMAT.md). */
+int acase__rd_row_checks(acase__rd *r, yaml_node_t *n, const char *path, uint8_t **row_check,
+                         int64_t nrows);
 /* window, lengths, left_padding of c when set: the same keys, in the same order, for op sdpa
  * (the kernels' own mask parameters) and op mask (the mask builder). */
 void acase__w_padding(ayw *w, const acase *c);

@@ -517,41 +517,6 @@ static int rd_slots(acase__rd *r, yaml_node_t *n, const char *field, const acase
     return 0;
 }
 
-/* expect.row_checks: {exact: [rows], finite: [rows]}. */
-static int rd_row_checks(acase__rd *r, yaml_node_t *n, const char *path, acase_paged_step *st,
-                         int64_t nrows)
-{
-    static const char *const names[2] = {"exact", "finite"};
-    static const uint8_t modes[2] = {ACASE_CHECK_EXACT, ACASE_CHECK_FINITE};
-    ayr_field s[] = {{"exact", 0, NULL}, {"finite", 0, NULL}};
-    char f[AYR_FIELD_MAX];
-    ayr_fieldf(f, "%s.row_checks", path);
-    if (ayr_map(&r->y, n, f, s, 2))
-        return -1;
-    if (!(st->row_check = calloc((size_t)(nrows ? nrows : 1), 1)))
-        return ayr_fail(&r->y, n, f, "out of memory");
-    for (int m = 0; m < 2; m++) {
-        if (!s[m].val)
-            continue;
-        int64_t *rows = NULL, cnt = 0;
-        ayr_fieldf(f, "%s.row_checks.%s", path, names[m]);
-        if (ayr_int_list(&r->y, s[m].val, f, nrows > 0 ? nrows : 1, &rows, &cnt))
-            return -1;
-        for (int64_t i = 0; i < cnt; i++) {
-            if (rows[i] < 0 || rows[i] >= nrows || (i && rows[i] <= rows[i - 1]) ||
-                st->row_check[rows[i]]) {
-                free(rows);
-                return ayr_fail(&r->y, s[m].val, f,
-                                "rows must be strictly increasing, in 0..%lld, each in one list",
-                                (long long)(nrows - 1));
-            }
-            st->row_check[rows[i]] = modes[m];
-        }
-        free(rows);
-    }
-    return 0;
-}
-
 /* expect: {error} | {slots} (append) | {out, tolerance, row_checks?} (attend). */
 static int rd_expect(acase__rd *r, yaml_node_t *n, const char *path, const acase_paged *pc,
                      acase_paged_step *st)
@@ -620,7 +585,7 @@ static int rd_expect(acase__rd *r, yaml_node_t *n, const char *path, const acase
     const int64_t nrows = st->out_shape[0] * st->out_shape[1] * st->out_shape[2];
     if (rd_doubles(r, t[1].val, f, nrows, &st->row_atol))
         return -1;
-    return s[4].val ? rd_row_checks(r, s[4].val, path, st, nrows) : 0;
+    return s[4].val ? acase__rd_row_checks(r, s[4].val, path, &st->row_check, nrows) : 0;
 }
 
 static int rd_step(acase__rd *r, yaml_node_t *n, int64_t i, acase_paged *pc)
