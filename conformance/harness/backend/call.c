@@ -182,3 +182,18 @@ int hb_paged_sdpa(const hb_backend *b, const attnconf_paged_args *a, double *sec
         *seconds = mono_now() - t0;
     return rc;
 }
+
+void hb_tensor4(attnconf_tensor *t, void *data, int32_t dtype, int64_t a, int64_t b, int64_t c,
+                int64_t d)
+{
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    t->dtype = dtype;
+    t->ndim = 4;
+    const int64_t shape[4] = {a, b, c, d};
+    memcpy(t->shape, shape, sizeof shape);
+    t->strides[3] = 1;
+    t->strides[2] = d;
+    t->strides[1] = c * d;
+    t->strides[0] = b * c * d;
+}

@@ -10,28 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/call.h"
+
 static void *alloc64(size_t bytes)
 {
     void *p = NULL;
     return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
-}
-
-/* (num_pages, Hkv, P, d) contiguous: each page of one kv head is P contiguous rows. */
-static void pool_view(attnconf_tensor *t, void *data, attnref_dtype dt, int64_t np, int64_t hkv,
-                      int64_t P, int64_t d)
-{
-    memset(t, 0, sizeof *t);
-    t->data = data;
-    t->dtype = (int32_t)dt;
-    t->ndim = 4;
-    t->shape[0] = np;
-    t->shape[1] = hkv;
-    t->shape[2] = P;
-    t->shape[3] = d;
-    t->strides[3] = 1;
-    t->strides[2] = d;
-    t->strides[1] = P * d;
-    t->strides[0] = hkv * P * d;
 }
 
 /* Copy rows of (B, Hkv, lk, d) contiguous src into the pool through the table. */
@@ -82,8 +66,9 @@ int bb_pool_make(const bs_shape *s, attnref_dtype dt, const void *k, const void 
         p->seq_lens[b] = s->lk;
     scatter(s, p, k, p->k, s->d, es);
     scatter(s, p, v, p->v, s->dv, es);
-    pool_view(&p->kp, p->k, dt, p->np, s->hkv, P, s->d);
-    pool_view(&p->vp, p->v, dt, p->np, s->hkv, P, s->dv);
+    /* (num_pages, Hkv, P, d) contiguous: each page of one kv head is P contiguous rows. */
+    hb_tensor4(&p->kp, p->k, (int32_t)dt, p->np, s->hkv, P, s->d);
+    hb_tensor4(&p->vp, p->v, (int32_t)dt, p->np, s->hkv, P, s->dv);
     return 0;
 }
 

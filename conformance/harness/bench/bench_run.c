@@ -165,21 +165,6 @@ static void fill_mask(const bs_shape *s, uint8_t *m, int64_t rows)
                 *m++ = (uint8_t)attnref_sdpa_key_kept(&p, s->lq, s->lk, b, i, j);
 }
 
-static void contiguous(attnconf_tensor *t, void *data, attnref_dtype dt, int64_t a, int64_t b,
-                       int64_t c, int64_t d)
-{
-    memset(t, 0, sizeof *t);
-    t->data = data;
-    t->dtype = (int32_t)dt;
-    t->ndim = 4;
-    const int64_t shape[4] = {a, b, c, d};
-    memcpy(t->shape, shape, sizeof shape);
-    t->strides[3] = 1;
-    t->strides[2] = d;
-    t->strides[1] = c * d;
-    t->strides[0] = b * c * d;
-}
-
 /* The output descriptor the backend left: NULL if usable (same buffer, dtype, shape; strides
  * inside the buffer), else why not. */
 static const char *output_problem(const attnconf_tensor *before, const attnconf_tensor *after,
@@ -313,10 +298,10 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
     memset(outd, 0xFF, (size_t)no * es); /* 0xFF.. is a NaN in f32, f16 and bf16 */
 
     attnconf_tensor tq, tk, tv, tm, out, before;
-    contiguous(&tq, q, dt, s->b, s->hq, s->lq, s->d);
-    contiguous(&tk, k, dt, s->b, s->hkv, s->lk, s->d);
-    contiguous(&tv, v, dt, s->b, s->hkv, s->lk, s->dv);
-    contiguous(&out, outd, dt, s->b, s->hq, s->lq, s->dv);
+    hb_tensor4(&tq, q, (int32_t)dt, s->b, s->hq, s->lq, s->d);
+    hb_tensor4(&tk, k, (int32_t)dt, s->b, s->hkv, s->lk, s->d);
+    hb_tensor4(&tv, v, (int32_t)dt, s->b, s->hkv, s->lk, s->dv);
+    hb_tensor4(&out, outd, (int32_t)dt, s->b, s->hq, s->lq, s->dv);
     before = out;
     attnconf_sdpa_args a;
     memset(&a, 0, sizeof a);
@@ -328,7 +313,7 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
     a.out_capacity = capacity;
     if (via == BB_VIA_MASK) {
         fill_mask(s, mask, mrows);
-        contiguous(&tm, mask, ATTNREF_BOOL, s->b, 1, mrows, s->lk);
+        hb_tensor4(&tm, mask, (int32_t)ATTNREF_BOOL, s->b, 1, mrows, s->lk);
         a.mask = &tm;
     } else {
         a.causal = s->causal;

@@ -109,23 +109,6 @@ static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
     return 1;
 }
 
-static void rch_contig(attnconf_tensor *t, void *data, attnref_dtype dt, int64_t b, int64_t h,
-                       int64_t l, int64_t d)
-{
-    memset(t, 0, sizeof *t);
-    t->data = data;
-    t->dtype = (int32_t)dt;
-    t->ndim = 4;
-    t->shape[0] = b;
-    t->shape[1] = h;
-    t->shape[2] = l;
-    t->shape[3] = d;
-    t->strides[3] = 1;
-    t->strides[2] = d;
-    t->strides[1] = l * d;
-    t->strides[0] = h * l * d;
-}
-
 /* A read-only copy of a step's input (k, v, q), as run.c gives sdpa inputs: a backend that
  * writes into one faults, and the worker reports the case as CRASH.  *map / *len: the mapping
  * to unmap (NULL when it could not be made: then the case's own buffer is used). */
@@ -145,7 +128,7 @@ static void rch_input(attnconf_tensor *t, const acase_tensor *a, void **map, siz
             munmap(m, *len);
         }
     }
-    rch_contig(t, data, a->dtype, a->shape[0], a->shape[1], a->shape[2], a->shape[3]);
+    hb_tensor4(t, data, (int32_t)a->dtype, a->shape[0], a->shape[1], a->shape[2], a->shape[3]);
 }
 
 static void rch_unmap(void *map, size_t len)
@@ -227,8 +210,9 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     /* Unwritten elements read as NaN (0xFF..), like the sdpa output buffer. */
     memset(st->keys, 0xFF, (size_t)nk * es + 1);
     memset(st->values, 0xFF, (size_t)nv * es + 1);
-    rch_contig(&st->kt, st->keys, p->dtype, a.batch, p->kv_heads, a.length, p->head_dim);
-    rch_contig(&st->vt, st->values, p->dtype, a.batch, p->kv_heads, a.length, p->v_head_dim);
+    hb_tensor4(&st->kt, st->keys, (int32_t)p->dtype, a.batch, p->kv_heads, a.length, p->head_dim);
+    hb_tensor4(&st->vt, st->values, (int32_t)p->dtype, a.batch, p->kv_heads, a.length,
+               p->v_head_dim);
     a.offsets = st->offsets;
     a.positions = st->positions;
     a.keys = &st->kt;
@@ -338,7 +322,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
     void *qmap;
     size_t qlen;
     rch_input(&q, &s->q, &qmap, &qlen);
-    rch_contig(&mask, keep, ATTNREF_BOOL, B, 1, S, st->length);
+    hb_tensor4(&mask, keep, (int32_t)ATTNREF_BOOL, B, 1, S, st->length);
     int64_t numel = B * Hq * S * Dv;
     size_t cap = (size_t)(numel > 0 ? numel : 1) * 8;
     void *buf = malloc(cap);
@@ -348,7 +332,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
         return -1;
     }
     memset(buf, 0xFF, cap);
-    rch_contig(&out, buf, p->dtype, B, Hq, S, Dv);
+    hb_tensor4(&out, buf, (int32_t)p->dtype, B, Hq, S, Dv);
     attnconf_sdpa_args a;
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
@@ -442,7 +426,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         }
         memset(keep, 0xFF, (size_t)(B * S * s->length));
         attnconf_tensor kt;
-        rch_contig(&kt, keep, ATTNREF_BOOL, B, 1, S, s->length);
+        hb_tensor4(&kt, keep, (int32_t)ATTNREF_BOOL, B, 1, S, s->length);
         attnconf_cache_mask_args ma;
         memset(&ma, 0, sizeof ma);
         ma.struct_size = sizeof ma;

@@ -268,13 +268,7 @@ static int rpg_attend(rpg *x, const acase_paged_step *s)
         sinks = (const float *)(const void *)gs.data;
     }
     memset(go.data, 0xFF, cap);
-    memset(&out, 0, sizeof out);
-    out.data = go.data;
-    out.dtype = q.dtype;
-    out.ndim = 4;
-    out.shape[0] = B, out.shape[1] = Hq, out.shape[2] = Lq, out.shape[3] = Dv;
-    out.strides[3] = 1, out.strides[2] = Dv, out.strides[1] = Lq * Dv,
-    out.strides[0] = Hq * Lq * Dv;
+    hb_tensor4(&out, go.data, q.dtype, B, Hq, Lq, Dv);
     take_snapshot(x);
     attnconf_paged_args a;
     memset(&a, 0, sizeof a);

@@ -61,4 +61,9 @@ int hb_sdpa_synchronized(const hb_backend *b, const attnconf_sdpa_args *a, doubl
 int hb_paged_append(const hb_backend *b, const attnconf_paged_append_args *a);
 int hb_paged_sdpa(const hb_backend *b, const attnconf_paged_args *a, double *seconds);
 
+/* A contiguous rank-4 view of data, shape (a, b, c, d), strides in elements, dtype an
+ * attnconf_dtype: the layout every host-made tensor of a call has. */
+void hb_tensor4(attnconf_tensor *t, void *data, int32_t dtype, int64_t a, int64_t b, int64_t c,
+                int64_t d);
+
 #endif
