@@ -11,6 +11,7 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include "run_cache.h"
+#include "run_step.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -27,86 +28,17 @@
 #include "common/clip.h"
 
 typedef struct rch {
-    const hb_backend *hb;
+    run_step st; /* the backend, the result, where we are, its last_error (run_step.h) */
     const acase *c;
-    hr_result *r;
     void *caches[ACASE_MAX_CACHES];
-    int64_t i;              /* the current step */
-    char where[64];         /* "step 7 (update)" */
-    char err[CLIP_MAX + 1]; /* the backend's last_error, clipped (rch_err) */
+    int64_t i; /* the current step */
 } rch;
-
-__attribute__((format(printf, 3, 4))) static void rch_set(rch *x, hr_status s, const char *fmt, ...)
-{
-    char why[sizeof x->r->message - sizeof x->where - 2];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    x->r->status = s;
-    /* where (< 64 bytes) + ": " + why fit the message */
-    size_t w = strlen(x->where);
-    memcpy(x->r->message, x->where, w);
-    memcpy(x->r->message + w, ": ", 2);
-    snprintf(x->r->message + w + 2, sizeof x->r->message - w - 2, "%s", why);
-    for (char *p = x->r->message; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-}
-
-/* The backend's last_error, its head and tail when long (common/clip.h). */
-static const char *rch_err(rch *x)
-{
-    return clip_text(hb_last_error(x->hb), x->err, sizeof x->err);
-}
-
-/* A call that must succeed returned rc != 0: NOT_SUPPORTED for enotsup, FAIL for
- * einexpressible (an input that must succeed is never unexpressible), else `other`. */
-static void rch_fail(rch *x, int rc, hr_status other, const char *call)
-{
-    if (rc == ATTNCONF_EINEXPRESSIBLE)
-        rch_set(x, HR_FAIL, "%s " HR_EINEXPRESSIBLE_VALID ": %s", call, rch_err(x));
-    else
-        rch_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : other, "%s returned %s: %s", call,
-                hb_code_name(rc), rch_err(x));
-}
-
-static int status_of(int attnref_code)
-{
-    return attnref_code == ATTNREF_EDTYPE ? ATTNCONF_EDTYPE : ATTNCONF_EINVAL;
-}
 
 /* The return code of a step's call against what the step expects.  Returns 1 when the case is
  * decided (a failure, or an expected rejection whose state still needs checking returns 0). */
 static int rch_rc(rch *x, const acase_cache_step *s, const char *call, int rc)
 {
-    if (hb_transport_failure(x->hb, rc)) {
-        rch_set(x, HR_ERROR, "%s: adapter failure: %s", call, rch_err(x));
-        return 1;
-    }
-    if (s->error) {
-        int want = status_of(s->error);
-        if (rc == want)
-            return 0;
-        if (rc == ATTNCONF_EINEXPRESSIBLE) {
-            rch_set(x, HR_UNEXPRESSIBLE,
-                    "%s: the backend cannot write this invalid step in its API (einexpressible, "
-                    "where %s is required): %s",
-                    call, hb_code_name(want), rch_err(x));
-            return 1;
-        }
-        if (rc == ATTNCONF_OK)
-            rch_set(x, HR_FAIL, "%s accepted a step that must be rejected with %s", call,
-                    hb_code_name(want));
-        else
-            rch_set(x, HR_FAIL, "%s rejected with %s, expected %s: %s", call, hb_code_name(rc),
-                    hb_code_name(want), rch_err(x));
-        return 1;
-    }
-    if (rc == ATTNCONF_OK)
-        return 0;
-    rch_fail(x, rc, HR_ERROR, call);
-    return 1;
+    return run_step_rc(&x->st, s->error, call, rc);
 }
 
 /* A read-only copy of a step's input (k, v, q), as run.c gives sdpa inputs: a backend that
@@ -178,22 +110,22 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     attnconf_cache_state a;
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
-    int rc = hb_cache_state(x->hb, cache, &a);
+    int rc = hb_cache_state(x->st.hb, cache, &a);
     if (rc == ATTNCONF_EINEXPRESSIBLE) {
-        rch_fail(x, rc, HR_FAIL, "cache_state");
+        run_step_fail(&x->st, rc, HR_FAIL, "cache_state");
         return -1;
     }
     if (rc != ATTNCONF_OK) {
-        rch_set(x, hb_transport_failure(x->hb, rc) ? HR_ERROR : HR_FAIL,
-                "cache_state returned %s: %s", hb_code_name(rc), rch_err(x));
+        run_step_set(&x->st, hb_transport_failure(x->st.hb, rc) ? HR_ERROR : HR_FAIL,
+                     "cache_state returned %s: %s", hb_code_name(rc), run_step_err(&x->st));
         return -1;
     }
     int64_t shk[4] = {a.batch, p->kv_heads, a.length, p->head_dim}, nk;
     int64_t shv[4] = {a.batch, p->kv_heads, a.length, p->v_head_dim}, nv;
     if (a.batch < 1 || a.batch > ACASE_MAX_BATCH || a.length < 0 ||
         acase_numel(4, shk, &nk, NULL, 0) || acase_numel(4, shv, &nv, NULL, 0)) {
-        rch_set(x, HR_FAIL, "cache_state reports batch %lld, length %lld (out of range)",
-                (long long)a.batch, (long long)a.length);
+        run_step_set(&x->st, HR_FAIL, "cache_state reports batch %lld, length %lld (out of range)",
+                     (long long)a.batch, (long long)a.length);
         return -1;
     }
     size_t es = attnref_dtype_size(p->dtype);
@@ -204,7 +136,7 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     st->keys = malloc((size_t)nk * es + 1);
     st->values = malloc((size_t)nv * es + 1);
     if (!st->offsets || !st->positions || !st->keys || !st->values) {
-        rch_set(x, HR_ERROR, "harness: out of memory for the cache state");
+        run_step_set(&x->st, HR_ERROR, "harness: out of memory for the cache state");
         return -1;
     }
     /* Unwritten elements read as NaN (0xFF..), like the sdpa output buffer. */
@@ -217,9 +149,10 @@ static int rch_read_state(rch *x, void *cache, const acase_cache_params *p, rch_
     a.positions = st->positions;
     a.keys = &st->kt;
     a.values = &st->vt;
-    rc = hb_cache_state(x->hb, cache, &a);
+    rc = hb_cache_state(x->st.hb, cache, &a);
     if (rc != ATTNCONF_OK || a.batch != st->batch || a.length != st->length) {
-        rch_set(x, HR_FAIL, "cache_state (filling) returned %s: %s", hb_code_name(rc), rch_err(x));
+        run_step_set(&x->st, HR_FAIL, "cache_state (filling) returned %s: %s", hb_code_name(rc),
+                     run_step_err(&x->st));
         return -1;
     }
     return 0;
@@ -231,14 +164,14 @@ static int rch_check_state(rch *x, const acase_cache_step *s, const acase_cache_
 {
     char a[200], b[200];
     if (st->batch != s->batch) {
-        rch_set(x, HR_FAIL, "the cache has %lld rows, expected %lld", (long long)st->batch,
-                (long long)s->batch);
+        run_step_set(&x->st, HR_FAIL, "the cache has %lld rows, expected %lld",
+                     (long long)st->batch, (long long)s->batch);
         return -1;
     }
     for (int64_t r = 0; r < s->batch; r++)
         if (st->offsets[r] != s->offsets[r]) {
-            rch_set(x, HR_FAIL, "row %lld offset %lld, expected %lld", (long long)r,
-                    (long long)st->offsets[r], (long long)s->offsets[r]);
+            run_step_set(&x->st, HR_FAIL, "row %lld offset %lld, expected %lld", (long long)r,
+                         (long long)st->offsets[r], (long long)s->offsets[r]);
             return -1;
         }
     for (int64_t r = 0; r < s->batch; r++) {
@@ -252,7 +185,7 @@ static int rch_check_state(rch *x, const acase_cache_step *s, const acase_cache_
             char row[32] = "";
             if (s->batch > 1)
                 snprintf(row, sizeof row, "row %lld ", (long long)r);
-            rch_set(x, HR_FAIL, "%sretained positions %s, expected %s", row, a, b);
+            run_step_set(&x->st, HR_FAIL, "%sretained positions %s, expected %s", row, a, b);
             return -1;
         }
     }
@@ -271,11 +204,12 @@ static int rch_check_state(rch *x, const acase_cache_step *s, const acase_cache_
                         double g = attnref_load(got, p->dtype, at);
                         if (g == want[at] || (isnan(g) && isnan(want[at])))
                             continue;
-                        rch_set(x, HR_FAIL,
-                                "%s of position %lld (row %lld, head %lld, element "
-                                "%lld) is %.9g, expected %.9g",
-                                kv ? "value" : "key", (long long)s->positions[r * s->length + j],
-                                (long long)r, (long long)h, (long long)e, g, want[at]);
+                        run_step_set(&x->st, HR_FAIL,
+                                     "%s of position %lld (row %lld, head %lld, element "
+                                     "%lld) is %.9g, expected %.9g",
+                                     kv ? "value" : "key",
+                                     (long long)s->positions[r * s->length + j], (long long)r,
+                                     (long long)h, (long long)e, g, want[at]);
                         return -1;
                     }
                 }
@@ -306,8 +240,8 @@ static int rch_check_mask(rch *x, const acase_cache_step *s, const uint8_t *keep
             char row[32] = "";
             if (s->batch > 1)
                 snprintf(row, sizeof row, " of row %lld", (long long)r);
-            rch_set(x, HR_FAIL, "the query at position %lld%s sees %s, expected %s",
-                    (long long)(s->offsets[r] - S + q), row, a, b);
+            run_step_set(&x->st, HR_FAIL, "the query at position %lld%s sees %s, expected %s",
+                         (long long)(s->offsets[r] - S + q), row, a, b);
             return -1;
         }
     return 0;
@@ -328,7 +262,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
     void *buf = malloc(cap);
     if (!buf) {
         rch_unmap(qmap, qlen);
-        rch_set(x, HR_ERROR, "harness: out of memory for the output");
+        run_step_set(&x->st, HR_ERROR, "harness: out of memory for the output");
         return -1;
     }
     memset(buf, 0xFF, cap);
@@ -342,19 +276,20 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
     a.mask = &mask;
     a.out = &out;
     a.out_capacity = cap;
-    int rc = hb_sdpa(x->hb, &a, NULL);
+    int rc = hb_sdpa(x->st.hb, &a, NULL);
     int ret = -1;
     if (rc != ATTNCONF_OK) {
-        rch_fail(x, rc, HR_ERROR, "sdpa through the cache");
+        run_step_fail(&x->st, rc, HR_ERROR, "sdpa through the cache");
     } else if (out.dtype != (int32_t)p->dtype || out.data != buf) {
-        rch_set(x, HR_INCORRECT_DTYPE, "sdpa through the cache produced dtype %d, expected %s",
-                (int)out.dtype, attnref_dtype_name(p->dtype));
+        run_step_set(&x->st, HR_INCORRECT_DTYPE,
+                     "sdpa through the cache produced dtype %d, expected %s", (int)out.dtype,
+                     attnref_dtype_name(p->dtype));
     } else {
         hc_tol tol = {s->ulps, p->dtype, s->row_atol, 0};
         hc_stats hs;
         int ok = hc_compare_rows(buf, p->dtype, 4, out.shape, out.strides, s->out, &tol,
                                  s->row_check, Dv, &hs);
-        hr_result *r = x->r;
+        hr_result *r = x->st.r;
         r->has_stats = 1;
         if (hs.max_abs_err > r->max_abs_err || isnan(hs.max_abs_err))
             r->max_abs_err = hs.max_abs_err;
@@ -370,7 +305,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
             r->bad_got = hs.bad_got;
             r->bad_expected = hs.bad_expected;
             hc_failure_message(&hs, &tol, msg, sizeof msg);
-            rch_set(x, HR_FAIL, "attention through the cache: %s", msg);
+            run_step_set(&x->st, HR_FAIL, "attention through the cache: %s", msg);
         }
     }
     free(buf);
@@ -410,7 +345,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     case ACASE_CSTEP_CREATE: {
         attnconf_cache_config cfg;
         rch_config(&s->params, &cfg);
-        rc = hb_cache_create(x->hb, &cfg, &x->caches[s->cache]);
+        rc = hb_cache_create(x->st.hb, &cfg, &x->caches[s->cache]);
         if (rch_rc(x, s, "cache_create", rc))
             goto done;
         cache = x->caches[s->cache];
@@ -421,7 +356,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         if (s->error) /* a rejected attend is its update (the mask is not built) */
             goto update;
         if (!(keep = calloc((size_t)(B * S * (s->length > 0 ? s->length : 1)), 1))) {
-            rch_set(x, HR_ERROR, "harness: out of memory for the keep mask");
+            run_step_set(&x->st, HR_ERROR, "harness: out of memory for the keep mask");
             goto done;
         }
         memset(keep, 0xFF, (size_t)(B * S * s->length));
@@ -433,9 +368,9 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         ma.n = S;
         ma.window = s->window;
         ma.keep = &kt;
-        mask_rc = hb_cache_make_mask(x->hb, cache, &ma);
+        mask_rc = hb_cache_make_mask(x->st.hb, cache, &ma);
         if (mask_rc != ATTNCONF_OK)
-            snprintf(mask_err, sizeof mask_err, "%s", rch_err(x));
+            snprintf(mask_err, sizeof mask_err, "%s", run_step_err(&x->st));
     }
     /* fall through */
     case ACASE_CSTEP_UPDATE:
@@ -445,7 +380,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         size_t kl, vl;
         rch_input(&k, &s->k, &km, &kl);
         rch_input(&v, &s->v, &vm, &vl);
-        rc = hb_cache_update(x->hb, cache, &k, &v);
+        rc = hb_cache_update(x->st.hb, cache, &k, &v);
         rch_unmap(km, kl);
         rch_unmap(vm, vl);
         if (rch_rc(x, s, "cache_update", rc))
@@ -454,23 +389,23 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
     }
     case ACASE_CSTEP_TRIM: {
         int64_t got = -12345;
-        rc = hb_cache_trim(x->hb, cache, s->n, &got);
+        rc = hb_cache_trim(x->st.hb, cache, s->n, &got);
         if (rch_rc(x, s, "cache_trim", rc))
             goto done;
         if (!s->error && got != s->returns) {
-            rch_set(x, HR_FAIL, "trim(%lld) returned %lld, expected %lld", (long long)s->n,
-                    (long long)got, (long long)s->returns);
+            run_step_set(&x->st, HR_FAIL, "trim(%lld) returned %lld, expected %lld",
+                         (long long)s->n, (long long)got, (long long)s->returns);
             goto done;
         }
         break;
     }
     case ACASE_CSTEP_FILTER:
-        rc = hb_cache_filter(x->hb, cache, s->rows, s->nrows);
+        rc = hb_cache_filter(x->st.hb, cache, s->rows, s->nrows);
         if (rch_rc(x, s, "cache_filter", rc))
             goto done;
         break;
     case ACASE_CSTEP_EXTEND:
-        rc = hb_cache_extend(x->hb, cache, x->caches[s->other]);
+        rc = hb_cache_extend(x->st.hb, cache, x->caches[s->other]);
         if (rch_rc(x, s, "cache_extend", rc))
             goto done;
         break;
@@ -478,7 +413,7 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         void *from[ACASE_MAX_CACHES];
         for (int64_t j = 0; j < s->nrows; j++)
             from[j] = x->caches[s->rows[j]];
-        rc = hb_cache_merge(x->hb, from, s->nrows, &x->caches[s->cache]);
+        rc = hb_cache_merge(x->st.hb, from, s->nrows, &x->caches[s->cache]);
         if (rch_rc(x, s, "cache_merge", rc))
             goto done;
         cache = x->caches[s->cache];
@@ -490,20 +425,20 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         pa.struct_size = sizeof pa;
         pa.left_padding = s->left_padding;
         pa.lengths = s->lengths;
-        rc = hb_cache_prepare(x->hb, cache, &pa);
+        rc = hb_cache_prepare(x->st.hb, cache, &pa);
         if (rch_rc(x, s, "cache_prepare", rc))
             goto done;
         break;
     }
     case ACASE_CSTEP_FINALIZE:
-        rc = hb_cache_finalize(x->hb, cache);
+        rc = hb_cache_finalize(x->st.hb, cache);
         if (rch_rc(x, s, "cache_finalize", rc))
             goto done;
         break;
-    default: rch_set(x, HR_ERROR, "case: unknown step op %d", (int)s->op); goto done;
+    default: run_step_set(&x->st, HR_ERROR, "case: unknown step op %d", (int)s->op); goto done;
     }
     if (!cache) {
-        rch_set(x, HR_FAIL, "the backend returned no cache handle");
+        run_step_set(&x->st, HR_FAIL, "the backend returned no cache handle");
         goto done;
     }
     /* The state first: a wrong retention explains a wrong mask or output. */
@@ -511,14 +446,14 @@ static int rch_step(rch *x, const acase_cache_step *s, const acase_cache_params 
         goto done;
     if (s->op == ACASE_CSTEP_ATTEND && !s->error) {
         if (mask_rc == ATTNCONF_EINEXPRESSIBLE) {
-            rch_set(x, HR_FAIL, "cache_make_mask(%lld) " HR_EINEXPRESSIBLE_VALID ": %s",
-                    (long long)s->q.shape[2], mask_err);
+            run_step_set(&x->st, HR_FAIL, "cache_make_mask(%lld) " HR_EINEXPRESSIBLE_VALID ": %s",
+                         (long long)s->q.shape[2], mask_err);
             goto done;
         }
         if (mask_rc != ATTNCONF_OK) {
-            rch_set(x, mask_rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_FAIL,
-                    "cache_make_mask(%lld) returned %s: %s", (long long)s->q.shape[2],
-                    hb_code_name(mask_rc), mask_err);
+            run_step_set(&x->st, mask_rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_FAIL,
+                         "cache_make_mask(%lld) returned %s: %s", (long long)s->q.shape[2],
+                         hb_code_name(mask_rc), mask_err);
             goto done;
         }
         if (rch_check_mask(x, s, keep) || rch_attend_sdpa(x, s, p, &st, keep))
@@ -536,13 +471,13 @@ void run_cache_case(const run_ctx *rn, const acase *c, hr_result *r)
     const attnconf_backend *be = rn->backend->be;
     rch x;
     memset(&x, 0, sizeof x);
-    x.hb = rn->backend;
+    x.st.hb = rn->backend;
     x.c = c;
-    x.r = r;
-    snprintf(x.where, sizeof x.where, "create");
+    x.st.r = r;
+    snprintf(x.st.where, sizeof x.st.where, "create");
     if (!HB_HAS(be, cache_create) || !HB_HAS(be, cache_update) || !HB_HAS(be, cache_trim) ||
         !HB_HAS(be, cache_make_mask) || !HB_HAS(be, cache_state) || !HB_HAS(be, cache_destroy)) {
-        rch_set(&x, HR_NOT_SUPPORTED, "backend has no KV cache members");
+        run_step_set(&x.st, HR_NOT_SUPPORTED, "backend has no KV cache members");
         return;
     }
     const acase_cache *cc = c->cache;
@@ -550,14 +485,14 @@ void run_cache_case(const run_ctx *rn, const acase *c, hr_result *r)
     if (batch_ops &&
         (!HB_HAS(be, cache_filter) || !HB_HAS(be, cache_extend) || !HB_HAS(be, cache_merge) ||
          !HB_HAS(be, cache_prepare) || !HB_HAS(be, cache_finalize))) {
-        rch_set(&x, HR_ERROR, "backend reports cache.batch without the batch members");
+        run_step_set(&x.st, HR_ERROR, "backend reports cache.batch without the batch members");
         return;
     }
     attnconf_cache_config cfg;
     rch_config(&cc->params, &cfg);
     int rc = hb_cache_create(rn->backend, &cfg, &x.caches[0]);
     if (rc != ATTNCONF_OK || !x.caches[0]) {
-        rch_fail(&x, rc, HR_ERROR, "cache_create");
+        run_step_fail(&x.st, rc, HR_ERROR, "cache_create");
         return;
     }
     r->status = HR_PASS;
@@ -566,14 +501,14 @@ void run_cache_case(const run_ctx *rn, const acase *c, hr_result *r)
         const acase_cache_step *s = &cc->steps[i];
         x.i = i;
         if (s->cache)
-            snprintf(x.where, sizeof x.where, "step %lld (%s, cache %lld)", (long long)i,
+            snprintf(x.st.where, sizeof x.st.where, "step %lld (%s, cache %lld)", (long long)i,
                      acase_cache_op_name(s->op), (long long)s->cache);
         else
-            snprintf(x.where, sizeof x.where, "step %lld (%s)", (long long)i,
+            snprintf(x.st.where, sizeof x.st.where, "step %lld (%s)", (long long)i,
                      acase_cache_op_name(s->op));
         const acase_cache_params *p = acase_cache_params_of(cc, i);
         if (!p) {
-            rch_set(&x, HR_ERROR, "case: the step's cache is undefined");
+            run_step_set(&x.st, HR_ERROR, "case: the step's cache is undefined");
             break;
         }
         if (rch_step(&x, s, p))

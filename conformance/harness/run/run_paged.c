@@ -24,14 +24,12 @@
 #include "common/clip.h"
 #include "run/compare.h"
 #include "run_guard.h"
+#include "run_step.h"
 
 typedef struct rpg {
-    const hb_backend *hb;
+    run_step st; /* the backend, the result, where we are, its last_error (run_step.h) */
     const acase *c;
     const acase_paged *pc;
-    hr_result *r;
-    char where[64];
-    char err[CLIP_MAX + 1];
     run_guarded kp, vp;       /* the pool */
     attnconf_tensor tkp, tvp; /* its descriptors */
     unsigned char *snap[2];   /* the pool's bytes before the step */
@@ -40,57 +38,10 @@ typedef struct rpg {
     int64_t *lens; /* [B] the lengths in force */
 } rpg;
 
-__attribute__((format(printf, 3, 4))) static void rpg_set(rpg *x, hr_status s, const char *fmt, ...)
-{
-    char why[sizeof x->r->message - sizeof x->where - 2];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    x->r->status = s;
-    snprintf(x->r->message, sizeof x->r->message, "%s: %s", x->where, why);
-    for (char *p = x->r->message; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-}
-
-static const char *rpg_err(rpg *x)
-{
-    return clip_text(hb_last_error(x->hb), x->err, sizeof x->err);
-}
-
 /* The call's return code against the step's expectation: 1 when the case is decided here. */
 static int rpg_rc(rpg *x, const acase_paged_step *s, const char *call, int rc)
 {
-    if (hb_transport_failure(x->hb, rc)) {
-        rpg_set(x, HR_ERROR, "%s: adapter failure: %s", call, rpg_err(x));
-        return 1;
-    }
-    if (s->error) {
-        const int want = s->error == ATTNREF_EDTYPE ? ATTNCONF_EDTYPE : ATTNCONF_EINVAL;
-        if (rc == want)
-            return 0;
-        if (rc == ATTNCONF_EINEXPRESSIBLE)
-            rpg_set(x, HR_UNEXPRESSIBLE,
-                    "%s: the backend cannot write this invalid step in its API (einexpressible, "
-                    "where %s is required): %s",
-                    call, hb_code_name(want), rpg_err(x));
-        else if (rc == ATTNCONF_OK)
-            rpg_set(x, HR_FAIL, "%s accepted a step that must be rejected with %s", call,
-                    hb_code_name(want));
-        else
-            rpg_set(x, HR_FAIL, "%s rejected with %s, expected %s: %s", call, hb_code_name(rc),
-                    hb_code_name(want), rpg_err(x));
-        return 1;
-    }
-    if (rc == ATTNCONF_OK)
-        return 0;
-    if (rc == ATTNCONF_EINEXPRESSIBLE)
-        rpg_set(x, HR_FAIL, "%s " HR_EINEXPRESSIBLE_VALID ": %s", call, rpg_err(x));
-    else
-        rpg_set(x, rc == ATTNCONF_ENOTSUP ? HR_NOT_SUPPORTED : HR_ERROR, "%s returned %s: %s", call,
-                hb_code_name(rc), rpg_err(x));
-    return 1;
+    return run_step_rc(&x->st, s->error, call, rc);
 }
 
 /* (page, head, slot, element) of a pool element at buffer offset `el` (elements), from the
@@ -117,7 +68,7 @@ static int pool_compare(rpg *x, int which, const unsigned char *want, const acas
 {
     const run_guarded *g = which ? &x->vp : &x->kp;
     const attnconf_tensor *t = which ? &x->tvp : &x->tkp;
-    if (run_guarded_check(g, x->r))
+    if (run_guarded_check(g, x->st.r))
         return 1;
     if (memcmp(g->data, want, g->len) == 0)
         return 0;
@@ -139,9 +90,10 @@ static int pool_compare(rpg *x, int which, const unsigned char *want, const acas
                              (long long)b, (long long)tk);
         }
     }
-    rpg_set(
-        x, HR_FAIL, "%s pool byte changed at page %lld slot %lld (kv head %lld, element %lld): %s",
-        which ? "V" : "K", (long long)c[0], (long long)c[2], (long long)c[1], (long long)c[3], who);
+    run_step_set(&x->st, HR_FAIL,
+                 "%s pool byte changed at page %lld slot %lld (kv head %lld, element %lld): %s",
+                 which ? "V" : "K", (long long)c[0], (long long)c[2], (long long)c[1],
+                 (long long)c[3], who);
     return 1;
 }
 
@@ -198,7 +150,7 @@ static int rpg_append(rpg *x, const acase_paged_step *s)
         table_copy(x, &gt) || run_readonly_ints(x->lens, (size_t)B, &gl, "seq_lens", &lens) ||
         run_readonly_ints(s->new_lens, (size_t)B, &gn, "new_lens", &new_lens) ||
         run_guarded_writable(&x->kp) || run_guarded_writable(&x->vp)) {
-        rpg_set(x, HR_ERROR, "harness: cannot lay out the append's buffers");
+        run_step_set(&x->st, HR_ERROR, "harness: cannot lay out the append's buffers");
         goto done;
     }
     take_snapshot(x);
@@ -213,7 +165,7 @@ static int rpg_append(rpg *x, const acase_paged_step *s)
     a.table_width = x->width;
     a.seq_lens = lens;
     a.new_lens = new_lens;
-    const int rc = hb_paged_append(x->hb, &a);
+    const int rc = hb_paged_append(x->st.hb, &a);
     if (rpg_rc(x, s, "paged_append", rc))
         goto done;
     if (!s->error) {
@@ -221,7 +173,7 @@ static int rpg_append(rpg *x, const acase_paged_step *s)
         put_tokens(x, x->snap[1], &x->tvp, &s->v, s);
     }
     if (pool_compare(x, 0, x->snap[0], s) || pool_compare(x, 1, x->snap[1], s) ||
-        run_guarded_check(&gk, x->r) || run_guarded_check(&gv, x->r))
+        run_guarded_check(&gk, x->st.r) || run_guarded_check(&gv, x->st.r))
         goto done;
     if (!s->error)
         for (int64_t b = 0; b < B; b++)
@@ -253,13 +205,13 @@ static int rpg_attend(rpg *x, const acase_paged_step *s)
         run_readonly_ints(s->query_lens, (size_t)B, &gql, "query_lens", &qlens) ||
         run_guarded_alloc(&go, cap, "output buffer") || run_guarded_readonly(&x->kp) ||
         run_guarded_readonly(&x->vp)) {
-        rpg_set(x, HR_ERROR, "harness: cannot lay out the attention's buffers");
+        run_step_set(&x->st, HR_ERROR, "harness: cannot lay out the attention's buffers");
         goto done;
     }
     const float *sinks = NULL;
     if (s->sinks) {
         if (run_guarded_alloc(&gs, (size_t)s->nsinks * sizeof(float), "sinks")) {
-            rpg_set(x, HR_ERROR, "harness: out of memory for the sinks");
+            run_step_set(&x->st, HR_ERROR, "harness: out of memory for the sinks");
             goto done;
         }
         for (int64_t h = 0; h < s->nsinks; h++)
@@ -285,15 +237,15 @@ static int rpg_attend(rpg *x, const acase_paged_step *s)
     a.has_scale = s->has_scale;
     a.scale = s->scale;
     /* The terms reach only a backend with their bits (the case requires them). */
-    const uint64_t caps = x->hb->caps;
+    const uint64_t caps = x->st.hb->caps;
     a.softcap = caps & ATTNCONF_CAP_SOFTCAP ? s->softcap : 0;
     a.alibi_max_bias = caps & ATTNCONF_CAP_ALIBI ? s->alibi_max_bias : 0;
     a.sinks = caps & ATTNCONF_CAP_SINKS ? sinks : NULL;
     a.chunk = caps & ATTNCONF_CAP_CHUNK ? s->chunk : 0;
     a.out = &out;
     a.out_capacity = cap;
-    const int rc = hb_paged_sdpa(x->hb, &a, NULL);
-    if (rpg_rc(x, s, "paged_sdpa", rc) || run_guarded_check(&go, x->r) ||
+    const int rc = hb_paged_sdpa(x->st.hb, &a, NULL);
+    if (rpg_rc(x, s, "paged_sdpa", rc) || run_guarded_check(&go, x->st.r) ||
         pool_compare(x, 0, x->snap[0], NULL) || pool_compare(x, 1, x->snap[1], NULL))
         goto done;
     if (s->error) {
@@ -301,15 +253,15 @@ static int rpg_attend(rpg *x, const acase_paged_step *s)
         goto done;
     }
     if (out.dtype != (int32_t)x->pc->dtype || out.data != go.data) {
-        rpg_set(x, HR_INCORRECT_DTYPE, "paged_sdpa produced dtype %d, expected %s", (int)out.dtype,
-                attnref_dtype_name(x->pc->dtype));
+        run_step_set(&x->st, HR_INCORRECT_DTYPE, "paged_sdpa produced dtype %d, expected %s",
+                     (int)out.dtype, attnref_dtype_name(x->pc->dtype));
         goto done;
     }
     hc_tol tol = {s->ulps, x->pc->dtype, s->row_atol, 0};
     hc_stats hs;
     const int ok = hc_compare_rows(go.data, x->pc->dtype, 4, out.shape, out.strides, s->out, &tol,
                                    s->row_check, Dv, &hs);
-    hr_result *r = x->r;
+    hr_result *r = x->st.r;
     r->has_stats = 1;
     if (hs.max_abs_err > r->max_abs_err || isnan(hs.max_abs_err))
         r->max_abs_err = hs.max_abs_err;
@@ -323,8 +275,8 @@ static int rpg_attend(rpg *x, const acase_paged_step *s)
         r->bad_got = hs.bad_got;
         r->bad_expected = hs.bad_expected;
         hc_failure_message(&hs, &tol, msg, sizeof msg);
-        rpg_set(x, HR_FAIL, "row %lld (L_b = %lld): %s", (long long)hs.bad_index[0],
-                (long long)x->lens[hs.bad_index[0] < B ? hs.bad_index[0] : 0], msg);
+        run_step_set(&x->st, HR_FAIL, "row %lld (L_b = %lld): %s", (long long)hs.bad_index[0],
+                     (long long)x->lens[hs.bad_index[0] < B ? hs.bad_index[0] : 0], msg);
         goto done;
     }
     ret = 0;
@@ -342,17 +294,17 @@ void run_paged_case(const run_ctx *rn, const acase *c, hr_result *r)
 {
     rpg x;
     memset(&x, 0, sizeof x);
-    x.hb = rn->backend;
+    x.st.hb = rn->backend;
     x.c = c;
     x.pc = c->paged;
-    x.r = r;
-    snprintf(x.where, sizeof x.where, "pool");
+    x.st.r = r;
+    snprintf(x.st.where, sizeof x.st.where, "pool");
     if (!x.pc) {
-        rpg_set(&x, HR_ERROR, "case: no paged part");
+        run_step_set(&x.st, HR_ERROR, "case: no paged part");
         return;
     }
     if (!HB_HAS(rn->backend->be, paged_append) || !HB_HAS(rn->backend->be, paged_sdpa)) {
-        rpg_set(&x, HR_NOT_SUPPORTED, "backend has no paged members");
+        run_step_set(&x.st, HR_NOT_SUPPORTED, "backend has no paged members");
         return;
     }
     const acase_paged *pc = x.pc;
@@ -360,7 +312,7 @@ void run_paged_case(const run_ctx *rn, const acase *c, hr_result *r)
     if (!x.lens || run_describe(&pc->k_pages, &x.tkp, &x.kp, "K pool") ||
         run_describe(&pc->v_pages, &x.tvp, &x.vp, "V pool") || !(x.snap[0] = malloc(x.kp.len)) ||
         !(x.snap[1] = malloc(x.vp.len))) {
-        rpg_set(&x, HR_ERROR, "harness: cannot lay out the pool");
+        run_step_set(&x.st, HR_ERROR, "harness: cannot lay out the pool");
         goto done;
     }
     memcpy(x.lens, pc->seq_lens, (size_t)pc->batch * sizeof *x.lens);
@@ -370,7 +322,7 @@ void run_paged_case(const run_ctx *rn, const acase *c, hr_result *r)
     r->message[0] = '\0';
     for (int64_t i = 0; i < pc->nsteps; i++) {
         const acase_paged_step *s = &pc->steps[i];
-        snprintf(x.where, sizeof x.where, "step %lld (%s)", (long long)i,
+        snprintf(x.st.where, sizeof x.st.where, "step %lld (%s)", (long long)i,
                  acase_paged_op_name(s->op));
         if (s->block_table)
             x.table = s->block_table, x.width = s->table_width;
