@@ -25,6 +25,17 @@ char *rp_relative(const rp_data *d, const char *s)
         }
     }
     out[o] = '\0';
+    /* A clipped message's " [... N bytes ...] " (common/clip.h) counts bytes of the elided
+     * middle, which may hold the checkout's absolute path: the report says " [...] ". */
+    for (char *m = strstr(out, " [... "); m; m = strstr(m + 1, " [... ")) {
+        char *e = m + 6;
+        while (*e >= '0' && *e <= '9')
+            e++;
+        if (e > m + 6 && !strncmp(e, " bytes ...] ", 12)) {
+            m[5] = ']'; /* " [...]", then the text after the mark (its space included) */
+            memmove(m + 6, e + 11, strlen(e + 11) + 1);
+        }
+    }
     return out;
 }
 
