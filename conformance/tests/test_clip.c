@@ -1,9 +1,12 @@
 /* test_clip.c — a backend's long error text cut to its head and tail (harness/common/clip.c):
  * the verdict at the end of a compiler's error must survive, the marker must say how much was
  * left out, and no cut may split a UTF-8 character. */
+#define _POSIX_C_SOURCE 200809L /* getcwd */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clip.h"
 
@@ -64,4 +67,40 @@ Test(clip, small_buffer_truncates_at_a_character)
     char small[6];
     cr_assert_str_eq(clip_text("ab\xc3\xa9\xc3\xa9", small, sizeof small), "ab\xc3\xa9");
     cr_assert_str_eq(clip_text("abcdefgh", small, sizeof small), "abcde");
+}
+
+Test(clip, relative_rewrites_only_whole_path_components)
+{
+    char *r = clip_relative("/ck/main",
+                            "File \"/ck/main/venv/x.py\", line 3; cwd=/ck/main, not /ck/mainline "
+                            "nor a/ck/main/y: (/ck/main)");
+    cr_assert_not_null(r);
+    cr_assert_str_eq(r, "File \"./venv/x.py\", line 3; cwd=., not /ck/mainline nor a/ck/main/y: "
+                        "(.)");
+    free(r);
+    r = clip_relative("/", "/usr/lib/x.so");
+    cr_assert_str_eq(r, "/usr/lib/x.so", "a cwd of / changes nothing");
+    free(r);
+    r = clip_relative("", "/usr/lib/x.so");
+    cr_assert_str_eq(r, "/usr/lib/x.so", "an empty cwd changes nothing");
+    free(r);
+}
+
+/* The same error from two checkouts at different depths (a traceback's path in its tail) is
+ * stored as the same text: the cut falls at the same place and the marker counts the same. */
+Test(clip, error_text_does_not_depend_on_the_checkout_path)
+{
+    char cwd[4096];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    static char a[8192], b[8192], ca[CLIP_MAX + 1], cb[CLIP_MAX + 1];
+    char body[3000];
+    memset(body, 'm', sizeof body - 1);
+    body[sizeof body - 1] = '\0';
+    snprintf(a, sizeof a, "Dynamo failed %s from user code: File \"%s/venv/flex.py\", line 9", body,
+             cwd);
+    snprintf(b, sizeof b, "Dynamo failed %s from user code: File \"./venv/flex.py\", line 9", body);
+    clip_error(a, ca, sizeof ca);
+    clip_text(b, cb, sizeof cb);
+    cr_assert_str_eq(ca, cb);
+    cr_assert_not_null(strstr(ca, "File \"./venv/flex.py\", line 9"), "%s", ca);
 }

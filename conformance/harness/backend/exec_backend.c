@@ -598,7 +598,7 @@ static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, c
     if (bad)
         return xb_garbage(c, "%s", why);
     if (rp.status != 0) {
-        clip_text(rp.error, c->last_error, sizeof c->last_error);
+        clip_error(rp.error, c->last_error, sizeof c->last_error);
         return rp.status;
     }
     for (size_t i = 0; i < rp.ntensors; i++) {

@@ -255,7 +255,7 @@ static const char *bb_dev_put(const hb_backend *hb, bb_dev *d, void *const host[
             rc = hb_copy_to_device(hb, d->h[i], 0, host[i], bytes[i], i < 4 ? copy_s : NULL);
         if (rc != ATTNCONF_OK) {
             char le[CLIP_MAX + 1];
-            clip_text(hb_last_error(hb), le, sizeof le);
+            clip_error(hb_last_error(hb), le, sizeof le);
             snprintf(buf, n, "%s of %s (%zu bytes) returned %s%s%s",
                      d->h[i] ? "copy_to_device" : "device_alloc", names[i], bytes[i],
                      hb_code_name(rc), le[0] ? ": " : "", le);
@@ -373,7 +373,7 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
     int rc = s->page_size > 0 ? hb_paged_sdpa(&hb, &pa, NULL) : hb_sdpa_synchronized(&hb, &a, NULL);
     if (rc != ATTNCONF_OK) {
         char le[CLIP_MAX + 1];
-        clip_text(hb_last_error(&hb), le, sizeof le);
+        clip_error(hb_last_error(&hb), le, sizeof le);
         set_status(o, rc == ATTNCONF_ENOTSUP ? "NOT_SUPPORTED" : "ERROR", "%s returned %s%s%s",
                    s->page_size > 0 ? "paged_sdpa" : "sdpa", hb_code_name(rc), le[0] ? ": " : "",
                    le);
@@ -390,7 +390,7 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
         rc = hb_copy_from_device(&hb, outd, dev.h[4], 0, out_bytes, &copy_out);
         if (rc != ATTNCONF_OK) {
             char le[CLIP_MAX + 1];
-            clip_text(hb_last_error(&hb), le, sizeof le);
+            clip_error(hb_last_error(&hb), le, sizeof le);
             set_status(o, "ERROR", "copy_from_device of the output returned %s%s%s",
                        hb_code_name(rc), le[0] ? ": " : "", le);
             goto done;
@@ -433,7 +433,7 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
                               : hb_sdpa_synchronized(&hb, &a, &wall);
         if (rc != ATTNCONF_OK) {
             char le[CLIP_MAX + 1];
-            clip_text(hb_last_error(&hb), le, sizeof le);
+            clip_error(hb_last_error(&hb), le, sizeof le);
             set_status(o, "ERROR", "repetition %lld: %s returned %s%s%s", (long long)n + 1,
                        s->page_size > 0 ? "paged_sdpa" : "sdpa", hb_code_name(rc),
                        le[0] ? ": " : "", le);

@@ -1,8 +1,12 @@
 /* clip.c — a long text cut to its head and tail (clip.h). */
+#define _POSIX_C_SOURCE 200809L /* getcwd */
 #include "common/clip.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* 1 if byte b continues a UTF-8 character (10xxxxxx): a cut before it would split one. */
 static int clip_continues(unsigned char b)
@@ -50,5 +54,36 @@ char *clip_text(const char *src, char *out, size_t n)
             break;
     }
     out[used] = '\0';
+    return out;
+}
+
+char *clip_relative(const char *cwd, const char *s)
+{
+    size_t n = strlen(s), cl = strlen(cwd), o = 0;
+    if (cl == 1 && cwd[0] == '/')
+        cl = 0; /* every absolute path is under "/": leave them all as they are */
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        int at_token = i == 0 || strchr(" \t='\"(:,", s[i - 1]) != NULL;
+        if (cl && at_token && !strncmp(s + i, cwd, cl) &&
+            (s[i + cl] == '\0' || strchr("/ \t'\"),:;", s[i + cl]) != NULL)) {
+            out[o++] = '.'; /* "." is shorter than cwd (>= 2 bytes): out never outgrows n */
+            i += cl;
+        } else {
+            out[o++] = s[i++];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+char *clip_error(const char *src, char *out, size_t n)
+{
+    char cwd[PATH_MAX];
+    char *rel = getcwd(cwd, sizeof cwd) ? clip_relative(cwd, src) : NULL;
+    clip_text(rel ? rel : src, out, n);
+    free(rel);
     return out;
 }

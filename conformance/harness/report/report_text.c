@@ -3,40 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clip.h"
 #include "report_internal.h"
 
 /* Text of the report with absolute paths under the current directory made relative (see the
- * top comment).  A match must start a token and end at '/' or the token's end, so "/a/bc" is
- * not rewritten for a cwd of "/a/b".  Returns a malloc'd string, or NULL (then print s as is). */
+ * top comment; the rule is common/clip.h's, which made a backend's error text relative when the
+ * run stored it).  Returns a malloc'd string, or NULL (then print s as is). */
 char *rp_relative(const rp_data *d, const char *s)
 {
-    size_t n = strlen(s), cl = strlen(d->cwd), o = 0;
-    char *out = malloc(n + 1);
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n;) {
-        int at_token = i == 0 || strchr(" \t='\"(:,", s[i - 1]) != NULL;
-        if (cl && at_token && !strncmp(s + i, d->cwd, cl) &&
-            (s[i + cl] == '\0' || strchr("/ \t'\"),:;", s[i + cl]) != NULL)) {
-            out[o++] = '.'; /* "." shorter than cwd (>= 2 bytes): out never outgrows n */
-            i += cl;
-        } else {
-            out[o++] = s[i++];
-        }
-    }
-    out[o] = '\0';
-    /* A clipped message's " [... N bytes ...] " (common/clip.h) counts bytes of the elided
-     * middle, which may hold the checkout's absolute path: the report says " [...] ". */
-    for (char *m = strstr(out, " [... "); m; m = strstr(m + 1, " [... ")) {
-        char *e = m + 6;
-        while (*e >= '0' && *e <= '9')
-            e++;
-        if (e > m + 6 && !strncmp(e, " bytes ...] ", 12)) {
-            m[5] = ']'; /* " [...]", then the text after the mark (its space included) */
-            memmove(m + 6, e + 11, strlen(e + 11) + 1);
-        }
-    }
-    return out;
+    return clip_relative(d->cwd, s);
 }
 
 /* A family name; the harness derives it from the case id, which could leave it empty. */

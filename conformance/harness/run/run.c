@@ -593,7 +593,7 @@ static void run_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t
 static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result *r)
 {
     char why[CLIP_MAX + 1]; /* its head and tail when long (common/clip.h) */
-    clip_text(rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "", why, sizeof why);
+    clip_error(rc != ATTNCONF_OK ? hb_last_error(rn->backend) : "", why, sizeof why);
     /* An exec: adapter that died, hung or broke the protocol produced no answer at all: that
      * is never a correct rejection, whatever the case expects. */
     if (hb_transport_failure(rn->backend, rc)) {

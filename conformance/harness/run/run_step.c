@@ -28,7 +28,7 @@ void run_step_set(run_step *x, hr_status s, const char *fmt, ...)
 
 const char *run_step_err(run_step *x)
 {
-    return clip_text(hb_last_error(x->hb), x->err, sizeof x->err);
+    return clip_error(hb_last_error(x->hb), x->err, sizeof x->err);
 }
 
 void run_step_fail(run_step *x, int rc, hr_status other, const char *call)

@@ -5,7 +5,10 @@
  * the verdict.  So a text over CLIP_MAX bytes keeps its first CLIP_HEAD and last CLIP_TAIL
  * bytes, cut at UTF-8 character boundaries, with " [... N bytes ...] " between them naming how
  * many bytes were left out.  Every place that stores a backend's error text (last_error, a
- * result's message, the JSON and the report that quote it) applies this one rule. */
+ * result's message, the JSON and the report that quote it) applies this one rule, through
+ * clip_error: absolute paths under the current directory are made relative ("./...") first, so
+ * where the cut falls, and the count in the marker, do not depend on where the checkout lies
+ * (a Python traceback quotes site-packages under the build tree's venv). */
 #ifndef ATTNCONF_COMMON_CLIP_H
 #define ATTNCONF_COMMON_CLIP_H
 
@@ -23,5 +26,16 @@
  * bytes, else head, marker and tail as above.  n below CLIP_MAX + 1 truncates the result to
  * n - 1 bytes (at a character boundary); src and out must not overlap.  Returns out. */
 char *clip_text(const char *src, char *out, size_t n);
+
+/* s with every absolute path under the directory cwd made relative: cwd itself becomes ".".
+ * A match must start a token (s's start or after one of  \t='"(:,) and end at '/', the end or
+ * one of  \t'"),:; so "/a/bc" is not rewritten for a cwd of "/a/b".  An empty cwd, or "/",
+ * changes nothing.  Returns a malloc'd string, or NULL when out of memory. */
+char *clip_relative(const char *cwd, const char *s);
+
+/* clip_text of src with paths under the process's current directory made relative first
+ * (clip_relative; as is when getcwd or malloc fails).  The one way a backend's error text is
+ * stored.  Returns out. */
+char *clip_error(const char *src, char *out, size_t n);
 
 #endif
