@@ -39,8 +39,9 @@ Findings (openvino 2026.4.1, op=sdpa), for REPORT.md's OpenVINO section:
     nothing get values).  There is no bottom-right spelling short of building the mask.  A
     mask with causal=True is accepted and silently ignored (documented).
   * Clause 9: a row that keeps no key is NaN (softmax of -inf, as the pseudo-code computes;
-    the text says nothing of such rows).  Lk = 0 is accepted and the output is uninitialised
-    memory (1e21, -inf, denormals, different from run to run).
+    the text says nothing of such rows).  Lk = 0 is accepted and the output is never written:
+    it holds whatever the output buffer held (uninitialised memory, 1e21, -inf, denormals,
+    different from run to run, in OpenVINO's own buffer; this adapter's is all-ones NaN).
   * Clause 10: NaN / inf in excluded K/V slots reaches the output under a bool mask, a -inf
     additive mask and the op's own causal flag (the mask is a -inf bias, P.V is dense).
   * Clause 2: scaled scores that overflow f32 (scale 1e38 .. FLT_MAX on ordinary q.k) give
@@ -263,12 +264,21 @@ def sdpa_feeds(q, k, v, mask, scale, sinks):
     return feeds
 
 
-def infer(compiled, feeds):
+def infer(compiled, feeds, shape):
     """One inference: (the output's wire dtype or its OpenVINO type name, a copy of its
-    elements in storage form: bf16 as uint16 bit patterns)."""
+    elements in storage form: bf16 as uint16 bit patterns).  The output tensor of `shape`
+    (B, Hq, Lq, Dv) is ours, every byte 0xFF (a NaN in each float type) before the call, as the
+    harness poisons a plugin's output: an element OpenVINO leaves unwritten reads the same
+    NaN on every run, never what the allocator happened to hold."""
     req = compiled.create_infer_request()
     for name, t in feeds.items():
         req.set_tensor(name, t)
+    et = compiled.output(0).get_element_type()
+    if et in WIRE:
+        out = ov.Tensor(et, list(shape))
+        if out.get_size():
+            out.data.view(np.uint8)[...] = 0xFF
+        req.set_output_tensor(0, out)
     req.infer()
     out = req.get_output_tensor(0)
     dtype = WIRE.get(out.element_type)
@@ -415,10 +425,10 @@ class OpenVino:
         if key not in self.models:
             self.models[key] = compile_sdpa(self.core, build_sdpa(**sig), sig["qt"])
         feeds = sdpa_feeds(req.q, req.k, req.v, req.mask, plan["scale"], plan["sinks"])
-        dtype, out = ax.timed(infer, self.models[key], feeds)
+        want = (req.q.shape[0], req.q.shape[1], req.q.shape[2], req.v.shape[3])
+        dtype, out = ax.timed(infer, self.models[key], feeds, want)
         if dtype not in ("f32", "f16", "bf16"):
             raise ax.Refusal(ax.EBACKEND, f"output element type {dtype}")
-        want = (req.q.shape[0], req.q.shape[1], req.q.shape[2], req.v.shape[3])
         if tuple(out.shape) != want:
             raise ax.Refusal(ax.EBACKEND, f"OpenVINO accepted the inputs and returned an output "
                              f"of shape {list(out.shape)}, not (B, Hq, Lq, Dv) = {list(want)}")
@@ -453,7 +463,8 @@ class OpenVino:
             "compiled = compile_sdpa(core, build_sdpa(**SIGNATURE), SIGNATURE['qt'])",
             "feeds = sdpa_feeds(INPUTS['q'], INPUTS['k'], INPUTS['v'], INPUTS.get('mask'),",
             "                   SCALE_INPUT, SINKS_INPUT)",
-            "dtype, out = infer(compiled, feeds)",
+            "shape = INPUTS['q'].shape[:3] + INPUTS['v'].shape[3:]",
+            "dtype, out = infer(compiled, feeds, shape)",
             "print(f'openvino {ov.get_version()}, CPU plugin, INFERENCE_PRECISION_HINT '",
             "      f\"{compiled.get_property('INFERENCE_PRECISION_HINT').to_string()}\")",
             "if dtype == 'bf16':",

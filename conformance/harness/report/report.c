@@ -481,14 +481,21 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
             fputs(": ", f);
             md_text(f, c->description);
         }
-        if (c->message[0] && c->status != HR_NOT_SUPPORTED) {
+        /* Values that differ from run to run (the entry's `varies`) are not quoted: the
+         * report is a pure function of what is reproducible. */
+        if (c->x_varies[0] && c->as_expected) {
+            fputs(" Harness: the values differ from run to run, not quoted (", f);
+            md_text(f, c->x_varies);
+            fputs(").", f);
+        } else if (c->message[0] && c->status != HR_NOT_SUPPORTED) {
             fputs(" Harness: ", f);
             rp_text_rel(f, d, c->message);
             fputc('.', f);
         }
         /* A row-check failure ("row 0 must be finite ...") says all there is; the statistics
          * compare the other rows with the reference. */
-        if (c->has_stats && c->first_bad >= 0 && strncmp(c->message, "row ", 4) != 0) {
+        if (c->has_stats && c->first_bad >= 0 && strncmp(c->message, "row ", 4) != 0 &&
+            !(c->x_varies[0] && c->as_expected)) {
             fputs(" Measured: ", f);
             hr_result r = {.first_bad = c->first_bad,
                            .bad_ndim = c->ndim,

@@ -36,7 +36,7 @@ typedef struct rp_case {
     int64_t elements;        /* the case's size; 0 when the file has none */
     /* run --expect only (x_* borrowed; x_case "" when no entry matched) */
     int has_expect, as_expected;
-    const char *x_status, *x_case, *x_reason, *x_upstream;
+    const char *x_status, *x_case, *x_reason, *x_upstream, *x_varies;
     int64_t x_clause;
     int64_t shard; /* the shard its file holds (run --shard), -1 when not sharded */
 } rp_case;

@@ -103,6 +103,7 @@ static void take_case(const char *path, const rj_result *x, rp_case *c)
     c->x_case = x->x_case;
     c->x_reason = x->x_reason;
     c->x_upstream = x->x_upstream;
+    c->x_varies = x->x_varies;
     c->x_clause = x->x_clause;
 }
 

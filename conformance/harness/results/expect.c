@@ -127,7 +127,7 @@ static int hx_read_patterns(const hx_reader *r, const yaml_node_t *n, hx_entry *
 }
 
 /* The keys of an entry (the index of each in hx_read_entry's table). */
-enum { HX_CASE, HX_STATUS, HX_REASON, HX_UPSTREAM, HX_CLAUSE, HX_NKEYS };
+enum { HX_CASE, HX_STATUS, HX_REASON, HX_UPSTREAM, HX_VARIES, HX_CLAUSE, HX_NKEYS };
 
 typedef struct hx_entry_walk {
     const hx_reader *r;
@@ -149,11 +149,8 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
 {
     if (m->type != YAML_MAPPING_NODE)
         return hx_fail(r, m, "expect: each entry must be a mapping (case, status, clause, reason)");
-    ayr_field keys[HX_NKEYS] = {{"case", 0, NULL},
-                                {"status", 0, NULL},
-                                {"reason", 0, NULL},
-                                {"upstream", 0, NULL},
-                                {"clause", 0, NULL}};
+    ayr_field keys[HX_NKEYS] = {{"case", 0, NULL},     {"status", 0, NULL}, {"reason", 0, NULL},
+                                {"upstream", 0, NULL}, {"varies", 0, NULL}, {"clause", 0, NULL}};
     hx_entry_walk w = {r, keys, {NULL}};
     ayr_walk_at at;
     ayr_walk_result walked = ayr_walk(r->doc, m, keys, HX_NKEYS, hx_entry_value, &w, &at);
@@ -162,14 +159,14 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
     if (walked == AYR_WALK_UNKNOWN)
         return hx_fail(r, at.key,
                        "expect entry: unknown key '%s' (known: case, status, clause, reason, "
-                       "upstream)",
+                       "upstream, varies)",
                        at.name);
     if (walked == AYR_WALK_DUPLICATE)
         return hx_fail(r, at.key, "expect entry: duplicate key '%s'", at.name);
     if (walked != AYR_WALK_OK)
         return hx_fail(r, at.key, "expect entry: keys must be strings");
     const char *status = w.text[HX_STATUS], *reason = w.text[HX_REASON],
-               *upstream = w.text[HX_UPSTREAM];
+               *upstream = w.text[HX_UPSTREAM], *varies = w.text[HX_VARIES];
     const yaml_node_t *clause_node = keys[HX_CLAUSE].val, *status_node = keys[HX_STATUS].val,
                       *case_node = keys[HX_CASE].val;
     if (!case_node || !status || !reason || !clause_node)
@@ -207,7 +204,8 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
     e->line = (int)m->start_mark.line + 1;
     e->reason = hx_dup(reason);
     e->upstream = hx_dup(upstream);
-    if (!e->reason || (upstream && !e->upstream))
+    e->varies = hx_dup(varies);
+    if (!e->reason || (upstream && !e->upstream) || (varies && !e->varies))
         return hx_fail(r, m, "out of memory");
     return 0;
 }
@@ -370,6 +368,7 @@ size_t hx_apply(hx_file *f, hr_run *run)
         snprintf(r->expect_reason, sizeof r->expect_reason, "%s", e ? e->reason : "");
         snprintf(r->expect_upstream, sizeof r->expect_upstream, "%s",
                  e && e->upstream ? e->upstream : "");
+        snprintf(r->expect_varies, sizeof r->expect_varies, "%s", e && e->varies ? e->varies : "");
         unexpected += !hx_status_matches(r);
     }
     return unexpected;
@@ -387,6 +386,7 @@ void hx_free(hx_file *f)
         free(f->entries[i].pattern);
         free(f->entries[i].reason);
         free(f->entries[i].upstream);
+        free(f->entries[i].varies);
     }
     free(f->entries);
     free(f->path);

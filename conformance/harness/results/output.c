@@ -794,6 +794,8 @@ static json_t *json_result(const hr_result *r)
                 err |= jset(x, "clause", json_integer(r->expect_clause));
                 err |= jset(x, "reason", jstr(FIELD(r->expect_reason)));
                 err |= jset(x, "upstream", jstr(FIELD(r->expect_upstream)));
+                if (r->expect_varies[0])
+                    err |= jset(x, "varies", jstr(FIELD(r->expect_varies)));
             }
         }
         err |= jset(o, "expected", x);

@@ -227,7 +227,7 @@ int rj_load(rj_reader *r, const char *path, json_t **root, rj_doc *doc)
 /* The "expected" object of a run --expect result. */
 static int read_expected(const rj_reader *r, const json_t *o, rj_result *c)
 {
-    c->x_case = c->x_status = c->x_reason = c->x_upstream = "";
+    c->x_case = c->x_status = c->x_reason = c->x_upstream = c->x_varies = "";
     if (!json_object_get(o, "expected"))
         return 0;
     json_t *x = need(r, o, "expected", JSON_OBJECT);
@@ -244,7 +244,8 @@ static int read_expected(const rj_reader *r, const json_t *o, rj_result *c)
     if (json_object_get(x, "case") &&
         (get_str(&xr, x, "case", &c->x_case) || get_str(&xr, x, "status", &c->x_status) ||
          get_int(&xr, x, "clause", &c->x_clause) || get_str(&xr, x, "reason", &c->x_reason) ||
-         get_str(&xr, x, "upstream", &c->x_upstream)))
+         get_str(&xr, x, "upstream", &c->x_upstream) ||
+         (json_object_get(x, "varies") && get_str(&xr, x, "varies", &c->x_varies))))
         return -1;
     if (c->x_case[0] && rj_status_parse(c->x_status, &xs) != 0)
         return ferr(&xr, "status", "unknown status \"%s\"", c->x_status);

@@ -226,6 +226,7 @@ static void hw_sanitize(hr_result *r)
     TERM(expect_pattern);
     TERM(expect_reason);
     TERM(expect_upstream);
+    TERM(expect_varies);
 #undef TERM
     if (r->nrules < 0 || r->nrules > ACASE_MAX_RULES)
         r->nrules = 0;

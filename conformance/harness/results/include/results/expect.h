@@ -26,6 +26,10 @@
  *       clause: 9                     the SPEC.md clause (1..SPEC_CLAUSES) the divergence is about
  *       reason: "rows that keep no key come out as the mean of V"
  *       upstream: "MLX's own test only asserts no NaN"     optional
+ *       varies: "the output is the library's uninitialised scratch memory"     optional: the
+ *                                     library's output differs from run to run, so the report
+ *                                     quotes this text instead of the values the harness saw
+ *                                     (REPORT.md's conformance part stays deterministic)
  *
  * A case no entry matches is expected to conform: PASS, or EXPECTED_ERROR for a case that
  * must be rejected.  So an UNEXPRESSIBLE result conforms only where an entry lists the case
@@ -50,6 +54,7 @@ typedef struct hx_entry {
     int clause;     /* 1..SPEC_CLAUSES (results/result.h) */
     char *reason;   /* one line */
     char *upstream; /* one line, or NULL */
+    char *varies;   /* one line, or NULL: why the output differs from run to run */
     int line;       /* 1-based line of the entry in the file, for messages */
     size_t *hits;   /* [npatterns]: cases each pattern matched first in the run */
 } hx_entry;

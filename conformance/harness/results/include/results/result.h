@@ -94,6 +94,8 @@ typedef struct hr_result {
     char expect_pattern[2048]; /* the entry's case ids or globs, joined by ", " */
     char expect_reason[512];
     char expect_upstream[256];
+    char expect_varies[256]; /* the entry's `varies` ("" without): the report quotes it, not
+                                the message, whose values differ from run to run */
 } hr_result;
 
 typedef struct hr_run {

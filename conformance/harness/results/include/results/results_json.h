@@ -62,6 +62,7 @@ typedef struct rj_result {
      * matched (then x_status, x_reason, x_upstream are "" and x_clause 0). */
     int has_expect, as_expected;
     const char *x_case, *x_status, *x_reason, *x_upstream;
+    const char *x_varies; /* "" when the entry has no `varies` */
     int64_t x_clause;
 } rj_result;
 
