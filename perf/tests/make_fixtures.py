@@ -29,6 +29,10 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
                     against an expected 1 (off by 0.30), one whose rate dips 30 % at one size
                     and is back at the next (a cliff, marked as an isolated dip), one size
                     SKIPPED, and the reference timed at one size only (too few points to fit)
+  paged.json        a paged suite (perf-report's paged / contiguous table): cpu's contiguous
+                    decode at Lk 8192, pages of 16 at 0.80 of its bandwidth and pages of 128 at
+                    1.00 (times exact), one paged shape INCORRECT; the reference with its paged
+                    shapes NOT_SUPPORTED (no column)
   bad-*.json        broken files: perf-compare / perf-report must exit 2 naming file and key
 Every file's onnxruntime-opset23 has "timing": "adapter" (an exec: adapter, timed by what it
 reports), cpu "in-process", and the reference no "timing" (a file from before the key).
@@ -94,10 +98,11 @@ def decode_shape(lk, dtype):
 
 
 def timed(shape, ideal, reps, rng, machine):
+    """A timed shape; rng None: every repetition takes exactly `ideal`."""
     times = []
     for _ in range(reps):
-        t = ideal * math.exp(rng.gauss(0, 0.015))
-        if rng.random() < 1 / 12:
+        t = ideal if rng is None else ideal * math.exp(rng.gauss(0, 0.015))
+        if rng is not None and rng.random() < 1 / 12:
             t *= 1 + rng.uniform(0.05, 0.30)
         times.append(sig(t, 6))
     med = statistics.median(times)
@@ -235,6 +240,31 @@ def curves_file():
             "config": dict(CONFIG, min_reps=3), "backends": backends}
 
 
+def paged_file():
+    """The paged fixture: every repetition of a shape takes exactly its ideal time."""
+    def shape(dtype, page_size, t, status="OK"):
+        g = decode_shape(8192, dtype)
+        if page_size:
+            g = dict(g, id=f"paged.P{page_size}.B1.Lk8192.{dtype}", page_size=page_size)
+        if status != "OK":
+            return untimed(g, status, "backend lacks capability paged" if status ==
+                           "NOT_SUPPORTED" else "row 0: error 9.1x the clause-13 bound")
+        return timed(g, t, 5, None, MACHINE)
+    cpu, ref = [], []
+    for dt, t in (("f32", 4.0e-3), ("f16", 2.5e-3)):
+        cpu += [shape(dt, 0, t), shape(dt, 16, t / 0.8),
+                shape(dt, 128, t, "INCORRECT" if dt == "f16" else "OK")]
+        ref += [shape(dt, 0, 20 * t), shape(dt, 16, 0, "NOT_SUPPORTED"),
+                shape(dt, 128, 0, "NOT_SUPPORTED")]
+    return {"attnconf_bench": 1, "suite": "paged", "suite_file": "perf/suites/paged.yaml",
+            "label": "paged fixture", "started": "2026-12-01T01:02:03Z", "machine": MACHINE,
+            "config": CONFIG,
+            "backends": [{"name": "cpu", "version": "0.1.0", "options": OPTIONS["cpu"],
+                          "timing": "in-process", "shapes": cpu},
+                         {"name": "reference", "version": "0.1.0", "options": {},
+                          "shapes": ref}]}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
                                                              "fixtures")
@@ -257,6 +287,7 @@ def main():
         "wide.json": run("prefill", "thirteen backends", 12, names=WIDE),
     }
     files["curves.json"] = curves_file()
+    files["paged.json"] = paged_file()
     bad = curves_file()
     bad["backends"][0]["shapes"][2]["curve"] = "nosuch"
     files["bad-curve.json"] = bad

@@ -261,6 +261,9 @@ static int read_shape(at *a, const json_t *o, const pj_file *f, pj_shape *s)
                     status);
     json_t *via = json_object_get(o, "via");
     s->via = json_is_string(via) ? json_string_value(via) : "";
+    s->page_size = 0;
+    if (json_object_get(o, "page_size") && get_count(a, o, "page_size", big, &s->page_size))
+        return -1;
     s->curve = "";
     if (json_object_get(o, "curve")) {
         if (get_str(a, o, "curve", &s->curve))
@@ -467,5 +470,5 @@ int pj_same_geometry(const pj_shape *a, const pj_shape *b)
 {
     return !strcmp(a->dtype, b->dtype) && a->bound == b->bound && a->b == b->b && a->hq == b->hq &&
            a->hkv == b->hkv && a->lq == b->lq && a->lk == b->lk && a->d == b->d && a->dv == b->dv &&
-           a->causal == b->causal && a->window == b->window;
+           a->causal == b->causal && a->window == b->window && a->page_size == b->page_size;
 }

@@ -12,7 +12,8 @@
  * them out or null.  A backend's "timing" is optional ("in-process" when absent), else
  * "in-process" or "adapter".  A cost-curve suite's file has "curves" (a list of {name, x,
  * expect}: unique names, x "lk", "lq" or "batch", expect a positive number) and a "curve" in
- * its shapes, each naming one of them; both are optional, and checked when present. */
+ * its shapes, each naming one of them; both are optional, and checked when present.  A paged
+ * shape has "page_size" (a positive count; absent or 0: contiguous K/V). */
 #ifndef ATTNCONF_PERF_JSON_H
 #define ATTNCONF_PERF_JSON_H
 
@@ -60,6 +61,7 @@ typedef struct pj_shape {
     const char *id, *dtype, *message, *via; /* via: "params", "mask" or "" when absent */
     const char *curve;                      /* the cost curve it is a point of, or "" */
     int64_t b, hq, hkv, lq, lk, d, dv, window;
+    int64_t page_size; /* slots per page of a paged shape (SPEC clause 23); 0: contiguous */
     int causal;
     pj_bound bound;
     pj_status status;
@@ -117,8 +119,9 @@ double pj_limit(const pj_machine *m, pj_bound bound);
  * compared as fractions of each run's limit (time x limit). */
 int pj_same_machine(const pj_machine *a, const pj_machine *b);
 
-/* 1 when two shapes with the same id describe the same problem (dtype, bound and every size and
- * mask parameter equal): a suite edited between two runs must not be compared as if unchanged. */
+/* 1 when two shapes with the same id describe the same problem (dtype, bound, every size and
+ * mask parameter and the page size equal): a suite edited between two runs must not be compared
+ * as if unchanged. */
 int pj_same_geometry(const pj_shape *a, const pj_shape *b);
 
 #endif

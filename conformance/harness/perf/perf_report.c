@@ -343,6 +343,85 @@ static void write_measure(FILE *f, const ctx *c, const suite *s, int m, int boun
     }
 }
 
+/* The contiguous shape of be that a paged shape reads the same keys as: the same geometry,
+ * no pages.  NULL when the suite has none. */
+static const pj_shape *contiguous_twin(const pj_backend *be, const pj_shape *paged)
+{
+    for (size_t i = 0; i < be->n; i++) {
+        const pj_shape *t = &be->shapes[i];
+        if (t->page_size == 0 && !strcmp(t->dtype, paged->dtype) && t->bound == paged->bound &&
+            t->b == paged->b && t->hq == paged->hq && t->hkv == paged->hkv && t->lq == paged->lq &&
+            t->lk == paged->lk && t->d == paged->d && t->dv == paged->dv &&
+            t->causal == paged->causal && t->window == paged->window)
+            return t;
+    }
+    return NULL;
+}
+
+/* A suite with paged shapes (SPEC clause 23): per backend, each paged shape's bandwidth over
+ * the same backend's contiguous shape of the same geometry in the same run, i.e. the
+ * contiguous median time / the paged one (1: paged decode at the contiguous bandwidth).  The
+ * figure of merit of a paged kernel, and a ratio within one run, so a loaded machine moves it
+ * less than either time. */
+static void write_paged(FILE *f, const suite *s)
+{
+    size_t npaged = 0, np = 0;
+    const col *part[MD_TABLE_MAX_COLS - 1];
+    for (size_t i = 0; i < s->nids; i++)
+        for (size_t k = 0; k < s->ncols; k++) {
+            const pj_shape *sh = pj_find_shape(s->cols[k].be, s->ids[i]);
+            if (sh && sh->page_size > 0) {
+                npaged++;
+                break;
+            }
+        }
+    for (size_t k = 0; k < s->ncols && np < MD_TABLE_MAX_COLS - 1; k++)
+        for (size_t i = 0; i < s->cols[k].be->n; i++) {
+            const pj_shape *sh = &s->cols[k].be->shapes[i];
+            if (sh->page_size > 0 && sh->status == PJ_OK) {
+                part[np++] = &s->cols[k];
+                break;
+            }
+        }
+    if (!npaged || !np)
+        return;
+    fputs("\n**Paged \xC3\xB7 contiguous bandwidth** (the contiguous shape's median time / the "
+          "paged shape's, same backend, same run; 1: the contiguous bandwidth)\n\n| Shape |",
+          f);
+    for (size_t k = 0; k < np; k++) {
+        fputc(' ', f);
+        md_text(f, part[k]->be->name);
+        fputs(" |", f);
+    }
+    fputs("\n| --- |", f);
+    for (size_t k = 0; k < np; k++)
+        fputs(" ---: |", f);
+    fputc('\n', f);
+    for (size_t i = 0; i < s->nids; i++) {
+        const pj_shape *any = NULL;
+        for (size_t k = 0; k < s->ncols && !any; k++) {
+            const pj_shape *sh = pj_find_shape(s->cols[k].be, s->ids[i]);
+            any = sh && sh->page_size > 0 ? sh : NULL;
+        }
+        if (!any)
+            continue;
+        fputs("| ", f);
+        md_code_cell(f, s->ids[i]);
+        fputs(" |", f);
+        for (size_t k = 0; k < np; k++) {
+            const pj_shape *sh = pj_find_shape(part[k]->be, s->ids[i]);
+            const pj_shape *t = sh ? contiguous_twin(part[k]->be, sh) : NULL;
+            if (sh && sh->status != PJ_OK)
+                fprintf(f, " %s |", pj_status_name(sh->status));
+            else if (sh && t && t->status == PJ_OK && sh->median_s > 0)
+                fprintf(f, " %.2f |", t->median_s / sh->median_s);
+            else
+                fputs(" " EM_DASH " |", f);
+        }
+        fputc('\n', f);
+    }
+}
+
 /* Under the table: the non-OK shapes, grouped by backend, status and message. */
 static void write_messages(FILE *f, const suite *s)
 {
@@ -467,6 +546,7 @@ static void write_suite(FILE *f, const ctx *c, const suite *s, int print_machine
         int bound = suite_bound(s);
         for (int m = 0; m < M_COUNT; m++)
             write_measure(f, c, s, m, bound);
+        write_paged(f, s);
     }
     size_t nadapter = 0;
     for (size_t k = 0; k < s->ncols; k++)
