@@ -320,55 +320,45 @@ AI const char *kit_next(kit *it, const size_t esz)
     return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
 }
 
-/* Prefetch requests for a run list, handed out a few cache lines at a time: decode reads K and
- * V once from memory, and asking for the next tile's rows all at once (hundreds of requests)
- * fills the miss queue and stalls this tile's loads behind them, so memory and arithmetic
- * alternate instead of overlapping. */
+/* Prefetch requests for the rows of a run list, handed out a few rows at a time: decode reads
+ * K and V once from memory, and asking for the next tile's rows all at once (hundreds of
+ * requests) fills the miss queue and stalls this tile's loads behind them, so memory and
+ * arithmetic alternate instead of overlapping.  A whole row per request keeps the bookkeeping
+ * per row, not per cache line (it costs as much as the arithmetic when the data is in cache). */
 typedef struct pfq {
-    const cpu_run *r;
-    int n, u, t;
-    size_t off, end; /* the next line's offset in the current row; the row's end */
-    size_t rowbytes, esz;
-    int per; /* lines per step */
+    kit it;
+    int left;        /* rows not yet requested */
+    int per;         /* rows per request step */
+    int every, cd;   /* a request step every `every` calls of pfq_step; calls left to the next */
+    size_t rowbytes; /* bytes of a row to request */
+    size_t esz;
 } pfq;
 
 AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz, int64_t steps)
 {
-    q->r = r;
-    q->n = n;
-    q->u = 0;
-    q->t = 0;
-    q->off = 0;
+    q->it = (kit){r, 0, 0};
+    q->left = 0;
+    for (int i = 0; i < n; i++)
+        q->left += r[i].n;
     q->esz = esz;
     q->rowbytes = (size_t)rowelems * esz;
-    int64_t rows = 0;
-    for (int i = 0; i < n; i++)
-        rows += r[i].n;
-    const int64_t lines = rows * (int64_t)((q->rowbytes + 127) / 64); /* + 1: unaligned rows */
-    q->per = steps > 0 && rows > 0 && q->rowbytes > 0 ? (int)((lines + steps - 1) / steps) : 0;
-    q->end = 0;
-    if (q->per == 0)
-        q->u = n;
+    q->per = steps > 0 ? (int)((q->left + steps - 1) / steps) : q->left;
+    q->every = q->left > 0 && steps > q->left ? (int)(steps / q->left) : 1;
+    q->cd = 1;
+    if (q->rowbytes == 0)
+        q->left = 0;
 }
 
 AI void pfq_step(pfq *q)
 {
-    for (int i = 0; i < q->per && q->u < q->n; i++) {
-        const cpu_run *r = &q->r[q->u];
-        if (q->t >= r->n) {
-            q->u++;
-            q->t = 0;
-            continue;
-        }
-        const char *row = (const char *)r->src + (size_t)((int64_t)q->t * r->rstride) * q->esz;
-        if (q->off == 0)
-            q->end = q->rowbytes + ((uintptr_t)row & 63); /* lines the row touches */
-        _mm_prefetch(row - ((uintptr_t)row & 63) + q->off, _MM_HINT_T0);
-        q->off += 64;
-        if (q->off >= q->end) {
-            q->off = 0;
-            q->t++;
-        }
+    if (--q->cd > 0)
+        return;
+    q->cd = q->every;
+    for (int i = 0; i < q->per && q->left > 0; i++, q->left--) {
+        const char *row = kit_next(&q->it, q->esz);
+        for (size_t o = 0; o < q->rowbytes; o += 64)
+            _mm_prefetch(row + o, _MM_HINT_T0);
+        _mm_prefetch(row + q->rowbytes - 1, _MM_HINT_T0); /* an unaligned row's last line */
     }
 }
 
@@ -411,8 +401,9 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
-    while (pq.u < pq.n) /* whatever the steps left (a call of one key) */
-        pfq_step(&pq);
+    pq.cd = 1; /* whatever is left (a call of one key) */
+    pq.per = pq.left;
+    pfq_step(&pq);
 }
 
 #define SRR_ROWS(DT)                                                                               \
@@ -443,7 +434,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
     for (int u = 0; u < nruns; u++)
         nkeys += runs[u].n;
     pfq pq;
-    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * ((Dv + 15) / 16));
+    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * (Dv / 16)); /* a step per key and block */
     int64_t e0 = 0;
     for (; e0 + 16 <= Dv; e0 += 16) {
         __m256 a0[CPU_DR], a1[CPU_DR];
@@ -487,8 +478,9 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                 for (int r = 0; r < R; r++)
                     o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
             }
-    while (pq.u < pq.n)
-        pfq_step(&pq);
+    pq.cd = 1;
+    pq.per = pq.left;
+    pfq_step(&pq);
 }
 
 #define PVR_ROWS(DT)                                                                               \
