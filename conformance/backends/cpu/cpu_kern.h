@@ -29,6 +29,14 @@
 /* Element types of the source tensors (the attnconf / attnref dtype values). */
 enum { CPU_F32 = 1, CPU_F16 = 2, CPU_BF16 = 3 };
 
+/* A run of key rows for the decode kernels' run form: row t (< n) starts at element
+ * t * rstride of src (contiguous: the rest of a tile; paged: the rows of one page). */
+typedef struct cpu_run {
+    const void *src;
+    int64_t rstride;
+    int n;
+} cpu_run;
+
 typedef struct cpu_kernels {
     const char *name; /* "avx2", "portable" */
 
@@ -87,6 +95,26 @@ typedef struct cpu_kernels {
     /* dst[e] = src[e] rounded once to dtype, to nearest even (f16 and bf16 keep subnormals,
      * overflow to inf, NaN stays NaN), e < n, dst contiguous. */
     void (*store_row)(const float *src, int64_t n, int dtype, void *dst);
+
+    /* ---- the decode kernels over runs of rows (optional: NULL in a table that lacks them;
+     * the driver then calls scores_rows / pv_rows once per run) ---- */
+
+    /* scores_rows over the keys of runs[0..nruns) in order (key c of the tile = the c-th row
+     * of the runs, nk = their total), writing s[r*lds + c]; the same values as scores_rows
+     * per run.  While it computes, the kernel prefetches the first D elements of the rows of
+     * pf[0..npf) (the next tile's K rows), spread over the call so the loads of this tile
+     * and the requests for the next overlap; npf may be 0.  A prefetch never faults. */
+    void (*scores_runs)(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                        int dtype, int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf,
+                        int npf);
+
+    /* pv_rows over the V rows of runs[0..nruns) (key c = the c-th row of the runs), corr applied
+     * once, the accumulators kept in registers across runs; the same values as pv_rows on the
+     * first run followed by pv_rows with corr = 1 on each later one.  Prefetches the first Dv
+     * elements of the rows of pf[0..npf), spread over the call. */
+    void (*pv_runs)(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                    int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                    const cpu_run *pf, int npf);
 } cpu_kernels;
 
 extern const cpu_kernels cpu_kernels_portable;

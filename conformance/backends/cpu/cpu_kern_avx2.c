@@ -44,6 +44,11 @@ AI float load1(const void *src, int dtype, int64_t i)
     }
 }
 
+AI size_t dt_size(const int dtype)
+{
+    return dtype == CPU_F32 ? 4 : 2;
+}
+
 /* ---- scores ------------------------------------------------------------------------------- */
 
 AI void sc_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_t D, float sigma,
@@ -144,12 +149,13 @@ AI __m256 hsum8x8(const __m256 v[8])
     return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
 }
 
-/* Rows r < R (<= 4) against the keys at elements k0 and k1 of src, scaled: lane 2r of the
+/* Rows r < R (<= 4) against the key rows at k0 and k1, scaled: lane 2r of the
  * result is row r's score for key k0, lane 2r + 1 for key k1 (lanes of rows >= R are 0).  Each
  * q chunk is loaded once for both keys and each converted K chunk is used by every row; the 2R
- * accumulators stay in registers and one horizontal reduction serves all of them. */
-AI __m256 sr_pair(const float *q, size_t ldq, const void *src, const int dtype, int64_t k0,
-                  int64_t k1, int64_t D, __m256 sv, const int R)
+ * accumulators stay in registers and one horizontal reduction serves all of them.  The two
+ * keys' rows may be anywhere (two pages). */
+AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, const int dtype,
+                  int64_t D, __m256 sv, const int R)
 {
     __m256 a[CPU_DR], b[CPU_DR];
 #pragma GCC unroll 4
@@ -157,7 +163,7 @@ AI __m256 sr_pair(const float *q, size_t ldq, const void *src, const int dtype, 
         a[r] = b[r] = _mm256_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
-        const __m256 ka = load8(src, dtype, k0 + d), kb = load8(src, dtype, k1 + d);
+        const __m256 ka = load8(k0, dtype, d), kb = load8(k1, dtype, d);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             const __m256 qv = _mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d);
@@ -171,7 +177,7 @@ AI __m256 sr_pair(const float *q, size_t ldq, const void *src, const int dtype, 
         for (int r = 0; r < R; r++)
             ta[r] = tb[r] = 0.0f;
         for (; d < D; d++) {
-            const float x = load1(src, dtype, k0 + d), y = load1(src, dtype, k1 + d);
+            const float x = load1(k0, dtype, d), y = load1(k1, dtype, d);
             for (int r = 0; r < R; r++) {
                 ta[r] += q[(size_t)r * ldq + (size_t)d] * x;
                 tb[r] += q[(size_t)r * ldq + (size_t)d] * y;
@@ -196,8 +202,9 @@ AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, c
     /* Keys in pairs: the result's low half holds rows 0-1, its high half rows 2-3, each row's
      * two scores adjacent, so each row takes one 8-byte store. */
     for (; c + 2 <= nk; c += 2) {
-        const int64_t k0 = (int64_t)c * rstride;
-        const __m256 t = sr_pair(q, ldq, src, dtype, k0, k0 + rstride, D, sv, R);
+        const char *k0 = (const char *)src + (size_t)((int64_t)c * rstride) * dt_size(dtype);
+        const __m256 t =
+            sr_pair(q, ldq, k0, k0 + (size_t)rstride * dt_size(dtype), dtype, D, sv, R);
         const __m128 lo = _mm256_castps256_ps128(t), hi = _mm256_extractf128_ps(t, 1);
         _mm_storel_pi((__m64 *)(s + (size_t)c), lo);
         if (R > 1)
@@ -209,9 +216,9 @@ AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, c
     }
     if (c < nk) {
         /* A last key: the pair kernel with the key read twice (never the next). */
-        const int64_t k0 = (int64_t)c * rstride;
+        const char *k0 = (const char *)src + (size_t)((int64_t)c * rstride) * dt_size(dtype);
         float ta[8];
-        _mm256_storeu_ps(ta, sr_pair(q, ldq, src, dtype, k0, k0, D, sv, R));
+        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R));
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
@@ -291,6 +298,207 @@ static void x_pv_rows(const float *p, size_t ldp, int nrows, const void *src, in
     case CPU_F16: PV_ROWS(CPU_F16) break;
     case CPU_BF16: PV_ROWS(CPU_BF16) break;
     default: PV_ROWS(CPU_F32) break;
+    }
+}
+
+/* ---- the decode kernels over runs of rows ------------------------------------------------ */
+
+/* The keys of a run list in order: kit_next gives the next row's address (the caller never asks
+ * past the total). */
+typedef struct kit {
+    const cpu_run *r;
+    int u, t;
+} kit;
+
+AI const char *kit_next(kit *it, const size_t esz)
+{
+    while (it->t >= it->r[it->u].n) {
+        it->u++;
+        it->t = 0;
+    }
+    const cpu_run *r = &it->r[it->u];
+    return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
+}
+
+/* Prefetch requests for the rows of a run list, handed out a few rows at a time: decode reads
+ * K and V once from memory, and asking for the next tile's rows all at once (hundreds of
+ * requests) fills the miss queue and stalls this tile's loads behind them, so memory and
+ * arithmetic alternate instead of overlapping.  A whole row per request keeps the bookkeeping
+ * per row, not per cache line (it costs as much as the arithmetic when the data is in cache). */
+typedef struct pfq {
+    kit it;
+    int left;        /* rows not yet requested */
+    int per;         /* rows per request step */
+    int every, cd;   /* a request step every `every` calls of pfq_step; calls left to the next */
+    size_t rowbytes; /* bytes of a row to request */
+    size_t esz;
+} pfq;
+
+AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz, int64_t steps)
+{
+    q->it = (kit){r, 0, 0};
+    q->left = 0;
+    for (int i = 0; i < n; i++)
+        q->left += r[i].n;
+    q->esz = esz;
+    q->rowbytes = (size_t)rowelems * esz;
+    q->per = steps > 0 ? (int)((q->left + steps - 1) / steps) : q->left;
+    q->every = q->left > 0 && steps > q->left ? (int)(steps / q->left) : 1;
+    q->cd = 1;
+    if (q->rowbytes == 0)
+        q->left = 0;
+}
+
+AI void pfq_step(pfq *q)
+{
+    if (--q->cd > 0)
+        return;
+    q->cd = q->every;
+    for (int i = 0; i < q->per && q->left > 0; i++, q->left--) {
+        const char *row = kit_next(&q->it, q->esz);
+        for (size_t o = 0; o < q->rowbytes; o += 64)
+            _mm_prefetch(row + o, _MM_HINT_T0);
+        _mm_prefetch(row + q->rowbytes - 1, _MM_HINT_T0); /* an unaligned row's last line */
+    }
+}
+
+/* Store lanes 2r, 2r + 1 of t (rows r < R, keys c and c + 1) into s. */
+AI void store_pair(__m256 t, float *s, size_t lds, int c, const int R)
+{
+    const __m128 lo = _mm256_castps256_ps128(t), hi = _mm256_extractf128_ps(t, 1);
+    _mm_storel_pi((__m64 *)(s + (size_t)c), lo);
+    if (R > 1)
+        _mm_storeh_pi((__m64 *)(s + lds + (size_t)c), lo);
+    if (R > 2)
+        _mm_storel_pi((__m64 *)(s + 2 * lds + (size_t)c), hi);
+    if (R > 3)
+        _mm_storeh_pi((__m64 *)(s + 3 * lds + (size_t)c), hi);
+}
+
+AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nruns, const int dtype,
+                       int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf, int npf,
+                       const int R)
+{
+    const size_t esz = dt_size(dtype);
+    int nk = 0;
+    for (int u = 0; u < nruns; u++)
+        nk += runs[u].n;
+    const __m256 sv = _mm256_set1_ps(sigma);
+    pfq pq;
+    pfq_init(&pq, pf, npf, D, esz, (nk + 1) / 2);
+    kit it = {runs, 0, 0};
+    int c = 0;
+    /* Keys in pairs (a pair may take its keys from two runs), as scores_rows_dt. */
+    for (; c + 2 <= nk; c += 2) {
+        pfq_step(&pq);
+        const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz);
+        store_pair(sr_pair(q, ldq, k0, k1, dtype, D, sv, R), s, lds, c, R);
+    }
+    if (c < nk) {
+        const char *k0 = kit_next(&it, esz);
+        float ta[8];
+        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R));
+        for (int r = 0; r < R; r++)
+            s[(size_t)r * lds + (size_t)c] = ta[2 * r];
+    }
+    pq.cd = 1; /* whatever is left (a call of one key) */
+    pq.per = pq.left;
+    pfq_step(&pq);
+}
+
+#define SRR_ROWS(DT)                                                                               \
+    switch (nrows) {                                                                               \
+    case 1: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 1); break;          \
+    case 2: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 2); break;          \
+    case 3: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 3); break;          \
+    default: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 4); break;         \
+    }
+
+static void x_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                          int dtype, int64_t D, float sigma, float *s, size_t lds,
+                          const cpu_run *pf, int npf)
+{
+    switch (dtype) {
+    case CPU_F16: SRR_ROWS(CPU_F16) break;
+    case CPU_BF16: SRR_ROWS(CPU_BF16) break;
+    default: SRR_ROWS(CPU_F32) break;
+    }
+}
+
+AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
+                   int64_t Dv, const float *corr, float *o, size_t ldo, const cpu_run *pf, int npf,
+                   const int R)
+{
+    const size_t esz = dt_size(dtype);
+    int nkeys = 0;
+    for (int u = 0; u < nruns; u++)
+        nkeys += runs[u].n;
+    pfq pq;
+    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * (Dv / 16)); /* a step per key and block */
+    int64_t e0 = 0;
+    for (; e0 + 16 <= Dv; e0 += 16) {
+        __m256 a0[CPU_DR], a1[CPU_DR];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m256 cr = _mm256_broadcast_ss(corr + r);
+            a0[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + (size_t)e0), cr);
+            a1[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + (size_t)e0 + 8), cr);
+        }
+        int c = 0;
+        for (int u = 0; u < nruns; u++) {
+            const char *src = runs[u].src;
+            const int64_t rs = runs[u].rstride;
+            for (int t = 0; t < runs[u].n; t++, c++) {
+                pfq_step(&pq);
+                const int64_t row = (int64_t)t * rs + e0;
+                const __m256 v0 = load8(src, dtype, row), v1 = load8(src, dtype, row + 8);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; r++) {
+                    const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * ldp + (size_t)c);
+                    a0[r] = _mm256_fmadd_ps(pb, v0, a0[r]);
+                    a1[r] = _mm256_fmadd_ps(pb, v1, a1[r]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            _mm256_store_ps(o + (size_t)r * ldo + (size_t)e0, a0[r]);
+            _mm256_store_ps(o + (size_t)r * ldo + (size_t)e0 + 8, a1[r]);
+        }
+    }
+    /* Fewer than 16 columns left: element by element, as pv_rows_dt. */
+    for (int r = 0; r < R && e0 < Dv; r++)
+        for (int64_t e = e0; e < Dv; e++)
+            o[(size_t)r * ldo + (size_t)e] *= corr[r];
+    int c = 0;
+    for (int u = 0; u < nruns && e0 < Dv; u++)
+        for (int t = 0; t < runs[u].n; t++, c++)
+            for (int64_t e = e0; e < Dv; e++) {
+                const float ve = load1(runs[u].src, dtype, (int64_t)t * runs[u].rstride + e);
+                for (int r = 0; r < R; r++)
+                    o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
+            }
+    pq.cd = 1;
+    pq.per = pq.left;
+    pfq_step(&pq);
+}
+
+#define PVR_ROWS(DT)                                                                               \
+    switch (nrows) {                                                                               \
+    case 1: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 1); break;              \
+    case 2: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 2); break;              \
+    case 3: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 3); break;              \
+    default: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 4); break;             \
+    }
+
+static void x_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                      int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                      const cpu_run *pf, int npf)
+{
+    switch (dtype) {
+    case CPU_F16: PVR_ROWS(CPU_F16) break;
+    case CPU_BF16: PVR_ROWS(CPU_BF16) break;
+    default: PVR_ROWS(CPU_F32) break;
     }
 }
 
@@ -565,4 +773,6 @@ const cpu_kernels cpu_kernels_avx2 = {
     .load_row = x_load_row,
     .pack_kt = x_pack_kt,
     .store_row = x_store_row,
+    .scores_runs = x_scores_runs,
+    .pv_runs = x_pv_runs,
 };

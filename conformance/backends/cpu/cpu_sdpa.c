@@ -483,58 +483,61 @@ static int mask_row(const job *J, float *s, unsigned char *kept, int n, int a, i
     return ok;
 }
 
-/* Ask for the next tile's K and V rows (keys j..j+m-1, m <= CPU_BC, all of them kept) while
- * this one is computed: decode streams K and V from memory once, and one core's hardware
- * prefetchers alone do not keep enough requests in flight (nor cross into another page).  A
- * prefetch never faults. */
-static void prefetch_tile(const job *J, int64_t b, int64_t hk, int64_t j, int m)
+/* The runs of rows (kv_row) of keys j0..j0+n-1 of (b, hk) into kr (K) and vr (V), at most n
+ * of each; returns their count (1 for a contiguous tile, one per page for a paged one). */
+static int tile_runs(const job *J, int64_t b, int64_t hk, int64_t j0, int n, cpu_run *kr,
+                     cpu_run *vr)
 {
-    const size_t ks = (size_t)J->kk->strides[2] * J->esz, vs = (size_t)J->v->strides[2] * J->esz;
-    const size_t kb = (size_t)J->pl.D * J->esz, vb = (size_t)J->pl.Dv * J->esz;
-    for (int c0 = 0; c0 < m;) {
-        int64_t ko, vo;
-        const int64_t run = kv_row(J, b, hk, j + c0, &ko, &vo);
-        const int len = run < m - c0 ? (int)run : m - c0;
-        const char *k = elem(J->kk, J->esz, ko), *v = elem(J->v, J->esz, vo);
-        for (int c = 0; c < len; c++) {
-            for (size_t o = 0; o < kb; o += 64)
-                __builtin_prefetch(k + (size_t)c * ks + o);
-            for (size_t o = 0; o < vb; o += 64)
-                __builtin_prefetch(v + (size_t)c * vs + o);
-        }
-        c0 += len;
-    }
-}
-
-/* The scores of nr rows (from q) against keys j0..j0+n-1 of (b, hk) read in place by the
- * unpacked kernel, one call per run of rows (a page, or the whole tile when contiguous). */
-static void scores_direct(const job *J, const float *q, int nr, int64_t b, int64_t hk, int64_t j0,
-                          int n, float *s)
-{
-    for (int c0 = 0; c0 < n;) {
+    int nr = 0;
+    for (int c0 = 0; c0 < n; nr++) {
         int64_t ko, vo;
         const int64_t run = kv_row(J, b, hk, j0 + c0, &ko, &vo);
         const int len = run < n - c0 ? (int)run : n - c0;
-        J->k->scores_rows(q, (size_t)J->pl.D, nr, elem(J->kk, J->esz, ko), J->dt, J->kk->strides[2],
-                          len, J->pl.D, J->sigma, s + c0, CPU_BC);
+        kr[nr] = (cpu_run){elem(J->kk, J->esz, ko), J->kk->strides[2], len};
+        vr[nr] = (cpu_run){elem(J->v, J->esz, vo), J->v->strides[2], len};
         c0 += len;
     }
+    return nr;
 }
 
-/* O = O * corr + P.V over keys j0..j0+n-1 of (b, hk) read in place, one call per run of rows;
- * the runs after the first add to O unscaled (factor 1 is exact). */
-static void pv_direct(const job *J, const float *p, int nr, int64_t b, int64_t hk, int64_t j0,
-                      int n, const float *corr, float *o)
+/* The rows of one decode tile as runs, and those of the next tile of the item (to prefetch
+ * while this one is computed: decode streams K and V from memory once, and one core's hardware
+ * prefetchers alone do not keep enough requests in flight, nor cross into another page). */
+typedef struct dtile {
+    cpu_run k[CPU_BC], v[CPU_BC], pk[CPU_BC], pv[CPU_BC];
+    int n, npf;
+} dtile;
+
+/* The scores of nr rows (from q) against the tile's keys read in place: one call of the
+ * table's run kernel, or one call of scores_rows per run where the table has none. */
+static void scores_direct(const job *J, const float *q, int nr, const dtile *t, int pf, float *s)
+{
+    const cpu_kernels *K = J->k;
+    if (K->scores_runs) {
+        K->scores_runs(q, (size_t)J->pl.D, nr, t->k, t->n, J->dt, J->pl.D, J->sigma, s, CPU_BC,
+                       t->pk, pf ? t->npf : 0);
+        return;
+    }
+    for (int u = 0, c0 = 0; u < t->n; c0 += t->k[u].n, u++)
+        K->scores_rows(q, (size_t)J->pl.D, nr, t->k[u].src, J->dt, t->k[u].rstride, t->k[u].n,
+                       J->pl.D, J->sigma, s + c0, CPU_BC);
+}
+
+/* O = O * corr + P.V over the tile's keys read in place; without the run kernel one call of
+ * pv_rows per run, the runs after the first adding to O unscaled (factor 1 is exact). */
+static void pv_direct(const job *J, const float *p, int nr, const dtile *t, int pf,
+                      const float *corr, float *o)
 {
     static const float ones[CPU_DR] = {1.0f, 1.0f, 1.0f, 1.0f};
-    for (int c0 = 0; c0 < n;) {
-        int64_t ko, vo;
-        const int64_t run = kv_row(J, b, hk, j0 + c0, &ko, &vo);
-        const int len = run < n - c0 ? (int)run : n - c0;
-        J->k->pv_rows(p + c0, CPU_BC, nr, elem(J->v, J->esz, vo), J->dt, J->v->strides[2], len,
-                      J->pl.Dv, c0 == 0 ? corr : ones, o, J->dvp);
-        c0 += len;
+    const cpu_kernels *K = J->k;
+    if (K->pv_runs) {
+        K->pv_runs(p, CPU_BC, nr, t->v, t->n, J->dt, J->pl.Dv, corr, o, J->dvp, t->pv,
+                   pf ? t->npf : 0);
+        return;
     }
+    for (int u = 0, c0 = 0; u < t->n; c0 += t->v[u].n, u++)
+        K->pv_rows(p + c0, CPU_BC, nr, t->v[u].src, J->dt, t->v[u].rstride, t->v[u].n, J->pl.Dv,
+                   u == 0 ? corr : ones, o, J->dvp);
 }
 
 /* The online softmax step of one score row over a tile of n keys, of which [a, z) may be kept
@@ -597,6 +600,7 @@ static void item_run(void *varg, int64_t idx, int tid)
     /* Few rows (decode): K and V are read straight from their rows by the unpacked kernels
      * wherever a tile needs no exclusion, since packing would cost more than the rows reuse. */
     const int direct_item = NR <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
+    dtile dt; /* direct tiles only */
 
     for (int64_t j0 = it->klo; j0 < it->khi; j0 += CPU_BC) {
         const int n = (int)(it->khi - j0 < CPU_BC ? it->khi - j0 : CPU_BC);
@@ -613,9 +617,13 @@ static void item_run(void *varg, int64_t idx, int tid)
         const int bad = direct ? 0 : pack_tile(J, &w, b, hk, j0, n);
         const int ncols = (int)round_up((size_t)n, CPU_NR);
         const int gs = direct ? CPU_DR : CPU_MR;
-        if (direct && j0 + n < it->khi)
-            prefetch_tile(J, b, hk, j0 + n,
-                          it->khi - j0 - n < CPU_BC ? (int)(it->khi - j0 - n) : CPU_BC);
+        if (direct) {
+            dt.n = tile_runs(J, b, hk, j0, n, dt.k, dt.v);
+            const int64_t left = it->khi - j0 - n;
+            dt.npf = left > 0 ? tile_runs(J, b, hk, j0 + n, left < CPU_BC ? (int)left : CPU_BC,
+                                          dt.pk, dt.pv)
+                              : 0;
+        }
 
         for (int64_t r0 = 0; r0 < NR; r0 += gs) {
             const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
@@ -634,7 +642,7 @@ static void item_run(void *varg, int64_t idx, int tid)
             if (!any)
                 continue;
             if (direct)
-                scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, b, hk, j0, n, w.s);
+                scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, &dt, r0 == 0, w.s);
             else
                 K->scores(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ncols, D,
                           J->sigma, w.s, CPU_BC);
@@ -664,7 +672,7 @@ static void item_run(void *varg, int64_t idx, int tid)
             }
             float *orows = w.o + (size_t)r0 * dvp;
             if (direct) {
-                pv_direct(J, w.s, nr, b, hk, j0, n, w.corr, orows);
+                pv_direct(J, w.s, nr, &dt, r0 == 0, w.corr, orows);
                 continue;
             }
             if (!bad) {

@@ -317,6 +317,155 @@ Test(cpu_kernels, scores_and_pv_match_double)
             }
 }
 
+/* ---- the decode kernels over runs of rows ---------------------------------------------------- */
+
+static float widen(const void *pool, int dt, size_t i)
+{
+    const uint16_t *h = pool;
+    return dt == CPU_F32   ? ((const float *)pool)[i]
+           : dt == CPU_F16 ? attnref_f16_to_f32(h[i])
+                           : attnref_bf16_to_f32(h[i]);
+}
+
+static void put(void *pool, int dt, size_t i, float x)
+{
+    if (dt == CPU_F32)
+        ((float *)pool)[i] = x;
+    else
+        ((uint16_t *)pool)[i] = dt == CPU_F16 ? attnref_f32_to_f16(x) : attnref_f32_to_bf16(x);
+}
+
+/* scores_runs / pv_runs over a tile cut into runs (pages of 1, 3, 5, 16 rows and random sizes,
+ * a last run cut short) scattered in a pool of NaN rows, with a prefetch list of other rows:
+ * bit for bit the per-run kernels (scores_rows per run; pv_rows with corr, then 1), within
+ * the f32 bound of a double loop, and no NaN from the rows around them. */
+Test(cpu_kernels, decode_runs_match_per_run_kernels)
+{
+    const cpu_kernels *t[2];
+    const int nt = ntables(t);
+    int tested = 0;
+    const int64_t Ds[] = {128, 131, 16, 7};
+    const int pages[] = {1, 3, 5, 16, 0}; /* 0: random run sizes */
+    enum { SLOTS = 16, NPAGES = 64, LDS = CPU_BC, LDO = 144 };
+    for (int k = 0; k < nt; k++) {
+        if (!t[k]->scores_runs || !t[k]->pv_runs)
+            continue;
+        tested++;
+        for (int dt = CPU_F32; dt <= CPU_BF16; dt++)
+            for (size_t di = 0; di < sizeof Ds / sizeof *Ds; di++)
+                for (size_t pi = 0; pi < sizeof pages / sizeof *pages; pi++) {
+                    const int64_t D = Ds[di], Dv = di == 3 ? 20 : D;
+                    const int64_t W = (D > Dv ? D : Dv) + (pi & 1 ? 5 : 0); /* row stride */
+                    const size_t esz = dt == CPU_F32 ? 4 : 2;
+                    const size_t prow = (size_t)(NPAGES * SLOTS) * (size_t)W;
+                    void *pool = malloc(prow * esz);
+                    cr_assert(pool);
+                    for (size_t i = 0; i < prow; i++)
+                        put(pool, dt, i, NAN);
+                    /* Runs: distinct random pages, each run inside its page. */
+                    int perm[NPAGES];
+                    for (int i = 0; i < NPAGES; i++)
+                        perm[i] = i;
+                    for (int i = NPAGES - 1; i > 0; i--) {
+                        const int j = (int)rnd_int(0, i), x = perm[i];
+                        perm[i] = perm[j];
+                        perm[j] = x;
+                    }
+                    const int nk = pi == 2 ? 61 : 64; /* a tile cut short */
+                    cpu_run runs[CPU_BC], pf[4];
+                    int nruns = 0;
+                    for (int c = 0; c < nk; nruns++) {
+                        int len = pages[pi] ? pages[pi] : (int)rnd_int(1, SLOTS);
+                        len = len < nk - c ? len : nk - c;
+                        const int first = (int)rnd_int(0, SLOTS - len);
+                        const int64_t row0 = (int64_t)perm[nruns] * SLOTS + first;
+                        runs[nruns] =
+                            (cpu_run){(const char *)pool + (size_t)(row0 * W) * esz, W, len};
+                        for (int r = 0; r < len; r++)
+                            for (int64_t d = 0; d < (D > Dv ? D : Dv); d++)
+                                put(pool, dt, (size_t)((row0 + r) * W + d), rnd_f(-2, 2));
+                        c += len;
+                    }
+                    /* Prefetch: rows of pages no run uses (NaN: never read as data). */
+                    const int npf = (int)rnd_int(0, 4);
+                    for (int i = 0; i < npf; i++)
+                        pf[i] =
+                            (cpu_run){(const char *)pool +
+                                          (size_t)((int64_t)perm[NPAGES - 1 - i] * SLOTS * W) * esz,
+                                      W, (int)rnd_int(1, SLOTS)};
+                    float q[CPU_DR * 131], s1[CPU_DR * LDS], s2[CPU_DR * LDS];
+                    for (int i = 0; i < CPU_DR * 131; i++)
+                        q[i] = rnd_f(-2, 2);
+                    float *p = falloc(CPU_DR * LDS), *o1 = falloc(CPU_DR * LDO);
+                    float *o2 = falloc(CPU_DR * LDO), corr[CPU_DR];
+                    static const float ones[CPU_DR] = {1, 1, 1, 1};
+                    for (int nrows = 1; nrows <= CPU_DR; nrows++) {
+                        const float sigma = 0.37f;
+                        t[k]->scores_runs(q, (size_t)D, nrows, runs, nruns, dt, D, sigma, s1, LDS,
+                                          pf, npf);
+                        for (int u = 0, c0 = 0; u < nruns; c0 += runs[u].n, u++)
+                            t[k]->scores_rows(q, (size_t)D, nrows, runs[u].src, dt, W, runs[u].n, D,
+                                              sigma, s2 + c0, LDS);
+                        for (int r = 0; r < nrows; r++)
+                            for (int u = 0, c = 0; u < nruns; u++)
+                                for (int x = 0; x < runs[u].n; x++, c++) {
+                                    const size_t at = (size_t)(x * W);
+                                    double dot = 0, mag = 0;
+                                    for (int64_t d = 0; d < D; d++) {
+                                        const double kd = widen(runs[u].src, dt, at + (size_t)d);
+                                        dot += (double)q[r * D + d] * kd;
+                                        mag += fabs((double)q[r * D + d] * kd);
+                                    }
+                                    const double want = (double)sigma * dot;
+                                    const double tol = sigma * mag * (double)(D + 2) * 0x1p-24;
+                                    cr_assert(s1[r * LDS + c] == s2[r * LDS + c] &&
+                                                  fabs(s1[r * LDS + c] - want) <= tol + 1e-30,
+                                              "%s scores_runs dt %d D %lld P %d row %d key %d: "
+                                              "%.9g, per run %.9g, double %.9g",
+                                              t[k]->name, dt, (long long)D, pages[pi], r, c,
+                                              (double)s1[r * LDS + c], (double)s2[r * LDS + c],
+                                              want);
+                                }
+                        for (int r = 0; r < nrows; r++) {
+                            corr[r] = rnd_f(0, 1);
+                            for (int c = 0; c < nk; c++)
+                                p[r * LDS + c] = rnd_f(0, 1);
+                            for (int64_t e = 0; e < Dv; e++)
+                                o1[r * LDO + e] = o2[r * LDO + e] = rnd_f(-1, 1);
+                        }
+                        double want[CPU_DR][131];
+                        for (int r = 0; r < nrows; r++)
+                            for (int64_t e = 0; e < Dv; e++) {
+                                want[r][e] = (double)o1[r * LDO + e] * corr[r];
+                                for (int u = 0, c = 0; u < nruns; u++)
+                                    for (int x = 0; x < runs[u].n; x++, c++)
+                                        want[r][e] += (double)p[r * LDS + c] *
+                                                      widen(runs[u].src, dt, (size_t)(x * W + e));
+                            }
+                        t[k]->pv_runs(p, LDS, nrows, runs, nruns, dt, Dv, corr, o1, LDO, pf, npf);
+                        for (int u = 0, c0 = 0; u < nruns; c0 += runs[u].n, u++)
+                            t[k]->pv_rows(p + c0, LDS, nrows, runs[u].src, dt, W, runs[u].n, Dv,
+                                          u == 0 ? corr : ones, o2, LDO);
+                        for (int r = 0; r < nrows; r++)
+                            for (int64_t e = 0; e < Dv; e++)
+                                cr_assert(o1[r * LDO + e] == o2[r * LDO + e] &&
+                                              fabs(o1[r * LDO + e] - want[r][e]) <= 1e-4,
+                                          "%s pv_runs dt %d Dv %lld P %d row %d col %lld: %.9g, "
+                                          "per run %.9g, double %.9g",
+                                          t[k]->name, dt, (long long)Dv, pages[pi], r, (long long)e,
+                                          (double)o1[r * LDO + e], (double)o2[r * LDO + e],
+                                          want[r][e]);
+                    }
+                    free(p);
+                    free(o1);
+                    free(o2);
+                    free(pool);
+                }
+    }
+    if (!tested)
+        cr_log_warn("no kernel table here has the run kernels");
+}
+
 Test(cpu_kernels, exp_sum_and_max_are_the_scalar_exp)
 {
     const cpu_kernels *t[2];
