@@ -243,6 +243,101 @@ static int z_finite(const float *x, int n)
     return bad == 0;
 }
 
+/* The lanes of vector v (keys 16v..16v+15) inside [a, z). */
+AI __mmask16 range_mask(int v, int a, int z)
+{
+    const int lo = a - 16 * v, hi = z - 16 * v;
+    const unsigned below = hi <= 0 ? 0u : hi >= 16 ? 0xffffu : (1u << hi) - 1u;
+    const unsigned from = lo <= 0 ? 0xffffu : lo >= 16 ? 0u : 0xffffu & ~((1u << lo) - 1u);
+    return (__mmask16)(below & from);
+}
+
+/* softmax_rows (cpu_kern.h) in two passes over the group, so that no row waits on its own
+ * reductions: first each row's kept scores are loaded once for the finite check and the max
+ * (the rows' reductions independent of each other), then the factors of all rows are one
+ * 16-lane exp, then every row's exp and sum run back to back (the sum in exp_sum's order: the
+ * vectors in turn into one 16-lane accumulator, excluded lanes adding +0 as exp(-inf) does).
+ * Per row the same operations as finite, max, exp_sum and cpu_expf. */
+AI void sm_rows(float *s, size_t lds, int nrows, const int nv, const int *a, const int *z, float *m,
+                float *l, float *corr, unsigned char *bad)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __m512i expo = _mm512_set1_epi32(0x7f800000);
+    float mo[16], mn[16];
+    int live[CPU_MR];
+    for (int r = 0; r < 16; r++)
+        mo[r] = mn[r] = 0.0f; /* lanes of no live row: exp(0), unused */
+    for (int r = 0; r < nrows; r++) {
+        float *sr = s + (size_t)r * lds;
+        live[r] = 0;
+        if (a[r] >= z[r]) {
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                _mm512_store_ps(sr + 16 * v, _mm512_setzero_ps());
+            continue;
+        }
+        __mmask16 nonfin = 0, nan = 0;
+        __m512 mx = ninf;
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            const __mmask16 keep = range_mask(v, a[r], z[r]);
+            const __m512 x = _mm512_maskz_load_ps(keep, sr + 16 * v);
+            nonfin |= _mm512_mask_cmpeq_epi32_mask(
+                keep, _mm512_and_si512(_mm512_castps_si512(x), expo), expo);
+            nan |= _mm512_mask_cmp_ps_mask(keep, x, x, _CMP_UNORD_Q);
+            mx = _mm512_mask_max_ps(mx, keep, x, mx); /* a NaN lane keeps mx */
+        }
+        if (nonfin)
+            bad[r] = 1;
+        const float mb = _mm512_reduce_max_ps(mx);
+        const float mnew = mb > m[r] ? mb : m[r];
+        if (mnew == -INFINITY) { /* nothing above -inf kept: P = 0, a kept NaN poisons l */
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                _mm512_store_ps(sr + 16 * v, _mm512_setzero_ps());
+            if (nan)
+                l[r] = NAN;
+            continue;
+        }
+        live[r] = 1;
+        mo[r] = m[r];
+        mn[r] = mnew;
+    }
+    float cf[16];
+    _mm512_storeu_ps(cf, exp512(_mm512_sub_ps(_mm512_loadu_ps(mo), _mm512_loadu_ps(mn))));
+    for (int r = 0; r < nrows; r++) {
+        if (!live[r]) {
+            corr[r] = 1.0f;
+            continue;
+        }
+        float *sr = s + (size_t)r * lds;
+        const __m512 mv = _mm512_set1_ps(mn[r]);
+        __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            const __mmask16 keep = range_mask(v, a[r], z[r]);
+            const __m512 x = _mm512_maskz_load_ps(keep, sr + 16 * v);
+            const __m512 y = _mm512_maskz_mov_ps(keep, exp512(_mm512_sub_ps(x, mv)));
+            _mm512_store_ps(sr + 16 * v, y);
+            acc = _mm512_add_ps(acc, y);
+        }
+        corr[r] = cf[r];
+        l[r] = l[r] * cf[r] + _mm512_reduce_add_ps(acc);
+        m[r] = mn[r];
+    }
+}
+
+static void z_softmax_rows(float *s, size_t lds, int nrows, int n, const int *a, const int *z,
+                           float *m, float *l, float *corr, unsigned char *bad)
+{
+    switch ((n + 15) / 16) {
+    case 1: sm_rows(s, lds, nrows, 1, a, z, m, l, corr, bad); break;
+    case 2: sm_rows(s, lds, nrows, 2, a, z, m, l, corr, bad); break;
+    case 3: sm_rows(s, lds, nrows, 3, a, z, m, l, corr, bad); break;
+    default: sm_rows(s, lds, nrows, 4, a, z, m, l, corr, bad); break;
+    }
+}
+
 /* ---- conversions, packing ------------------------------------------------------------------ */
 
 /* 16 elements of dtype at element i of src (unaligned; lanes outside k are neither read nor
@@ -385,6 +480,7 @@ static void table_make(void)
     t.finite = z_finite;
     t.load_row = z_load_row;
     t.pack_kt = z_pack_kt;
+    t.softmax_rows = z_softmax_rows;
     table = t;
 }
 

@@ -626,7 +626,7 @@ static void item_run(void *varg, int64_t idx, int tid)
 
         for (int64_t r0 = 0; r0 < NR; r0 += gs) {
             const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
-            int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1, ng = 0;
+            int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1, ng = 0, exact = 1;
             for (int t = 0; t < nr; t++) {
                 const int64_t pi = (r0 + t) / G;
                 /* The row's interval in tile coordinates, clamped to 0..n. */
@@ -638,6 +638,7 @@ static void item_run(void *varg, int64_t idx, int tid)
                 any |= a < z;
                 full &= a == 0 && z == n && w.pex[pi];
                 ng = a < z && (int)z > ng ? (int)z : ng;
+                exact &= a >= z || w.pex[pi];
             }
             if (!any)
                 continue;
@@ -651,29 +652,44 @@ static void item_run(void *varg, int64_t idx, int tid)
                 K->scores(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ncols, D,
                           J->sigma, w.s, CPU_BC);
             const int masked = !full || J->mask || bad;
-            for (int t = 0; t < nr; t++) {
-                const int64_t r = r0 + t, pi = r / G, h = hk * G + r % G;
-                float *sr = w.s + (size_t)t * CPU_BC;
-                if (ra[t] < rz[t]) {
-                    /* The score terms, in SPEC order, then a check that the kept scores are
-                     * finite (f32 overflow: the row is redone in double). */
-                    if (J->capped)
+            if (K->softmax_rows && !direct && !J->mask && !bad && exact) {
+                /* Only the rows' intervals exclude keys here: the finite check, the exclusion
+                 * and the softmax step in one kernel call for the group (the same values as
+                 * the per-row calls below). */
+                for (int t = 0; t < nr && (J->capped || J->slope); t++) {
+                    const int64_t pi = (r0 + t) / G, h = hk * G + (r0 + t) % G;
+                    float *sr = w.s + (size_t)t * CPU_BC;
+                    if (ra[t] < rz[t] && J->capped)
                         K->softcap(sr, ng, J->cap, J->rcap);
-                    if (J->slope)
+                    if (ra[t] < rz[t] && J->slope)
                         K->alibi(sr, ng, J->slope[h], w.ppr[pi] - j0);
-                    if (!K->finite(sr + ra[t], rz[t] - ra[t]))
-                        w.rbad[r] = 1;
                 }
-                if (masked) {
-                    const int64_t i = i0 + pi;
-                    const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
-                    if (!mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t], rz[t],
-                                  mrow, j0, w.pex[pi], b, i))
-                        w.rbad[r] = 1;
+                K->softmax_rows(w.s, CPU_BC, nr, ng, ra, rz, w.m + r0, w.l + r0, w.corr,
+                                w.rbad + r0);
+            } else
+                for (int t = 0; t < nr; t++) {
+                    const int64_t r = r0 + t, pi = r / G, h = hk * G + r % G;
+                    float *sr = w.s + (size_t)t * CPU_BC;
+                    if (ra[t] < rz[t]) {
+                        /* The score terms, in SPEC order, then a check that the kept scores are
+                     * finite (f32 overflow: the row is redone in double). */
+                        if (J->capped)
+                            K->softcap(sr, ng, J->cap, J->rcap);
+                        if (J->slope)
+                            K->alibi(sr, ng, J->slope[h], w.ppr[pi] - j0);
+                        if (!K->finite(sr + ra[t], rz[t] - ra[t]))
+                            w.rbad[r] = 1;
+                    }
+                    if (masked) {
+                        const int64_t i = i0 + pi;
+                        const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
+                        if (!mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t],
+                                      rz[t], mrow, j0, w.pex[pi], b, i))
+                            w.rbad[r] = 1;
+                    }
+                    w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng,
+                                             ra[t], rz[t], &w.m[r], &w.l[r]);
                 }
-                w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t],
-                                         rz[t], &w.m[r], &w.l[r]);
-            }
             float *orows = w.o + (size_t)r0 * dvp;
             if (direct) {
                 pv_direct(J, w.s, nr, &dt, r0 == 0, w.corr, orows);

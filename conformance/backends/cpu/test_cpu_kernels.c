@@ -775,3 +775,120 @@ Test(cpu_kernels, softcap_alibi_finite)
             }
         }
 }
+
+/* softmax_rows (where a table has it) against the per-row calls it replaces (cpu_sdpa.c's finite
+ * check, exclusion outside [a, z) and softmax_step, on the same table's finite, max and exp_sum):
+ * bit for bit on P, m, l, the factor and the bad flag, for every n and interval, with NaN, inf and
+ * -inf scores, rows that keep nothing, rows whose only kept scores are NaN or -inf, and running
+ * maxima of -inf.  Columns past n rounded up to CPU_NR stay untouched. */
+static void softmax_rows_ref(const cpu_kernels *K, float *s, int n, int a, int z, float *m,
+                             float *l, float *corr, unsigned char *bad)
+{
+    if (a < z && !K->finite(s + a, z - a))
+        *bad = 1;
+    for (int c = 0; c < n; c++)
+        if (c < a || c >= z)
+            s[c] = -INFINITY;
+    *corr = 1.0f;
+    if (a >= z) {
+        memset(s, 0, (size_t)n * sizeof *s);
+        return;
+    }
+    const float mb = K->max(s, n);
+    const float mnew = mb > *m ? mb : *m;
+    if (mnew == -INFINITY) {
+        for (int c = a; c < z; c++)
+            if (s[c] != s[c])
+                *l = NAN;
+        memset(s, 0, (size_t)n * sizeof *s);
+        return;
+    }
+    *corr = cpu_expf(*m - mnew);
+    *l = *l * *corr + K->exp_sum(s, n, mnew);
+    *m = mnew;
+}
+
+Test(cpu_kernels, softmax_rows_equals_the_row_calls)
+{
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
+    const int nt = ntables(t);
+    enum { LD = 80 }; /* a multiple of 16 past the 64 columns, to see stray writes */
+    float *s = falloc((size_t)CPU_MR * LD), *r = falloc((size_t)CPU_MR * LD);
+    int tested = 0;
+    for (int k = 0; k < nt; k++) {
+        if (!t[k]->softmax_rows)
+            continue;
+        tested++;
+        for (int trial = 0; trial < 4000; trial++) {
+            const int nrows = (int)rnd_int(1, CPU_MR), n = (int)rnd_int(1, 64);
+            const int kind = (int)rnd_int(0, 9);
+            int a[CPU_MR], z[CPU_MR];
+            float m[CPU_MR], l[CPU_MR], corr[CPU_MR], m2[CPU_MR], l2[CPU_MR], corr2[CPU_MR];
+            unsigned char bad[CPU_MR], bad2[CPU_MR];
+            for (int i = 0; i < CPU_MR * LD; i++)
+                s[i] = 1234.5f; /* sentinel past each row's n */
+            for (int row = 0; row < nrows; row++) {
+                a[row] = (int)rnd_int(0, n);
+                z[row] = (int)rnd_int(0, n);
+                if (rnd_int(0, 2) == 0) { /* whole rows often */
+                    a[row] = 0;
+                    z[row] = n;
+                }
+                m[row] = rnd_int(0, 3) == 0 ? -INFINITY : rnd_f(-20, 20);
+                l[row] = m[row] == -INFINITY ? 0.0f : rnd_f(0, 50);
+                bad[row] = (unsigned char)rnd_int(0, 1);
+                corr[row] = -7.0f;
+                for (int c = 0; c < n; c++) {
+                    float x = rnd_f(-40, 15);
+                    const int64_t u = rnd_int(0, 99);
+                    if (kind == 0) /* only -inf and NaN scores: m_new stays -inf */
+                        x = u < 50 ? -INFINITY : NAN;
+                    else if (kind == 1)
+                        x = -INFINITY;
+                    else if (u < 3)
+                        x = NAN;
+                    else if (u < 6)
+                        x = u == 3 ? INFINITY : -INFINITY;
+                    else if (u < 8)
+                        x = rnd_f(-3e38f, 3e38f);
+                    s[(size_t)row * LD + (size_t)c] = x;
+                }
+            }
+            memcpy(r, s, (size_t)CPU_MR * LD * sizeof *s);
+            memcpy(m2, m, sizeof m);
+            memcpy(l2, l, sizeof l);
+            memcpy(bad2, bad, sizeof bad);
+            for (int row = 0; row < nrows; row++)
+                softmax_rows_ref(t[k], r + (size_t)row * LD, n, a[row], z[row], &m2[row], &l2[row],
+                                 &corr2[row], &bad2[row]);
+            t[k]->softmax_rows(s, LD, nrows, n, a, z, m, l, corr, bad);
+            const int nz = (n + CPU_NR - 1) / CPU_NR * CPU_NR;
+            for (int row = 0; row < nrows; row++) {
+                const float *sr = s + (size_t)row * LD, *rr = r + (size_t)row * LD;
+                cr_assert(memcmp(sr, rr, (size_t)n * sizeof *sr) == 0,
+                          "%s softmax_rows P: trial %d row %d n %d [%d, %d)", t[k]->name, trial,
+                          row, n, a[row], z[row]);
+                for (int c = n; c < LD; c++)
+                    cr_assert(c < nz ? sr[c] == 0.0f || sr[c] == 1234.5f : sr[c] == 1234.5f,
+                              "%s softmax_rows wrote column %d of n %d", t[k]->name, c, n);
+                cr_assert(memcmp(&m[row], &m2[row], sizeof *m) == 0, "%s m: trial %d row %d",
+                          t[k]->name, trial, row);
+                cr_assert(memcmp(&l[row], &l2[row], sizeof *l) == 0 ||
+                              (l[row] != l[row] && l2[row] != l2[row]),
+                          "%s l %a, rows %a: trial %d row %d", t[k]->name, (double)l[row],
+                          (double)l2[row], trial, row);
+                cr_assert(memcmp(&corr[row], &corr2[row], sizeof *corr) == 0,
+                          "%s corr: trial %d row %d", t[k]->name, trial, row);
+                cr_assert_eq(bad[row], bad2[row], "%s bad: trial %d row %d", t[k]->name, trial,
+                             row);
+            }
+            for (int row = nrows; row < CPU_MR; row++)
+                for (int c = 0; c < LD; c++)
+                    cr_assert(s[(size_t)row * LD + (size_t)c] == 1234.5f);
+        }
+    }
+    if (!tested)
+        cr_log_warn("no table here has softmax_rows");
+    free(s);
+    free(r);
+}
