@@ -5,9 +5,10 @@
 #include <string.h>
 
 /* Query rows per work item that the plan aims for: enough to reuse each packed K/V tile many
- * times, few enough to keep the item's Q and O rows in the level-2 cache and give the threads
- * several items each. */
-#define CPU_ROWS_TARGET 256
+ * times, few enough to keep the item's Q and O rows in the level-2 cache (512 rows of D = 128:
+ * 256 KiB each in f32) and give the threads several items each.  512 rather than 256 halves
+ * the packing per product: 4-6 % faster prefill on one thread (cpu/README.md). */
+#define CPU_ROWS_TARGET 512
 /* A flash-decoding part has at least this many keys: below, the merge costs more than the
  * parallelism gains. */
 #define CPU_SPLIT_MIN_KEYS (2 * CPU_BC)
