@@ -5,8 +5,8 @@
  * saving the ZMM state (__builtin_cpu_supports checks XCR0).
  *
  * What is specialised: the dense prefill loops (scores, P.V), the per-row passes the driver
- * makes over every score row (max, exp_sum, finite) and the widening of K/V tiles (load_row,
- * pack_kt).  Everything else (the decode kernels, store_row, softcap, ALiBi) is the AVX2
+ * makes over every score row (max, exp_sum, finite, and softmax_rows, which does them for a
+ * whole row group in one call) and the widening of K/V tiles (load_row, pack_kt).  Everything else (the decode kernels, store_row, softcap, ALiBi) is the AVX2
  * table's entry: cpu_kernels_avx512()
  * starts from a copy of cpu_kernels_avx2 and overwrites the specialised members, so an entry
  * added to cpu_kern.h later is filled from the AVX2 table without a change here.
