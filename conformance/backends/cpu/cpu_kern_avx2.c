@@ -643,6 +643,50 @@ static float x_max(const float *x, int n)
     return m;
 }
 
+/* softmax_rows (cpu_kern.h): the per-row calls it stands for, in this table's own kernels (so
+ * bit for bit those), but ordered in two passes over the group: every row's exclusion, finite
+ * check and max first, then every row's exp and sum, so a row's exp does not wait on its own
+ * max reduction. */
+static void x_softmax_rows(float *s, size_t lds, int nrows, int n, const int *a, const int *z,
+                           float *m, float *l, float *corr, unsigned char *bad)
+{
+    float mn[CPU_MR];
+    int live[CPU_MR];
+    for (int r = 0; r < nrows; r++) {
+        float *sr = s + (size_t)r * lds;
+        live[r] = 0;
+        corr[r] = 1.0f;
+        if (a[r] >= z[r]) {
+            memset(sr, 0, (size_t)n * sizeof *sr);
+            continue;
+        }
+        if (!x_finite(sr + a[r], z[r] - a[r]))
+            bad[r] = 1;
+        for (int c = 0; c < a[r]; c++)
+            sr[c] = -INFINITY;
+        for (int c = z[r]; c < n; c++)
+            sr[c] = -INFINITY;
+        const float mb = x_max(sr, n);
+        mn[r] = mb > m[r] ? mb : m[r];
+        if (mn[r] == -INFINITY) { /* nothing above -inf kept: P = 0, a kept NaN poisons l */
+            for (int c = a[r]; c < z[r]; c++)
+                if (sr[c] != sr[c])
+                    l[r] = NAN;
+            memset(sr, 0, (size_t)n * sizeof *sr);
+            continue;
+        }
+        live[r] = 1;
+    }
+    for (int r = 0; r < nrows; r++) {
+        if (!live[r])
+            continue;
+        const float c = cpu_expf(m[r] - mn[r]);
+        corr[r] = c;
+        l[r] = l[r] * c + x_exp_sum(s + (size_t)r * lds, n, mn[r]);
+        m[r] = mn[r];
+    }
+}
+
 /* ---- conversions, packing ------------------------------------------------------------------ */
 
 static int x_load_row(const void *src, int dtype, int64_t n, float *dst)
@@ -775,4 +819,5 @@ const cpu_kernels cpu_kernels_avx2 = {
     .store_row = x_store_row,
     .scores_runs = x_scores_runs,
     .pv_runs = x_pv_runs,
+    .softmax_rows = x_softmax_rows,
 };
