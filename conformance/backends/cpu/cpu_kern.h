@@ -122,19 +122,19 @@ typedef struct cpu_kernels {
     /* ---- the fused online-softmax step of a row group (optional: NULL in a table that lacks
      * it; the driver then calls finite, max and exp_sum per row, cpu_sdpa.c softmax_step) ---- */
 
-    /* For each row r < nrows (1..CPU_MR) of the score block s[r*lds + c], c < n (1..64: a
-     * tile, cpu_plan.h's CPU_BC),
-     * of which the keys [a[r], z[r]) are kept (0 <= a[r], z[r] <= n; the others are excluded
-     * whatever they hold): when a[r] < z[r] and a kept score is NaN or infinite, bad[r] = 1
-     * (bad[r] is never cleared); then, as the driver's softmax_step with the excluded scores
-     * -inf: m_new = max(m[r], the largest kept score ignoring NaN); if m_new is -inf the row
-     * keeps nothing finite (P = 0, corr[r] = 1, l[r] = NaN if a kept score is NaN, else
-     * unchanged); otherwise s becomes P = exp(s - m_new) (excluded keys +0), corr[r] =
-     * exp(m[r] - m_new), l[r] = l[r] * corr[r] + sum P, m[r] = m_new.  A row with a[r] >= z[r]
-     * gets P = 0 and corr[r] = 1, m[r] and l[r] untouched.  The results are bit for bit those
-     * of this table's finite, max and exp_sum (and cpu_expf for corr); columns n up to the next
-     * multiple of CPU_NR may be overwritten with 0, none past it.  One pass per row over scores
-     * that are still in the L1 cache, in place of three. */
+    /* For each row r < nrows (1..CPU_MR) of the score block s[r*lds + c], c < n (1..64: a tile,
+     * cpu_plan.h's CPU_BC), of which the keys [a[r], z[r]) are kept (0 <= a[r] < z[r] <= n; a
+     * row with a[r] >= z[r] keeps none; the other keys are excluded whatever they hold): when a
+     * kept score is NaN or infinite, bad[r] = 1 (bad[r] is never cleared); then, as the
+     * driver's softmax_step with the excluded scores -inf: m_new = max(m[r], the largest kept
+     * score ignoring NaN); if m_new is -inf the row keeps nothing finite (P = 0, corr[r] = 1,
+     * l[r] = NaN if a kept score is NaN, else unchanged); otherwise s becomes
+     * P = exp(s - m_new) (excluded keys +0), corr[r] = exp(m[r] - m_new),
+     * l[r] = l[r] * corr[r] + sum P, m[r] = m_new.  A row that keeps no key gets P = 0 and
+     * corr[r] = 1, m[r] and l[r] untouched.  The results are bit for bit those of this table's
+     * finite, max and exp_sum (and cpu_expf for corr); columns n up to the next multiple of
+     * CPU_NR may be overwritten with 0, none past it.  One pass per row over scores that are
+     * still in the L1 cache, in place of three. */
     void (*softmax_rows)(float *s, size_t lds, int nrows, int n, const int *a, const int *z,
                          float *m, float *l, float *corr, unsigned char *bad);
 } cpu_kernels;

@@ -6,10 +6,11 @@
  *
  * What is specialised: the dense prefill loops (scores, P.V), the per-row passes the driver
  * makes over every score row (max, exp_sum, finite, and softmax_rows, which does them for a
- * whole row group in one call) and the widening of K/V tiles (load_row, pack_kt).  Everything else (the decode kernels, store_row, softcap, ALiBi) is the AVX2
- * table's entry: cpu_kernels_avx512()
- * starts from a copy of cpu_kernels_avx2 and overwrites the specialised members, so an entry
- * added to cpu_kern.h later is filled from the AVX2 table without a change here.
+ * whole row group in one call) and the widening of K/V tiles (load_row, pack_kt).
+ * Everything else (the decode kernels, store_row, softcap, ALiBi) is the AVX2 table's entry:
+ * cpu_kernels_avx512() starts from a copy of cpu_kernels_avx2 and overwrites the specialised
+ * members, so an entry added to cpu_kern.h later is filled from the AVX2 table without a change
+ * here.
  *
  * Register blocking (32 ZMM registers): a score tile is up to CPU_MR = 6 query rows x 64 keys
  * (four 16-lane vectors per row: 24 accumulators), fed per d by four loads of the transposed K

@@ -671,8 +671,8 @@ static void item_run(void *varg, int64_t idx, int tid)
                     const int64_t r = r0 + t, pi = r / G, h = hk * G + r % G;
                     float *sr = w.s + (size_t)t * CPU_BC;
                     if (ra[t] < rz[t]) {
-                        /* The score terms, in SPEC order, then a check that the kept scores are
-                     * finite (f32 overflow: the row is redone in double). */
+                        /* The score terms, in SPEC order, then a check that the kept scores
+                         * are finite (f32 overflow: the row is redone in double). */
                         if (J->capped)
                             K->softcap(sr, ng, J->cap, J->rcap);
                         if (J->slope)
