@@ -35,6 +35,12 @@
 
 #define AI static inline __attribute__((always_inline))
 
+/* The lanes of the last partial vector of n elements (n % 16 of them; none when n % 16 == 0). */
+AI __mmask16 tail_mask(int n)
+{
+    return (__mmask16)((1u << (n & 15)) - 1u);
+}
+
 /* ---- scores ------------------------------------------------------------------------------- */
 
 /* R rows x C vectors of 16 keys. */
@@ -185,12 +191,6 @@ AI __m512 exp512(__m512 x)
     return _mm512_scalef_ps(y, fn);
 }
 
-/* The lanes of the last partial vector of n elements. */
-AI __mmask16 tail_mask(int n)
-{
-    return (__mmask16)((1u << (n & 15)) - 1u);
-}
-
 static float z_exp_sum(float *x, int n, float m)
 {
     const __m512 mv = _mm512_set1_ps(m);
@@ -242,6 +242,132 @@ static int z_finite(const float *x, int n)
     return bad == 0;
 }
 
+/* ---- conversions, packing ------------------------------------------------------------------ */
+
+/* 16 elements of dtype at element i of src (unaligned; lanes outside k are neither read nor
+ * set: 0) widened exactly to f32: F16 by VCVTPH2PS (exact, subnormals included, the MXCSR's
+ * DAZ not applying to it), BF16 by a 16-bit shift. */
+AI __m512 load16(const void *src, int dtype, int64_t i, __mmask16 k)
+{
+    switch (dtype) {
+    case CPU_F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i));
+    case CPU_BF16:
+        return _mm512_castsi512_ps(_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i)), 16));
+    default: return _mm512_maskz_loadu_ps(k, (const float *)src + i);
+    }
+}
+
+AI int load_row_dt(const void *src, const int dtype, int64_t n, float *dst)
+{
+    const __m512i expo = _mm512_set1_epi32(0x7f800000);
+    __mmask16 bad = 0;
+    int64_t d = 0;
+    for (; d + 16 <= n; d += 16) {
+        const __m512 x = load16(src, dtype, d, 0xffff);
+        _mm512_storeu_ps(dst + d, x);
+        bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(x), expo), expo);
+    }
+    if (d < n) {
+        const __mmask16 k = tail_mask((int)(n - d));
+        const __m512 x = load16(src, dtype, d, k);
+        _mm512_mask_storeu_ps(dst + d, k, x);
+        bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(x), expo), expo);
+    }
+    return bad != 0;
+}
+
+static int z_load_row(const void *src, int dtype, int64_t n, float *dst)
+{
+    switch (dtype) {
+    case CPU_F16: return load_row_dt(src, CPU_F16, n, dst);
+    case CPU_BF16: return load_row_dt(src, CPU_BF16, n, dst);
+    default: return load_row_dt(src, CPU_F32, n, dst);
+    }
+}
+
+/* r[t] = lane t of each r: a 16 x 16 transpose in four rounds of shuffles (32-bit, 64-bit
+ * within 128-bit lanes, then 128-bit lanes twice). */
+AI void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    /* r[4i + j] now holds, in 128-bit lane l, elements 4l..4l+3's column j of rows 4i..4i+3. */
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m512 a = r[j], b = r[4 + j], c = r[8 + j], d = r[12 + j];
+        const __m512 ab0 = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512 ab1 = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        const __m512 cd0 = _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512 cd1 = _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 1, 3, 1));
+        t[j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(2, 0, 2, 0));
+        t[8 + j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(3, 1, 3, 1));
+        t[4 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(2, 0, 2, 0));
+        t[12 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+AI void pack_kt_dt(const void *src, const int dtype, int64_t rstride, int nk, int64_t D, float *dst,
+                   size_t ldk)
+{
+    int c = 0;
+    for (; c + 16 <= nk; c += 16) {
+        int64_t d = 0;
+        for (; d + 16 <= D; d += 16) {
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; t++)
+                r[t] = load16(src, dtype, (int64_t)(c + t) * rstride + d, 0xffff);
+            transpose16(r);
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; t++)
+                _mm512_storeu_ps(dst + (size_t)(d + t) * ldk + (size_t)c, r[t]);
+        }
+        if (d < D) {
+            /* The last D % 16 dimensions: masked loads (never past a key's row), and only
+             * their rows of the transpose stored. */
+            const __mmask16 k = tail_mask((int)(D - d));
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; t++)
+                r[t] = load16(src, dtype, (int64_t)(c + t) * rstride + d, k);
+            transpose16(r);
+            for (int t = 0; t < (int)(D - d); t++)
+                _mm512_storeu_ps(dst + (size_t)(d + t) * ldk + (size_t)c, r[t]);
+        }
+    }
+    if (c < nk) /* fewer than 16 keys left: the AVX2 packing (8 at a time, then one by one) */
+        cpu_kernels_avx2.pack_kt((const char *)src +
+                                     (size_t)((int64_t)c * rstride) * (dtype == CPU_F32 ? 4 : 2),
+                                 dtype, rstride, nk - c, D, dst + c, ldk);
+}
+
+static void z_pack_kt(const void *src, int dtype, int64_t rstride, int nk, int64_t D, float *dst,
+                      size_t ldk)
+{
+    switch (dtype) {
+    case CPU_F16: pack_kt_dt(src, CPU_F16, rstride, nk, D, dst, ldk); break;
+    case CPU_BF16: pack_kt_dt(src, CPU_BF16, rstride, nk, D, dst, ldk); break;
+    default: pack_kt_dt(src, CPU_F32, rstride, nk, D, dst, ldk); break;
+    }
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 static cpu_kernels table;
@@ -256,6 +382,8 @@ static void table_make(void)
     t.exp_sum = z_exp_sum;
     t.max = z_max;
     t.finite = z_finite;
+    t.load_row = z_load_row;
+    t.pack_kt = z_pack_kt;
     table = t;
 }
 

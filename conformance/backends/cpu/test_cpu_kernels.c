@@ -485,24 +485,45 @@ Test(cpu_kernels, conversions_are_exact)
             for (int i = 0; i < N; i++)
                 fin[i] = rnd_f(-1, 1);
             cr_assert_eq(t[k]->load_row(fin, CPU_F32, N, out), 0);
-            /* pack_kt: 11 keys of 45 elements, row stride 50, transposed. */
-            uint16_t hs[11 * 50];
-            float fs[11 * 50], kt[45 * 16];
-            for (int i = 0; i < 11 * 50; i++) {
+            /* One infinity anywhere, in a full vector or the tail, is flagged. */
+            for (int at = 0; at < N; at += 7) {
+                uint16_t hf[N];
+                for (int i = 0; i < N; i++) {
+                    fin[i] = rnd_f(-1, 1);
+                    hf[i] = dt == CPU_F16 ? 0x3c00 : 0x3f80; /* 1.0 */
+                }
+                fin[at] = -INFINITY;
+                hf[at] = dt == CPU_F16 ? 0xfc00 : 0xff80;
+                cr_assert_eq(t[k]->load_row(dt == CPU_F32 ? (const void *)fin : (const void *)hf,
+                                            dt, N, out),
+                             1, "%s load_row dtype %d: -inf at %d not flagged", t[k]->name, dt, at);
+            }
+            /* pack_kt: 11 and 37 keys of 45 elements (full and partial blocks of 8 and 16
+             * keys and dimensions), row stride 50, transposed; the columns past nk untouched. */
+            enum { NK = 37, LDK = 48 };
+            uint16_t hs[NK * 50];
+            float fs[NK * 50], kt[45 * LDK];
+            for (int i = 0; i < NK * 50; i++) {
                 hs[i] = h_special(i % 60);
                 fs[i] = rnd_f(-5, 5);
             }
             const void *ks = dt == CPU_F32 ? (const void *)fs : (const void *)hs;
-            t[k]->pack_kt(ks, dt, 50, 11, 45, kt, 16);
-            for (int c = 0; c < 11; c++)
-                for (int d = 0; d < 45; d++) {
-                    const int i = c * 50 + d;
-                    const float w = dt == CPU_F32   ? fs[i]
-                                    : dt == CPU_F16 ? attnref_f16_to_f32(hs[i])
-                                                    : attnref_bf16_to_f32(hs[i]);
-                    cr_assert(memcmp(&kt[d * 16 + c], &w, sizeof w) == 0,
-                              "%s pack_kt dtype %d key %d d %d", t[k]->name, dt, c, d);
-                }
+            for (int nk = 11; nk <= NK; nk += NK - 11) {
+                for (int i = 0; i < 45 * LDK; i++)
+                    kt[i] = -7.0f;
+                t[k]->pack_kt(ks, dt, 50, nk, 45, kt, LDK);
+                for (int c = 0; c < LDK; c++)
+                    for (int d = 0; d < 45; d++) {
+                        const int i = c * 50 + d;
+                        const float w = c >= nk         ? -7.0f
+                                        : dt == CPU_F32 ? fs[i]
+                                        : dt == CPU_F16 ? attnref_f16_to_f32(hs[i])
+                                                        : attnref_bf16_to_f32(hs[i]);
+                        cr_assert(memcmp(&kt[d * LDK + c], &w, sizeof w) == 0,
+                                  "%s pack_kt dtype %d nk %d key %d d %d", t[k]->name, dt, nk, c,
+                                  d);
+                    }
+            }
         }
         /* store_row: RNE, subnormals, overflow, NaN, as attnref's scalar conversions. */
         float x[N];
