@@ -92,10 +92,27 @@ if(ATTNCONF_PYTHON3)
     COMMAND ${check_bench} --suite "${bench_suites}/smoke.yaml" --out "${bench_out}/skip.json"
             --rc 0 --status "*=SKIPPED" --message "*=GFLOP per call, over --max-gflop 0$"
             -- $<TARGET_FILE:attnconf> bench --backend ${ref} --max-gflop 0 ${bench_quick})
-  # --peak measures (about 6 s of both cores): positive numbers, no threshold.
+  # --peak measures (about 6 s of both cores): positive numbers, no threshold; the FMA chains are
+  # those of the widest ISA the cpu backend would use (ATTNCONF_CPU_ISA narrowing it, an ISA the
+  # CPU lacks refused), checked against /proc/cpuinfo's flags and what this build has.
+  set(peak_built "")
+  if(TARGET cpu_kern_avx512_obj)
+    list(APPEND peak_built avx512)
+  endif()
+  if(TARGET cpu_kern_avx2_obj)
+    list(APPEND peak_built avx2)
+  endif()
+  string(REPLACE ";" "," peak_built "${peak_built}")
   add_test(NAME harness.bench.peak
-    COMMAND ${check_bench} --peak --out "${bench_out}/peak.json"
-            -- $<TARGET_FILE:attnconf> bench --peak)
+    COMMAND ${check_bench} --peak --out "${bench_out}/peak.json" --isa-env auto
+            --built "${peak_built}" -- $<TARGET_FILE:attnconf> bench --peak)
+  foreach(isa IN ITEMS avx512 avx2 portable)
+    add_test(NAME harness.bench.peak_${isa}
+      COMMAND ${check_bench} --peak --out "${bench_out}/peak_${isa}.json" --isa-env ${isa}
+              --built "${peak_built}" -- $<TARGET_FILE:attnconf> bench --peak)
+    set_tests_properties(harness.bench.peak_${isa} PROPERTIES LABELS "harness" TIMEOUT 120
+      SKIP_RETURN_CODE 77)
+  endforeach()
   # exec: adapters (PROTOCOL.md), timed by the "seconds" of their sdpa replies: the test-only
   # bad_adapter.py (standard library, f32 only, SDPA in pure Python, so two small shapes with
   # lengths, left padding and a causal offset): mode timed reports seconds ("timing":

@@ -5,7 +5,7 @@
                  [--message GLOB=REGEX]... [--filter GLOB]... [--timing TIMING]
                  [--median GLOB=LO:HI]... [--pidfile FILE] [--max-seconds S]
                  -- ATTNCONF bench ARGS...
-  check_bench.py --peak --out FILE.json -- ATTNCONF bench --peak
+  check_bench.py --peak --out FILE.json [--isa-env ISA --built LIST] -- ATTNCONF bench --peak
 
 The command gets `--suite FILE --out FILE.json` appended (not with --peak), and each
 `--filter GLOB`.  Checked:
@@ -27,7 +27,13 @@ The command gets `--suite FILE --out FILE.json` appended (not with --peak), and 
   - with --max-seconds, that bench finished within S seconds of wall time;
   - with --pidfile, that no process a misbehave backend forked (it writes their pids there,
     one a line) outlived bench (check_isolation.py's check).
-With --peak: exit 0, positive numbers printed and in the JSON's "machine" object.
+With --peak: exit 0, positive numbers printed and in the JSON's "machine" object.  With
+--isa-env ISA (auto|avx512|avx2|portable) the command runs with ATTNCONF_CPU_ISA=ISA and
+machine.fma_isa must be the ISA the cpu backend would use: the widest of the ISA asked for, the
+kernels this build has (--built, a comma-separated list of avx512 and avx2) and the flags of
+/proc/cpuinfo (which Linux clears when the OS does not save the state); an ISA asked for that
+the CPU or build lacks must be refused (exit 1, the reason on stderr).  Exit 77 (skipped) where
+there is no /proc/cpuinfo to decide from.
 """
 import argparse
 import fnmatch
@@ -116,7 +122,41 @@ def lookup(rs, ident, default):
     return default
 
 
+# What each ISA needs, as the cpu backend checks it (backends/cpu/cpu_options.c).
+ISA_FLAGS = {"avx512": {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl"},
+             "avx2": {"avx2", "fma"}}
+ISA_LABEL = {"avx512": "avx512f", "avx2": "avx2+fma", "portable": "portable"}
+
+
+def expected_isa(asked, built):
+    """The fma_isa label bench --peak must report, or None when it must refuse."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    order = ["avx512", "avx2", "portable"]
+    have = [i for i in order if i == "portable" or (i in built and ISA_FLAGS[i] <= flags)]
+    if asked == "auto":
+        return ISA_LABEL[have[0]]
+    return ISA_LABEL[asked] if asked in have else None
+
+
 def check_peak(a, p, fails):
+    if a.isa_env:
+        want = expected_isa(a.isa_env, (a.built or "").split(","))
+        if want is None:
+            if p.returncode != 1 or "lacks" not in p.stderr:
+                fails.append(f"ATTNCONF_CPU_ISA={a.isa_env} on a CPU or build without it: exit "
+                             f"{p.returncode}, expected 1 and a reason naming what it lacks")
+            return
+        got = json.load(open(a.out)).get("machine", {}).get("fma_isa")
+        if got != want:
+            fails.append(f"machine.fma_isa = {got!r}, expected {want!r} (ATTNCONF_CPU_ISA="
+                         f"{a.isa_env}, built: {a.built})")
+        if f"f32 FMA ({want}," not in p.stdout:
+            fails.append(f"no 'f32 FMA ({want}, ...' line")
     if p.returncode != 0:
         fails.append(f"exit {p.returncode}, expected 0")
     for what, unit in (("f32 FMA", "GFLOP/s"), ("memory read", "GB/s")):
@@ -236,15 +276,23 @@ def main():
     ap.add_argument("--median", action="append")
     ap.add_argument("--pidfile")
     ap.add_argument("--max-seconds", type=float)
+    ap.add_argument("--isa-env", choices=["auto", "avx512", "avx2", "portable"])
+    ap.add_argument("--built")
     ap.add_argument("cmd", nargs="+")
     a = ap.parse_args()
+    env = None
+    if a.isa_env:
+        if not os.path.exists("/proc/cpuinfo"):
+            print("no /proc/cpuinfo: cannot tell which ISA the peak must use")
+            return 77
+        env = dict(os.environ, ATTNCONF_CPU_ISA=a.isa_env)
     cmd = a.cmd + ["--out", a.out] + ([] if a.peak else ["--suite", a.suite])
     for g in a.filter or []:
         cmd += ["--filter", g]
     if a.pidfile and os.path.exists(a.pidfile):
         os.remove(a.pidfile)
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     took = time.monotonic() - t0
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr)

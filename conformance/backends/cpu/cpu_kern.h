@@ -11,10 +11,13 @@
  * dimension is a multiple of 16 floats, so a kernel may use aligned vector loads there.  Source
  * rows (pack_kt / load_row / store_row) have no alignment.
  *
- * Two tables: cpu_kernels_portable (plain C17, any machine) and, on x86-64, cpu_kernels_avx2
+ * Three tables: cpu_kernels_portable (plain C17, any machine) and, on x86-64, cpu_kernels_avx2
  * (AVX2 + FMA + F16C, its own translation unit compiled with those flags; never called unless
- * the CPU reports all three).  Both must give results within the same error model (SPEC.md
- * clause 13); they need not be bit-identical (FMA contraction, summation order).
+ * the CPU reports all three) and cpu_kernels_avx512() (AVX-512 F/BW/DQ/VL, its own translation
+ * unit too: a copy of the AVX2 table with the prefill entries replaced, made on first use; never
+ * called unless the CPU reports AVX-512 and the AVX2 set).  All must give results within the
+ * same error model (SPEC.md clause 13); they need not be bit-identical (FMA contraction,
+ * summation order).
  */
 #ifndef ATTNCONF_CPU_KERN_H
 #define ATTNCONF_CPU_KERN_H
@@ -38,7 +41,7 @@ typedef struct cpu_run {
 } cpu_run;
 
 typedef struct cpu_kernels {
-    const char *name; /* "avx2", "portable" */
+    const char *name; /* "avx512", "avx2", "portable" */
 
     /* s[r*lds + c] = sigma * (sum over d < D of q[r*ldq + d] * kt[d*ldk + c]) for r < nrows
      * (1..CPU_MR) and c < ncols (a multiple of CPU_NR, <= ldk).  The scale multiplies the
@@ -120,6 +123,11 @@ typedef struct cpu_kernels {
 extern const cpu_kernels cpu_kernels_portable;
 #if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
 extern const cpu_kernels cpu_kernels_avx2;
+#endif
+#if defined(CPU_HAVE_AVX512_TU) && CPU_HAVE_AVX512_TU
+/* The AVX-512 table: cpu_kernels_avx2 with the entries cpu_kern_avx512.c specialises replaced
+ * (built once, thread-safely, on the first call; call it only on a CPU with AVX-512). */
+const cpu_kernels *cpu_kernels_avx512(void);
 #endif
 
 #endif

@@ -615,7 +615,6 @@ static void item_run(void *varg, int64_t idx, int tid)
          * at a kept key is the row's, and propagates as in the reference). */
         const int direct = direct_item && all && !J->mask;
         const int bad = direct ? 0 : pack_tile(J, &w, b, hk, j0, n);
-        const int ncols = (int)round_up((size_t)n, CPU_NR);
         const int gs = direct ? CPU_DR : CPU_MR;
         if (direct) {
             dt.n = tile_runs(J, b, hk, j0, n, dt.k, dt.v);
@@ -627,7 +626,7 @@ static void item_run(void *varg, int64_t idx, int tid)
 
         for (int64_t r0 = 0; r0 < NR; r0 += gs) {
             const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
-            int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1;
+            int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1, ng = 0;
             for (int t = 0; t < nr; t++) {
                 const int64_t pi = (r0 + t) / G;
                 /* The row's interval in tile coordinates, clamped to 0..n. */
@@ -638,9 +637,14 @@ static void item_run(void *varg, int64_t idx, int tid)
                 rz[t] = (int)z;
                 any |= a < z;
                 full &= a == 0 && z == n && w.pex[pi];
+                ng = a < z && (int)z > ng ? (int)z : ng;
             }
             if (!any)
                 continue;
+            /* The group's rows keep no key at or past ng (on a causal diagonal, the later half
+             * of the tile for the item's first rows): its scores, softmax and P.V stop there,
+             * as if the tile had ng keys.  A direct tile is kept whole (ng == n). */
+            const int ncols = (int)round_up((size_t)ng, CPU_NR);
             if (direct)
                 scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, &dt, r0 == 0, w.s);
             else
@@ -654,20 +658,20 @@ static void item_run(void *varg, int64_t idx, int tid)
                     /* The score terms, in SPEC order, then a check that the kept scores are
                      * finite (f32 overflow: the row is redone in double). */
                     if (J->capped)
-                        K->softcap(sr, n, J->cap, J->rcap);
+                        K->softcap(sr, ng, J->cap, J->rcap);
                     if (J->slope)
-                        K->alibi(sr, n, J->slope[h], w.ppr[pi] - j0);
+                        K->alibi(sr, ng, J->slope[h], w.ppr[pi] - j0);
                     if (!K->finite(sr + ra[t], rz[t] - ra[t]))
                         w.rbad[r] = 1;
                 }
                 if (masked) {
                     const int64_t i = i0 + pi;
                     const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
-                    if (!mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, n, ra[t], rz[t],
+                    if (!mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t], rz[t],
                                   mrow, j0, w.pex[pi], b, i))
                         w.rbad[r] = 1;
                 }
-                w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, n, ra[t],
+                w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t],
                                          rz[t], &w.m[r], &w.l[r]);
             }
             float *orows = w.o + (size_t)r0 * dvp;
@@ -676,7 +680,7 @@ static void item_run(void *varg, int64_t idx, int tid)
                 continue;
             }
             if (!bad) {
-                K->pv(w.s, CPU_BC, nr, w.vp, dvp, n, (int)dvp, w.corr, orows, dvp);
+                K->pv(w.s, CPU_BC, nr, w.vp, dvp, ng, (int)dvp, w.corr, orows, dvp);
                 continue;
             }
             /* A V tile with NaN/inf: add kept keys only (0 * inf would be NaN). */
@@ -686,7 +690,7 @@ static void item_run(void *varg, int64_t idx, int tid)
                 const unsigned char *kr = w.kept + (size_t)t * CPU_BC;
                 for (size_t e = 0; e < dvp; e++)
                     orow[e] *= w.corr[t];
-                for (int c = 0; c < n; c++) {
+                for (int c = 0; c < ng; c++) {
                     if (!kr[c])
                         continue;
                     const float *vr = w.vp + (size_t)c * dvp;

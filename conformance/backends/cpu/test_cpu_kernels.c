@@ -15,6 +15,7 @@
 #include "cpu_exp.h"
 #include "cpu_kern.h"
 #include "cpu_plan.h"
+#include "test_cpu_tables.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd_u64(void)
@@ -228,21 +229,6 @@ Test(cpu_exp, edges_and_accuracy)
 
 /* ---- kernel tables --------------------------------------------------------------------------- */
 
-static int ntables(const cpu_kernels **t)
-{
-    int n = 0;
-    t[n++] = &cpu_kernels_portable;
-#if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        t[n++] = &cpu_kernels_avx2;
-    else
-        cr_log_warn("no AVX2/FMA/F16C here: only the portable kernels are tested");
-#endif
-    return n;
-}
-
 static float *falloc(size_t n)
 {
     float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
@@ -250,49 +236,72 @@ static float *falloc(size_t n)
     return p;
 }
 
+/* Every column count a tile can have (a multiple of CPU_NR up to CPU_BC for scores; up to a
+ * padded Dv beyond 128 for P.V), so each register-blocking width of each table is reached. */
+static const int score_cols[] = {16, 32, 48, 64};
+static const int pv_cols[] = {16, 32, 48, 64, 80, 144};
+
 Test(cpu_kernels, scores_and_pv_match_double)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     const int64_t Ds[] = {1, 7, 16, 128, 131};
     for (int k = 0; k < nt; k++)
         for (size_t di = 0; di < sizeof Ds / sizeof *Ds; di++)
-            for (int nrows = 1; nrows <= CPU_MR; nrows++) {
-                const int64_t D = Ds[di];
-                const int ncols = 48, ldk = 64, lds = 64;
-                float *q = falloc((size_t)(CPU_MR * D)), *kt = falloc((size_t)(D * ldk));
-                float *s = falloc((size_t)(CPU_MR * lds));
-                for (int64_t i = 0; i < CPU_MR * D; i++)
-                    q[i] = rnd_f(-2, 2);
-                for (int64_t i = 0; i < D * ldk; i++)
-                    kt[i] = rnd_f(-2, 2);
-                const float sigma = 0.37f;
-                t[k]->scores(q, (size_t)D, nrows, kt, ldk, ncols, D, sigma, s, lds);
-                for (int r = 0; r < nrows; r++)
-                    for (int c = 0; c < ncols; c++) {
-                        double dot = 0, mag = 0;
-                        for (int64_t d = 0; d < D; d++) {
-                            dot += (double)q[r * D + d] * kt[d * ldk + c];
-                            mag += fabs((double)q[r * D + d] * kt[d * ldk + c]);
+            for (int nrows = 1; nrows <= CPU_MR; nrows++)
+                for (size_t ci = 0; ci < sizeof score_cols / sizeof *score_cols; ci++) {
+                    const int64_t D = Ds[di];
+                    const int ncols = score_cols[ci], ldk = 64, lds = 64;
+                    float *q = falloc((size_t)(CPU_MR * D)), *kt = falloc((size_t)(D * ldk));
+                    float *s = falloc((size_t)(CPU_MR * lds));
+                    for (int64_t i = 0; i < CPU_MR * D; i++)
+                        q[i] = rnd_f(-2, 2);
+                    for (int64_t i = 0; i < D * ldk; i++)
+                        kt[i] = rnd_f(-2, 2);
+                    /* Columns past ncols must not be written: poison them. */
+                    for (int i = 0; i < CPU_MR * lds; i++)
+                        s[i] = NAN;
+                    const float sigma = 0.37f;
+                    t[k]->scores(q, (size_t)D, nrows, kt, ldk, ncols, D, sigma, s, lds);
+                    for (int r = 0; r < CPU_MR; r++)
+                        for (int c = 0; c < lds; c++) {
+                            if (r >= nrows || c >= ncols) {
+                                cr_assert(isnan(s[r * lds + c]), "%s scores wrote row %d col %d",
+                                          t[k]->name, r, c);
+                                continue;
+                            }
+                            double dot = 0, mag = 0;
+                            for (int64_t d = 0; d < D; d++) {
+                                dot += (double)q[r * D + d] * kt[d * ldk + c];
+                                mag += fabs((double)q[r * D + d] * kt[d * ldk + c]);
+                            }
+                            const double want = (double)sigma * dot;
+                            const double tol = sigma * mag * (double)(D + 2) * 0x1p-24 + 1e-30;
+                            cr_assert(fabs(s[r * lds + c] - want) <= tol,
+                                      "%s scores D %lld ncols %d row %d col %d: %.9g vs %.9g",
+                                      t[k]->name, (long long)D, ncols, r, c, (double)s[r * lds + c],
+                                      want);
                         }
-                        const double want = (double)sigma * dot;
-                        const double tol = sigma * mag * (double)(D + 2) * 0x1p-24 + 1e-30;
-                        cr_assert(fabs(s[r * lds + c] - want) <= tol,
-                                  "%s scores D %lld row %d col %d: %.9g vs %.9g", t[k]->name,
-                                  (long long)D, r, c, (double)s[r * lds + c], want);
-                    }
-                /* P.V: 37 keys, 32 columns, rescaled accumulators. */
-                const int nkeys = 37, ncol = 32, ldv = 32, ldo = 32, ldp = 64;
+                    free(q);
+                    free(kt);
+                    free(s);
+                }
+    /* P.V: 37 keys, each column count, rescaled accumulators. */
+    for (int k = 0; k < nt; k++)
+        for (int nrows = 1; nrows <= CPU_MR; nrows++)
+            for (size_t ci = 0; ci < sizeof pv_cols / sizeof *pv_cols; ci++) {
+                const int nkeys = 37, ncol = pv_cols[ci], ldv = ncol + 16, ldo = ncol + 16;
+                const int ldp = 64;
                 float *p = falloc((size_t)(CPU_MR * ldp)), *v = falloc((size_t)(64 * ldv));
                 float *o = falloc((size_t)(CPU_MR * ldo)), corr[CPU_MR];
-                double want[CPU_MR][32];
+                double want[CPU_MR][160];
                 for (int i = 0; i < CPU_MR * ldp; i++)
                     p[i] = rnd_f(0, 1);
                 for (int i = 0; i < 64 * ldv; i++)
                     v[i] = rnd_f(-3, 3);
                 for (int r = 0; r < CPU_MR; r++) {
                     corr[r] = rnd_f(0, 1);
-                    for (int e = 0; e < ncol; e++) {
+                    for (int e = 0; e < ldo; e++) {
                         o[r * ldo + e] = rnd_f(-1, 1);
                         want[r][e] = (double)o[r * ldo + e] * corr[r];
                         for (int c = 0; c < nkeys; c++)
@@ -302,15 +311,19 @@ Test(cpu_kernels, scores_and_pv_match_double)
                 /* A key past nkeys must not be read: poison it. */
                 for (int e = 0; e < ldv; e++)
                     v[nkeys * ldv + e] = NAN;
+                float keep[CPU_MR][16];
+                for (int r = 0; r < CPU_MR; r++)
+                    memcpy(keep[r], o + r * ldo + ncol, sizeof keep[r]);
                 t[k]->pv(p, ldp, nrows, v, ldv, nkeys, ncol, corr, o, ldo);
-                for (int r = 0; r < nrows; r++)
-                    for (int e = 0; e < ncol; e++)
+                for (int r = 0; r < CPU_MR; r++) {
+                    /* Rows past nrows and columns past ncol are left as they were. */
+                    cr_assert(memcmp(keep[r], o + r * ldo + ncol, sizeof keep[r]) == 0,
+                              "%s pv wrote past column %d in row %d", t[k]->name, ncol, r);
+                    for (int e = 0; e < ncol && r < nrows; e++)
                         cr_assert(fabs(o[r * ldo + e] - want[r][e]) <= 1e-4,
-                                  "%s pv row %d col %d: %.9g vs %.9g", t[k]->name, r, e,
-                                  (double)o[r * ldo + e], want[r][e]);
-                free(q);
-                free(kt);
-                free(s);
+                                  "%s pv ncol %d row %d col %d: %.9g vs %.9g", t[k]->name, ncol, r,
+                                  e, (double)o[r * ldo + e], want[r][e]);
+                }
                 free(p);
                 free(v);
                 free(o);
@@ -341,7 +354,7 @@ static void put(void *pool, int dt, size_t i, float x)
  * the f32 bound of a double loop, and no NaN from the rows around them. */
 Test(cpu_kernels, decode_runs_match_per_run_kernels)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     int tested = 0;
     const int64_t Ds[] = {128, 131, 16, 7};
@@ -466,9 +479,61 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
         cr_log_warn("no kernel table here has the run kernels");
 }
 
+/* The AVX-512 scores and P.V do per lane what the AVX2 ones do (an FMA per product in the same
+ * order, the scale last): equal bits on the same inputs, at every row and column count. */
+Test(cpu_kernels, avx512_dense_equals_avx2)
+{
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
+    const int nt = ntables(t);
+    if (nt < 3) {
+        cr_log_warn("no AVX-512 kernels on this machine: nothing to compare");
+        return;
+    }
+    const cpu_kernels *a2 = t[1], *a5 = t[2];
+    cr_assert_str_eq(a2->name, "avx2");
+    cr_assert_str_eq(a5->name, "avx512");
+    const int64_t D = 131;
+    const int ld = 160;
+    float *q = falloc((size_t)(CPU_MR * D)), *kt = falloc((size_t)(D * ld));
+    float *s2 = falloc((size_t)(CPU_MR * ld)), *s5 = falloc((size_t)(CPU_MR * ld));
+    float *o2 = falloc((size_t)(CPU_MR * ld)), *o5 = falloc((size_t)(CPU_MR * ld));
+    float *p = falloc((size_t)(CPU_MR * ld));
+    for (int i = 0; i < CPU_MR * ld; i++)
+        p[i] = rnd_f(0, 1);
+    for (int64_t i = 0; i < CPU_MR * D; i++)
+        q[i] = rnd_f(-2, 2);
+    for (int64_t i = 0; i < D * ld; i++)
+        kt[i] = rnd_f(-2, 2);
+    float corr[CPU_MR];
+    for (int r = 0; r < CPU_MR; r++)
+        corr[r] = rnd_f(0, 1);
+    for (int nrows = 1; nrows <= CPU_MR; nrows++)
+        for (int ncols = 16; ncols <= ld; ncols += 16) {
+            a2->scores(q, (size_t)D, nrows, kt, (size_t)ld, ncols, D, 0.37f, s2, (size_t)ld);
+            a5->scores(q, (size_t)D, nrows, kt, (size_t)ld, ncols, D, 0.37f, s5, (size_t)ld);
+            for (int r = 0; r < nrows; r++)
+                cr_assert(memcmp(s2 + r * ld, s5 + r * ld, (size_t)ncols * sizeof(float)) == 0,
+                          "scores differ: %d rows, %d columns, row %d", nrows, ncols, r);
+            for (int i = 0; i < CPU_MR * ld; i++)
+                o2[i] = o5[i] = rnd_f(-1, 1);
+            /* kt's rows serve as V. */
+            a2->pv(p, (size_t)ld, nrows, kt, (size_t)ld, 57, ncols, corr, o2, (size_t)ld);
+            a5->pv(p, (size_t)ld, nrows, kt, (size_t)ld, 57, ncols, corr, o5, (size_t)ld);
+            cr_assert(memcmp(o2, o5, (size_t)(CPU_MR * ld) * sizeof(float)) == 0,
+                      "pv differs: %d rows, %d columns", nrows, ncols);
+        }
+    free(q);
+    free(kt);
+    free(s2);
+    free(s5);
+    free(o2);
+    free(o5);
+    free(p);
+}
+
 Test(cpu_kernels, exp_sum_and_max_are_the_scalar_exp)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     for (int k = 0; k < nt; k++)
         for (int n = 0; n <= 37; n++) {
@@ -492,6 +557,34 @@ Test(cpu_kernels, exp_sum_and_max_are_the_scalar_exp)
             }
             cr_assert(fabs(sum - sref) <= 1e-6 * (sref + 1), "%s sum", t[k]->name);
         }
+    /* A sweep of the whole range exp_sum sees (x - m <= 0 in a softmax, but any x here): every
+     * lane and every tail length gives cpu_expf's bits, subnormal results and overflow included
+     * (the AVX-512 exp scales by 2^n in one VSCALEFPS where cpu_expf multiplies twice). */
+    enum { NS = 1 << 16 };
+    float *sx = falloc(NS), *sy = falloc(NS);
+    for (int k = 0; k < nt; k++) {
+        for (int i = 0; i < NS; i++)
+            sx[i] = -120.0f + 215.0f * (float)i / (float)NS + rnd_f(0, 1e-3f);
+        sx[0] = -INFINITY;
+        sx[1] = NAN;
+        sx[2] = 0.0f;
+        sx[3] = -103.972f; /* results around the smallest subnormal */
+        sx[4] = 88.7228f;  /* around the largest finite result */
+        for (int n = NS - 15; n <= NS; n += 5) {
+            memcpy(sy, sx, (size_t)NS * sizeof *sx);
+            t[k]->exp_sum(sy, n, 0.0f);
+            for (int i = 0; i < n; i++) {
+                const float e = cpu_expf(sx[i]);
+                cr_assert(memcmp(&sy[i], &e, sizeof e) == 0, "%s exp_sum of %.9g: %a, cpu_expf %a",
+                          t[k]->name, (double)sx[i], (double)sy[i], (double)e);
+            }
+            for (int i = n; i < NS; i++)
+                cr_assert(memcmp(&sy[i], &sx[i], sizeof *sx) == 0, "%s exp_sum wrote past n",
+                          t[k]->name);
+        }
+    }
+    free(sx);
+    free(sy);
     /* max ignores NaN */
     for (int k = 0; k < nt; k++) {
         float x[19];
@@ -514,7 +607,7 @@ static uint16_t h_special(int i)
 
 Test(cpu_kernels, conversions_are_exact)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     enum { N = 45 };
     for (int k = 0; k < nt; k++) {
@@ -541,24 +634,45 @@ Test(cpu_kernels, conversions_are_exact)
             for (int i = 0; i < N; i++)
                 fin[i] = rnd_f(-1, 1);
             cr_assert_eq(t[k]->load_row(fin, CPU_F32, N, out), 0);
-            /* pack_kt: 11 keys of 45 elements, row stride 50, transposed. */
-            uint16_t hs[11 * 50];
-            float fs[11 * 50], kt[45 * 16];
-            for (int i = 0; i < 11 * 50; i++) {
+            /* One infinity anywhere, in a full vector or the tail, is flagged. */
+            for (int at = 0; at < N; at += 7) {
+                uint16_t hf[N];
+                for (int i = 0; i < N; i++) {
+                    fin[i] = rnd_f(-1, 1);
+                    hf[i] = dt == CPU_F16 ? 0x3c00 : 0x3f80; /* 1.0 */
+                }
+                fin[at] = -INFINITY;
+                hf[at] = dt == CPU_F16 ? 0xfc00 : 0xff80;
+                cr_assert_eq(t[k]->load_row(dt == CPU_F32 ? (const void *)fin : (const void *)hf,
+                                            dt, N, out),
+                             1, "%s load_row dtype %d: -inf at %d not flagged", t[k]->name, dt, at);
+            }
+            /* pack_kt: 11 and 37 keys of 45 elements (full and partial blocks of 8 and 16
+             * keys and dimensions), row stride 50, transposed; the columns past nk untouched. */
+            enum { NK = 37, LDK = 48 };
+            uint16_t hs[NK * 50];
+            float fs[NK * 50], kt[45 * LDK];
+            for (int i = 0; i < NK * 50; i++) {
                 hs[i] = h_special(i % 60);
                 fs[i] = rnd_f(-5, 5);
             }
             const void *ks = dt == CPU_F32 ? (const void *)fs : (const void *)hs;
-            t[k]->pack_kt(ks, dt, 50, 11, 45, kt, 16);
-            for (int c = 0; c < 11; c++)
-                for (int d = 0; d < 45; d++) {
-                    const int i = c * 50 + d;
-                    const float w = dt == CPU_F32   ? fs[i]
-                                    : dt == CPU_F16 ? attnref_f16_to_f32(hs[i])
-                                                    : attnref_bf16_to_f32(hs[i]);
-                    cr_assert(memcmp(&kt[d * 16 + c], &w, sizeof w) == 0,
-                              "%s pack_kt dtype %d key %d d %d", t[k]->name, dt, c, d);
-                }
+            for (int nk = 11; nk <= NK; nk += NK - 11) {
+                for (int i = 0; i < 45 * LDK; i++)
+                    kt[i] = -7.0f;
+                t[k]->pack_kt(ks, dt, 50, nk, 45, kt, LDK);
+                for (int c = 0; c < LDK; c++)
+                    for (int d = 0; d < 45; d++) {
+                        const int i = c * 50 + d;
+                        const float w = c >= nk         ? -7.0f
+                                        : dt == CPU_F32 ? fs[i]
+                                        : dt == CPU_F16 ? attnref_f16_to_f32(hs[i])
+                                                        : attnref_bf16_to_f32(hs[i]);
+                        cr_assert(memcmp(&kt[d * LDK + c], &w, sizeof w) == 0,
+                                  "%s pack_kt dtype %d nk %d key %d d %d", t[k]->name, dt, nk, c,
+                                  d);
+                    }
+            }
         }
         /* store_row: RNE, subnormals, overflow, NaN, as attnref's scalar conversions. */
         float x[N];
@@ -606,7 +720,7 @@ Test(cpu_kernels, conversions_are_exact)
 
 Test(cpu_kernels, softcap_alibi_finite)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     const float caps[] = {50.0f, 30.0f, 1.0f, 0.01f, 1e6f};
     double worst = 0.0;

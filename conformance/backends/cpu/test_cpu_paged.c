@@ -21,6 +21,7 @@
 #include "cpu_kern.h"
 #include "cpu_paged.h"
 #include "cpu_sdpa.h"
+#include "test_cpu_tables.h"
 
 static uint64_t rng_state = 0x7c4a1e9d3b2f6a85ull;
 static uint64_t rnd_u64(void)
@@ -33,19 +34,6 @@ static uint64_t rnd_u64(void)
 static double rnd_d(double lo, double hi)
 {
     return lo + (hi - lo) * ((double)(rnd_u64() >> 11) / 9007199254740992.0);
-}
-
-static int ntables(const cpu_kernels **t)
-{
-    int n = 0;
-    t[n++] = &cpu_kernels_portable;
-#if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        t[n++] = &cpu_kernels_avx2;
-#endif
-    return n;
 }
 
 static const int dtypes[3] = {ATTNREF_F32, ATTNREF_F16, ATTNREF_BF16};
@@ -382,7 +370,7 @@ static const int64_t page_sizes[5] = {1, 3, 16, 48, 96};
 
 static void run_case(const pcase *pc)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     for (int x = 0; x < 3; x++)
         for (int y = 0; y < 5; y++)

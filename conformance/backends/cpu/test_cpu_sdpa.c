@@ -19,6 +19,7 @@
 #include "attnref/sdpa.h"
 #include "cpu_kern.h"
 #include "cpu_sdpa.h"
+#include "test_cpu_tables.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 static uint64_t rnd_u64(void)
@@ -35,19 +36,6 @@ static double rnd_d(double lo, double hi)
 static int64_t rnd_int(int64_t lo, int64_t hi)
 {
     return lo + (int64_t)(rnd_u64() % (uint64_t)(hi - lo + 1));
-}
-
-static int ntables(const cpu_kernels **t)
-{
-    int n = 0;
-    t[n++] = &cpu_kernels_portable;
-#if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        t[n++] = &cpu_kernels_avx2;
-#endif
-    return n;
 }
 
 /* One call: shapes, dtype, the parameters (their arrays owned by the case), input ranges. */
@@ -228,7 +216,7 @@ static double check(const tcase *tc, const tdata *d, const cpu_kernels *K, int t
 
 static void run_all(const tcase *tc)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     tdata d;
     make(tc, &d);
@@ -480,7 +468,7 @@ Test(cpu_sdpa, mla_decode)
  * `exact`, every row overflows and equals attnref_sdpa's; else each is finite and in bound. */
 static void expect_reference(const tcase *tc, int exact)
 {
-    const cpu_kernels *t[2];
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     tdata d;
     make(tc, &d);

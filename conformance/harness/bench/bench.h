@@ -159,7 +159,8 @@ typedef struct bp_machine {
     double fma_gflops;          /* measured f32 FMA throughput, all cores, GFLOP/s (1e9) */
     double mem_read_gbs;        /* measured sustained read bandwidth, all cores, GB/s (1e9) */
     char limits_from[1100];     /* "measured" or "file:PATH" */
-    char fma_isa[16];           /* "avx2+fma" or "portable": the code that measured it */
+    char fma_isa[16];           /* "avx512f", "avx2+fma" or "portable": the code that measured
+                                   the FMA peak (bp_fma_isa) */
     uint64_t read_buffer_bytes; /* the buffer the bandwidth was read from */
     double cpu_share;           /* the smaller share of the CPUs the measuring threads had in
                                    the two best runs (1 = the machine to themselves; lower:
@@ -173,10 +174,11 @@ uint64_t bp_mem_bytes(void);
 void bp_machine_describe(bp_machine *m);
 
 /* Measure the limits (bp_machine_describe first): f32 FMA throughput with one thread per core
- * (AVX2+FMA 8-wide chains where the CPU has them, else portable code), then the read bandwidth
- * of the same threads summing a buffer of max(1 GiB, 8 x the last-level cache), at most a
- * quarter of the available memory; each for about seconds_each, best of 3.  log (may be NULL)
- * gets a line per result.  Returns 0, or -1 with err set (no memory for the buffer, threads). */
+ * (16-wide AVX-512 or 8-wide AVX2+FMA chains, or portable code: bp_fma_isa), then the read
+ * bandwidth of the same threads summing a buffer of max(1 GiB, 8 x the last-level cache), at
+ * most a quarter of the available memory; each for about seconds_each, best of 3.  log (may be NULL)
+ * gets a line per result.  Returns 0, or -1 with err set (no memory for the buffer, threads, a
+ * bad ATTNCONF_CPU_ISA). */
 int bp_measure(bp_machine *m, double seconds_each, FILE *log, char *err, size_t errlen);
 
 /* Fill m's fma_gflops and mem_read_gbs (and cpu_model, cores, mem_bytes, fma_isa when present)
@@ -192,6 +194,22 @@ struct json_t *bp_machine_json(const bp_machine *m);
  * "machine": {...}}.  Returns the exit status. */
 int bp_peak_main(const char *out_path);
 
+/* The code the FMA peak is measured with: the widest vector ISA the cpu backend
+ * (conformance/backends/cpu) of this build would use on this CPU, so its "% of limit" is a share
+ * of what its own instructions can do.  As the cpu backend, the environment variable
+ * ATTNCONF_CPU_ISA (auto|avx512|avx2|portable) narrows it: set it for both to compare, e.g.,
+ * the AVX2 kernels with an AVX2 peak.  BP_ISA_AVX512: AVX-512 F/BW/DQ/VL with AVX2, FMA, F16C
+ * (and the OS saving the ZMM state); BP_ISA_AVX2: AVX2 and FMA; BP_ISA_PORTABLE: plain C. */
+typedef enum bp_isa { BP_ISA_PORTABLE = 0, BP_ISA_AVX2 = 1, BP_ISA_AVX512 = 2 } bp_isa;
+
+/* The ISA for this machine and environment (above), or -1 with err set when ATTNCONF_CPU_ISA
+ * holds another value, or asks for an ISA this CPU or build lacks (the cpu backend refuses to
+ * open then too). */
+int bp_fma_isa(char *err, size_t errlen);
+
+/* The fma_isa label of an ISA: "avx512f", "avx2+fma", "portable". */
+const char *bp_isa_name(bp_isa isa);
+
 /* 1 when this build has the AVX2 kernels below and the CPU runs them (bench_peak.c). */
 int bp_have_avx2_fma(void);
 /* Kernels (bench_peak_avx2.c, built for x86-64 with -mavx2 -mfma, ATTNCONF_BENCH_AVX2 defined;
@@ -200,6 +218,11 @@ int bp_have_avx2_fma(void);
 float bp_fma_avx2(uint64_t iters, float seed);
 /* Sum of the 64-bit words of buf[0..n) (n a multiple of 16), read with 256-bit loads. */
 uint64_t bp_read_avx2(const uint64_t *buf, size_t n);
+/* bench_peak_avx512.c (built with -mavx512f where the compiler accepts it, ATTNCONF_BENCH_AVX512
+ * defined): iters x BP_AVX512_CHAINS independent 16-wide FMA chains; call it only when
+ * bp_fma_isa() is BP_ISA_AVX512. */
+#define BP_AVX512_CHAINS 16
+float bp_fma_avx512(uint64_t iters, float seed);
 
 /* ---- one timed shape (bench_run.c, bench_validate.c) ------------------------------------ */
 

@@ -3,9 +3,10 @@
  * from different machines are compared that way, never raw.
  *
  *   - f32 FMA throughput: one thread per CPU of the affinity mask, each running independent
- *     8-wide FMA chains (AVX2+FMA where the CPU has them, bench_peak_avx2.c; otherwise a
- *     portable multiply-add loop, labelled so) in chunks until the time is up; FLOPs = 2 per
- *     lane per FMA, divided by the wall time from the common start to the last thread's end.
+ *     FMA chains of the widest ISA the cpu backend would use here (bp_fma_isa: 16-wide AVX-512,
+ *     bench_peak_avx512.c; 8-wide AVX2+FMA, bench_peak_avx2.c; otherwise a portable
+ *     multiply-add loop; labelled so) in chunks until the time is up; FLOPs = 2 per lane per
+ *     FMA, divided by the wall time from the common start to the last thread's end.
  *   - sustained read bandwidth: the same threads sum 64-bit words of a buffer much larger than
  *     the last-level cache (max(1 GiB, 8 x LLC), at most a quarter of the available memory),
  *     each its own contiguous part, 16 MiB at a time; bytes read / wall time.  The buffer is
@@ -109,7 +110,53 @@ void bp_machine_describe(bp_machine *m)
     }
     m->mem_bytes = bp_mem_bytes();
     snprintf(m->limits_from, sizeof m->limits_from, "measured");
-    snprintf(m->fma_isa, sizeof m->fma_isa, "%s", bp_have_avx2_fma() ? "avx2+fma" : "portable");
+    char err[160];
+    const int isa = bp_fma_isa(err, sizeof err);
+    snprintf(m->fma_isa, sizeof m->fma_isa, "%s", isa < 0 ? "unknown" : bp_isa_name((bp_isa)isa));
+}
+
+const char *bp_isa_name(bp_isa isa)
+{
+    return isa == BP_ISA_AVX512 ? "avx512f" : isa == BP_ISA_AVX2 ? "avx2+fma" : "portable";
+}
+
+/* The set the cpu backend's AVX-512 kernels need (backends/cpu/cpu_options.c have_avx512): GCC's
+ * and Clang's "avx512f" is 0 unless the OS saves the ZMM and opmask state (XCR0). */
+static int have_avx512(void)
+{
+#if defined(ATTNCONF_BENCH_AVX512)
+    __builtin_cpu_init();
+    return bp_have_avx2_fma() && __builtin_cpu_supports("f16c") &&
+           __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+int bp_fma_isa(char *err, size_t errlen)
+{
+    const int widest = have_avx512()        ? BP_ISA_AVX512
+                       : bp_have_avx2_fma() ? BP_ISA_AVX2
+                                            : BP_ISA_PORTABLE;
+    const char *v = getenv("ATTNCONF_CPU_ISA");
+    if (!v || !*v || strcmp(v, "auto") == 0)
+        return widest;
+    const int want = strcmp(v, "avx512") == 0     ? BP_ISA_AVX512
+                     : strcmp(v, "avx2") == 0     ? BP_ISA_AVX2
+                     : strcmp(v, "portable") == 0 ? BP_ISA_PORTABLE
+                                                  : -1;
+    if (want < 0) {
+        snprintf(err, errlen,
+                 "ATTNCONF_CPU_ISA: '%.40s' is not one of auto, avx512, avx2, portable", v);
+        return -1;
+    }
+    if (want > widest) {
+        snprintf(err, errlen, "ATTNCONF_CPU_ISA=%s: this CPU (or this build) lacks %s", v,
+                 want == BP_ISA_AVX512 ? "AVX-512 F/BW/DQ/VL" : "AVX2 or FMA");
+        return -1;
+    }
+    return want;
 }
 
 int bp_have_avx2_fma(void)
@@ -154,8 +201,9 @@ static uint64_t read_portable(const uint64_t *p, size_t n)
  * done and its end time. */
 typedef struct job {
     atomic_int *go, *stop;
-    int avx2;
-    int fma; /* 1: FMA chains; 0: read part [part, part + part_words) */
+    int isa;  /* bp_isa of the FMA chains */
+    int avx2; /* 1: read with AVX2 loads */
+    int fma;  /* 1: FMA chains; 0: read part [part, part + part_words) */
     const uint64_t *part;
     size_t part_words;
     double work; /* FLOPs or bytes done */
@@ -172,8 +220,15 @@ static void *worker(void *arg)
     uint64_t acc = 0;
     while (!atomic_load_explicit(j->stop, memory_order_relaxed)) {
         if (j->fma) {
+#if defined(ATTNCONF_BENCH_AVX512)
+            if (j->isa == BP_ISA_AVX512) {
+                seed = bp_fma_avx512(BP_FMA_CHUNK / 2, seed) * 1e-12f + 1.0f;
+                j->work += (double)(BP_FMA_CHUNK / 2) * BP_AVX512_CHAINS * 16 * 2;
+                continue;
+            }
+#endif
 #if defined(ATTNCONF_BENCH_AVX2)
-            if (j->avx2) {
+            if (j->isa == BP_ISA_AVX2) {
                 seed = bp_fma_avx2(BP_FMA_CHUNK, seed) * 1e-12f + 1.0f;
                 j->work += (double)BP_FMA_CHUNK * 12 * 8 * 2;
                 continue;
@@ -211,8 +266,8 @@ static double cpu_s(void)
 /* Run `threads` workers for about `seconds`: the work per second of wall time, or -1.  *share
  * gets the CPU time they had over threads x the wall time: below 1, other processes took part
  * of the CPUs and the rate is below this machine's limit. */
-static double measure(int threads, int fma, const uint64_t *buf, size_t words, double seconds,
-                      double *share)
+static double measure(int threads, int isa, int fma, const uint64_t *buf, size_t words,
+                      double seconds, double *share)
 {
     pthread_t tid[BP_MAX_THREADS];
     job jobs[BP_MAX_THREADS];
@@ -221,8 +276,9 @@ static double measure(int threads, int fma, const uint64_t *buf, size_t words, d
     const size_t per = words / (size_t)threads / 16 * 16;
     int started = 0;
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (job){
-            &go, &stop, bp_have_avx2_fma(), fma, buf ? buf + (size_t)t * per : NULL, per, 0, 0, 0};
+        jobs[t] =
+            (job){&go, &stop, isa, bp_have_avx2_fma(), fma, buf ? buf + (size_t)t * per : NULL, per,
+                  0,   0,     0};
         if (pthread_create(&tid[t], NULL, worker, &jobs[t]) != 0)
             break;
         started++;
@@ -258,9 +314,13 @@ static void share_note(FILE *log, double share, int threads)
 int bp_measure(bp_machine *m, double seconds_each, FILE *log, char *err, size_t errlen)
 {
     const int threads = m->cores < BP_MAX_THREADS ? m->cores : BP_MAX_THREADS;
+    const int isa = bp_fma_isa(err, errlen);
+    if (isa < 0)
+        return -1;
+    snprintf(m->fma_isa, sizeof m->fma_isa, "%s", bp_isa_name((bp_isa)isa));
     double best = 0, best_share = 0, share;
     for (int r = 0; r < BP_RUNS; r++) {
-        double x = measure(threads, 1, NULL, 0, seconds_each, &share);
+        double x = measure(threads, isa, 1, NULL, 0, seconds_each, &share);
         if (x < 0) {
             snprintf(err, errlen, "cannot start %d threads", threads);
             return -1;
@@ -298,7 +358,7 @@ int bp_measure(bp_machine *m, double seconds_each, FILE *log, char *err, size_t 
         buf[i] = i;
     best = 0;
     for (int r = 0; r < BP_RUNS; r++) {
-        double x = measure(threads, 0, buf, words, seconds_each, &share);
+        double x = measure(threads, isa, 0, buf, words, seconds_each, &share);
         if (x < 0) {
             munmap(buf, size);
             snprintf(err, errlen, "cannot start %d threads", threads);
