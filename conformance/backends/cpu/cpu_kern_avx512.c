@@ -32,6 +32,7 @@
 
 #include "cpu_exp.h"
 #include "cpu_kern.h"
+#include "cpu_kern_avx512_runs.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -384,6 +385,8 @@ static void table_make(void)
     t.finite = z_finite;
     t.load_row = z_load_row;
     t.pack_kt = z_pack_kt;
+    t.scores_runs = cpu_avx512_scores_runs;
+    t.pv_runs = cpu_avx512_pv_runs;
     table = t;
 }
 
