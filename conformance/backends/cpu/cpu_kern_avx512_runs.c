@@ -151,7 +151,7 @@ AI __m512 hadd512(__m512 x, __m512 y)
 /* Rows r < R (<= 4) against keys k0..k3, scaled: lanes 4r..4r+3 of the result are row r's scores
  * for k0..k3 (rows >= R give 0).  a[r] holds keys k0 | k1, b[r] keys k2 | k3, 8 lanes each. */
 AI __m512 sr_quad(const float *q, size_t ldq, const char *k0, const char *k1, const char *k2,
-                  const char *k3, const int dtype, int64_t D, __m512 sv, const int R)
+                  const char *k3, const int dtype, int64_t D, __m512 sv, pfq *pq, const int R)
 {
     __m512 a[CPU_DR], b[CPU_DR];
 #pragma GCC unroll 4
@@ -159,6 +159,8 @@ AI __m512 sr_quad(const float *q, size_t ldq, const char *k0, const char *k1, co
         a[r] = b[r] = _mm512_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
+        if (d == 0 || d == (D / 16) * 8)
+            pfq_step(pq);
         const __m512 ka = load_2x8(k0, k1, dtype, d), kb = load_2x8(k2, k3, dtype, d);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
@@ -228,15 +230,14 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         nk += runs[u].n;
     const __m512 sv = _mm512_set1_ps(sigma);
     pfq pq;
-    pfq_init(&pq, pf, npf, D, esz, (nk + 3) / 4);
+    pfq_init(&pq, pf, npf, D, esz, D >= 16 ? (nk + 3) / 4 * 2 : (nk + 3) / 4);
     kit it = {runs, 0, 0};
     int c = 0;
     /* Keys in fours (a four may take its keys from several runs). */
     for (; c + 4 <= nk; c += 4) {
-        pfq_step(&pq);
         const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz);
         const char *k2 = kit_next(&it, esz), *k3 = kit_next(&it, esz);
-        store_quad(sr_quad(q, ldq, k0, k1, k2, k3, dtype, D, sv, R), s, lds, c, 4, R);
+        store_quad(sr_quad(q, ldq, k0, k1, k2, k3, dtype, D, sv, &pq, R), s, lds, c, 4, R);
     }
     if (c < nk) {
         /* 1-3 keys left: the missing ones read the last key again (never a row past it). */
@@ -244,7 +245,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         const char *k0 = kit_next(&it, esz);
         const char *k1 = nv > 1 ? kit_next(&it, esz) : k0;
         const char *k2 = nv > 2 ? kit_next(&it, esz) : k1;
-        store_quad(sr_quad(q, ldq, k0, k1, k2, k2, dtype, D, sv, R), s, lds, c, nv, R);
+        store_quad(sr_quad(q, ldq, k0, k1, k2, k2, dtype, D, sv, &pq, R), s, lds, c, nv, R);
     }
     pfq_flush(&pq);
 }
