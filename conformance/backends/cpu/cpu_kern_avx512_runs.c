@@ -148,65 +148,6 @@ AI __m512 hadd512(__m512 x, __m512 y)
     return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xdd));
 }
 
-/* Rows r < R (<= 4) against keys k0..k3, scaled: lanes 4r..4r+3 of the result are row r's scores
- * for k0..k3 (rows >= R give 0).  a[r] holds keys k0 | k1, b[r] keys k2 | k3, 8 lanes each. */
-AI __m512 sr_quad(const float *q, size_t ldq, const char *k0, const char *k1, const char *k2,
-                  const char *k3, const int dtype, int64_t D, __m512 sv, pfq *pq, const int R)
-{
-    __m512 a[CPU_DR], b[CPU_DR];
-#pragma GCC unroll 4
-    for (int r = 0; r < CPU_DR; r++)
-        a[r] = b[r] = _mm512_setzero_ps();
-    int64_t d = 0;
-    for (; d + 8 <= D; d += 8) {
-        if (d == 0 || d == (D / 16) * 8)
-            pfq_step(pq);
-        const __m512 ka = load_2x8(k0, k1, dtype, d), kb = load_2x8(k2, k3, dtype, d);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const __m512 qv =
-                _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d));
-            a[r] = _mm512_fmadd_ps(qv, ka, a[r]);
-            b[r] = _mm512_fmadd_ps(qv, kb, b[r]);
-        }
-    }
-    if (d < D) {
-        /* The D tail: a scalar sum per row and key into lane 0 of the key's 8 lanes, as the AVX2
-         * kernel (which adds 0 to the other lanes: so does this, keeping a -0 lane's sign rule). */
-        float t[CPU_DR][4];
-        for (int r = 0; r < R; r++)
-            t[r][0] = t[r][1] = t[r][2] = t[r][3] = 0.0f;
-        for (; d < D; d++) {
-            const float x0 = load1(k0, dtype, d), x1 = load1(k1, dtype, d);
-            const float x2 = load1(k2, dtype, d), x3 = load1(k3, dtype, d);
-            for (int r = 0; r < R; r++) {
-                const float qd = q[(size_t)r * ldq + (size_t)d];
-                t[r][0] += qd * x0;
-                t[r][1] += qd * x1;
-                t[r][2] += qd * x2;
-                t[r][3] += qd * x3;
-            }
-        }
-        for (int r = 0; r < R; r++) {
-            a[r] = _mm512_add_ps(
-                a[r], _mm512_set_ps(0, 0, 0, 0, 0, 0, 0, t[r][1], 0, 0, 0, 0, 0, 0, 0, t[r][0]));
-            b[r] = _mm512_add_ps(
-                b[r], _mm512_set_ps(0, 0, 0, 0, 0, 0, 0, t[r][3], 0, 0, 0, 0, 0, 0, 0, t[r][2]));
-        }
-    }
-    /* The AVX2 tree per key: HADDPS twice leaves each 128-bit lane's four-lane sums; g01's lanes
-     * are [r0 k0 | r0 k2 | r1 k0 | r1 k2] over lanes 0-3 (L0), 4-7 (L1) of k0/k2 and L2, L3 of
-     * k1/k3; then the lane-0-3 sums plus the lane-4-7 sums. */
-    const __m512 g01 = hadd512(hadd512(a[0], b[0]), hadd512(a[1], b[1]));
-    const __m512 g23 = hadd512(hadd512(a[2], b[2]), hadd512(a[3], b[3]));
-    const __m512 lo = _mm512_shuffle_f32x4(g01, g23, 0x88),
-                 hi = _mm512_shuffle_f32x4(g01, g23, 0xdd);
-    /* sum: [r0k0 r0k2 r1k0 r1k2 | r0k1 r0k3 r1k1 r1k3 | r2k0 r2k2 r3k0 r3k2 | r2k1 r2k3 r3k1 r3k3] */
-    const __m512 sum = _mm512_mul_ps(_mm512_add_ps(lo, hi), sv);
-    const __m512i to_rows = _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0);
-    return _mm512_permutexvar_ps(to_rows, sum);
-}
-
 /* Lanes 4r..4r+3 of t (rows r < R) into s[r*lds + c ...], the first nv (1..4) of each. */
 AI void store_quad(__m512 t, float *s, size_t lds, int c, int nv, const int R)
 {
@@ -220,6 +161,93 @@ AI void store_quad(__m512 t, float *s, size_t lds, int c, int nv, const int R)
         _mm_mask_storeu_ps(s + 3 * lds + (size_t)c, m, _mm512_extractf32x4_ps(t, 3));
 }
 
+/* A block of keys takes up to four prefetch steps, at d = 0, every, 2 every, ... (spread over
+ * its d loop); pf_per_block counts them. */
+AI int64_t pf_every(int64_t D)
+{
+    return D >= 64 ? D / 32 * 8 : 8;
+}
+
+static int pf_per_block(int64_t D)
+{
+    int n = 0;
+    for (int64_t d = 0; d + 8 <= D && n < 4; d += pf_every(D))
+        n++;
+    return n;
+}
+
+/* Rows r < R (<= 4) against the 4 NQ keys k[0..4 NQ), scaled, into s[r*lds + c + j] for the
+ * first nv keys (rows >= R are not stored).  a[2i][r] holds keys k[2i] | k[2i+1], 8 lanes each;
+ * each q chunk is loaded once for every key. */
+AI void sr_block(const float *q, size_t ldq, const char *const *k, const int dtype, int64_t D,
+                 __m512 sv, pfq *pq, float *s, size_t lds, int c, int nv, const int NQ, const int R)
+{
+    __m512 a[4][CPU_DR];
+#pragma GCC unroll 4
+    for (int j = 0; j < 2 * NQ; j++)
+#pragma GCC unroll 4
+        for (int r = 0; r < CPU_DR; r++)
+            a[j][r] = _mm512_setzero_ps();
+    const int64_t every = pf_every(D);
+    int64_t d = 0, pf_d = 0;
+    int pf_n = 0;
+    for (; d + 8 <= D; d += 8) {
+        if (d == pf_d && pf_n < 4) {
+            pfq_step(pq);
+            pf_d += every;
+            pf_n++;
+        }
+        __m512 kz[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 2 * NQ; j++)
+            kz[j] = load_2x8(k[2 * j], k[2 * j + 1], dtype, d);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m512 qv =
+                _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d));
+#pragma GCC unroll 4
+            for (int j = 0; j < 2 * NQ; j++)
+                a[j][r] = _mm512_fmadd_ps(qv, kz[j], a[j][r]);
+        }
+    }
+    if (d < D) {
+        /* The D tail: a scalar sum per row and key into lane 0 of the key's 8 lanes, as the AVX2
+         * kernel (which adds 0 to the other lanes: so does this, keeping a -0 lane's sign rule). */
+        float t[CPU_DR][8];
+        for (int r = 0; r < R; r++)
+            for (int i = 0; i < 4 * NQ; i++)
+                t[r][i] = 0.0f;
+        for (; d < D; d++)
+            for (int i = 0; i < 4 * NQ; i++) {
+                const float x = load1(k[i], dtype, d);
+                for (int r = 0; r < R; r++)
+                    t[r][i] += q[(size_t)r * ldq + (size_t)d] * x;
+            }
+        for (int j = 0; j < 2 * NQ; j++)
+            for (int r = 0; r < R; r++)
+                a[j][r] = _mm512_add_ps(a[j][r], _mm512_set_ps(0, 0, 0, 0, 0, 0, 0, t[r][2 * j + 1],
+                                                               0, 0, 0, 0, 0, 0, 0, t[r][2 * j]));
+    }
+    /* The AVX2 tree per key: HADDPS twice leaves each 128-bit lane's four-lane sums; g01's lanes
+     * are [r0 k0 | r0 k2 | r1 k0 | r1 k2] over lanes 0-3 (L0), 4-7 (L1) of k0/k2 and L2, L3 of
+     * k1/k3; then the lane-0-3 sums plus the lane-4-7 sums, scaled; then to row order. */
+    const __m512i to_rows = _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0);
+#pragma GCC unroll 2
+    for (int g = 0; g < NQ; g++) {
+        const __m512 *x = a[2 * g], *y = a[2 * g + 1];
+        const __m512 g01 = hadd512(hadd512(x[0], y[0]), hadd512(x[1], y[1]));
+        const __m512 g23 = hadd512(hadd512(x[2], y[2]), hadd512(x[3], y[3]));
+        const __m512 lo = _mm512_shuffle_f32x4(g01, g23, 0x88),
+                     hi = _mm512_shuffle_f32x4(g01, g23, 0xdd);
+        /* [r0k0 r0k2 r1k0 r1k2 | r0k1 r0k3 r1k1 r1k3 | r2k0 r2k2 r3k0 r3k2 | r2k1 ...] */
+        const __m512 sum = _mm512_mul_ps(_mm512_add_ps(lo, hi), sv);
+        const int left = nv - 4 * g;
+        if (left > 0)
+            store_quad(_mm512_permutexvar_ps(to_rows, sum), s, lds, c + 4 * g, left < 4 ? left : 4,
+                       R);
+    }
+}
+
 AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nruns, const int dtype,
                        int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf, int npf,
                        const int R)
@@ -229,23 +257,30 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
     for (int u = 0; u < nruns; u++)
         nk += runs[u].n;
     const __m512 sv = _mm512_set1_ps(sigma);
+    const int blocks = nk / 8 + (nk % 8 >= 4) + (nk % 4 > 0);
     pfq pq;
-    pfq_init(&pq, pf, npf, D, esz, D >= 16 ? (nk + 3) / 4 * 2 : (nk + 3) / 4);
+    pfq_init(&pq, pf, npf, D, esz, (int64_t)blocks * pf_per_block(D));
     kit it = {runs, 0, 0};
+    const char *k[8];
     int c = 0;
-    /* Keys in fours (a four may take its keys from several runs). */
-    for (; c + 4 <= nk; c += 4) {
-        const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz);
-        const char *k2 = kit_next(&it, esz), *k3 = kit_next(&it, esz);
-        store_quad(sr_quad(q, ldq, k0, k1, k2, k3, dtype, D, sv, &pq, R), s, lds, c, 4, R);
+    /* Keys in eights, then a four (a block may take its keys from several runs). */
+    for (; c + 8 <= nk; c += 8) {
+        for (int i = 0; i < 8; i++)
+            k[i] = kit_next(&it, esz);
+        sr_block(q, ldq, k, dtype, D, sv, &pq, s, lds, c, 8, 2, R);
+    }
+    if (c + 4 <= nk) {
+        for (int i = 0; i < 4; i++)
+            k[i] = kit_next(&it, esz);
+        sr_block(q, ldq, k, dtype, D, sv, &pq, s, lds, c, 4, 1, R);
+        c += 4;
     }
     if (c < nk) {
         /* 1-3 keys left: the missing ones read the last key again (never a row past it). */
         const int nv = nk - c;
-        const char *k0 = kit_next(&it, esz);
-        const char *k1 = nv > 1 ? kit_next(&it, esz) : k0;
-        const char *k2 = nv > 2 ? kit_next(&it, esz) : k1;
-        store_quad(sr_quad(q, ldq, k0, k1, k2, k2, dtype, D, sv, &pq, R), s, lds, c, nv, R);
+        for (int i = 0; i < 4; i++)
+            k[i] = i < nv ? kit_next(&it, esz) : k[i - 1];
+        sr_block(q, ldq, k, dtype, D, sv, &pq, s, lds, c, nv, 1, R);
     }
     pfq_flush(&pq);
 }
