@@ -4,8 +4,8 @@
  *
  * Why: decode reads each K and V row once and does 2 (f32) or 4 (f16/bf16) flop per byte.  At
  * this machine's read bandwidth the 8-lane AVX2 run kernels are compute-bound in f16/bf16 (README,
- * "Decode and the memory roofline"); 16-lane FMAs halve the FMA instructions and 4 keys per step
- * halve the q loads per FMA.
+ * "Decode and the memory roofline"); 16-lane FMAs halve the FMA instructions, and eight keys per
+ * step in the scores load each q chunk once for 16 FMAs.
  *
  * Numerics: the AVX-512 table keeps the AVX2 scores_rows / pv_rows, and the run kernels must give
  * their values bit for bit, so every lane does what an AVX2 lane does, in the same order:
@@ -20,9 +20,9 @@
  * subnormal inputs and does not round each product as an FMA does.
  *
  * Prefetch: as the AVX2 run kernels, the next tile's rows are requested a whole row per request,
- * a few rows per step, the steps spread evenly over the call (one per group of four keys in the
- * scores, one per key and column block in P.V): asking for them all at once fills the miss queue
- * and stalls this tile's own loads. */
+ * a few rows per step, the steps spread evenly over the call (in the scores up to four per block
+ * of keys, spread over its d loop; in P.V one per key and column block): asking for them all at
+ * once fills the miss queue and stalls this tile's own loads. */
 #include <immintrin.h>
 #include <stdint.h>
 
