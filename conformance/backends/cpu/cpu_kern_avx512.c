@@ -6,8 +6,10 @@
  *
  * What is specialised: the dense prefill loops (scores, P.V), the per-row passes the driver
  * makes over every score row (max, exp_sum, finite, and softmax_rows, which does them for a
- * whole row group in one call) and the widening of K/V tiles (load_row, pack_kt).
- * Everything else (the decode kernels, store_row, softcap, ALiBi) is the AVX2 table's entry:
+ * whole row group in one call), the widening of K/V tiles (load_row, pack_kt) and the decode
+ * run kernels (scores_runs, pv_runs: cpu_kern_avx512_runs.c, same flags).  Everything else (the
+ * per-run decode kernels scores_rows / pv_rows, store_row, softcap, ALiBi) is the AVX2 table's
+ * entry:
  * cpu_kernels_avx512() starts from a copy of cpu_kernels_avx2 and overwrites the specialised
  * members, so an entry added to cpu_kern.h later is filled from the AVX2 table without a change
  * here.
@@ -34,6 +36,7 @@
 
 #include "cpu_exp.h"
 #include "cpu_kern.h"
+#include "cpu_kern_avx512_runs.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -482,6 +485,8 @@ static void table_make(void)
     t.load_row = z_load_row;
     t.pack_kt = z_pack_kt;
     t.softmax_rows = z_softmax_rows;
+    t.scores_runs = cpu_avx512_scores_runs;
+    t.pv_runs = cpu_avx512_pv_runs;
     table = t;
 }
 

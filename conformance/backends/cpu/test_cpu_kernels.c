@@ -349,18 +349,22 @@ static void put(void *pool, int dt, size_t i, float x)
 }
 
 /* scores_runs / pv_runs over a tile cut into runs (pages of 1, 3, 5, 16 rows and random sizes,
- * a last run cut short) scattered in a pool of NaN rows, with a prefetch list of other rows:
- * bit for bit the per-run kernels (scores_rows per run; pv_rows with corr, then 1), within
- * the f32 bound of a double loop, and no NaN from the rows around them. */
+ * a last run cut short, tiles of 61-64 keys) scattered in a pool of NaN rows, with a prefetch
+ * list of other rows: bit for bit the per-run kernels (scores_rows per run; pv_rows with corr,
+ * then 1), within the f32 bound of a double loop, and no NaN from the rows around them.  Every
+ * table of this machine that has them (avx2, and avx512 where the CPU has AVX-512). */
 Test(cpu_kernels, decode_runs_match_per_run_kernels)
 {
     const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
     int tested = 0;
-    const int64_t Ds[] = {128, 131, 16, 7};
-    const int pages[] = {1, 3, 5, 16, 0}; /* 0: random run sizes */
+    const int64_t Ds[] = {128, 131, 16, 7, 120}; /* D % 8, Dv % 64 / 32 / 16 remainders */
+    const int pages[] = {1, 3, 5, 16, 0};        /* 0: random run sizes */
     enum { SLOTS = 16, NPAGES = 64, LDS = CPU_BC, LDO = 144 };
     for (int k = 0; k < nt; k++) {
+        /* The x86 tables (avx2, avx512) must have them, so they are tested here. */
+        cr_assert(strcmp(t[k]->name, "portable") == 0 || (t[k]->scores_runs && t[k]->pv_runs),
+                  "%s has no run kernels", t[k]->name);
         if (!t[k]->scores_runs || !t[k]->pv_runs)
             continue;
         tested++;
@@ -384,7 +388,7 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                         perm[i] = perm[j];
                         perm[j] = x;
                     }
-                    const int nk = pi == 2 ? 61 : 64; /* a tile cut short */
+                    const int nk = 64 - (int)(pi * 3 % 4); /* tiles cut short: 61, 62, 63 keys */
                     cpu_run runs[CPU_BC], pf[4];
                     int nruns = 0;
                     for (int c = 0; c < nk; nruns++) {
@@ -414,8 +418,15 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                     static const float ones[CPU_DR] = {1, 1, 1, 1};
                     for (int nrows = 1; nrows <= CPU_DR; nrows++) {
                         const float sigma = 0.37f;
+                        for (int i = 0; i < CPU_DR * LDS; i++)
+                            s1[i] = 12345.0f; /* columns >= nk and rows >= nrows stay so */
                         t[k]->scores_runs(q, (size_t)D, nrows, runs, nruns, dt, D, sigma, s1, LDS,
                                           pf, npf);
+                        for (int i = 0; i < CPU_DR * LDS; i++)
+                            if (i / LDS >= nrows || i % LDS >= nk)
+                                cr_assert(s1[i] == 12345.0f,
+                                          "%s scores_runs wrote row %d key %d (%d rows, %d keys)",
+                                          t[k]->name, i / LDS, i % LDS, nrows, nk);
                         for (int u = 0, c0 = 0; u < nruns; c0 += runs[u].n, u++)
                             t[k]->scores_rows(q, (size_t)D, nrows, runs[u].src, dt, W, runs[u].n, D,
                                               sigma, s2 + c0, LDS);

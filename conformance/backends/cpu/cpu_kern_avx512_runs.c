@@ -1,0 +1,407 @@
+/* cpu_kern_avx512_runs.c — the decode run kernels (scores_runs, pv_runs; cpu_kern.h) for the
+ * AVX-512 table.  Compiled with the AVX-512 table's flags (AVX-512 F/BW/DQ/VL and AVX2/FMA/F16C);
+ * nothing here runs unless cpu_options.c found them all on the CPU.
+ *
+ * Why: decode reads each K and V row once and does 2 (f32) or 4 (f16/bf16) flop per byte.  At
+ * this machine's read bandwidth the 8-lane AVX2 run kernels are compute-bound in f16/bf16 (README,
+ * "Decode and the memory roofline"); 16-lane FMAs halve the FMA instructions, and eight keys per
+ * step in the scores load each q chunk once for 16 FMAs.
+ *
+ * Numerics: the AVX-512 table keeps the AVX2 scores_rows / pv_rows, and the run kernels must give
+ * their values bit for bit, so every lane does what an AVX2 lane does, in the same order:
+ * - scores: a ZMM accumulator holds two keys' 8-lane AVX2 accumulators side by side (lanes 0-7
+ *   key a, 8-15 key b), each lane an FMA chain over d = lane, lane + 8, ...; the D % 8 tail is the
+ *   same scalar sum added to lane 0; the lanes are reduced by the same pairwise tree as the AVX2
+ *   hsum8x8 ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), operands in the same order, then
+ *   scaled by sigma;
+ * - P.V: a ZMM is 16 columns of O, an FMA per key in key order after O * corr, as the AVX2 pair
+ *   of 8-lane vectors; fewer than 16 columns left: the same element-by-element loop.
+ * Widening is exact (VCVTPH2PS for f16, a 16-bit shift for bf16).  No VDPBF16PS: it flushes
+ * subnormal inputs and does not round each product as an FMA does.
+ *
+ * Prefetch: as the AVX2 run kernels, the next tile's rows are requested a whole row per request,
+ * a few rows per step, the steps spread evenly over the call (in the scores up to four per block
+ * of keys, spread over its d loop; in P.V one per key and column block): asking for them all at
+ * once fills the miss queue and stalls this tile's own loads. */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "attnref/dtype.h"
+#include "cpu_kern.h"
+#include "cpu_kern_avx512_runs.h"
+
+#define AI static inline __attribute__((always_inline))
+
+AI size_t dt_size(const int dtype)
+{
+    return dtype == CPU_F32 ? 4 : 2;
+}
+
+AI float load1(const void *src, int dtype, int64_t i)
+{
+    switch (dtype) {
+    case CPU_F16: return attnref_f16_to_f32(((const uint16_t *)src)[i]);
+    case CPU_BF16: return attnref_bf16_to_f32(((const uint16_t *)src)[i]);
+    default: return ((const float *)src)[i];
+    }
+}
+
+/* 16 bf16 or f16 values widened exactly to f32. */
+AI __m512 widen16(__m256i x, const int dtype)
+{
+    if (dtype == CPU_F16)
+        return _mm512_cvtph_ps(x);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
+}
+
+/* Elements d..d+7 of row a in lanes 0-7 and of row b in lanes 8-15, widened exactly. */
+AI __m512 load_2x8(const char *a, const char *b, const int dtype, int64_t d)
+{
+    if (dtype == CPU_F32)
+        return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float *)a + d)),
+                                  _mm256_loadu_ps((const float *)b + d), 1);
+    const __m256i x = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)a + d))),
+        _mm_loadu_si128((const __m128i *)((const uint16_t *)b + d)), 1);
+    return widen16(x, dtype);
+}
+
+/* Elements i..i+15 of src widened exactly. */
+AI __m512 load16(const void *src, const int dtype, int64_t i)
+{
+    if (dtype == CPU_F32)
+        return _mm512_loadu_ps((const float *)src + i);
+    return widen16(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i)), dtype);
+}
+
+/* ---- the keys of a run list, and the prefetch queue (the AVX2 run kernels' scheme) ---------- */
+
+/* The keys of a run list in order: kit_next gives the next row's address (the caller never asks
+ * past the total). */
+typedef struct kit {
+    const cpu_run *r;
+    int u, t;
+} kit;
+
+AI const char *kit_next(kit *it, const size_t esz)
+{
+    while (it->t >= it->r[it->u].n) {
+        it->u++;
+        it->t = 0;
+    }
+    const cpu_run *r = &it->r[it->u];
+    return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
+}
+
+/* Requests for the rows of a run list, `per` rows every `every` calls of pfq_step, so that
+ * `steps` calls request them all. */
+typedef struct pfq {
+    kit it;
+    int left;        /* rows not yet requested */
+    int per;         /* rows per request step */
+    int every, cd;   /* a request step every `every` calls of pfq_step; calls left to the next */
+    size_t rowbytes; /* bytes of a row to request */
+    size_t esz;
+} pfq;
+
+AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz, int64_t steps)
+{
+    q->it = (kit){r, 0, 0};
+    q->left = 0;
+    for (int i = 0; i < n; i++)
+        q->left += r[i].n;
+    q->esz = esz;
+    q->rowbytes = (size_t)rowelems * esz;
+    q->per = steps > 0 ? (int)((q->left + steps - 1) / steps) : q->left;
+    q->every = q->left > 0 && steps > q->left ? (int)(steps / q->left) : 1;
+    q->cd = 1;
+    if (q->rowbytes == 0)
+        q->left = 0;
+}
+
+AI void pfq_step(pfq *q)
+{
+    if (--q->cd > 0)
+        return;
+    q->cd = q->every;
+    for (int i = 0; i < q->per && q->left > 0; i++, q->left--) {
+        const char *row = kit_next(&q->it, q->esz);
+        for (size_t o = 0; o < q->rowbytes; o += 64)
+            _mm_prefetch(row + o, _MM_HINT_T0);
+        _mm_prefetch(row + q->rowbytes - 1, _MM_HINT_T0); /* an unaligned row's last line */
+    }
+}
+
+/* Whatever the steps left unrequested (a call shorter than its step count). */
+AI void pfq_flush(pfq *q)
+{
+    q->cd = 1;
+    q->per = q->left;
+    pfq_step(q);
+}
+
+/* ---- scores ---------------------------------------------------------------------------------- */
+
+/* HADDPS on each 128-bit lane: [x0 + x1, x2 + x3, y0 + y1, y2 + y3], operands in its order. */
+AI __m512 hadd512(__m512 x, __m512 y)
+{
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xdd));
+}
+
+/* Lanes 4r..4r+3 of t (rows r < R) into s[r*lds + c ...], the first nv (1..4) of each. */
+AI void store_quad(__m512 t, float *s, size_t lds, int c, int nv, const int R)
+{
+    const __mmask8 m = (__mmask8)((1u << nv) - 1);
+    _mm_mask_storeu_ps(s + (size_t)c, m, _mm512_castps512_ps128(t));
+    if (R > 1)
+        _mm_mask_storeu_ps(s + lds + (size_t)c, m, _mm512_extractf32x4_ps(t, 1));
+    if (R > 2)
+        _mm_mask_storeu_ps(s + 2 * lds + (size_t)c, m, _mm512_extractf32x4_ps(t, 2));
+    if (R > 3)
+        _mm_mask_storeu_ps(s + 3 * lds + (size_t)c, m, _mm512_extractf32x4_ps(t, 3));
+}
+
+/* A block of keys takes up to four prefetch steps, at d = 0, every, 2 every, ... (spread over
+ * its d loop); pf_per_block counts them. */
+AI int64_t pf_every(int64_t D)
+{
+    return D >= 64 ? D / 32 * 8 : 8;
+}
+
+static int pf_per_block(int64_t D)
+{
+    int n = 0;
+    for (int64_t d = 0; d + 8 <= D && n < 4; d += pf_every(D))
+        n++;
+    return n;
+}
+
+/* Rows r < R (<= 4) against the 4 NQ keys k[0..4 NQ), scaled, into s[r*lds + c + j] for the
+ * first nv keys (rows >= R are not stored).  a[2i][r] holds keys k[2i] | k[2i+1], 8 lanes each;
+ * each q chunk is loaded once for every key. */
+AI void sr_block(const float *q, size_t ldq, const char *const *k, const int dtype, int64_t D,
+                 __m512 sv, pfq *pq, float *s, size_t lds, int c, int nv, const int NQ, const int R)
+{
+    __m512 a[4][CPU_DR];
+#pragma GCC unroll 4
+    for (int j = 0; j < 2 * NQ; j++)
+#pragma GCC unroll 4
+        for (int r = 0; r < CPU_DR; r++)
+            a[j][r] = _mm512_setzero_ps();
+    const int64_t every = pf_every(D);
+    int64_t d = 0, pf_d = 0;
+    int pf_n = 0;
+    for (; d + 8 <= D; d += 8) {
+        if (d == pf_d && pf_n < 4) {
+            pfq_step(pq);
+            pf_d += every;
+            pf_n++;
+        }
+        __m512 kz[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 2 * NQ; j++)
+            kz[j] = load_2x8(k[2 * j], k[2 * j + 1], dtype, d);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m512 qv =
+                _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d));
+#pragma GCC unroll 4
+            for (int j = 0; j < 2 * NQ; j++)
+                a[j][r] = _mm512_fmadd_ps(qv, kz[j], a[j][r]);
+        }
+    }
+    if (d < D) {
+        /* The D tail: a scalar sum per row and key into lane 0 of the key's 8 lanes, as the AVX2
+         * kernel (which adds 0 to the other lanes: so does this, keeping a -0 lane's sign rule). */
+        float t[CPU_DR][8];
+        for (int r = 0; r < R; r++)
+            for (int i = 0; i < 4 * NQ; i++)
+                t[r][i] = 0.0f;
+        for (; d < D; d++)
+            for (int i = 0; i < 4 * NQ; i++) {
+                const float x = load1(k[i], dtype, d);
+                for (int r = 0; r < R; r++)
+                    t[r][i] += q[(size_t)r * ldq + (size_t)d] * x;
+            }
+        for (int j = 0; j < 2 * NQ; j++)
+            for (int r = 0; r < R; r++)
+                a[j][r] = _mm512_add_ps(a[j][r], _mm512_set_ps(0, 0, 0, 0, 0, 0, 0, t[r][2 * j + 1],
+                                                               0, 0, 0, 0, 0, 0, 0, t[r][2 * j]));
+    }
+    /* The AVX2 tree per key: HADDPS twice leaves each 128-bit lane's four-lane sums; g01's lanes
+     * are [r0 k0 | r0 k2 | r1 k0 | r1 k2] over lanes 0-3 (L0), 4-7 (L1) of k0/k2 and L2, L3 of
+     * k1/k3; then the lane-0-3 sums plus the lane-4-7 sums, scaled; then to row order. */
+    const __m512i to_rows = _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0);
+#pragma GCC unroll 2
+    for (int g = 0; g < NQ; g++) {
+        const __m512 *x = a[2 * g], *y = a[2 * g + 1];
+        const __m512 g01 = hadd512(hadd512(x[0], y[0]), hadd512(x[1], y[1]));
+        const __m512 g23 = hadd512(hadd512(x[2], y[2]), hadd512(x[3], y[3]));
+        const __m512 lo = _mm512_shuffle_f32x4(g01, g23, 0x88),
+                     hi = _mm512_shuffle_f32x4(g01, g23, 0xdd);
+        /* [r0k0 r0k2 r1k0 r1k2 | r0k1 r0k3 r1k1 r1k3 | r2k0 r2k2 r3k0 r3k2 | r2k1 ...] */
+        const __m512 sum = _mm512_mul_ps(_mm512_add_ps(lo, hi), sv);
+        const int left = nv - 4 * g;
+        if (left > 0)
+            store_quad(_mm512_permutexvar_ps(to_rows, sum), s, lds, c + 4 * g, left < 4 ? left : 4,
+                       R);
+    }
+}
+
+AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nruns, const int dtype,
+                       int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf, int npf,
+                       const int R)
+{
+    const size_t esz = dt_size(dtype);
+    int nk = 0;
+    for (int u = 0; u < nruns; u++)
+        nk += runs[u].n;
+    const __m512 sv = _mm512_set1_ps(sigma);
+    const int blocks = nk / 8 + (nk % 8 >= 4) + (nk % 4 > 0);
+    pfq pq;
+    pfq_init(&pq, pf, npf, D, esz, (int64_t)blocks * pf_per_block(D));
+    kit it = {runs, 0, 0};
+    const char *k[8];
+    int c = 0;
+    /* Keys in eights, then a four (a block may take its keys from several runs). */
+    for (; c + 8 <= nk; c += 8) {
+        for (int i = 0; i < 8; i++)
+            k[i] = kit_next(&it, esz);
+        sr_block(q, ldq, k, dtype, D, sv, &pq, s, lds, c, 8, 2, R);
+    }
+    if (c + 4 <= nk) {
+        for (int i = 0; i < 4; i++)
+            k[i] = kit_next(&it, esz);
+        sr_block(q, ldq, k, dtype, D, sv, &pq, s, lds, c, 4, 1, R);
+        c += 4;
+    }
+    if (c < nk) {
+        /* 1-3 keys left: the missing ones read the last key again (never a row past it). */
+        const int nv = nk - c;
+        for (int i = 0; i < 4; i++)
+            k[i] = i < nv ? kit_next(&it, esz) : k[i - 1];
+        sr_block(q, ldq, k, dtype, D, sv, &pq, s, lds, c, nv, 1, R);
+    }
+    pfq_flush(&pq);
+}
+
+#define SRR_ROWS(DT)                                                                               \
+    switch (nrows) {                                                                               \
+    case 1: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 1); break;          \
+    case 2: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 2); break;          \
+    case 3: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 3); break;          \
+    default: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 4); break;         \
+    }
+
+void cpu_avx512_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                            int dtype, int64_t D, float sigma, float *s, size_t lds,
+                            const cpu_run *pf, int npf)
+{
+    switch (dtype) {
+    case CPU_F16: SRR_ROWS(CPU_F16) break;
+    case CPU_BF16: SRR_ROWS(CPU_BF16) break;
+    default: SRR_ROWS(CPU_F32) break;
+    }
+}
+
+/* ---- P.V ------------------------------------------------------------------------------------- */
+
+/* Columns e0 .. e0 + 16 NV - 1 of O for rows r < R over every key of the runs: O * corr, then an
+ * FMA per key in key order, the accumulators in registers across the runs. */
+AI void pv_block(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
+                 int64_t e0, const float *corr, float *o, size_t ldo, pfq *pq, const int NV,
+                 const int R)
+{
+    __m512 a[CPU_DR][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        const __m512 cr = _mm512_set1_ps(corr[r]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            a[r][j] = _mm512_mul_ps(_mm512_loadu_ps(o + (size_t)r * ldo + (size_t)e0 + 16 * j), cr);
+    }
+    int c = 0;
+    for (int u = 0; u < nruns; u++) {
+        const char *src = runs[u].src;
+        const int64_t rs = runs[u].rstride;
+        for (int t = 0; t < runs[u].n; t++, c++) {
+            pfq_step(pq);
+            const int64_t row = (int64_t)t * rs + e0;
+            __m512 v[4];
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++)
+                v[j] = load16(src, dtype, row + 16 * j);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m512 pb = _mm512_set1_ps(p[(size_t)r * ldp + (size_t)c]);
+#pragma GCC unroll 4
+                for (int j = 0; j < NV; j++)
+                    a[r][j] = _mm512_fmadd_ps(pb, v[j], a[r][j]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            _mm512_storeu_ps(o + (size_t)r * ldo + (size_t)e0 + 16 * j, a[r][j]);
+}
+
+AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
+                   int64_t Dv, const float *corr, float *o, size_t ldo, const cpu_run *pf, int npf,
+                   const int R)
+{
+    const size_t esz = dt_size(dtype);
+    int nkeys = 0;
+    for (int u = 0; u < nruns; u++)
+        nkeys += runs[u].n;
+    /* Column blocks: f16/bf16 64 columns while they last, then 32, then 16; f32 16 (one cache
+     * line of each V row per pass: from memory, single-thread CPU time, 1.00-1.02x the AVX2
+     * kernel against 0.87-0.94x with 64-column blocks, though 0.8x their speed in cache). */
+    const int64_t nb = dtype == CPU_F32 ? Dv / 16 : Dv / 64 + (Dv % 64) / 32 + (Dv % 32) / 16;
+    pfq pq;
+    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * nb); /* a step per key and block */
+    int64_t e0 = 0;
+    if (dtype != CPU_F32) {
+        for (; e0 + 64 <= Dv; e0 += 64)
+            pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 4, R);
+        if (e0 + 32 <= Dv) {
+            pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 2, R);
+            e0 += 32;
+        }
+    }
+    for (; e0 + 16 <= Dv; e0 += 16)
+        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 1, R);
+    /* Fewer than 16 columns left: element by element, as the AVX2 pv_rows. */
+    for (int r = 0; r < R && e0 < Dv; r++)
+        for (int64_t e = e0; e < Dv; e++)
+            o[(size_t)r * ldo + (size_t)e] *= corr[r];
+    int c = 0;
+    for (int u = 0; u < nruns && e0 < Dv; u++)
+        for (int t = 0; t < runs[u].n; t++, c++)
+            for (int64_t e = e0; e < Dv; e++) {
+                const float ve = load1(runs[u].src, dtype, (int64_t)t * runs[u].rstride + e);
+                for (int r = 0; r < R; r++)
+                    o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
+            }
+    pfq_flush(&pq);
+}
+
+#define PVR_ROWS(DT)                                                                               \
+    switch (nrows) {                                                                               \
+    case 1: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 1); break;              \
+    case 2: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 2); break;              \
+    case 3: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 3); break;              \
+    default: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 4); break;             \
+    }
+
+void cpu_avx512_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                        int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                        const cpu_run *pf, int npf)
+{
+    switch (dtype) {
+    case CPU_F16: PVR_ROWS(CPU_F16) break;
+    case CPU_BF16: PVR_ROWS(CPU_BF16) break;
+    default: PVR_ROWS(CPU_F32) break;
+    }
+}

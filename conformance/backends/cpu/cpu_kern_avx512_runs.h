@@ -1,0 +1,19 @@
+/* cpu_kern_avx512_runs.h — the AVX-512 decode run kernels (cpu_kern_avx512_runs.c), private to
+ * the cpu plugin: cpu_kern_avx512.c puts them into the AVX-512 table as scores_runs and pv_runs.
+ * Contracts, arguments and results are those of the table members (cpu_kern.h); the values are
+ * bit for bit those of the AVX2 table's scores_rows / pv_rows on each run, which the AVX-512 table
+ * shares.  Call them only on a CPU with AVX-512 F/BW/DQ/VL and AVX2/FMA/F16C. */
+#ifndef ATTNCONF_CPU_KERN_AVX512_RUNS_H
+#define ATTNCONF_CPU_KERN_AVX512_RUNS_H
+
+#include "cpu_kern.h"
+
+void cpu_avx512_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                            int dtype, int64_t D, float sigma, float *s, size_t lds,
+                            const cpu_run *pf, int npf);
+
+void cpu_avx512_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                        int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                        const cpu_run *pf, int npf);
+
+#endif
