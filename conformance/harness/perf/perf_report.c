@@ -347,14 +347,11 @@ static void write_measure(FILE *f, const ctx *c, const suite *s, int m, int boun
  * no pages.  NULL when the suite has none. */
 static const pj_shape *contiguous_twin(const pj_backend *be, const pj_shape *paged)
 {
-    for (size_t i = 0; i < be->n; i++) {
-        const pj_shape *t = &be->shapes[i];
-        if (t->page_size == 0 && !strcmp(t->dtype, paged->dtype) && t->bound == paged->bound &&
-            t->b == paged->b && t->hq == paged->hq && t->hkv == paged->hkv && t->lq == paged->lq &&
-            t->lk == paged->lk && t->d == paged->d && t->dv == paged->dv &&
-            t->causal == paged->causal && t->window == paged->window)
-            return t;
-    }
+    pj_shape flat = *paged; /* the same geometry without pages (pj_same_geometry, one rule) */
+    flat.page_size = 0;
+    for (size_t i = 0; i < be->n; i++)
+        if (pj_same_geometry(&be->shapes[i], &flat))
+            return &be->shapes[i];
     return NULL;
 }
 
