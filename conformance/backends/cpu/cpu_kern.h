@@ -137,6 +137,18 @@ typedef struct cpu_kernels {
      * still in the L1 cache, in place of three. */
     void (*softmax_rows)(float *s, size_t lds, int nrows, int n, const int *a, const int *z,
                          float *m, float *l, float *corr, unsigned char *bad);
+
+    /* ---- scores and softmax_rows in one call (optional: NULL in a table that lacks it; the
+     * driver then calls scores and softmax_rows) ---- */
+
+    /* scores (ncols = n rounded up to CPU_NR, <= ldk) followed by softmax_rows on the same
+     * block (n in 1..64, the same a, z, m, l, corr, bad), bit for bit, including what is left
+     * in columns n up to ncols: the softmax step runs on the scores while they are still in
+     * registers, and only P is stored.  For blocks with no score term (softcap, ALiBi) between
+     * the two. */
+    void (*scores_softmax)(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk,
+                           int n, int64_t D, float sigma, float *s, size_t lds, const int *a,
+                           const int *z, float *m, float *l, float *corr, unsigned char *bad);
 } cpu_kernels;
 
 extern const cpu_kernels cpu_kernels_portable;

@@ -6,7 +6,7 @@
  *
  * What is specialised: the dense prefill loops (scores, P.V), the per-row passes the driver
  * makes over every score row (max, exp_sum, finite, and softmax_rows, which does them for a
- * whole row group in one call), the widening of K/V tiles (load_row, pack_kt) and the decode
+ * whole row group in one call; scores_softmax, the scores and softmax_rows in one), the widening of K/V tiles (load_row, pack_kt) and the decode
  * run kernels (scores_runs, pv_runs: cpu_kern_avx512_runs.c, same flags).  Everything else (the
  * per-run decode kernels scores_rows / pv_rows, store_row, softcap, ALiBi) is the AVX2 table's
  * entry:
@@ -342,6 +342,128 @@ static void z_softmax_rows(float *s, size_t lds, int nrows, int n, const int *a,
     }
 }
 
+/* ---- scores and softmax_rows fused ------------------------------------------------------- */
+
+/* scores_softmax (cpu_kern.h) for R rows x C vectors: sc_tile's accumulation and scaling, then
+ * sm_rows' two passes on the scores while they are still in the accumulators, so the block is
+ * stored once (as P) instead of stored as scores, loaded twice and stored again.  The same
+ * operations in the same order as sc_tile followed by sm_rows: a kept lane holds the stored
+ * score's bits, an excluded lane 0 as sm_rows' masked load gives. */
+AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_t D, __m512 sv,
+                 float *s, size_t lds, const int *a, const int *z, float *m, float *l, float *corr,
+                 unsigned char *bad, const int R, const int C)
+{
+    __m512 acc[CPU_MR][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d++) {
+        const float *k = kt + (size_t)d * ldk;
+        __m512 kv[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            kv[c] = _mm512_load_ps(k + 16 * c);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m512 qb = _mm512_set1_ps(q[(size_t)r * ldq + (size_t)d]);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                acc[r][c] = _mm512_fmadd_ps(qb, kv[c], acc[r][c]);
+        }
+    }
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __m512i expo = _mm512_set1_epi32(0x7f800000);
+    float mo[16], mn[16];
+    int live[CPU_MR];
+    for (int r = 0; r < 16; r++)
+        mo[r] = mn[r] = 0.0f; /* lanes of no live row: exp(0), unused */
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        float *sr = s + (size_t)r * lds;
+        live[r] = 0;
+        if (a[r] >= z[r]) {
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                _mm512_store_ps(sr + 16 * c, _mm512_setzero_ps());
+            continue;
+        }
+        __mmask16 nonfin = 0, nan = 0;
+        __m512 mx = ninf;
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            const __mmask16 keep = range_mask(c, a[r], z[r]);
+            acc[r][c] = _mm512_maskz_mul_ps(keep, acc[r][c], sv);
+            const __m512 x = acc[r][c];
+            nonfin |= _mm512_mask_cmpeq_epi32_mask(
+                keep, _mm512_and_si512(_mm512_castps_si512(x), expo), expo);
+            nan |= _mm512_mask_cmp_ps_mask(keep, x, x, _CMP_UNORD_Q);
+            mx = _mm512_mask_max_ps(mx, keep, x, mx); /* a NaN lane keeps mx */
+        }
+        if (nonfin)
+            bad[r] = 1;
+        const float mb = _mm512_reduce_max_ps(mx);
+        const float mnew = mb > m[r] ? mb : m[r];
+        if (mnew == -INFINITY) { /* nothing above -inf kept: P = 0, a kept NaN poisons l */
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                _mm512_store_ps(sr + 16 * c, _mm512_setzero_ps());
+            if (nan)
+                l[r] = NAN;
+            continue;
+        }
+        live[r] = 1;
+        mo[r] = m[r];
+        mn[r] = mnew;
+    }
+    float cf[16];
+    _mm512_storeu_ps(cf, exp512(_mm512_sub_ps(_mm512_loadu_ps(mo), _mm512_loadu_ps(mn))));
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        if (!live[r]) {
+            corr[r] = 1.0f;
+            continue;
+        }
+        float *sr = s + (size_t)r * lds;
+        const __m512 mv = _mm512_set1_ps(mn[r]);
+        __m512 sum = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            const __mmask16 keep = range_mask(c, a[r], z[r]);
+            const __m512 y = _mm512_maskz_mov_ps(keep, exp512(_mm512_sub_ps(acc[r][c], mv)));
+            _mm512_store_ps(sr + 16 * c, y);
+            sum = _mm512_add_ps(sum, y);
+        }
+        corr[r] = cf[r];
+        l[r] = l[r] * cf[r] + _mm512_reduce_add_ps(sum);
+        m[r] = mn[r];
+    }
+}
+
+#define SSM_ROWS(C)                                                                                \
+    switch (nrows) {                                                                               \
+    case 1: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 1, C); break;          \
+    case 2: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 2, C); break;          \
+    case 3: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 3, C); break;          \
+    case 4: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 4, C); break;          \
+    case 5: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 5, C); break;          \
+    default: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 6, C); break;         \
+    }
+
+static void z_scores_softmax(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk,
+                             int n, int64_t D, float sigma, float *s, size_t lds, const int *a,
+                             const int *z, float *m, float *l, float *corr, unsigned char *bad)
+{
+    const __m512 sv = _mm512_set1_ps(sigma);
+    switch ((n + 15) / 16) {
+    case 1: SSM_ROWS(1) break;
+    case 2: SSM_ROWS(2) break;
+    case 3: SSM_ROWS(3) break;
+    default: SSM_ROWS(4) break;
+    }
+}
+
 /* ---- conversions, packing ------------------------------------------------------------------ */
 
 /* 16 elements of dtype at element i of src (unaligned; lanes outside k are neither read nor
@@ -485,6 +607,7 @@ static void table_make(void)
     t.load_row = z_load_row;
     t.pack_kt = z_pack_kt;
     t.softmax_rows = z_softmax_rows;
+    t.scores_softmax = z_scores_softmax;
     t.scores_runs = cpu_avx512_scores_runs;
     t.pv_runs = cpu_avx512_pv_runs;
     table = t;

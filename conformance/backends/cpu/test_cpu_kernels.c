@@ -903,3 +903,103 @@ Test(cpu_kernels, softmax_rows_equals_the_row_calls)
     free(s);
     free(r);
 }
+
+/* scores_softmax (where a table has it) against the same table's scores followed by its
+ * softmax_rows: bit for bit on the whole block (P, the columns up to the next multiple of CPU_NR
+ * and nothing past them), m, l, the factor and the bad flag, over random row counts, key counts
+ * (tails included), depths, intervals (rows keeping nothing, whole rows) and running maxima, with
+ * keys that make scores NaN, +-inf (an infinite K element, or an f32 overflow) or -inf for every
+ * row. */
+static void ssm_fill(float *q, float *kt, int64_t D, int n, int kind)
+{
+    for (int64_t i = 0; i < CPU_MR * D; i++)
+        q[i] = rnd_f(-2, 2);
+    for (int64_t i = 0; i < D * 64; i++)
+        kt[i] = rnd_f(-2, 2);
+    for (int c = 0; c < n; c++) {
+        const int64_t u = rnd_int(0, 99);
+        if (kind == 0 || (kind == 1 && u < 70)) { /* -inf for every row: q[r][0] > 0 */
+            kt[c] = -INFINITY;
+            continue;
+        }
+        if (kind == 0 || u < 3)
+            kt[c] = NAN;
+        else if (u < 6)
+            kt[(int64_t)rnd_int(0, D - 1) * 64 + c] = u == 3 ? INFINITY : -INFINITY;
+        else if (u < 8)
+            kt[c] = rnd_f(1e37f, 3e38f); /* scores overflow for rows with large q[r][0] */
+    }
+    if (kind <= 1)
+        for (int r = 0; r < CPU_MR; r++)
+            q[(int64_t)r * D] = rnd_f(0.5f, 2.0f);
+    else if (rnd_int(0, 1) == 0)
+        for (int r = 0; r < CPU_MR; r++)
+            q[(int64_t)r * D] = rnd_f(-1e3f, 1e3f);
+}
+
+Test(cpu_kernels, scores_softmax_equals_scores_then_softmax_rows)
+{
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
+    const int nt = ntables(t);
+    enum { LD = 80, DMAX = 140 };
+    float *q = falloc((size_t)CPU_MR * DMAX), *kt = falloc((size_t)DMAX * 64);
+    float *s = falloc((size_t)CPU_MR * LD), *r = falloc((size_t)CPU_MR * LD);
+    int tested = 0;
+    for (int k = 0; k < nt; k++) {
+        if (!t[k]->scores_softmax)
+            continue;
+        tested++;
+        for (int trial = 0; trial < 3000; trial++) {
+            const int nrows = (int)rnd_int(1, CPU_MR), n = (int)rnd_int(1, 64);
+            const int64_t D = rnd_int(0, 3) == 0 ? 128 : rnd_int(1, DMAX);
+            const int kind = (int)rnd_int(0, 9), ncols = (n + CPU_NR - 1) / CPU_NR * CPU_NR;
+            const float sigma = rnd_int(0, 1) ? 1.0f : 1.0f / sqrtf((float)D);
+            int a[CPU_MR], z[CPU_MR];
+            float m[CPU_MR], l[CPU_MR], corr[CPU_MR], m2[CPU_MR], l2[CPU_MR], corr2[CPU_MR];
+            unsigned char bad[CPU_MR], bad2[CPU_MR];
+            ssm_fill(q, kt, D, n, kind);
+            for (int i = 0; i < CPU_MR * LD; i++)
+                s[i] = r[i] = 1234.5f;
+            for (int row = 0; row < nrows; row++) {
+                a[row] = (int)rnd_int(0, n);
+                z[row] = (int)rnd_int(0, n);
+                if (rnd_int(0, 2) == 0) {
+                    a[row] = 0;
+                    z[row] = n;
+                }
+                m[row] = rnd_int(0, 3) == 0 ? -INFINITY : rnd_f(-20, 20);
+                l[row] = m[row] == -INFINITY ? 0.0f : rnd_f(0, 50);
+                bad[row] = (unsigned char)rnd_int(0, 1);
+                corr[row] = corr2[row] = -7.0f;
+            }
+            memcpy(m2, m, sizeof m);
+            memcpy(l2, l, sizeof l);
+            memcpy(bad2, bad, sizeof bad);
+            t[k]->scores(q, (size_t)D, nrows, kt, 64, ncols, D, sigma, r, LD);
+            t[k]->softmax_rows(r, LD, nrows, n, a, z, m2, l2, corr2, bad2);
+            t[k]->scores_softmax(q, (size_t)D, nrows, kt, 64, n, D, sigma, s, LD, a, z, m, l, corr,
+                                 bad);
+            cr_assert(memcmp(s, r, (size_t)CPU_MR * LD * sizeof *s) == 0,
+                      "%s scores_softmax P: trial %d rows %d n %d D %lld kind %d", t[k]->name,
+                      trial, nrows, n, (long long)D, kind);
+            for (int row = 0; row < nrows; row++) {
+                cr_assert(memcmp(&m[row], &m2[row], sizeof *m) == 0, "%s m: trial %d row %d",
+                          t[k]->name, trial, row);
+                cr_assert(memcmp(&l[row], &l2[row], sizeof *l) == 0 ||
+                              (l[row] != l[row] && l2[row] != l2[row]),
+                          "%s l %a, reference %a: trial %d row %d", t[k]->name, (double)l[row],
+                          (double)l2[row], trial, row);
+                cr_assert(memcmp(&corr[row], &corr2[row], sizeof *corr) == 0,
+                          "%s corr: trial %d row %d", t[k]->name, trial, row);
+                cr_assert_eq(bad[row], bad2[row], "%s bad: trial %d row %d", t[k]->name, trial,
+                             row);
+            }
+        }
+    }
+    if (!tested)
+        cr_log_warn("no table here has scores_softmax");
+    free(q);
+    free(kt);
+    free(s);
+    free(r);
+}
