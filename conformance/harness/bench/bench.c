@@ -402,18 +402,19 @@ static void print_row(const widths *w, const char *backend, const json_t *o)
     printf("\n");
     if (msg && msg[0])
         printf("    %s\n", msg);
-    const char *note = json_string_value(json_object_get(o, "read_beside_note"));
-    if (isfinite(beside))
-        printf("    %%limit of %.1f GB/s read beside it (median of %.0f pass%s)\n", beside,
-               num(o, "read_beside_passes"), num(o, "read_beside_passes") == 1 ? "" : "es");
-    else if (note)
-        printf("    %s\n", note);
     /* A device backend: the time above is the kernel's on resident data; the copies apart. */
     const double to = num(o, "copy_to_device_s"), from = num(o, "copy_from_device_s");
     if (isfinite(to) && isfinite(from))
         printf("    copies: to the device %.3f ms (%.1f KiB), from the device %.3f ms (%.1f KiB)\n",
                to * 1e3, num(o, "copy_to_device_bytes") / 1024.0, from * 1e3,
                num(o, "copy_from_device_bytes") / 1024.0);
+    /* A memory-bound shape: the bandwidth read beside it that its %limit is of, or why none. */
+    const char *note = json_string_value(json_object_get(o, "read_beside_note"));
+    if (isfinite(beside))
+        printf("    %%limit of %.1f GB/s read beside it (median of %.0f pass%s)\n", beside,
+               num(o, "read_beside_passes"), num(o, "read_beside_passes") == 1 ? "" : "es");
+    else if (note)
+        printf("    %s\n", note);
     fflush(stdout);
 }
 
