@@ -316,6 +316,9 @@ def main():
     only["backends"] = only["backends"][:1]
     only["label"] = "read bandwidth beside, cpu only"
     files["beside-all.json"] = only
+    bad = beside_file()
+    bad["backends"][0]["shapes"][1]["read_gbs_beside"] = 0
+    files["bad-beside.json"] = bad
     bad = curves_file()
     bad["backends"][0]["shapes"][2]["curve"] = "nosuch"
     files["bad-curve.json"] = bad
