@@ -17,6 +17,8 @@ The command gets `--suite FILE --out FILE.json` appended (not with --peak), and 
     over the reference's keep rule, SPEC clauses 3, 4 and 19): visible_pairs, flops,
     kv_bytes, io_bytes;
   - each status (OK unless a --status GLOB matches the id) and its message (--message);
+  - for OK memory-bound shapes, and for no other: read_gbs_beside positive from 1 to reps
+    read_beside_passes, and the table's %limit of it (pct_limit stays of the machine's);
   - for OK: the repetitions (count within the limits, --min-time reached by their sum unless
     the backend's timing is "adapter", whose --min-time counts wall time), the statistics
     recomputed from times_s (median, min, IQR with linear interpolation), the rates from the
@@ -59,6 +61,8 @@ SHAPE = ["id", "dtype", "b", "hq", "hkv", "lq", "lk", "d", "dv", "causal", "wind
          "via", "status", "message", "visible_pairs", "flops", "kv_bytes", "io_bytes", "reps",
          "times_s", "median_s", "min_s", "iqr_s", "gflops", "kv_gbs", "pct_limit",
          "peak_rss_bytes", "validated_rows", "max_err_ratio"]
+# A memory-bound shape timed OK also has the read bandwidth measured beside its repetitions.
+BESIDE = ["read_gbs_beside", "read_beside_passes"]
 ESIZE = {"f32": 4, "f16": 2, "bf16": 2}
 
 
@@ -205,8 +209,10 @@ def check_bench(a, p, fails):
             continue
         for (s, ident, dt), x in zip(ids, be["shapes"]):
             where = f"{be['name']} {ident}"
-            if list(x) != SHAPE:
-                fails.append(f"{where}: keys {list(x)}, expected {SHAPE}")
+            keys = SHAPE + (BESIDE if x.get("bound") == "memory" and x.get("status") == "OK"
+                            else [])
+            if list(x) != keys:
+                fails.append(f"{where}: keys {list(x)}, expected {keys}")
                 continue
             for k, v in work(s, dt).items():
                 if x[k] != v:
@@ -246,6 +252,19 @@ def check_bench(a, p, fails):
             for k, v in checks.items():
                 if not close(x[k], v):
                     fails.append(f"{where}: {k} = {x[k]}, recomputed {v}")
+            if x["bound"] == "memory":
+                # At least the pass after the first repetition, at most one after each.
+                if not (x["read_gbs_beside"] > 0 and 1 <= x["read_beside_passes"] <= len(t)):
+                    fails.append(f"{where}: read_gbs_beside {x['read_gbs_beside']} from "
+                                 f"{x['read_beside_passes']} passes, expected a positive "
+                                 f"rate from 1 to {len(t)} passes")
+                pct = 100 * x["kv_gbs"] / x["read_gbs_beside"]
+                if not re.search(r"^" + re.escape(be["name"]) + r" +" + re.escape(ident) +
+                                 rf" +OK .* {pct:.1f}% .*\n    %limit of "
+                                 rf"{x['read_gbs_beside']:.1f} GB/s read beside it",
+                                 p.stdout, re.M):
+                    fails.append(f"{where}: the table's %limit is not {pct:.1f} (of the "
+                                 f"{x['read_gbs_beside']:.1f} GB/s read beside it)")
             rows = min(64, s["batch"] * s["q_heads"] * s["lq"])
             if x["validated_rows"] != rows:
                 fails.append(f"{where}: validated_rows {x['validated_rows']}, expected {rows}")

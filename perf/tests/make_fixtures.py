@@ -33,6 +33,9 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
                     decode at Lk 8192, pages of 16 at 0.80 of its bandwidth and pages of 128 at
                     1.00 (times exact), one paged shape INCORRECT; the reference with its paged
                     shapes NOT_SUPPORTED (no column)
+  beside.json       a decode run whose cpu shapes have read_gbs_beside (20 and 25 GB/s; the
+                    reference's none): perf-report's % of the bandwidth read beside a shape
+  beside-all.json   its cpu backend alone: every memory-bound shape has the figure
   bad-*.json        broken files: perf-compare / perf-report must exit 2 naming file and key
 Every file's onnxruntime-opset23 has "timing": "adapter" (an exec: adapter, timed by what it
 reports), cpu "in-process", and the reference no "timing" (a file from before the key).
@@ -265,6 +268,26 @@ def paged_file():
                           "shapes": ref}]}
 
 
+def beside_file():
+    """A decode run whose cpu shapes have the read bandwidth bench measured beside their
+    repetitions (read_gbs_beside: their % of limit is of it) and whose reference shapes, as in
+    a file from before that figure, have none (their % is of the machine's 18.1 GB/s).  Every
+    repetition takes exactly its time."""
+    cpu, ref = [], []
+    for lk, dt, t, bw in ((1024, "f32", 1.0e-3, 20.0), (8192, "f16", 3.2e-3, 25.0)):
+        g = decode_shape(lk, dt)
+        cpu.append(dict(timed(g, t, 5, None, MACHINE), read_gbs_beside=bw,
+                        read_beside_passes=2))
+        ref.append(timed(g, 10 * t, 5, None, MACHINE))
+    return {"attnconf_bench": 1, "suite": "decode", "suite_file": "perf/suites/decode.yaml",
+            "label": "read bandwidth beside", "started": "2026-12-01T01:02:03Z",
+            "machine": MACHINE, "config": CONFIG,
+            "backends": [{"name": "cpu", "version": "0.1.0", "options": OPTIONS["cpu"],
+                          "timing": "in-process", "shapes": cpu},
+                         {"name": "reference", "version": "0.1.0", "options": {},
+                          "shapes": ref}]}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
                                                              "fixtures")
@@ -288,6 +311,14 @@ def main():
     }
     files["curves.json"] = curves_file()
     files["paged.json"] = paged_file()
+    files["beside.json"] = beside_file()
+    only = beside_file()
+    only["backends"] = only["backends"][:1]
+    only["label"] = "read bandwidth beside, cpu only"
+    files["beside-all.json"] = only
+    bad = beside_file()
+    bad["backends"][0]["shapes"][1]["read_gbs_beside"] = 0
+    files["bad-beside.json"] = bad
     bad = curves_file()
     bad["backends"][0]["shapes"][2]["curve"] = "nosuch"
     files["bad-curve.json"] = bad

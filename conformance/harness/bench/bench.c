@@ -22,7 +22,8 @@
  * holds no open context).
  *
  * The machine's limits are measured first (bench_peak.c, about 6 s) unless --limits reuses the
- * "machine" object of an earlier JSON file.  Results: a table on stdout, a progress line on
+ * "machine" object of an earlier JSON file.  A memory-bound benchmark's child also measures the
+ * read bandwidth beside its repetitions (bench_run.c), and its %limit is of that.  Results: a table on stdout, a progress line on
  * stderr when it is a terminal, and with --out the JSON document (perf/README.md) written
  * atomically.  Exit status: 0 every benchmark OK, NOT_SUPPORTED or SKIPPED; 1 an INCORRECT or
  * ERROR, a backend that cannot be loaded, or an output that cannot be written; 2 usage errors
@@ -105,7 +106,11 @@ static void usage(FILE *f)
            "                    and read GB/s on all cores (best of 3 x 1 s each)\n"
            "  FLOPs = (2 D + 2 Dv) per visible query-key pair; GB/s = bytes of K and V in the\n"
            "  visible key range / median time; %% limit = of the FMA peak (bound: compute) or of\n"
-           "  the read bandwidth (bound: memory).\n"
+           "  the read bandwidth (bound: memory): for a memory-bound shape the bandwidth read\n"
+           "  beside it (--peak's read loop run between its repetitions, in the same process,\n"
+           "  about a quarter of its time), so the ratio holds on a machine whose bandwidth\n"
+           "  changes under other tenants; the limits' figure only when that buffer cannot be\n"
+           "  had (a note says so).\n"
            "  exit status: 0 all OK, NOT_SUPPORTED or SKIPPED, 1 an INCORRECT or ERROR (or a\n"
            "  backend that cannot load), 2 usage or input errors\n");
 }
@@ -377,9 +382,10 @@ static void print_row(const widths *w, const char *backend, const json_t *o)
     const char *msg = json_string_value(json_object_get(o, "message"));
     printf("%-*s %-*s %-13s", w->backend, backend, w->id,
            json_string_value(json_object_get(o, "id")), status);
-    const double med = num(o, "median_s");
+    const double med = num(o, "median_s"), beside = num(o, "read_gbs_beside");
     if (isfinite(med)) {
-        const double pct = num(o, "pct_limit");
+        /* A memory-bound shape: of the bandwidth read beside it, where it was. */
+        const double pct = isfinite(beside) ? 100 * num(o, "kv_gbs") / beside : num(o, "pct_limit");
         printf(" %8.3f %s %9.2f %8.2f %6.1f%% %6.0f", med >= 1 ? med : med * 1e3,
                med >= 1 ? "s " : "ms", num(o, "gflops"), num(o, "kv_gbs"),
                isfinite(pct) ? pct : 0.0, num(o, "reps"));
@@ -402,6 +408,13 @@ static void print_row(const widths *w, const char *backend, const json_t *o)
         printf("    copies: to the device %.3f ms (%.1f KiB), from the device %.3f ms (%.1f KiB)\n",
                to * 1e3, num(o, "copy_to_device_bytes") / 1024.0, from * 1e3,
                num(o, "copy_from_device_bytes") / 1024.0);
+    /* A memory-bound shape: the bandwidth read beside it that its %limit is of, or why none. */
+    const char *note = json_string_value(json_object_get(o, "read_beside_note"));
+    if (isfinite(beside))
+        printf("    %%limit of %.1f GB/s read beside it (median of %.0f pass%s)\n", beside,
+               num(o, "read_beside_passes"), num(o, "read_beside_passes") == 1 ? "" : "es");
+    else if (note)
+        printf("    %s\n", note);
     fflush(stdout);
 }
 
@@ -598,7 +611,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     }
     printf("suite %s (%s): %s\n", suite.name, o.suite, suite.description);
     printf("machine: %s, %d cores, %.1f GiB; limits (%s): %.1f GFLOP/s f32 FMA, %.1f GB/s "
-           "read\n",
+           "read (memory-bound shapes: of the bandwidth read beside each)\n",
            m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, m.limits_from, m.fma_gflops,
            m.mem_read_gbs);
     widths w = {(int)strlen("backend"), (int)strlen("benchmark")};

@@ -181,6 +181,31 @@ void bp_machine_describe(bp_machine *m);
  * bad ATTNCONF_CPU_ISA). */
 int bp_measure(bp_machine *m, double seconds_each, FILE *log, char *err, size_t errlen);
 
+/* The largest cache of CPU 0 in bytes (the last level), 0 if unknown. */
+uint64_t bp_llc_bytes(void);
+
+/* The read loop of bp_measure's bandwidth measurement on a buffer of its own, for a caller that
+ * reads it a few passes at a time: bench_run.c measures the read bandwidth beside a
+ * memory-bound shape's repetitions with it (perf/README.md). */
+typedef struct bp_reader {
+    uint64_t *buf;  /* mapped and resident; NULL when closed */
+    uint64_t bytes; /* its size */
+    int threads;    /* the readers, each summing its contiguous part */
+} bp_reader;
+
+/* Map a buffer of `want` bytes, at most a quarter of the memory available now, rounded down to
+ * whole 128-byte blocks per thread, and write a word of every 4 KiB page so it is resident (not
+ * the shared zero page) before anything is timed; `threads` readers (bp_measure's: one per CPU
+ * of the affinity mask).  Returns 0, or -1 with err set (nothing to close) when fewer than
+ * `need` bytes are available or the mapping fails. */
+int bp_reader_open(bp_reader *r, uint64_t want, uint64_t need, int threads, char *err,
+                   size_t errlen);
+/* `passes` passes of r's threads over the buffer, each thread its part, with bp_measure's loop
+ * (AVX2 loads where the CPU has them): GB/s (1e9 bytes/s) from the common start to the last
+ * thread's end, or -1 when the threads cannot start. */
+double bp_reader_run(const bp_reader *r, int passes);
+void bp_reader_close(bp_reader *r);
+
 /* Fill m's fma_gflops and mem_read_gbs (and cpu_model, cores, mem_bytes, fma_isa when present)
  * from the "machine" object of a JSON file written by `bench --out` or `bench --peak --out`;
  * limits_from becomes "file:PATH".  Returns 0, or -1 with err = "PATH: reason". */
@@ -266,7 +291,12 @@ typedef double (*bb_reported_fn)(void *ctx);
  * there: each repetition is sdpa + synchronize on resident data (the flipped q element is
  * copied before it, untimed), the result of the first call is copied back for the validation,
  * and the two copies are reported apart (copy_to_device_s / _bytes: the inputs;
- * copy_from_device_s / _bytes: the output; absent for a host backend).  progress (may be NULL)
+ * copy_from_device_s / _bytes: the output; absent for a host backend).  A memory-bound shape
+ * gets the read bandwidth measured beside its repetitions (bp_reader passes between them, in
+ * this process): read_gbs_beside, the median of read_beside_passes passes, which its % of
+ * limit is of in bench's table and perf-report (pct_limit stays of the machine's mem_read_gbs,
+ * as in files from before); or, when the buffer could not be had, read_beside_note.
+ * peak_rss_bytes leaves that buffer out.  progress (may be NULL)
  * gets a status line while it runs (a terminal). */
 struct hb_backend;
 void bb_run(const struct hb_backend *hb, const bs_shape *s, attnref_dtype dt, bb_via via,

@@ -13,6 +13,8 @@
  *     written first (by the thread that will read each part) so it is resident.
  * Each is measured for about a second, best of three: a limit is an upper bound, and
  * interference only ever lowers a measurement.
+ * The read loop also serves bench_run.c (bp_reader): a few passes at a time over a buffer of
+ * its own, beside a memory-bound shape's repetitions.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 
@@ -60,8 +62,7 @@ static uint64_t mem_available(void)
     return kib ? (uint64_t)kib * 1024 : bp_mem_bytes();
 }
 
-/* The largest cache of CPU 0 in bytes (the last level), 0 if unknown. */
-static uint64_t llc_bytes(void)
+uint64_t bp_llc_bytes(void)
 {
     uint64_t best = 0;
     for (int i = 0; i < 16; i++) {
@@ -201,15 +202,59 @@ static uint64_t read_portable(const uint64_t *p, size_t n)
  * done and its end time. */
 typedef struct job {
     atomic_int *go, *stop;
-    int isa;  /* bp_isa of the FMA chains */
-    int avx2; /* 1: read with AVX2 loads */
-    int fma;  /* 1: FMA chains; 0: read part [part, part + part_words) */
+    int isa;    /* bp_isa of the FMA chains */
+    int avx2;   /* 1: read with AVX2 loads */
+    int fma;    /* 1: FMA chains; 0: read part [part, part + part_words) */
+    int passes; /* reading: this many passes over the part; 0: until `stop` */
     const uint64_t *part;
     size_t part_words;
     double work; /* FLOPs or bytes done */
     double end;
     volatile uint64_t sink; /* keeps the results alive */
 } job;
+
+/* One pass over the job's part, 16 MiB at a time (a look at `stop` after each). */
+static uint64_t read_part(job *j)
+{
+    uint64_t acc = 0;
+    const size_t piece = BP_READ_PIECE / sizeof(uint64_t);
+    for (size_t at = 0; at < j->part_words; at += piece) {
+        size_t n = j->part_words - at < piece ? j->part_words - at : piece;
+#if defined(ATTNCONF_BENCH_AVX2)
+        acc += j->avx2 ? bp_read_avx2(j->part + at, n) : read_portable(j->part + at, n);
+#else
+        acc += read_portable(j->part + at, n);
+#endif
+        j->work += (double)n * sizeof(uint64_t);
+        if (atomic_load_explicit(j->stop, memory_order_relaxed))
+            break;
+    }
+    return acc;
+}
+
+/* FMA chains until `stop`: the seed of the next chunk (it depends on every chain). */
+static float fma_until_stop(job *j, float seed)
+{
+    while (!atomic_load_explicit(j->stop, memory_order_relaxed)) {
+#if defined(ATTNCONF_BENCH_AVX512)
+        if (j->isa == BP_ISA_AVX512) {
+            seed = bp_fma_avx512(BP_FMA_CHUNK / 2, seed) * 1e-12f + 1.0f;
+            j->work += (double)(BP_FMA_CHUNK / 2) * BP_AVX512_CHAINS * 16 * 2;
+            continue;
+        }
+#endif
+#if defined(ATTNCONF_BENCH_AVX2)
+        if (j->isa == BP_ISA_AVX2) {
+            seed = bp_fma_avx2(BP_FMA_CHUNK, seed) * 1e-12f + 1.0f;
+            j->work += (double)BP_FMA_CHUNK * 12 * 8 * 2;
+            continue;
+        }
+#endif
+        seed = fma_portable(BP_FMA_CHUNK / 4, seed) * 1e-12f + 1.0f;
+        j->work += (double)(BP_FMA_CHUNK / 4) * 32 * 2;
+    }
+    return seed;
+}
 
 static void *worker(void *arg)
 {
@@ -218,39 +263,14 @@ static void *worker(void *arg)
         sched_yield();
     float seed = 1.0f;
     uint64_t acc = 0;
-    while (!atomic_load_explicit(j->stop, memory_order_relaxed)) {
-        if (j->fma) {
-#if defined(ATTNCONF_BENCH_AVX512)
-            if (j->isa == BP_ISA_AVX512) {
-                seed = bp_fma_avx512(BP_FMA_CHUNK / 2, seed) * 1e-12f + 1.0f;
-                j->work += (double)(BP_FMA_CHUNK / 2) * BP_AVX512_CHAINS * 16 * 2;
-                continue;
-            }
-#endif
-#if defined(ATTNCONF_BENCH_AVX2)
-            if (j->isa == BP_ISA_AVX2) {
-                seed = bp_fma_avx2(BP_FMA_CHUNK, seed) * 1e-12f + 1.0f;
-                j->work += (double)BP_FMA_CHUNK * 12 * 8 * 2;
-                continue;
-            }
-#endif
-            seed = fma_portable(BP_FMA_CHUNK / 4, seed) * 1e-12f + 1.0f;
-            j->work += (double)(BP_FMA_CHUNK / 4) * 32 * 2;
-            continue;
-        }
-        const size_t piece = BP_READ_PIECE / sizeof(uint64_t);
-        for (size_t at = 0; at < j->part_words; at += piece) {
-            size_t n = j->part_words - at < piece ? j->part_words - at : piece;
-#if defined(ATTNCONF_BENCH_AVX2)
-            acc += j->avx2 ? bp_read_avx2(j->part + at, n) : read_portable(j->part + at, n);
-#else
-            acc += read_portable(j->part + at, n);
-#endif
-            j->work += (double)n * sizeof(uint64_t);
-            if (atomic_load_explicit(j->stop, memory_order_relaxed))
-                break;
-        }
-    }
+    if (j->fma)
+        seed = fma_until_stop(j, seed);
+    else if (j->passes)
+        for (int p = 0; p < j->passes && !atomic_load(j->stop); p++)
+            acc += read_part(j);
+    else
+        while (!atomic_load_explicit(j->stop, memory_order_relaxed))
+            acc += read_part(j);
     j->end = mono_now();
     j->sink = acc + (uint64_t)seed;
     return NULL;
@@ -263,10 +283,11 @@ static double cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Run `threads` workers for about `seconds`: the work per second of wall time, or -1.  *share
- * gets the CPU time they had over threads x the wall time: below 1, other processes took part
- * of the CPUs and the rate is below this machine's limit. */
-static double measure(int threads, int isa, int fma, const uint64_t *buf, size_t words,
+/* Run `threads` workers for about `seconds`, or, reading with passes > 0, until each has read
+ * its part that many times: the work per second of wall time, or -1.  *share gets the CPU time
+ * they had over threads x the wall time: below 1, other processes took part of the CPUs and the
+ * rate is below this machine's limit. */
+static double measure(int threads, int isa, int fma, const uint64_t *buf, size_t words, int passes,
                       double seconds, double *share)
 {
     pthread_t tid[BP_MAX_THREADS];
@@ -276,9 +297,14 @@ static double measure(int threads, int isa, int fma, const uint64_t *buf, size_t
     const size_t per = words / (size_t)threads / 16 * 16;
     int started = 0;
     for (int t = 0; t < threads; t++) {
-        jobs[t] =
-            (job){&go, &stop, isa, bp_have_avx2_fma(), fma, buf ? buf + (size_t)t * per : NULL, per,
-                  0,   0,     0};
+        jobs[t] = (job){.go = &go,
+                        .stop = &stop,
+                        .isa = isa,
+                        .avx2 = bp_have_avx2_fma(),
+                        .fma = fma,
+                        .passes = passes,
+                        .part = buf ? buf + (size_t)t * per : NULL,
+                        .part_words = per};
         if (pthread_create(&tid[t], NULL, worker, &jobs[t]) != 0)
             break;
         started++;
@@ -288,9 +314,10 @@ static double measure(int threads, int isa, int fma, const uint64_t *buf, size_t
     const double t0 = mono_now(), c0 = cpu_s();
     atomic_store(&go, 1);
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (started == threads && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    while (started == threads && !(!fma && passes) && nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
-    atomic_store(&stop, 1);
+    if (fma || !passes)
+        atomic_store(&stop, 1);
     double work = 0, end = t0;
     for (int t = 0; t < started; t++) {
         pthread_join(tid[t], NULL);
@@ -299,6 +326,50 @@ static double measure(int threads, int isa, int fma, const uint64_t *buf, size_t
     }
     *share = end > t0 ? (cpu_s() - c0) / ((end - t0) * threads) : 0;
     return started == threads && end > t0 ? work / (end - t0) : -1;
+}
+
+int bp_reader_open(bp_reader *r, uint64_t want, uint64_t need, int threads, char *err,
+                   size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->threads = threads < 1 ? 1 : threads < BP_MAX_THREADS ? threads : BP_MAX_THREADS;
+    const uint64_t avail = mem_available() / 4, block = (uint64_t)r->threads * 128;
+    uint64_t size = want < avail ? want : avail;
+    size = size / block * block;
+    if (size < need || size == 0) {
+        snprintf(err, errlen, "only %.0f MiB of memory available for the bandwidth buffer",
+                 (double)size / 1048576.0);
+        return -1;
+    }
+    uint64_t *buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map a %.0f MiB buffer: %s", (double)size / 1048576.0,
+                 strerror(errno));
+        return -1;
+    }
+    /* Made resident (and not a shared zero page) before anything is timed. */
+    const size_t words = size / sizeof(uint64_t);
+    for (size_t i = 0; i < words; i += 512)
+        buf[i] = i;
+    r->buf = buf;
+    r->bytes = size;
+    return 0;
+}
+
+double bp_reader_run(const bp_reader *r, int passes)
+{
+    double share;
+    const double x = measure(r->threads, BP_ISA_PORTABLE, 0, r->buf, r->bytes / sizeof(uint64_t),
+                             passes, 0, &share);
+    return x < 0 ? -1 : x / 1e9;
+}
+
+void bp_reader_close(bp_reader *r)
+{
+    if (r->buf)
+        munmap(r->buf, r->bytes);
+    r->buf = NULL;
+    r->bytes = 0;
 }
 
 /* The log's note on a measurement whose threads did not have the CPUs to themselves. */
@@ -320,7 +391,7 @@ int bp_measure(bp_machine *m, double seconds_each, FILE *log, char *err, size_t 
     snprintf(m->fma_isa, sizeof m->fma_isa, "%s", bp_isa_name((bp_isa)isa));
     double best = 0, best_share = 0, share;
     for (int r = 0; r < BP_RUNS; r++) {
-        double x = measure(threads, isa, 1, NULL, 0, seconds_each, &share);
+        double x = measure(threads, isa, 1, NULL, 0, 0, seconds_each, &share);
         if (x < 0) {
             snprintf(err, errlen, "cannot start %d threads", threads);
             return -1;
@@ -335,39 +406,25 @@ int bp_measure(bp_machine *m, double seconds_each, FILE *log, char *err, size_t 
                 threads, m->fma_gflops, BP_RUNS, seconds_each);
     share_note(log, best_share, threads);
 
-    uint64_t size = (uint64_t)1 << 30, llc = llc_bytes(), avail = mem_available() / 4;
-    if (llc * 8 > size)
-        size = llc * 8;
-    if (size > avail)
-        size = avail;
-    size = size / ((uint64_t)threads * 128) * ((uint64_t)threads * 128);
-    if (size < ((uint64_t)64 << 20)) {
-        snprintf(err, errlen, "only %.0f MiB of memory available for the bandwidth buffer",
-                 (double)size / 1048576.0);
+    const uint64_t llc = bp_llc_bytes();
+    const uint64_t want = llc * 8 > ((uint64_t)1 << 30) ? llc * 8 : (uint64_t)1 << 30;
+    bp_reader rd;
+    if (bp_reader_open(&rd, want, (uint64_t)64 << 20, threads, err, errlen) != 0)
         return -1;
-    }
-    uint64_t *buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map a %.0f MiB buffer: %s", (double)size / 1048576.0,
-                 strerror(errno));
-        return -1;
-    }
-    /* Made resident (and not a shared zero page) before anything is timed. */
-    const size_t words = size / sizeof(uint64_t);
-    for (size_t i = 0; i < words; i += 512)
-        buf[i] = i;
+    const uint64_t size = rd.bytes;
     best = 0;
     for (int r = 0; r < BP_RUNS; r++) {
-        double x = measure(threads, isa, 0, buf, words, seconds_each, &share);
+        double x =
+            measure(threads, isa, 0, rd.buf, size / sizeof(uint64_t), 0, seconds_each, &share);
         if (x < 0) {
-            munmap(buf, size);
+            bp_reader_close(&rd);
             snprintf(err, errlen, "cannot start %d threads", threads);
             return -1;
         }
         if (x > best)
             best = x, best_share = share;
     }
-    munmap(buf, size);
+    bp_reader_close(&rd);
     m->mem_read_gbs = best / 1e9;
     m->read_buffer_bytes = size;
     if (log)

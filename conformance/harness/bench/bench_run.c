@@ -17,6 +17,10 @@
  * about as long as a plugin would, not thousands of repetitions.
  * Before each timed call the sign of one element of q flips (a different element each time),
  * so a backend cannot return a cached result; the change costs nothing measurable.
+ * A memory-bound shape also has the machine's read bandwidth measured beside it: between the
+ * timed calls, --peak's read loop over a buffer of its own (beside_maybe: about a quarter of
+ * the benchmark's time, spread over its repetitions), so its "% of limit" is of the bandwidth
+ * of the same minutes, whatever the backend (an exec: adapter waits on its pipe meanwhile).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -235,6 +239,91 @@ static void progress_line(FILE *f, const char *prefix, const char *fmt, ...)
     fflush(f);
 }
 
+/* The read bandwidth beside a memory-bound shape (perf/README.md): bp_measure's read loop, in
+ * this process, between the timed repetitions, so the shape's "% of limit" is of the bandwidth
+ * the machine had while it ran, not at the start of a long run on a machine shared with other
+ * tenants.  The buffer is max(K + V bytes, 4 x the last-level cache) (64 MiB when the cache
+ * size is unknown), at most a quarter of the memory available: larger than any cache, so what
+ * it measures is memory, as --peak's. */
+typedef struct beside {
+    bp_reader r;       /* r.buf NULL: no buffer (compute-bound, or it could not be had) */
+    double *gbs;       /* one figure per pass, at most one pass per repetition */
+    int64_t n;         /* passes measured */
+    double read_s;     /* their wall time */
+    double rss_before; /* peak resident bytes before the buffer existed */
+    char note[300];    /* why there is no figure, "" when none is owed */
+} beside;
+
+static void beside_open(beside *b, const bs_shape *s, size_t kv_bytes, const bb_config *cfg)
+{
+    memset(b, 0, sizeof *b);
+    if (s->bound != BS_BOUND_MEMORY)
+        return;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) /* ru_maxrss is in KiB on Linux */
+        b->rss_before = (double)ru.ru_maxrss * 1024;
+    const uint64_t llc = bp_llc_bytes(), floor = 4 * (llc ? llc : (uint64_t)16 << 20);
+    char why[200];
+    b->gbs = calloc((size_t)cfg->max_reps, sizeof *b->gbs);
+    if (!b->gbs)
+        snprintf(why, sizeof why, "out of memory");
+    if (!b->gbs || bp_reader_open(&b->r, kv_bytes > floor ? kv_bytes : floor, floor,
+                                  cfg->machine->cores, why, sizeof why) != 0)
+        snprintf(b->note, sizeof b->note,
+                 "no read bandwidth beside the repetitions (%s): %%limit is of the "
+                 "machine's",
+                 why);
+}
+
+/* After a timed repetition: one read pass when the passes so far took under a third of the
+ * repetitions' wall time (reps_s), so reading is about a quarter of the benchmark's time and
+ * its passes are spread over the repetitions: one after the first, then one every few
+ * repetitions.  Each pass evicts the caches, so the repetition after it starts cold; for a
+ * shape whose K and V exceed the last-level cache that changes nothing (each call streams them
+ * from memory), and for one that fits, few repetitions follow a pass (a pass reads 4 x the
+ * cache; a repetition reads less than the cache). */
+static void beside_maybe(beside *b, double reps_s)
+{
+    if (!b->r.buf || b->read_s >= reps_s / 3)
+        return;
+    const double t0 = mono_now(), g = bp_reader_run(&b->r, 1);
+    b->read_s += mono_now() - t0;
+    if (g > 0)
+        b->gbs[b->n++] = g;
+}
+
+/* The median of the passes in GB/s, 0 when none was measured (the note says why). */
+static double beside_median(beside *b)
+{
+    if (!b->r.buf)
+        return 0;
+    if (b->n == 0) {
+        snprintf(b->note, sizeof b->note,
+                 "no read bandwidth beside the repetitions (the read threads did not start): "
+                 "%%limit is of the machine's");
+        return 0;
+    }
+    gsl_sort(b->gbs, 1, (size_t)b->n);
+    return gsl_stats_median_from_sorted_data(b->gbs, 1, (size_t)b->n);
+}
+
+/* The buffer freed; the peak resident memory (in o, set before) without it: the buffer is
+ * resident from its first write to its unmapping, so the benchmark's own peak is the larger of
+ * the peak before it and the peak with it less its bytes. */
+static void beside_close(beside *b, json_t *o)
+{
+    if (b->r.buf) {
+        const json_t *rss = json_object_get(o, "peak_rss_bytes");
+        if (json_is_integer(rss)) {
+            double own = (double)json_integer_value(rss) - (double)b->r.bytes;
+            own = own > b->rss_before ? own : b->rss_before;
+            json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)own));
+        }
+    }
+    bp_reader_close(&b->r);
+    free(b->gbs);
+}
+
 /* The device buffers of a device backend's benchmark (bb_run). */
 typedef struct bb_dev {
     void *h[5]; /* q, k, v, mask, out; NULL = none */
@@ -274,6 +363,8 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
     const int device = hb_is_device(&hb);
     bb_dev dev = {{NULL}};
     bb_pool pool; /* a paged shape's pages (bench_paged.c) */
+    beside bw;    /* the read bandwidth beside a memory-bound shape */
+    memset(&bw, 0, sizeof bw);
     attnconf_paged_args pa;
     memset(&pool, 0, sizeof pool);
     const size_t es = attnref_dtype_size(dt);
@@ -414,6 +505,10 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
         goto done;
     }
 
+    /* Allocated and written now, outside the timed calls and after the backend's first one. */
+    if (s->bound == BS_BOUND_MEMORY)
+        progress_line(progress, progress_prefix, "the read bandwidth buffer");
+    beside_open(&bw, s, (size_t)(nk + nv) * es, cfg);
     int64_t n = 0;
     double total = 0, last_shown = mono_now();
     while (n < cfg->max_reps && (n < cfg->min_reps || total < cfg->min_time_s)) {
@@ -450,13 +545,21 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
         }
         times[n++] = t;
         total += wall;
+        beside_maybe(&bw, total);
         if (progress && mono_now() - last_shown > 0.25) {
             last_shown = mono_now();
             progress_line(progress, progress_prefix, "repetition %lld, %.3g s each", (long long)n,
                           t);
         }
     }
+    const double read_beside = beside_median(&bw);
     stats(o, times, n, s, dt, cfg->machine);
+    if (read_beside > 0) {
+        json_object_set_new(o, "read_gbs_beside", json_real(read_beside));
+        json_object_set_new(o, "read_beside_passes", json_integer(bw.n));
+    } else if (bw.note[0]) {
+        json_object_set_new(o, "read_beside_note", json_string(bw.note));
+    }
     set_status(o, "OK", "%s", "");
 
 done:;
@@ -465,6 +568,7 @@ done:;
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) /* ru_maxrss is in KiB on Linux */
         json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)ru.ru_maxrss * 1024));
+    beside_close(&bw, o);
     free(q);
     free(k);
     free(v);

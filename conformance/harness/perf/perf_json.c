@@ -278,6 +278,11 @@ static int read_shape(at *a, const json_t *o, const pj_file *f, pj_shape *s)
     if (get_num(a, o, "visible_pairs", 0, &pairs) || get_num(a, o, "flops", 0, &s->flops) ||
         get_num(a, o, "kv_bytes", 0, &s->kv_bytes) || get_num(a, o, "io_bytes", 0, &io))
         return -1;
+    /* Optional: files written before bench measured it have none. */
+    s->read_gbs_beside = 0;
+    if (json_object_get(o, "read_gbs_beside") &&
+        get_num(a, o, "read_gbs_beside", 1, &s->read_gbs_beside))
+        return -1;
     return read_timing(a, o, s);
 }
 
@@ -452,6 +457,12 @@ const pj_shape *pj_find_shape(const pj_backend *be, const char *id)
 double pj_limit(const pj_machine *m, pj_bound bound)
 {
     return bound == PJ_MEMORY ? m->mem_read_gbs : m->fma_gflops;
+}
+
+double pj_pct_limit(const pj_shape *s)
+{
+    return s->bound == PJ_MEMORY && s->read_gbs_beside > 0 ? 100 * s->kv_gbs / s->read_gbs_beside
+                                                           : s->pct_limit;
 }
 
 static int within_10pct(double a, double b)

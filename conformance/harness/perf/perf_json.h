@@ -13,7 +13,9 @@
  * "in-process" or "adapter".  A cost-curve suite's file has "curves" (a list of {name, x,
  * expect}: unique names, x "lk", "lq" or "batch", expect a positive number) and a "curve" in
  * its shapes, each naming one of them; both are optional, and checked when present.  A paged
- * shape has "page_size" (a positive count; absent or 0: contiguous K/V). */
+ * shape has "page_size" (a positive count; absent or 0: contiguous K/V).  A memory-bound
+ * shape may have "read_gbs_beside" (a positive number: the read bandwidth bench measured
+ * beside its repetitions), which its % of limit is then of (pj_pct_limit). */
 #ifndef ATTNCONF_PERF_JSON_H
 #define ATTNCONF_PERF_JSON_H
 
@@ -71,6 +73,9 @@ typedef struct pj_shape {
     size_t reps;     /* = number of times */
     double *times;   /* every timed repetition, seconds, in order (owned) */
     double median_s, min_s, iqr_s, gflops, kv_gbs, pct_limit; /* as bench computed them */
+    /* A memory-bound shape's read bandwidth measured beside its repetitions (GB/s, the
+     * optional "read_gbs_beside"; perf/README.md), 0 when the file has none. */
+    double read_gbs_beside;
 } pj_shape;
 
 typedef struct pj_backend {
@@ -111,8 +116,13 @@ const pj_backend *pj_find_backend(const pj_file *f, const char *name);
 /* The shape with id `id` of backend be, or NULL. */
 const pj_shape *pj_find_shape(const pj_backend *be, const char *id);
 
-/* The limit a shape's % refers to: fma_gflops (compute) or mem_read_gbs (memory). */
+/* The machine's limit of a bound: fma_gflops (compute) or mem_read_gbs (memory). */
 double pj_limit(const pj_machine *m, pj_bound bound);
+
+/* The % of its limit of a timed shape: for a memory-bound shape with read_gbs_beside,
+ * 100 kv_gbs / read_gbs_beside (the bandwidth of the minutes it ran in), else pct_limit as
+ * bench wrote it (of the machine's limit: files from before the beside figure). */
+double pj_pct_limit(const pj_shape *s);
 
 /* 1 when two runs' machines count as the same for comparing raw times: same cpu_model, and each
  * limit within 10 % of the other run's (relative to the smaller value).  Otherwise times are

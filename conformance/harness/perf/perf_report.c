@@ -12,7 +12,10 @@
  *   time      the median of the timed repetitions
  *   GFLOP/s   compute-bound shapes: flops / median, flops = 2 (D + Dv) per visible pair
  *   GB/s      memory-bound shapes: bytes of K and V in the visible key range / median
- *   % limit   of the machine's fma_gflops (compute) or mem_read_gbs (memory), as bench wrote it
+ *   % limit   of the machine's fma_gflops (compute) or mem_read_gbs (memory), as bench wrote it;
+ *             for a memory-bound shape with read_gbs_beside (the bandwidth bench read beside its
+ *             repetitions), 100 kv_gbs / read_gbs_beside, the table's label saying so (marked
+ *             per cell when only some shapes have it)
  *   x ref     the reference backend's median / this one's, when the suite has the reference
  *   vs base   this median / the --baseline file's median of the same (suite, backend, shape):
  *             > 1 is slower; on another machine both times are first scaled by their machine's
@@ -95,7 +98,13 @@ typedef struct suite {
     size_t nids;
     const col *ref;        /* the reference backend's column, or NULL */
     const pj_file *curves; /* the first file of the suite with cost curves, or NULL */
+    /* Its memory-bound shapes timed OK with a read_gbs_beside (their % is of it):
+     * BESIDE_NONE, BESIDE_ALL or BESIDE_SOME. */
+    int beside;
 } suite;
+
+enum { BESIDE_NONE, BESIDE_ALL, BESIDE_SOME };
+#define MARK "\xE2\x80\xA1" /* a % of the bandwidth read beside, where not every one is */
 
 typedef struct ctx {
     pj_file *files, *bases;
@@ -125,6 +134,19 @@ static void add_id(suite *s, const char *id)
         if (!strcmp(s->ids[i], id))
             return;
     s->ids[s->nids++] = id;
+}
+
+/* Whether the memory-bound shapes timed OK in s have a read_gbs_beside: none, all or some. */
+static int suite_beside(const suite *s)
+{
+    size_t with = 0, without = 0;
+    for (size_t k = 0; k < s->ncols; k++)
+        for (size_t j = 0; j < s->cols[k].be->n; j++) {
+            const pj_shape *sh = &s->cols[k].be->shapes[j];
+            if (sh->bound == PJ_MEMORY && sh->status == PJ_OK)
+                *(sh->read_gbs_beside > 0 ? &with : &without) += 1;
+        }
+    return !with ? BESIDE_NONE : without ? BESIDE_SOME : BESIDE_ALL;
 }
 
 /* Group the files by suite and lay out each suite's columns.  Returns 0, or 2 (printed). */
@@ -192,6 +214,7 @@ static int index_suites(ctx *c)
             s->cols[j].base_col = file_of_suite_backend(c->bases, c->nbases, s->name,
                                                         s->cols[j].be->name, &bb) != NULL;
         }
+        s->beside = suite_beside(s);
     }
     return 0;
 }
@@ -262,7 +285,9 @@ static void write_cell(FILE *f, const ctx *c, const suite *s, const col *cl, con
     } else if (m == M_RATE) {
         rate_cell(f, sh, bound);
     } else if (m == M_PCT) {
-        pm_sig3(f, sh->pct_limit);
+        pm_sig3(f, pj_pct_limit(sh));
+        if (s->beside == BESIDE_SOME && sh->bound == PJ_MEMORY && sh->read_gbs_beside > 0)
+            fputs(MARK, f);
     } else if (m == M_REF) {
         const pj_shape *ref = s->ref ? pj_find_shape(s->ref->be, id) : NULL;
         if (ref && ref->status == PJ_OK && sh->median_s > 0 && pj_same_geometry(ref, sh)) {
@@ -301,7 +326,18 @@ static void write_measure(FILE *f, const ctx *c, const suite *s, int m, int boun
     const char *pct = bound == PJ_COMPUTE  ? "% of the FMA peak"
                       : bound == PJ_MEMORY ? "% of the memory read bandwidth"
                                            : "% of the machine's limit";
-    const char *label[M_COUNT] = {"Median time", rate, pct,
+    /* Which bandwidth a memory-bound shape's % is of: read beside it, or the machine's. */
+    const char *beside = s->beside == BESIDE_NONE ? ""
+                         : s->beside == BESIDE_SOME
+                             ? " (" MARK ": of the bandwidth read beside the shape, between its "
+                               "repetitions; unmarked: of the machine's)"
+                         : bound == PJ_MEMORY
+                             ? " measured beside each shape (between its repetitions)"
+                             : " (memory-bound shapes: of the bandwidth read beside each, "
+                               "between its repetitions)";
+    char pct_label[200];
+    snprintf(pct_label, sizeof pct_label, "%s%s", pct, beside);
+    const char *label[M_COUNT] = {"Median time", rate, pct_label,
                                   TIMES " ref (the reference's time / the backend's)",
                                   "vs base (the time / the baseline's; > 1: slower)"};
     fprintf(f, "\n**%s**\n", label[m]);
@@ -707,8 +743,18 @@ static void write_report(FILE *f, const ctx *c)
           "machine's limit (FMA peak for compute-bound shapes, memory read bandwidth for "
           "memory-bound ones), so it compares across machines.  " TIMES " ref = the reference "
           "backend's time / this backend's (same machine); vs base = this time / the "
-          "baseline's (> 1: slower than the baseline).\n",
+          "baseline's (> 1: slower than the baseline).",
           f);
+    int beside = 0;
+    for (size_t k = 0; k < c->nsuites; k++)
+        beside |= c->suites[k].beside != BESIDE_NONE;
+    if (beside)
+        fputs("  A memory-bound shape whose run recorded the read bandwidth beside it (the "
+              "`--peak` read loop run between its repetitions, in the same process) has its % "
+              "of that bandwidth, the limit of the same minutes, so the ratio holds on a shared "
+              "machine whose bandwidth changes during a run; the tables say where.",
+              f);
+    fputc('\n', f);
     for (size_t k = 0; k < c->nsuites; k++)
         write_suite(f, c, &c->suites[k], !one);
     int header = 0;
