@@ -244,7 +244,8 @@ static int by_cost_desc(const void *a, const void *b)
 }
 
 int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t Hq, int64_t Hkv,
-                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads)
+                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads,
+                  int hb)
 {
     memset(pl, 0, sizeof *pl);
     pl->B = B;
@@ -299,11 +300,13 @@ int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t
                 maxlen = hi - lo;
         }
 
-    /* Flash-decoding: aim for four items per thread, each part at least CPU_SPLIT_MIN_KEYS. */
+    /* Flash-decoding: aim for four tasks per thread (a task: an item, or hb of them), each part
+     * at least CPU_SPLIT_MIN_KEYS. */
     int64_t ns = 1;
     const int64_t want = 4 * (int64_t)threads;
-    if (threads > 1 && pl->ngroups < want) {
-        ns = (want + pl->ngroups - 1) / pl->ngroups;
+    const int64_t tasks = B * ((Hkv + hb - 1) / hb) * pl->nqb;
+    if (threads > 1 && tasks < want) {
+        ns = (want + tasks - 1) / tasks;
         const int64_t by_len = maxlen / CPU_SPLIT_MIN_KEYS;
         if (ns > by_len)
             ns = by_len;

@@ -88,10 +88,13 @@ typedef struct cpu_plan {
 
 /* Plan a call with the validated dimensions for `threads` threads; rows (NULL for a contiguous
  * call) places each batch row's queries (cpu_rows: a paged call, whose Lk is the longest
- * sequence and whose p->lengths are the sequence lengths).  Returns 0, or -1 when the item list
- * or the key tables cannot be allocated (nothing to free then).  Free with cpu_plan_free. */
+ * sequence and whose p->lengths are the sequence lengths); hb (>= 1): the kv heads a thread runs
+ * together as one task (the items of the same batch row, query block and part), for the split's
+ * count of tasks.  Returns 0, or -1 when the item list or the key tables cannot be allocated
+ * (nothing to free then).  Free with cpu_plan_free. */
 int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t Hq, int64_t Hkv,
-                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads);
+                  int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads,
+                  int hb);
 void cpu_plan_free(cpu_plan *pl);
 
 #endif

@@ -14,6 +14,9 @@
 
 #define ALIGN 64
 #define CPU_WAKE_LINES 4 /* lines asked for early per run of a tile after the next */
+#define CPU_HB_MAX 8     /* kv heads per bundle (bundle_run) */
+/* A paged call bundles its heads when one head's rows of a page are fewer bytes than this. */
+#define CPU_BUNDLE_RUN_BYTES ((size_t)64 << 10)
 
 /* Below this many (rows x keys x (D + Dv)) multiply-adds a call runs on the calling thread only
  * (about 10-20 us of work: waking the pool costs as much). */
@@ -193,6 +196,9 @@ typedef struct job {
     layout L;
     void **wsb;      /* per-thread scratch blocks */
     float *partials; /* [ngroups * nsplit][rmax * pstride] when nsplit > 1 */
+    int hb;          /* kv heads per task: 1, or a bundled call (bundle_run) */
+    int64_t ntasks;  /* bundled: tasks */
+    int64_t *bundle; /* bundled: [ntasks][hb] item indices in kv head order, -1 past the last */
 } job;
 
 static inline float load_f(const void *data, int dt, int64_t i)
@@ -610,164 +616,198 @@ static float softmax_step(const cpu_kernels *K, float *s, unsigned char *kept, i
     return corr;
 }
 
-static void item_run(void *varg, int64_t idx, int tid)
+/* One work item in progress: its coordinates and its scratch (a bundle runs several at once,
+ * tile by tile). */
+typedef struct irun {
+    const cpu_item *it;
+    ws w;
+    int64_t b, hk, i0, nq, NR;
+    int direct_item;
+} irun;
+
+/* Where the unit a thread runs after a tile lies, for its prefetch: kv head hk, keys from j0. */
+typedef struct inext {
+    int64_t hk, j0;
+} inext;
+
+/* Set s up for item it in the scratch block at base.  Returns 0 when nothing is left to do for
+ * the tiles (rows done in double). */
+static int item_begin(const job *J, irun *s, const cpu_item *it, void *base)
 {
-    const job *J = varg;
     const cpu_plan *pl = &J->pl;
-    const cpu_item *it = &pl->items[idx];
-    const cpu_kernels *K = J->k;
-    ws w = ws_carve(J->wsb[tid], &J->L, J->dvp);
-    int64_t b, hk, i0, nq;
-    group_coords(pl, it->group, &b, &hk, &i0, &nq);
-    const int64_t G = pl->G, D = pl->D, NR = nq * G;
-    const size_t dvp = J->dvp;
+    s->it = it;
+    s->w = ws_carve(base, &J->L, J->dvp);
+    ws *w = &s->w;
+    group_coords(pl, it->group, &s->b, &s->hk, &s->i0, &s->nq);
+    const int64_t G = pl->G, D = pl->D, NR = s->nq * G, b = s->b, hk = s->hk, i0 = s->i0;
+    s->NR = NR;
 
     if (J->f64) {
         for (int64_t r = 0; pl->nsplit == 1 && r < NR; r++)
-            row_f64(J, &w, b, hk * G + r % G, i0 + r / G);
-        return; /* split: merge_run computes the rows */
+            row_f64(J, w, b, hk * G + r % G, i0 + r / G);
+        return 0; /* split: merge_run computes the rows */
     }
-    row_ranges(J, &w, b, i0, nq);
+    row_ranges(J, w, b, i0, s->nq);
     for (int64_t r = 0; r < NR; r++) {
-        load_q(J, w.qp + (size_t)r * (size_t)D, b, hk * G + r % G, i0 + r / G);
-        w.m[r] = -INFINITY;
-        w.l[r] = 0.0f;
-        w.rbad[r] = 0;
+        load_q(J, w->qp + (size_t)r * (size_t)D, b, hk * G + r % G, i0 + r / G);
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+        w->rbad[r] = 0;
     }
-    memset(w.o, 0, (size_t)NR * dvp * sizeof *w.o);
+    memset(w->o, 0, (size_t)NR * J->dvp * sizeof *w->o);
 
     /* Few rows (decode): K and V are read straight from their rows by the unpacked kernels
      * wherever a tile needs no exclusion, since packing would cost more than the rows reuse. */
-    const int direct_item = NR <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
+    s->direct_item = NR <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
+    return 1;
+}
+
+/* The tile of keys j0.. of item s; nx: the unit the thread runs next (NULL: the item's next
+ * tile). */
+static void item_tile(const job *J, irun *s, int64_t j0, const inext *nx)
+{
+    const cpu_plan *pl = &J->pl;
+    const cpu_item *it = s->it;
+    const cpu_kernels *K = J->k;
+    ws w = s->w;
+    const int64_t b = s->b, hk = s->hk, i0 = s->i0, nq = s->nq, G = pl->G, D = pl->D, NR = s->NR;
+    const size_t dvp = J->dvp;
+    const int direct_item = s->direct_item;
     dtile dt; /* direct tiles only */
+    const int n = (int)(it->khi - j0 < CPU_BC ? it->khi - j0 : CPU_BC);
+    int seen = 0, all = 1;
+    for (int64_t pi = 0; pi < nq; pi++) {
+        seen |= w.plo[pi] < j0 + n && w.phi[pi] > j0 && w.plo[pi] < w.phi[pi];
+        all &= w.plo[pi] <= j0 && w.phi[pi] >= j0 + n && w.pex[pi];
+    }
+    if (!seen)
+        return; /* no row keeps a key of this tile: never read it */
+    /* Unpacked only where every row keeps every key: no V check needed (a non-finite value
+     * at a kept key is the row's, and propagates as in the reference). */
+    const int direct = direct_item && all && !J->mask;
+    const int bad = direct ? 0 : pack_tile(J, &w, b, hk, j0, n);
+    const int gs = direct ? CPU_DR : CPU_MR;
+    if (direct) {
+        dt.n = tile_runs(J, b, hk, j0, n, dt.k, dt.v);
+        /* The unit this thread runs next: the next tile, or in a bundle the next head's. */
+        const int64_t pj = nx ? nx->j0 : j0 + n, left = it->khi - pj;
+        dt.npf = left > 0 ? tile_runs(J, b, nx ? nx->hk : hk, pj,
+                                      left < CPU_BC ? (int)left : CPU_BC, dt.pk, dt.pv)
+                          : 0;
+        if (!nx && dt.npf > 1 && left > CPU_BC)
+            wake_runs(J, b, hk, j0 + n + CPU_BC,
+                      left - CPU_BC < CPU_BC ? (int)(left - CPU_BC) : CPU_BC);
+    }
 
-    for (int64_t j0 = it->klo; j0 < it->khi; j0 += CPU_BC) {
-        const int n = (int)(it->khi - j0 < CPU_BC ? it->khi - j0 : CPU_BC);
-        int seen = 0, all = 1;
-        for (int64_t pi = 0; pi < nq; pi++) {
-            seen |= w.plo[pi] < j0 + n && w.phi[pi] > j0 && w.plo[pi] < w.phi[pi];
-            all &= w.plo[pi] <= j0 && w.phi[pi] >= j0 + n && w.pex[pi];
+    for (int64_t r0 = 0; r0 < NR; r0 += gs) {
+        const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
+        int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1, ng = 0, exact = 1;
+        for (int t = 0; t < nr; t++) {
+            const int64_t pi = (r0 + t) / G;
+            /* The row's interval in tile coordinates, clamped to 0..n. */
+            int64_t a = w.plo[pi] - j0, z = w.phi[pi] - j0;
+            a = a < 0 ? 0 : a > n ? n : a;
+            z = z > n ? n : z < a ? a : z;
+            ra[t] = (int)a;
+            rz[t] = (int)z;
+            any |= a < z;
+            full &= a == 0 && z == n && w.pex[pi];
+            ng = a < z && (int)z > ng ? (int)z : ng;
+            exact &= a >= z || w.pex[pi];
         }
-        if (!seen)
-            continue; /* no row keeps a key of this tile: never read it */
-        /* Unpacked only where every row keeps every key: no V check needed (a non-finite value
-         * at a kept key is the row's, and propagates as in the reference). */
-        const int direct = direct_item && all && !J->mask;
-        const int bad = direct ? 0 : pack_tile(J, &w, b, hk, j0, n);
-        const int gs = direct ? CPU_DR : CPU_MR;
-        if (direct) {
-            dt.n = tile_runs(J, b, hk, j0, n, dt.k, dt.v);
-            const int64_t left = it->khi - j0 - n;
-            dt.npf = left > 0 ? tile_runs(J, b, hk, j0 + n, left < CPU_BC ? (int)left : CPU_BC,
-                                          dt.pk, dt.pv)
-                              : 0;
-            if (dt.npf > 1 && left > CPU_BC)
-                wake_runs(J, b, hk, j0 + n + CPU_BC,
-                          left - CPU_BC < CPU_BC ? (int)(left - CPU_BC) : CPU_BC);
-        }
-
-        for (int64_t r0 = 0; r0 < NR; r0 += gs) {
-            const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
-            int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1, ng = 0, exact = 1;
-            for (int t = 0; t < nr; t++) {
-                const int64_t pi = (r0 + t) / G;
-                /* The row's interval in tile coordinates, clamped to 0..n. */
-                int64_t a = w.plo[pi] - j0, z = w.phi[pi] - j0;
-                a = a < 0 ? 0 : a > n ? n : a;
-                z = z > n ? n : z < a ? a : z;
-                ra[t] = (int)a;
-                rz[t] = (int)z;
-                any |= a < z;
-                full &= a == 0 && z == n && w.pex[pi];
-                ng = a < z && (int)z > ng ? (int)z : ng;
-                exact &= a >= z || w.pex[pi];
+        if (!any)
+            continue;
+        /* The group's rows keep no key at or past ng (on a causal diagonal, the later half
+         * of the tile for the item's first rows): its scores, softmax and P.V stop there,
+         * as if the tile had ng keys.  A direct tile is kept whole (ng == n). */
+        const int ncols = (int)round_up((size_t)ng, CPU_NR);
+        /* Only the rows' intervals exclude keys: softmax_rows for the group; with no score
+         * term between the products and the softmax, both in one kernel call. */
+        const int rows = K->softmax_rows && !direct && !J->mask && !bad && exact;
+        const int fused = rows && K->scores_softmax && !J->capped && !J->slope;
+        if (direct)
+            scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, &dt, r0 == 0, w.s);
+        else if (fused)
+            K->scores_softmax(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ng, D,
+                              J->sigma, w.s, CPU_BC, ra, rz, w.m + r0, w.l + r0, w.corr,
+                              w.rbad + r0);
+        else
+            K->scores(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ncols, D,
+                      J->sigma, w.s, CPU_BC);
+        const int masked = !full || J->mask || bad;
+        if (fused) {
+            /* scores_softmax did the softmax step too */
+        } else if (rows) {
+            /* The finite check, the exclusion and the softmax step in one kernel call for
+             * the group (the same values as the per-row calls below). */
+            for (int t = 0; t < nr && (J->capped || J->slope); t++) {
+                const int64_t pi = (r0 + t) / G, h = hk * G + (r0 + t) % G;
+                float *sr = w.s + (size_t)t * CPU_BC;
+                if (ra[t] < rz[t] && J->capped)
+                    K->softcap(sr, ng, J->cap, J->rcap);
+                if (ra[t] < rz[t] && J->slope)
+                    K->alibi(sr, ng, J->slope[h], w.ppr[pi] - j0);
             }
-            if (!any)
-                continue;
-            /* The group's rows keep no key at or past ng (on a causal diagonal, the later half
-             * of the tile for the item's first rows): its scores, softmax and P.V stop there,
-             * as if the tile had ng keys.  A direct tile is kept whole (ng == n). */
-            const int ncols = (int)round_up((size_t)ng, CPU_NR);
-            /* Only the rows' intervals exclude keys: softmax_rows for the group; with no score
-             * term between the products and the softmax, both in one kernel call. */
-            const int rows = K->softmax_rows && !direct && !J->mask && !bad && exact;
-            const int fused = rows && K->scores_softmax && !J->capped && !J->slope;
-            if (direct)
-                scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, &dt, r0 == 0, w.s);
-            else if (fused)
-                K->scores_softmax(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ng, D,
-                                  J->sigma, w.s, CPU_BC, ra, rz, w.m + r0, w.l + r0, w.corr,
-                                  w.rbad + r0);
-            else
-                K->scores(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ncols, D,
-                          J->sigma, w.s, CPU_BC);
-            const int masked = !full || J->mask || bad;
-            if (fused) {
-                /* scores_softmax did the softmax step too */
-            } else if (rows) {
-                /* The finite check, the exclusion and the softmax step in one kernel call for
-                 * the group (the same values as the per-row calls below). */
-                for (int t = 0; t < nr && (J->capped || J->slope); t++) {
-                    const int64_t pi = (r0 + t) / G, h = hk * G + (r0 + t) % G;
-                    float *sr = w.s + (size_t)t * CPU_BC;
-                    if (ra[t] < rz[t] && J->capped)
+            K->softmax_rows(w.s, CPU_BC, nr, ng, ra, rz, w.m + r0, w.l + r0, w.corr, w.rbad + r0);
+        } else
+            for (int t = 0; t < nr; t++) {
+                const int64_t r = r0 + t, pi = r / G, h = hk * G + r % G;
+                float *sr = w.s + (size_t)t * CPU_BC;
+                if (ra[t] < rz[t]) {
+                    /* The score terms, in SPEC order, then a check that the kept scores
+                     * are finite (f32 overflow: the row is redone in double). */
+                    if (J->capped)
                         K->softcap(sr, ng, J->cap, J->rcap);
-                    if (ra[t] < rz[t] && J->slope)
+                    if (J->slope)
                         K->alibi(sr, ng, J->slope[h], w.ppr[pi] - j0);
+                    if (!K->finite(sr + ra[t], rz[t] - ra[t]))
+                        w.rbad[r] = 1;
                 }
-                K->softmax_rows(w.s, CPU_BC, nr, ng, ra, rz, w.m + r0, w.l + r0, w.corr,
-                                w.rbad + r0);
-            } else
-                for (int t = 0; t < nr; t++) {
-                    const int64_t r = r0 + t, pi = r / G, h = hk * G + r % G;
-                    float *sr = w.s + (size_t)t * CPU_BC;
-                    if (ra[t] < rz[t]) {
-                        /* The score terms, in SPEC order, then a check that the kept scores
-                         * are finite (f32 overflow: the row is redone in double). */
-                        if (J->capped)
-                            K->softcap(sr, ng, J->cap, J->rcap);
-                        if (J->slope)
-                            K->alibi(sr, ng, J->slope[h], w.ppr[pi] - j0);
-                        if (!K->finite(sr + ra[t], rz[t] - ra[t]))
-                            w.rbad[r] = 1;
-                    }
-                    if (masked) {
-                        const int64_t i = i0 + pi;
-                        const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
-                        if (!mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t],
-                                      rz[t], mrow, j0, w.pex[pi], b, i))
-                            w.rbad[r] = 1;
-                    }
-                    w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng,
-                                             ra[t], rz[t], &w.m[r], &w.l[r]);
+                if (masked) {
+                    const int64_t i = i0 + pi;
+                    const int64_t mrow = b * J->mst[0] + h * J->mst[1] + i * J->mst[2];
+                    if (!mask_row(J, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t], rz[t],
+                                  mrow, j0, w.pex[pi], b, i))
+                        w.rbad[r] = 1;
                 }
-            float *orows = w.o + (size_t)r0 * dvp;
-            if (direct) {
-                pv_direct(J, w.s, nr, &dt, r0 == 0, w.corr, orows);
-                continue;
+                w.corr[t] = softmax_step(K, sr, bad ? w.kept + (size_t)t * CPU_BC : NULL, ng, ra[t],
+                                         rz[t], &w.m[r], &w.l[r]);
             }
-            if (!bad) {
-                K->pv(w.s, CPU_BC, nr, w.vp, dvp, ng, (int)dvp, w.corr, orows, dvp);
-                continue;
-            }
-            /* A V tile with NaN/inf: add kept keys only (0 * inf would be NaN). */
-            for (int t = 0; t < nr; t++) {
-                float *orow = orows + (size_t)t * dvp;
-                const float *pr = w.s + (size_t)t * CPU_BC;
-                const unsigned char *kr = w.kept + (size_t)t * CPU_BC;
+        float *orows = w.o + (size_t)r0 * dvp;
+        if (direct) {
+            pv_direct(J, w.s, nr, &dt, r0 == 0, w.corr, orows);
+            continue;
+        }
+        if (!bad) {
+            K->pv(w.s, CPU_BC, nr, w.vp, dvp, ng, (int)dvp, w.corr, orows, dvp);
+            continue;
+        }
+        /* A V tile with NaN/inf: add kept keys only (0 * inf would be NaN). */
+        for (int t = 0; t < nr; t++) {
+            float *orow = orows + (size_t)t * dvp;
+            const float *pr = w.s + (size_t)t * CPU_BC;
+            const unsigned char *kr = w.kept + (size_t)t * CPU_BC;
+            for (size_t e = 0; e < dvp; e++)
+                orow[e] *= w.corr[t];
+            for (int c = 0; c < ng; c++) {
+                if (!kr[c])
+                    continue;
+                const float *vr = w.vp + (size_t)c * dvp;
                 for (size_t e = 0; e < dvp; e++)
-                    orow[e] *= w.corr[t];
-                for (int c = 0; c < ng; c++) {
-                    if (!kr[c])
-                        continue;
-                    const float *vr = w.vp + (size_t)c * dvp;
-                    for (size_t e = 0; e < dvp; e++)
-                        orow[e] += pr[c] * vr[e];
-                }
+                    orow[e] += pr[c] * vr[e];
             }
         }
     }
+}
 
+/* The rows of a finished item: to the output, or a part of a split group for the merge. */
+static void item_end(const job *J, irun *s)
+{
+    const cpu_plan *pl = &J->pl;
+    const cpu_item *it = s->it;
+    ws w = s->w;
+    const int64_t b = s->b, hk = s->hk, i0 = s->i0, G = pl->G, NR = s->NR;
+    const size_t dvp = J->dvp;
     if (pl->nsplit == 1) {
         for (int64_t r = 0; r < NR; r++)
             write_row(J, &w, w.o + (size_t)r * dvp, w.m[r], w.l[r], w.rbad[r], b, hk * G + r % G,
@@ -783,6 +823,52 @@ static void item_run(void *varg, int64_t idx, int tid)
         pr[2] = w.rbad[r];
         memcpy(pr + 3, w.o + (size_t)r * dvp, dvp * sizeof *pr);
     }
+}
+
+static void item_run(void *varg, int64_t idx, int tid)
+{
+    const job *J = varg;
+    const cpu_item *it = &J->pl.items[idx];
+    irun s;
+    if (!item_begin(J, &s, it, J->wsb[tid]))
+        return;
+    for (int64_t j0 = it->klo; j0 < it->khi; j0 += CPU_BC)
+        item_tile(J, &s, j0, NULL);
+    item_end(J, &s);
+}
+
+/* Task t of a bundled call: the items of J->bundle[t], kv heads next to each other with the same
+ * keys, run tile by tile, every head of a tile before the next tile.  Why: a small page holds
+ * each head's rows in a short run (pages of 16: 4-8 KiB per head), and one thread reading runs
+ * that short, one head after the other, keeps too few misses in flight; the heads of a page
+ * side by side are one longer run (README, "Paged KV"). */
+static void bundle_run(void *varg, int64_t t, int tid)
+{
+    const job *J = varg;
+    const int64_t *ids = J->bundle + (size_t)t * (size_t)J->hb;
+    irun s[CPU_HB_MAX];
+    int live[CPU_HB_MAX], n = 0, any = 0;
+    while (n < J->hb && ids[n] >= 0) {
+        live[n] = item_begin(J, &s[n], &J->pl.items[ids[n]],
+                             (char *)J->wsb[tid] + (size_t)n * J->L.bytes);
+        any |= live[n++];
+    }
+    const cpu_item *it = &J->pl.items[ids[0]]; /* a bundle's items have the same keys */
+    for (int64_t j0 = it->klo; any && j0 < it->khi; j0 += CPU_BC) {
+        /* The next tile's pages start where its first head's runs do (the heads of a page lie
+         * side by side): wake them now, as wake_runs does a tile ahead for a single item. */
+        const int64_t left = it->khi - j0 - CPU_BC;
+        if (left > 0)
+            wake_runs(J, s[0].b, s[0].hk, j0 + CPU_BC, left < CPU_BC ? (int)left : CPU_BC);
+        for (int k = 0; k < n; k++) {
+            const inext nx = k + 1 < n ? (inext){s[k + 1].hk, j0} : (inext){s[0].hk, j0 + CPU_BC};
+            if (live[k])
+                item_tile(J, &s[k], j0, &nx);
+        }
+    }
+    for (int k = 0; k < n; k++)
+        if (live[k])
+            item_end(J, &s[k]);
 }
 
 /* Merge the parts of group g (flash-decoding): M = max m_s, l = sum l_s exp(m_s - M),
@@ -883,6 +969,49 @@ static void job_init(job *J, cpu_engine *e, const attnref_tensor *q, const attnr
     J->pstride = J->dvp + 3;
 }
 
+/* Kv heads per task (bundle_run): a paged call of few rows per item (decode: the rows are read
+ * in place) whose pages hold each head's rows in a short run bundles its heads; anything else
+ * runs its items alone (1). */
+static int bundle_heads(const job *J, int64_t Hkv, int64_t G, int64_t Lq, int64_t D)
+{
+    if (!J->table || Hkv < 2 || Lq * G > 2 * CPU_DR || J->kk->strides[3] != 1 ||
+        J->v->strides[3] != 1 || (size_t)J->P * (size_t)D * J->esz >= CPU_BUNDLE_RUN_BYTES)
+        return 1;
+    return Hkv < CPU_HB_MAX ? (int)Hkv : CPU_HB_MAX;
+}
+
+/* The tasks of a bundled call: the items of kv heads hb*k .. hb*k + hb - 1 of the same batch
+ * row, query block and part, in the order the plan's cost sort first meets each bundle (its
+ * items cost the same). */
+static int make_bundles(job *J)
+{
+    const cpu_plan *pl = &J->pl;
+    const int64_t hb = J->hb, nhb = (pl->Hkv + hb - 1) / hb;
+    const int64_t nb = pl->B * nhb * pl->nqb * pl->nsplit;
+    int64_t *pos = malloc((size_t)nb * sizeof *pos);
+    J->bundle = malloc((size_t)nb * (size_t)hb * sizeof *J->bundle);
+    if (!pos || !J->bundle) {
+        free(pos);
+        return -1;
+    }
+    for (int64_t t = 0; t < nb; t++)
+        pos[t] = -1;
+    for (int64_t t = 0; t < nb * hb; t++)
+        J->bundle[t] = -1;
+    J->ntasks = 0;
+    for (int64_t n = 0; n < pl->nitems; n++) {
+        const cpu_item *it = &pl->items[n];
+        const int64_t qb = it->group % pl->nqb, bh = it->group / pl->nqb;
+        const int64_t hk = bh % pl->Hkv, b = bh / pl->Hkv;
+        const int64_t id = ((b * nhb + hk / hb) * pl->nqb + qb) * pl->nsplit + it->split;
+        if (pos[id] < 0)
+            pos[id] = J->ntasks++;
+        J->bundle[pos[id] * hb + hk % hb] = n;
+    }
+    free(pos);
+    return 0;
+}
+
 /* Plan and run a prepared job (the dimensions validated; rows: cpu_plan_make's).  Returns as
  * cpu_sdpa_run. */
 static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, int64_t Lq,
@@ -894,7 +1023,8 @@ static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, i
         snprintf(err, errlen, "cpu: cannot allocate the per-head terms");
         return -1;
     }
-    if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads) != 0) {
+    J->hb = bundle_heads(J, Hkv, Hq / Hkv, Lq, D);
+    if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads, J->hb) != 0) {
         free(heads);
         snprintf(err, errlen, "cpu: cannot allocate the work list");
         return -1;
@@ -908,8 +1038,10 @@ static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, i
         free(heads);
         return 1;
     }
+    if (J->hb > 1 && make_bundles(J) != 0)
+        goto nomem;
     for (int t = 0; t < e->threads; t++)
-        if (grow(&e->ws[t], &e->ws_bytes[t], J->L.bytes) != 0)
+        if (grow(&e->ws[t], &e->ws_bytes[t], (size_t)J->hb * J->L.bytes) != 0)
             goto nomem;
     J->wsb = e->ws;
     if (J->pl.nsplit > 1) {
@@ -926,24 +1058,28 @@ static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, i
     double work = 0.0;
     for (int64_t n = 0; n < J->pl.nitems; n++)
         work += J->pl.items[n].cost;
+    const int64_t ntasks = J->hb > 1 ? J->ntasks : J->pl.nitems;
+    const cpu_task_fn task = J->hb > 1 ? bundle_run : item_run;
     if (work * (double)(D + Dv) < CPU_INLINE_WORK) {
-        for (int64_t n = 0; n < J->pl.nitems; n++)
-            item_run(J, n, 0);
+        for (int64_t n = 0; n < ntasks; n++)
+            task(J, n, 0);
         for (int64_t g = 0; J->pl.nsplit > 1 && g < J->pl.ngroups; g++)
             merge_run(J, g, 0);
     } else {
-        cpu_pool_run(&e->pool, J->pl.nitems, item_run, J);
+        cpu_pool_run(&e->pool, ntasks, task, J);
         if (J->pl.nsplit > 1)
             cpu_pool_run(&e->pool, J->pl.ngroups, merge_run, J);
     }
     cpu_plan_free(&J->pl);
+    free(J->bundle);
     free(heads);
     return 0;
 
 nomem:
     snprintf(err, errlen, "cpu: cannot allocate %zu bytes of scratch per thread (%d threads)",
-             J->L.bytes, e->threads);
+             (size_t)J->hb * J->L.bytes, e->threads);
     cpu_plan_free(&J->pl);
+    free(J->bundle);
     free(heads);
     return -1;
 }

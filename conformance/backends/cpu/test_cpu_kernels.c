@@ -172,7 +172,7 @@ Test(cpu_plan, splits_cover_each_group_once)
     p.causal = 1;
     cpu_plan pl;
     /* Decode over 3000 keys on 3 threads: B * Hkv = 2 groups, split into parts. */
-    cr_assert_eq(cpu_plan_make(&pl, &p, 1, 8, 2, 1, 3000, 64, 64, NULL, 3), 0);
+    cr_assert_eq(cpu_plan_make(&pl, &p, 1, 8, 2, 1, 3000, 64, 64, NULL, 3, 1), 0);
     cr_assert_gt(pl.nsplit, 1, "decode with 2 groups on 3 threads is split");
     for (int64_t g = 0; g < pl.ngroups; g++) {
         int64_t covered = 0, parts = 0;

@@ -424,6 +424,24 @@ Test(cpu_paged, decode_long_split)
     run_case(&pc);
 }
 
+/* Decode with its kv heads bundled (cpu_sdpa.c bundle_run: pages of fewer than 64 KiB per head):
+ * ten kv heads, so a bundle of eight and one of two, and rows long enough for flash-decoding
+ * to split them on 3 threads, each part running every head of a bundle tile by tile. */
+Test(cpu_paged, decode_bundles_split)
+{
+    const pcase pc = {.name = "decode_bundles",
+                      .B = 2,
+                      .Hq = 20,
+                      .Hkv = 10,
+                      .Lq = 1,
+                      .D = 16,
+                      .Dv = 24,
+                      .la = {2, 1},
+                      .lc = {600, 37},
+                      .qn = {1, 1}};
+    run_case(&pc);
+}
+
 /* Chunked prefill: 20 query rows (the packed kernels: 80 rows per item), q_b 20, 1, 0 and 7,
  * causal bottom-right per sequence. */
 #define PREFILL_ROWS                                                                               \
