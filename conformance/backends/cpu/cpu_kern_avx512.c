@@ -256,6 +256,60 @@ AI __mmask16 range_mask(int v, int a, int z)
     return (__mmask16)(below & from);
 }
 
+/* The first pass of one row of a softmax step (sm_rows, ssm_tile) over its nv vectors of scores
+ * x (an excluded lane 0): the finite check (bad), then the running max.  Returns 1 with *mnew
+ * set when the row goes on to row_exp; 0 when it keeps no key, or nothing above -inf (its P in
+ * sr stored as 0 then, a kept NaN poisoning *l: the max skipped it). */
+AI int row_scan(const __m512 *x, const int nv, int a, int z, float m, float *sr, float *l,
+                unsigned char *bad, float *mnew)
+{
+    const __m512i expo = _mm512_set1_epi32(0x7f800000);
+    __mmask16 nonfin = 0, nan = 0;
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    float mn = -INFINITY;
+    if (a < z) {
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            const __mmask16 keep = range_mask(v, a, z);
+            nonfin |= _mm512_mask_cmpeq_epi32_mask(
+                keep, _mm512_and_si512(_mm512_castps_si512(x[v]), expo), expo);
+            nan |= _mm512_mask_cmp_ps_mask(keep, x[v], x[v], _CMP_UNORD_Q);
+            mx = _mm512_mask_max_ps(mx, keep, x[v], mx); /* a NaN lane keeps mx */
+        }
+        if (nonfin)
+            *bad = 1;
+        const float mb = _mm512_reduce_max_ps(mx);
+        mn = mb > m ? mb : m;
+    }
+    if (mn == -INFINITY) {
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            _mm512_store_ps(sr + 16 * v, _mm512_setzero_ps());
+        if (nan)
+            *l = NAN;
+        return 0;
+    }
+    *mnew = mn;
+    return 1;
+}
+
+/* The second pass of a live row: P = exp(x - mnew) on its kept lanes (0 on the others, as
+ * exp(-inf) gives) into sr; returns their sum in exp_sum's order (the vectors in turn into one
+ * 16-lane accumulator). */
+AI float row_exp(const __m512 *x, const int nv, int a, int z, float mnew, float *sr)
+{
+    const __m512 mv = _mm512_set1_ps(mnew);
+    __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+        const __mmask16 keep = range_mask(v, a, z);
+        const __m512 y = _mm512_maskz_mov_ps(keep, exp512(_mm512_sub_ps(x[v], mv)));
+        _mm512_store_ps(sr + 16 * v, y);
+        acc = _mm512_add_ps(acc, y);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
 /* softmax_rows (cpu_kern.h) in two passes over the group, so that no row waits on its own
  * reductions: first each row's kept scores are loaded once for the finite check and the max
  * (the rows' reductions independent of each other), then the factors of all rows are one
@@ -265,47 +319,19 @@ AI __mmask16 range_mask(int v, int a, int z)
 AI void sm_rows(float *s, size_t lds, int nrows, const int nv, const int *a, const int *z, float *m,
                 float *l, float *corr, unsigned char *bad)
 {
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    const __m512i expo = _mm512_set1_epi32(0x7f800000);
     float mo[16], mn[16];
     int live[CPU_MR];
     for (int r = 0; r < 16; r++)
         mo[r] = mn[r] = 0.0f; /* lanes of no live row: exp(0), unused */
     for (int r = 0; r < nrows; r++) {
         float *sr = s + (size_t)r * lds;
-        live[r] = 0;
-        if (a[r] >= z[r]) {
+        __m512 x[4];
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
-                _mm512_store_ps(sr + 16 * v, _mm512_setzero_ps());
-            continue;
-        }
-        __mmask16 nonfin = 0, nan = 0;
-        __m512 mx = ninf;
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            const __mmask16 keep = range_mask(v, a[r], z[r]);
-            const __m512 x = _mm512_maskz_load_ps(keep, sr + 16 * v);
-            nonfin |= _mm512_mask_cmpeq_epi32_mask(
-                keep, _mm512_and_si512(_mm512_castps_si512(x), expo), expo);
-            nan |= _mm512_mask_cmp_ps_mask(keep, x, x, _CMP_UNORD_Q);
-            mx = _mm512_mask_max_ps(mx, keep, x, mx); /* a NaN lane keeps mx */
-        }
-        if (nonfin)
-            bad[r] = 1;
-        const float mb = _mm512_reduce_max_ps(mx);
-        const float mnew = mb > m[r] ? mb : m[r];
-        if (mnew == -INFINITY) { /* nothing above -inf kept: P = 0, a kept NaN poisons l */
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
-                _mm512_store_ps(sr + 16 * v, _mm512_setzero_ps());
-            if (nan)
-                l[r] = NAN;
-            continue;
-        }
-        live[r] = 1;
-        mo[r] = m[r];
-        mn[r] = mnew;
+        for (int v = 0; v < nv; v++)
+            x[v] = _mm512_maskz_load_ps(range_mask(v, a[r], z[r]), sr + 16 * v);
+        live[r] = row_scan(x, nv, a[r], z[r], m[r], sr, &l[r], &bad[r], &mn[r]);
+        mo[r] = live[r] ? m[r] : 0.0f;
+        mn[r] = live[r] ? mn[r] : 0.0f;
     }
     float cf[16];
     _mm512_storeu_ps(cf, exp512(_mm512_sub_ps(_mm512_loadu_ps(mo), _mm512_loadu_ps(mn))));
@@ -315,18 +341,13 @@ AI void sm_rows(float *s, size_t lds, int nrows, const int nv, const int *a, con
             continue;
         }
         float *sr = s + (size_t)r * lds;
-        const __m512 mv = _mm512_set1_ps(mn[r]);
-        __m512 acc = _mm512_setzero_ps();
+        __m512 x[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            const __mmask16 keep = range_mask(v, a[r], z[r]);
-            const __m512 x = _mm512_maskz_load_ps(keep, sr + 16 * v);
-            const __m512 y = _mm512_maskz_mov_ps(keep, exp512(_mm512_sub_ps(x, mv)));
-            _mm512_store_ps(sr + 16 * v, y);
-            acc = _mm512_add_ps(acc, y);
-        }
+        for (int v = 0; v < nv; v++)
+            x[v] = _mm512_maskz_load_ps(range_mask(v, a[r], z[r]), sr + 16 * v);
+        const float sum = row_exp(x, nv, a[r], z[r], mn[r], sr);
         corr[r] = cf[r];
-        l[r] = l[r] * cf[r] + _mm512_reduce_add_ps(acc);
+        l[r] = l[r] * cf[r] + sum;
         m[r] = mn[r];
     }
 }
@@ -373,49 +394,19 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
                 acc[r][c] = _mm512_fmadd_ps(qb, kv[c], acc[r][c]);
         }
     }
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    const __m512i expo = _mm512_set1_epi32(0x7f800000);
     float mo[16], mn[16];
     int live[CPU_MR];
     for (int r = 0; r < 16; r++)
         mo[r] = mn[r] = 0.0f; /* lanes of no live row: exp(0), unused */
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-        float *sr = s + (size_t)r * lds;
-        live[r] = 0;
-        if (a[r] >= z[r]) {
 #pragma GCC unroll 4
-            for (int c = 0; c < C; c++)
-                _mm512_store_ps(sr + 16 * c, _mm512_setzero_ps());
-            continue;
-        }
-        __mmask16 nonfin = 0, nan = 0;
-        __m512 mx = ninf;
-#pragma GCC unroll 4
-        for (int c = 0; c < C; c++) {
-            const __mmask16 keep = range_mask(c, a[r], z[r]);
-            acc[r][c] = _mm512_maskz_mul_ps(keep, acc[r][c], sv);
-            const __m512 x = acc[r][c];
-            nonfin |= _mm512_mask_cmpeq_epi32_mask(
-                keep, _mm512_and_si512(_mm512_castps_si512(x), expo), expo);
-            nan |= _mm512_mask_cmp_ps_mask(keep, x, x, _CMP_UNORD_Q);
-            mx = _mm512_mask_max_ps(mx, keep, x, mx); /* a NaN lane keeps mx */
-        }
-        if (nonfin)
-            bad[r] = 1;
-        const float mb = _mm512_reduce_max_ps(mx);
-        const float mnew = mb > m[r] ? mb : m[r];
-        if (mnew == -INFINITY) { /* nothing above -inf kept: P = 0, a kept NaN poisons l */
-#pragma GCC unroll 4
-            for (int c = 0; c < C; c++)
-                _mm512_store_ps(sr + 16 * c, _mm512_setzero_ps());
-            if (nan)
-                l[r] = NAN;
-            continue;
-        }
-        live[r] = 1;
-        mo[r] = m[r];
-        mn[r] = mnew;
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_maskz_mul_ps(range_mask(c, a[r], z[r]), acc[r][c], sv);
+        live[r] =
+            row_scan(acc[r], C, a[r], z[r], m[r], s + (size_t)r * lds, &l[r], &bad[r], &mn[r]);
+        mo[r] = live[r] ? m[r] : 0.0f;
+        mn[r] = live[r] ? mn[r] : 0.0f;
     }
     float cf[16];
     _mm512_storeu_ps(cf, exp512(_mm512_sub_ps(_mm512_loadu_ps(mo), _mm512_loadu_ps(mn))));
@@ -425,18 +416,9 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
             corr[r] = 1.0f;
             continue;
         }
-        float *sr = s + (size_t)r * lds;
-        const __m512 mv = _mm512_set1_ps(mn[r]);
-        __m512 sum = _mm512_setzero_ps();
-#pragma GCC unroll 4
-        for (int c = 0; c < C; c++) {
-            const __mmask16 keep = range_mask(c, a[r], z[r]);
-            const __m512 y = _mm512_maskz_mov_ps(keep, exp512(_mm512_sub_ps(acc[r][c], mv)));
-            _mm512_store_ps(sr + 16 * c, y);
-            sum = _mm512_add_ps(sum, y);
-        }
+        const float sum = row_exp(acc[r], C, a[r], z[r], mn[r], s + (size_t)r * lds);
         corr[r] = cf[r];
-        l[r] = l[r] * cf[r] + _mm512_reduce_add_ps(sum);
+        l[r] = l[r] * cf[r] + sum;
         m[r] = mn[r];
     }
 }
