@@ -15,7 +15,7 @@
 #define ALIGN 64
 #define CPU_WAKE_LINES 4 /* lines asked for early per run of a tile after the next */
 #define CPU_HB_MAX 8     /* kv heads per bundle (bundle_run) */
-/* A paged call bundles its heads when one head's rows of a page are fewer bytes than this. */
+/* A paged call bundles its heads when one head's K and V rows of a page are fewer bytes than this. */
 #define CPU_BUNDLE_RUN_BYTES ((size_t)64 << 10)
 
 /* Below this many (rows x keys x (D + Dv)) multiply-adds a call runs on the calling thread only
@@ -970,12 +970,14 @@ static void job_init(job *J, cpu_engine *e, const attnref_tensor *q, const attnr
 }
 
 /* Kv heads per task (bundle_run): a paged call of few rows per item (decode: the rows are read
- * in place) whose pages hold each head's rows in a short run bundles its heads; anything else
- * runs its items alone (1). */
-static int bundle_heads(const job *J, int64_t Hkv, int64_t G, int64_t Lq, int64_t D)
+ * in place) whose pages hold each head's K and V rows in short runs bundles its heads; anything
+ * else runs its items alone (1).  The bound on the runs also bounds D and Dv, so the scratch of
+ * a bundle (hb items' blocks) stays within a few tens of MiB per thread. */
+static int bundle_heads(const job *J, int64_t Hkv, int64_t G, int64_t Lq, int64_t D, int64_t Dv)
 {
     if (!J->table || Hkv < 2 || Lq * G > 2 * CPU_DR || J->kk->strides[3] != 1 ||
-        J->v->strides[3] != 1 || (size_t)J->P * (size_t)D * J->esz >= CPU_BUNDLE_RUN_BYTES)
+        J->v->strides[3] != 1 || (size_t)J->P * (size_t)D * J->esz >= CPU_BUNDLE_RUN_BYTES ||
+        (size_t)J->P * (size_t)Dv * J->esz >= CPU_BUNDLE_RUN_BYTES)
         return 1;
     return Hkv < CPU_HB_MAX ? (int)Hkv : CPU_HB_MAX;
 }
@@ -1023,7 +1025,7 @@ static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, i
         snprintf(err, errlen, "cpu: cannot allocate the per-head terms");
         return -1;
     }
-    J->hb = bundle_heads(J, Hkv, Hq / Hkv, Lq, D);
+    J->hb = bundle_heads(J, Hkv, Hq / Hkv, Lq, D, Dv);
     if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads, J->hb) != 0) {
         free(heads);
         snprintf(err, errlen, "cpu: cannot allocate the work list");
