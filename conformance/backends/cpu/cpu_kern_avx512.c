@@ -6,10 +6,11 @@
  *
  * What is specialised: the dense prefill loops (scores, P.V), the per-row passes the driver
  * makes over every score row (max, exp_sum, finite, and softmax_rows, which does them for a
- * whole row group in one call; scores_softmax, the scores and softmax_rows in one), the widening of K/V tiles (load_row, pack_kt) and the decode
- * run kernels (scores_runs, pv_runs: cpu_kern_avx512_runs.c, same flags).  Everything else (the
- * per-run decode kernels scores_rows / pv_rows, store_row, softcap, ALiBi) is the AVX2 table's
- * entry:
+ * whole row group in one call; scores_softmax, the scores and softmax_rows in one; the two
+ * share the row passes row_scan and row_exp), the widening of K/V tiles (load_row, pack_kt) and
+ * the decode run kernels (scores_runs, pv_runs: cpu_kern_avx512_runs.c, same flags).
+ * Everything else (the per-run decode kernels scores_rows / pv_rows, store_row, softcap, ALiBi)
+ * is the AVX2 table's entry:
  * cpu_kernels_avx512() starts from a copy of cpu_kernels_avx2 and overwrites the specialised
  * members, so an entry added to cpu_kern.h later is filled from the AVX2 table without a change
  * here.

@@ -15,7 +15,7 @@
 #define ALIGN 64
 #define CPU_WAKE_LINES 4 /* lines asked for early per run of a tile after the next */
 #define CPU_HB_MAX 8     /* kv heads per bundle (bundle_run) */
-/* A paged call bundles its heads when one head's K and V rows of a page are fewer bytes than this. */
+/* A paged call bundles its heads when one head's K and V rows of a page are under this size. */
 #define CPU_BUNDLE_RUN_BYTES ((size_t)64 << 10)
 
 /* Below this many (rows x keys x (D + Dv)) multiply-adds a call runs on the calling thread only
