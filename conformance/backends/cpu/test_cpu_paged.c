@@ -442,6 +442,25 @@ Test(cpu_paged, decode_bundles_split)
     run_case(&pc);
 }
 
+/* The same bundles with every row in binary64 (a softcap above 2^100: cpu_sdpa.c's f64 rows),
+ * so no bundled item runs a tile: its rows are written when it starts, or by the merge when
+ * split. */
+Test(cpu_paged, decode_bundles_f64_rows)
+{
+    const pcase pc = {.name = "decode_bundles_f64",
+                      .B = 2,
+                      .Hq = 20,
+                      .Hkv = 10,
+                      .Lq = 1,
+                      .D = 16,
+                      .Dv = 24,
+                      .la = {2, 1},
+                      .lc = {600, 37},
+                      .qn = {1, 1},
+                      .softcap = 1e31};
+    run_case(&pc);
+}
+
 /* Chunked prefill: 20 query rows (the packed kernels: 80 rows per item), q_b 20, 1, 0 and 7,
  * causal bottom-right per sequence. */
 #define PREFILL_ROWS                                                                               \
