@@ -204,6 +204,9 @@ static void build(const pcase *pc, int dt, int64_t P, pdata *d)
         attnref_store(qd, (attnref_dtype)dt, x, rnd_d(-1, 1));
     void *od = xcalloc((size_t)(pc->B * pc->Hq * pc->Lq * Dv), 4);
     contig(&d->out, od, dt, pc->B, pc->Hq, pc->Lq, Dv);
+    /* NaN bytes: a row the call never writes fails the comparisons (calloc's +0 would pass
+     * for a row of no keys). */
+    memset(od, 0xff, (size_t)(pc->B * pc->Hq * pc->Lq * Dv) * 4);
     for (int64_t h = 0; h < pc->Hq && h < 64; h++) {
         d->sinks_f[h] = (float)rnd_d(-2, 2);
         d->sinks_d[h] = d->sinks_f[h];
@@ -458,6 +461,106 @@ Test(cpu_paged, decode_bundles_f64_rows)
                       .lc = {600, 37},
                       .qn = {1, 1},
                       .softcap = 1e31};
+    run_case(&pc);
+}
+
+/* Bundles of eight and a remainder of one (17 kv heads, G = 1), D and Dv not multiples of 16,
+ * the NHD pool, a shared prefix page, rows of 0 keys and of no query next to long rows. */
+Test(cpu_paged, decode_bundles_17_heads_nhd)
+{
+    const pcase pc = {.name = "decode_bundles_17",
+                      .B = 4,
+                      .Hq = 17,
+                      .Hkv = 17,
+                      .Lq = 1,
+                      .D = 20,
+                      .Dv = 40,
+                      .la = {2, 1, 0, 1},
+                      .lc = {300, 5, 0, 1},
+                      .qn = {1, 1, 1, 0},
+                      .shared = 1,
+                      .nhd = 1};
+    run_case(&pc);
+}
+
+/* Two bundles of exactly eight (16 kv heads), G = 1, every term on bundled causal decode. */
+Test(cpu_paged, decode_bundles_16_heads_terms)
+{
+    const pcase pc = {.name = "decode_bundles_16_terms",
+                      .B = 3,
+                      .Hq = 16,
+                      .Hkv = 16,
+                      .Lq = 1,
+                      .D = 24,
+                      .Dv = 8,
+                      .la = {1, 0, 3},
+                      .lc = {200, 0, 2},
+                      .qn = {1, 0, 1},
+                      .causal = 1,
+                      .window = 150,
+                      .softcap = 0.7,
+                      .alibi = 4.0,
+                      .sinks = 1};
+    run_case(&pc);
+}
+
+/* G = 8 (Lq * G = 8 rows per item: the most a bundle takes), 8 kv heads, chunked causal decode
+ * with sinks and ALiBi. */
+Test(cpu_paged, decode_bundles_g8_chunk)
+{
+    const pcase pc = {.name = "decode_bundles_g8",
+                      .B = 2,
+                      .Hq = 64,
+                      .Hkv = 8,
+                      .Lq = 1,
+                      .D = 40,
+                      .Dv = 33,
+                      .la = {1, 2},
+                      .lc = {260, 9},
+                      .qn = {1, 1},
+                      .causal = 1,
+                      .chunk = 100,
+                      .alibi = 1.0,
+                      .sinks = 1};
+    run_case(&pc);
+}
+
+/* Two query rows per sequence (speculative decode: Lq * G = 8, bundled), q_b of 2, 1 and 0,
+ * 9 kv heads (a bundle of eight and one of one), a window and a softcap. */
+Test(cpu_paged, decode_bundles_two_rows_9_heads)
+{
+    const pcase pc = {.name = "decode_bundles_lq2",
+                      .B = 3,
+                      .Hq = 36,
+                      .Hkv = 9,
+                      .Lq = 2,
+                      .D = 17,
+                      .Dv = 31,
+                      .la = {2, 1, 1},
+                      .lc = {333, 1, 0},
+                      .qn = {2, 1, 0},
+                      .causal = 1,
+                      .window = 64,
+                      .softcap = 2.0,
+                      .nhd = 1};
+    run_case(&pc);
+}
+
+/* Bundled rows whose f32 scores overflow (scale 1e38: each row is redone in binary64 from its
+ * item's own scratch block, cpu_sdpa.c row_f64), 11 kv heads, split on 3 threads. */
+Test(cpu_paged, decode_bundles_overflow_rows)
+{
+    const pcase pc = {.name = "decode_bundles_overflow",
+                      .B = 2,
+                      .Hq = 22,
+                      .Hkv = 11,
+                      .Lq = 1,
+                      .D = 16,
+                      .Dv = 16,
+                      .la = {2, 0},
+                      .lc = {400, 3},
+                      .qn = {1, 1},
+                      .scale = 1e38};
     run_case(&pc);
 }
 
