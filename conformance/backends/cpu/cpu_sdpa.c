@@ -971,8 +971,10 @@ static void job_init(job *J, cpu_engine *e, const attnref_tensor *q, const attnr
 
 /* Kv heads per task (bundle_run): a paged call of few rows per item (decode: the rows are read
  * in place) whose pages hold each head's K and V rows in short runs bundles its heads; anything
- * else runs its items alone (1).  The bound on the runs also bounds D and Dv, so the scratch of
- * a bundle (hb items' blocks) stays within a few tens of MiB per thread. */
+ * else runs its items alone (1).  The bound on the runs also bounds D and Dv (P D and P Dv
+ * elements under 64 KiB), so a bundle's hb scratch blocks stay under about 150 MiB per thread at
+ * the extreme (P 1, D = Dv = 32767 in f16), inside CPU_WS_MAX, and a few hundred KiB at model
+ * sizes. */
 static int bundle_heads(const job *J, int64_t Hkv, int64_t G, int64_t Lq, int64_t D, int64_t Dv)
 {
     if (!J->table || Hkv < 2 || Lq * G > 2 * CPU_DR || J->kk->strides[3] != 1 ||
