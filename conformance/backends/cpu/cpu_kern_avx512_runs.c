@@ -83,12 +83,18 @@ typedef struct kit {
     int u, t;
 } kit;
 
-AI const char *kit_next(kit *it, const size_t esz)
+/* Past the runs that are used up: it->r[it->u] holds the next row. */
+AI void kit_skip(kit *it)
 {
     while (it->t >= it->r[it->u].n) {
         it->u++;
         it->t = 0;
     }
+}
+
+AI const char *kit_next(kit *it, const size_t esz)
+{
+    kit_skip(it);
     const cpu_run *r = &it->r[it->u];
     return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
 }
@@ -282,10 +288,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
     int c = 0;
     /* Keys in eights, then a four (a block may take its keys from several runs). */
     for (; c + 8 <= nk; c += 8) {
-        while (it.t >= it.r[it.u].n) {
-            it.u++;
-            it.t = 0;
-        }
+        kit_skip(&it);
         if (it.t + 8 <= it.r[it.u].n) {
             const krows ks = {NULL, kit_next(&it, esz), (size_t)it.r[it.u].rstride * esz};
             it.t += 7;

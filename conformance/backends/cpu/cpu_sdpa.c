@@ -1005,9 +1005,9 @@ static int make_bundles(job *J)
     J->ntasks = 0;
     for (int64_t n = 0; n < pl->nitems; n++) {
         const cpu_item *it = &pl->items[n];
-        const int64_t qb = it->group % pl->nqb, bh = it->group / pl->nqb;
-        const int64_t hk = bh % pl->Hkv, b = bh / pl->Hkv;
-        const int64_t id = ((b * nhb + hk / hb) * pl->nqb + qb) * pl->nsplit + it->split;
+        int64_t b, hk, i0, nq;
+        group_coords(pl, it->group, &b, &hk, &i0, &nq);
+        const int64_t id = ((b * nhb + hk / hb) * pl->nqb + i0 / pl->bq) * pl->nsplit + it->split;
         if (pos[id] < 0)
             pos[id] = J->ntasks++;
         J->bundle[pos[id] * hb + hk % hb] = n;
