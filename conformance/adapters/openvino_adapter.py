@@ -656,6 +656,13 @@ class OpenVino:
         EBACKEND (the default)."""
         text, low = str(exc), str(exc).lower()
         if isinstance(exc, RuntimeError):
+            # The paged executor the plugin builds for a CPU without native bf16 (its AVX2
+            # one) takes f32 caches only: bf16 caches are a feature of other CPUs, not a
+            # wrong dtype in the call.
+            if "all_of(ov::element::f32, key_cache_type, value_cache_type)" in text:
+                return ax.Refusal(ax.ENOTSUP, "bf16 KV caches: on this CPU (no native bf16) the "
+                                  "plugin's paged executor takes f32 caches only; "
+                                  + ov_message(text))
             if "element::type::merge" in low or "expect kvcache type" in text or \
                     ("precision" in low and "mismatch" in low):
                 return ax.Refusal(ax.EDTYPE, ov_message(text))

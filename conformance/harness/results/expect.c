@@ -80,6 +80,43 @@ static char *hx_dup(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* Whether the flag list `flags` (space- or tab-separated words) lacks `flag`. */
+static int hx_list_lacks(const char *flags, const char *flag)
+{
+    const size_t n = strlen(flag);
+    for (const char *p = flags; *p;) {
+        p += strspn(p, " \t");
+        const size_t w = strcspn(p, " \t\n");
+        if (w == n && strncmp(p, flag, n) == 0)
+            return 0;
+        p += w;
+        if (*p == '\n')
+            break;
+    }
+    return 1;
+}
+
+/* Whether this CPU lacks `flag` (expect.h, cpu_lacks): $ATTNCONF_CPU_FLAGS where set, else the
+ * first "flags" line of /proc/cpuinfo; 0 (nothing known lacking) where neither can be read. */
+static int hx_cpu_lacks(const char *flag)
+{
+    const char *env = getenv("ATTNCONF_CPU_FLAGS");
+    if (env)
+        return hx_list_lacks(env, flag);
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    if (!fp)
+        return 0;
+    char line[8192]; /* the flags line is about 1.5 KB today; a longer one is read in part */
+    int lacks = 0;
+    while (fgets(line, sizeof line, fp))
+        if (strncmp(line, "flags", 5) == 0 && strchr(line, ':')) {
+            lacks = hx_list_lacks(strchr(line, ':') + 1, flag);
+            break;
+        }
+    fclose(fp);
+    return lacks;
+}
+
 /* `case`: one id or glob, or a non-empty list of them; fills patterns and the joined name. */
 static int hx_read_patterns(const hx_reader *r, const yaml_node_t *n, hx_entry *e)
 {
@@ -127,7 +164,7 @@ static int hx_read_patterns(const hx_reader *r, const yaml_node_t *n, hx_entry *
 }
 
 /* The keys of an entry (the index of each in hx_read_entry's table). */
-enum { HX_CASE, HX_STATUS, HX_REASON, HX_UPSTREAM, HX_VARIES, HX_CLAUSE, HX_NKEYS };
+enum { HX_CASE, HX_STATUS, HX_REASON, HX_UPSTREAM, HX_VARIES, HX_CLAUSE, HX_CPU_LACKS, HX_NKEYS };
 
 typedef struct hx_entry_walk {
     const hx_reader *r;
@@ -150,7 +187,8 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
     if (m->type != YAML_MAPPING_NODE)
         return hx_fail(r, m, "expect: each entry must be a mapping (case, status, clause, reason)");
     ayr_field keys[HX_NKEYS] = {{"case", 0, NULL},     {"status", 0, NULL}, {"reason", 0, NULL},
-                                {"upstream", 0, NULL}, {"varies", 0, NULL}, {"clause", 0, NULL}};
+                                {"upstream", 0, NULL}, {"varies", 0, NULL}, {"clause", 0, NULL},
+                                {"cpu_lacks", 0, NULL}};
     hx_entry_walk w = {r, keys, {NULL}};
     ayr_walk_at at;
     ayr_walk_result walked = ayr_walk(r->doc, m, keys, HX_NKEYS, hx_entry_value, &w, &at);
@@ -159,14 +197,15 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
     if (walked == AYR_WALK_UNKNOWN)
         return hx_fail(r, at.key,
                        "expect entry: unknown key '%s' (known: case, status, clause, reason, "
-                       "upstream, varies)",
+                       "upstream, varies, cpu_lacks)",
                        at.name);
     if (walked == AYR_WALK_DUPLICATE)
         return hx_fail(r, at.key, "expect entry: duplicate key '%s'", at.name);
     if (walked != AYR_WALK_OK)
         return hx_fail(r, at.key, "expect entry: keys must be strings");
     const char *status = w.text[HX_STATUS], *reason = w.text[HX_REASON],
-               *upstream = w.text[HX_UPSTREAM], *varies = w.text[HX_VARIES];
+               *upstream = w.text[HX_UPSTREAM], *varies = w.text[HX_VARIES],
+               *cpu_lacks = w.text[HX_CPU_LACKS];
     const yaml_node_t *clause_node = keys[HX_CLAUSE].val, *status_node = keys[HX_STATUS].val,
                       *case_node = keys[HX_CASE].val;
     if (!case_node || !status || !reason || !clause_node)
@@ -201,6 +240,18 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
         return hx_fail(r, clause_node, "clause: expected a SPEC.md clause number 1..%d",
                        SPEC_CLAUSES);
     e->clause = (int)c;
+    e->applies = 1;
+    if (cpu_lacks) {
+        if (strspn(cpu_lacks, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(cpu_lacks) ||
+            strlen(cpu_lacks) > 64)
+            return hx_fail(r, keys[HX_CPU_LACKS].val,
+                           "cpu_lacks: '%s' is not a CPU flag (one word of lower-case letters, "
+                           "digits and '_', as /proc/cpuinfo writes them)",
+                           cpu_lacks);
+        if (!(e->cpu_lacks = hx_dup(cpu_lacks)))
+            return hx_fail(r, m, "out of memory");
+        e->applies = hx_cpu_lacks(cpu_lacks);
+    }
     e->line = (int)m->start_mark.line + 1;
     e->reason = hx_dup(reason);
     e->upstream = hx_dup(upstream);
@@ -267,7 +318,8 @@ static int hx_read_root(const hx_reader *r, hx_file *f)
         for (size_t j = 0; j <= i; j++)
             for (size_t a = 0; a < f->entries[j].npatterns; a++)
                 for (size_t b = 0; b < e->npatterns; b++)
-                    if ((j < i || a < b) && strcmp(f->entries[j].patterns[a], e->patterns[b]) == 0)
+                    if ((j < i || a < b) && !f->entries[j].cpu_lacks == !e->cpu_lacks &&
+                        strcmp(f->entries[j].patterns[a], e->patterns[b]) == 0)
                         return hx_fail(r, m, "case: '%s' is listed twice (first on line %d)",
                                        e->patterns[b], f->entries[j].line);
     }
@@ -337,9 +389,16 @@ int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
 hx_entry *hx_match(hx_file *f, const char *id)
 {
     for (size_t i = 0; i < f->n; i++)
-        for (size_t k = 0; k < f->entries[i].npatterns; k++)
+        for (size_t k = 0; f->entries[i].applies && k < f->entries[i].npatterns; k++)
             if (fnmatch(f->entries[i].patterns[k], id, 0) == 0) {
                 f->entries[i].hits[k]++;
+                /* A cpu_lacks entry stands in for the unconditional entries after it on this
+                 * CPU: the patterns it shadows are not stale for that. */
+                for (size_t j = i + 1; f->entries[i].cpu_lacks && j < f->n; j++)
+                    for (size_t q = 0; q < f->entries[j].npatterns; q++)
+                        if (!f->entries[j].cpu_lacks &&
+                            fnmatch(f->entries[j].patterns[q], id, 0) == 0)
+                            f->entries[j].hits[q]++;
                 return &f->entries[i];
             }
     return NULL;
@@ -387,6 +446,7 @@ void hx_free(hx_file *f)
         free(f->entries[i].reason);
         free(f->entries[i].upstream);
         free(f->entries[i].varies);
+        free(f->entries[i].cpu_lacks);
     }
     free(f->entries);
     free(f->path);

@@ -1020,7 +1020,7 @@ static int session_judge(session *s)
     run->unexpected = hx_apply(xf, run);
     /* A filtered or sharded run sees only some cases: an entry for the others is not stale. */
     for (size_t k = 0; k < xf->n && !s->o.filter && !s->sp.total; k++)
-        for (size_t j = 0; j < xf->entries[k].npatterns; j++)
+        for (size_t j = 0; xf->entries[k].applies && j < xf->entries[k].npatterns; j++)
             if (xf->entries[k].hits[j] == 0) {
                 fprintf(stderr,
                         "attnconf: %s:%d: stale entry: '%s' matches no case (or only cases "

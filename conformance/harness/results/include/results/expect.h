@@ -30,6 +30,18 @@
  *                                     library's output differs from run to run, so the report
  *                                     quotes this text instead of the values the harness saw
  *                                     (REPORT.md's conformance part stays deterministic)
+ *       cpu_lacks: avx512_bf16        optional: the entry holds only on a CPU without this
+ *                                     feature (a flag as Linux's /proc/cpuinfo names it, or
+ *                                     as $ATTNCONF_CPU_FLAGS lists them, space-separated, which
+ *                                     stands in for /proc/cpuinfo where it is set).  Elsewhere
+ *                                     the entry is skipped: it matches nothing and is never
+ *                                     stale.  For a library whose behaviour depends on the
+ *                                     CPU it runs on (a kernel that exists only for some
+ *                                     instruction sets); such an entry goes before the
+ *                                     unconditional ones for the same cases, and may repeat
+ *                                     their ids.  Where the flags cannot be read (no
+ *                                     /proc/cpuinfo, no $ATTNCONF_CPU_FLAGS) no feature is
+ *                                     known lacking, and the entry is skipped.
  *
  * A case no entry matches is expected to conform: PASS, or EXPECTED_ERROR for a case that
  * must be rejected.  So an UNEXPRESSIBLE result conforms only where an entry lists the case
@@ -51,12 +63,14 @@ typedef struct hx_entry {
     size_t npatterns;
     char *pattern; /* the patterns joined by ", ": how reports name the entry */
     hr_status status;
-    int clause;     /* 1..SPEC_CLAUSES (results/result.h) */
-    char *reason;   /* one line */
-    char *upstream; /* one line, or NULL */
-    char *varies;   /* one line, or NULL: why the output differs from run to run */
-    int line;       /* 1-based line of the entry in the file, for messages */
-    size_t *hits;   /* [npatterns]: cases each pattern matched first in the run */
+    int clause;      /* 1..SPEC_CLAUSES (results/result.h) */
+    char *reason;    /* one line */
+    char *upstream;  /* one line, or NULL */
+    char *varies;    /* one line, or NULL: why the output differs from run to run */
+    char *cpu_lacks; /* the CPU flag of a conditional entry, or NULL */
+    int applies;     /* 0: a cpu_lacks entry on a CPU that has the flag (skipped) */
+    int line;        /* 1-based line of the entry in the file, for messages */
+    size_t *hits;    /* [npatterns]: cases each pattern matched first in the run */
 } hx_entry;
 
 typedef struct hx_file {
