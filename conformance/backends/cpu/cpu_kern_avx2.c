@@ -149,13 +149,83 @@ AI __m256 hsum8x8(const __m256 v[8])
     return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
 }
 
+/* Prefetch requests for the rows of a run list (the next tile's K or V), a cache line per step,
+ * the steps spread evenly over the call's loads.  Decode reads K and V once from memory, and a
+ * core keeps only so many line requests in flight: asking for the next tile all at once
+ * (hundreds of requests) stalls this tile's loads behind them, and a whole row per step (8
+ * lines of an f32 row of 128) still comes in bursts that leave the queue idle in between.  Rows
+ * that follow each other in memory (a contiguous tile, a page's run) are one range, so the
+ * bookkeeping is a pointer compare per line. */
+typedef struct pfq {
+    const cpu_run *r;
+    int nr, u, t;         /* the next run and row to take a range from */
+    const char *p, *end;  /* the range being requested: lines p, p + 64, ... below end */
+    int per;              /* lines per request step */
+    int every, cd;        /* a request step every `every` calls of pfq_step; calls left */
+    size_t rowbytes, esz; /* bytes of a row to request; of an element */
+} pfq;
+
+/* The next range of q's rows: the rest of a run whose rows are back to back, else one row.
+ * 0 when none is left. */
+AI int pfq_range(pfq *q)
+{
+    while (q->u < q->nr && q->t >= q->r[q->u].n) {
+        q->u++;
+        q->t = 0;
+    }
+    if (q->u >= q->nr || q->rowbytes == 0)
+        return 0;
+    const cpu_run *r = &q->r[q->u];
+    const char *row = (const char *)r->src + (size_t)((int64_t)q->t * r->rstride) * q->esz;
+    const int rows = (size_t)r->rstride * q->esz == q->rowbytes ? r->n - q->t : 1;
+    q->t += rows;
+    q->p = (const char *)((uintptr_t)row & ~(uintptr_t)63); /* an unaligned row's first line */
+    q->end = row + (size_t)rows * q->rowbytes;
+    return 1;
+}
+
+/* steps: how many times the caller will call pfq_step (the lines are spread over them). */
+AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz, int64_t steps)
+{
+    *q = (pfq){.r = r, .nr = n, .esz = esz, .rowbytes = (size_t)rowelems * esz, .cd = 1};
+    int64_t lines = 0;
+    for (int i = 0; i < n; i++)
+        lines += (int64_t)r[i].n * (int64_t)((q->rowbytes + 63) / 64);
+    q->per = steps > 0 ? (int)((lines + steps - 1) / steps) : (int)lines;
+    q->every = lines > 0 && steps > lines ? (int)(steps / lines) : 1;
+}
+
+AI void pfq_step(pfq *q)
+{
+    if (--q->cd > 0)
+        return;
+    q->cd = q->every;
+    for (int i = 0; i < q->per; i++) {
+        if (q->p >= q->end && !pfq_range(q))
+            return;
+        _mm_prefetch(q->p, _MM_HINT_T0);
+        q->p += 64;
+    }
+}
+
+/* Whatever is left (a call shorter than its step count, a one-key call). */
+AI void pfq_rest(pfq *q)
+{
+    for (;;) {
+        if (q->p >= q->end && !pfq_range(q))
+            return;
+        _mm_prefetch(q->p, _MM_HINT_T0);
+        q->p += 64;
+    }
+}
+
 /* Rows r < R (<= 4) against the key rows at k0 and k1, scaled: lane 2r of the
  * result is row r's score for key k0, lane 2r + 1 for key k1 (lanes of rows >= R are 0).  Each
  * q chunk is loaded once for both keys and each converted K chunk is used by every row; the 2R
  * accumulators stay in registers and one horizontal reduction serves all of them.  The two
  * keys' rows may be anywhere (two pages). */
 AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, const int dtype,
-                  int64_t D, __m256 sv, const int R)
+                  int64_t D, __m256 sv, const int R, pfq *pq)
 {
     __m256 a[CPU_DR], b[CPU_DR];
 #pragma GCC unroll 4
@@ -163,6 +233,8 @@ AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, co
         a[r] = b[r] = _mm256_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
+        if (pq)
+            pfq_step(pq);
         const __m256 ka = load8(k0, dtype, d), kb = load8(k1, dtype, d);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
@@ -204,7 +276,7 @@ AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, c
     for (; c + 2 <= nk; c += 2) {
         const char *k0 = (const char *)src + (size_t)((int64_t)c * rstride) * dt_size(dtype);
         const __m256 t =
-            sr_pair(q, ldq, k0, k0 + (size_t)rstride * dt_size(dtype), dtype, D, sv, R);
+            sr_pair(q, ldq, k0, k0 + (size_t)rstride * dt_size(dtype), dtype, D, sv, R, NULL);
         const __m128 lo = _mm256_castps256_ps128(t), hi = _mm256_extractf128_ps(t, 1);
         _mm_storel_pi((__m64 *)(s + (size_t)c), lo);
         if (R > 1)
@@ -218,7 +290,7 @@ AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, c
         /* A last key: the pair kernel with the key read twice (never the next). */
         const char *k0 = (const char *)src + (size_t)((int64_t)c * rstride) * dt_size(dtype);
         float ta[8];
-        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R));
+        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R, NULL));
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
@@ -320,48 +392,6 @@ AI const char *kit_next(kit *it, const size_t esz)
     return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
 }
 
-/* Prefetch requests for the rows of a run list, handed out a few rows at a time: decode reads
- * K and V once from memory, and asking for the next tile's rows all at once (hundreds of
- * requests) fills the miss queue and stalls this tile's loads behind them, so memory and
- * arithmetic alternate instead of overlapping.  A whole row per request keeps the bookkeeping
- * per row, not per cache line (it costs as much as the arithmetic when the data is in cache). */
-typedef struct pfq {
-    kit it;
-    int left;        /* rows not yet requested */
-    int per;         /* rows per request step */
-    int every, cd;   /* a request step every `every` calls of pfq_step; calls left to the next */
-    size_t rowbytes; /* bytes of a row to request */
-    size_t esz;
-} pfq;
-
-AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz, int64_t steps)
-{
-    q->it = (kit){r, 0, 0};
-    q->left = 0;
-    for (int i = 0; i < n; i++)
-        q->left += r[i].n;
-    q->esz = esz;
-    q->rowbytes = (size_t)rowelems * esz;
-    q->per = steps > 0 ? (int)((q->left + steps - 1) / steps) : q->left;
-    q->every = q->left > 0 && steps > q->left ? (int)(steps / q->left) : 1;
-    q->cd = 1;
-    if (q->rowbytes == 0)
-        q->left = 0;
-}
-
-AI void pfq_step(pfq *q)
-{
-    if (--q->cd > 0)
-        return;
-    q->cd = q->every;
-    for (int i = 0; i < q->per && q->left > 0; i++, q->left--) {
-        const char *row = kit_next(&q->it, q->esz);
-        for (size_t o = 0; o < q->rowbytes; o += 64)
-            _mm_prefetch(row + o, _MM_HINT_T0);
-        _mm_prefetch(row + q->rowbytes - 1, _MM_HINT_T0); /* an unaligned row's last line */
-    }
-}
-
 /* Store lanes 2r, 2r + 1 of t (rows r < R, keys c and c + 1) into s. */
 AI void store_pair(__m256 t, float *s, size_t lds, int c, const int R)
 {
@@ -385,25 +415,22 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         nk += runs[u].n;
     const __m256 sv = _mm256_set1_ps(sigma);
     pfq pq;
-    pfq_init(&pq, pf, npf, D, esz, (nk + 1) / 2);
+    pfq_init(&pq, pf, npf, D, esz, (int64_t)(nk / 2) * (D / 8)); /* a step per pair and chunk */
     kit it = {runs, 0, 0};
     int c = 0;
     /* Keys in pairs (a pair may take its keys from two runs), as scores_rows_dt. */
     for (; c + 2 <= nk; c += 2) {
-        pfq_step(&pq);
         const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz);
-        store_pair(sr_pair(q, ldq, k0, k1, dtype, D, sv, R), s, lds, c, R);
+        store_pair(sr_pair(q, ldq, k0, k1, dtype, D, sv, R, &pq), s, lds, c, R);
     }
     if (c < nk) {
         const char *k0 = kit_next(&it, esz);
         float ta[8];
-        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R));
+        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R, NULL));
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
-    pq.cd = 1; /* whatever is left (a call of one key) */
-    pq.per = pq.left;
-    pfq_step(&pq);
+    pfq_rest(&pq);
 }
 
 #define SRR_ROWS(DT)                                                                               \
@@ -478,9 +505,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                 for (int r = 0; r < R; r++)
                     o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
             }
-    pq.cd = 1;
-    pq.per = pq.left;
-    pfq_step(&pq);
+    pfq_rest(&pq);
 }
 
 #define PVR_ROWS(DT)                                                                               \
