@@ -106,11 +106,12 @@ static int hx_cpu_lacks(const char *flag)
     FILE *fp = fopen("/proc/cpuinfo", "r");
     if (!fp)
         return 0;
-    char line[8192]; /* the flags line is about 1.5 KB today; a longer one is read in part */
+    char line[8192]; /* the flags line is about 1.5 KB today */
     int lacks = 0;
     while (fgets(line, sizeof line, fp))
         if (strncmp(line, "flags", 5) == 0 && strchr(line, ':')) {
-            lacks = hx_list_lacks(strchr(line, ':') + 1, flag);
+            /* A line longer than the buffer is not read whole: nothing known lacking. */
+            lacks = strchr(line, '\n') && hx_list_lacks(strchr(line, ':') + 1, flag);
             break;
         }
     fclose(fp);
@@ -386,19 +387,26 @@ int hx_load(const char *path, hx_file *out, char *err, size_t errlen)
     return rc;
 }
 
+/* A cpu_lacks entry took `id` on this CPU: the unconditional entry that takes it on other CPUs
+ * (the first after it to match) counts the hit too, so it is not stale here for that. */
+static void hx_shadow(hx_file *f, size_t from, const char *id)
+{
+    for (size_t j = from; j < f->n; j++)
+        for (size_t q = 0; !f->entries[j].cpu_lacks && q < f->entries[j].npatterns; q++)
+            if (fnmatch(f->entries[j].patterns[q], id, 0) == 0) {
+                f->entries[j].hits[q]++;
+                return;
+            }
+}
+
 hx_entry *hx_match(hx_file *f, const char *id)
 {
     for (size_t i = 0; i < f->n; i++)
         for (size_t k = 0; f->entries[i].applies && k < f->entries[i].npatterns; k++)
             if (fnmatch(f->entries[i].patterns[k], id, 0) == 0) {
                 f->entries[i].hits[k]++;
-                /* A cpu_lacks entry stands in for the unconditional entries after it on this
-                 * CPU: the patterns it shadows are not stale for that. */
-                for (size_t j = i + 1; f->entries[i].cpu_lacks && j < f->n; j++)
-                    for (size_t q = 0; q < f->entries[j].npatterns; q++)
-                        if (!f->entries[j].cpu_lacks &&
-                            fnmatch(f->entries[j].patterns[q], id, 0) == 0)
-                            f->entries[j].hits[q]++;
+                if (f->entries[i].cpu_lacks)
+                    hx_shadow(f, i + 1, id);
                 return &f->entries[i];
             }
     return NULL;
