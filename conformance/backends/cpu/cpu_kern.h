@@ -122,8 +122,8 @@ typedef struct cpu_kernels {
     /* ---- the fused online-softmax step of a row group (optional: NULL in a table that lacks
      * it; the driver then calls finite, max and exp_sum per row, cpu_sdpa.c softmax_step) ---- */
 
-    /* For each row r < nrows (1..CPU_MR) of the score block s[r*lds + c], c < n (1..64: a tile,
-     * cpu_plan.h's CPU_BC), of which the keys [a[r], z[r]) are kept (0 <= a[r] < z[r] <= n; a
+    /* For each row r < nrows (1..CPU_MR) of the score block s[r*lds + c], c < n (1..tile_keys: a
+     * tile), of which the keys [a[r], z[r]) are kept (0 <= a[r] < z[r] <= n; a
      * row with a[r] >= z[r] keeps none; the other keys are excluded whatever they hold): when a
      * kept score is NaN or infinite, bad[r] = 1 (bad[r] is never cleared); then, as the
      * driver's softmax_step with the excluded scores -inf: m_new = max(m[r], the largest kept
@@ -142,13 +142,20 @@ typedef struct cpu_kernels {
      * driver then calls scores and softmax_rows) ---- */
 
     /* scores (ncols = n rounded up to CPU_NR, <= ldk) followed by softmax_rows on the same
-     * block (n in 1..64, the same a, z, m, l, corr, bad), bit for bit, including what is left
+     * block (n in 1..tile_keys, the same a, z, m, l, corr, bad), bit for bit, including what is left
      * in columns n up to ncols: the softmax step runs on the scores while they are still in
      * registers, and only P is stored.  For blocks with no score term (softcap, ALiBi) between
      * the two. */
     void (*scores_softmax)(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk,
                            int n, int64_t D, float sigma, float *s, size_t lds, const int *a,
                            const int *z, float *m, float *l, float *corr, unsigned char *bad);
+
+    /* Keys per tile the driver gives this table (a multiple of CPU_NR, at most cpu_plan.h's
+     * CPU_BC): the most the score blocks above hold, and the step of the driver's key loop.
+     * Larger tiles share each row's per-tile work (the max, the sum, the rescale, the O rows'
+     * reload) among more keys; the fused AVX-512 kernel holds a row's 64 scores in registers.
+     * Chosen per table by measurement (README, "The prefill roofline"). */
+    int tile_keys;
 } cpu_kernels;
 
 extern const cpu_kernels cpu_kernels_portable;

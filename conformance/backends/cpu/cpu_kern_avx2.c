@@ -536,35 +536,36 @@ static void x_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs
 
 /* ---- exp, max ----------------------------------------------------------------------------- */
 
-/* cpu_expf (cpu_exp.h) on 8 lanes, operation for operation (no FMA), so a lane and the scalar
- * tail give the same value.  The clamps keep a NaN: MINPS/MAXPS return their second operand
- * when either is NaN. */
+/* cpu_expf (cpu_exp.h) on 8 lanes, its multiply-adds as FMAs as there, so a lane and the scalar
+ * tail give the same value bit for bit.  The clamps keep a NaN: MINPS/MAXPS return their second
+ * operand when either is NaN. */
 AI __m256 exp256(__m256 x)
 {
     x = _mm256_min_ps(_mm256_set1_ps(CPU_EXP_HI), x);
     x = _mm256_max_ps(_mm256_set1_ps(CPU_EXP_LO), x);
     const __m256 magic = _mm256_set1_ps(CPU_EXP_MAGIC);
-    const __m256 t = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E)), magic);
+    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E), magic);
     const __m256 fn = _mm256_sub_ps(t, magic);
-    const __m256i n =
-        _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32((int)CPU_EXP_MAGIC_BITS));
-    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(fn, _mm256_set1_ps(CPU_EXP_C1)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(fn, _mm256_set1_ps(CPU_EXP_C2)));
+    /* fn is an integer in [-159, 129]; from a NaN, n is INT_MIN, whose shifts below add 0 to
+     * y's exponent field (the integer in t's low bits would be garbage there). */
+    const __m256i n = _mm256_cvttps_epi32(fn);
+    __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(CPU_EXP_C1), x);
+    r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(CPU_EXP_C2), r);
     const __m256 r2 = _mm256_mul_ps(r, r);
-    const __m256 a =
-        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(CPU_EXP_P4), r), _mm256_set1_ps(CPU_EXP_P5));
-    const __m256 b =
-        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(CPU_EXP_P2), r), _mm256_set1_ps(CPU_EXP_P3));
-    const __m256 c =
-        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(CPU_EXP_P0), r), _mm256_set1_ps(CPU_EXP_P1));
-    const __m256 p = _mm256_add_ps(_mm256_add_ps(a, _mm256_mul_ps(r2, b)),
-                                   _mm256_mul_ps(_mm256_mul_ps(r2, r2), c));
-    const __m256 y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, r2), r), _mm256_set1_ps(1.0f));
+    const __m256 a = _mm256_fmadd_ps(_mm256_set1_ps(CPU_EXP_P4), r, _mm256_set1_ps(CPU_EXP_P5));
+    const __m256 b = _mm256_fmadd_ps(_mm256_set1_ps(CPU_EXP_P2), r, _mm256_set1_ps(CPU_EXP_P3));
+    const __m256 c = _mm256_fmadd_ps(_mm256_set1_ps(CPU_EXP_P0), r, _mm256_set1_ps(CPU_EXP_P1));
+    const __m256 p = _mm256_fmadd_ps(_mm256_mul_ps(r2, r2), c, _mm256_fmadd_ps(r2, b, a));
+    const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, r2, r), _mm256_set1_ps(1.0f));
     const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
-    const __m256i b127 = _mm256_set1_epi32(127);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b127), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b127), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+    /* y * 2^n1 by adding n1 to y's exponent field: y is in [0.7, 1.42] and n1 in [-80, 64], so
+     * the product is normal and exact, the value the multiply gives, without taking an FMA
+     * port.  2^n2 is still a multiply: that product may be subnormal and round. */
+    const __m256 y1 =
+        _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(y), _mm256_slli_epi32(n1, 23)));
+    const __m256 s2 =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+    return _mm256_mul_ps(y1, s2);
 }
 
 AI float hsum256(__m256 v)
@@ -852,4 +853,5 @@ const cpu_kernels cpu_kernels_avx2 = {
     .scores_runs = x_scores_runs,
     .pv_runs = x_pv_runs,
     .softmax_rows = x_softmax_rows,
+    .tile_keys = 128,
 };

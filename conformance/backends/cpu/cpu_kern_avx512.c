@@ -179,20 +179,16 @@ AI __m512 exp512(__m512 x)
     x = _mm512_min_ps(_mm512_set1_ps(CPU_EXP_HI), x);
     x = _mm512_max_ps(_mm512_set1_ps(CPU_EXP_LO), x);
     const __m512 magic = _mm512_set1_ps(CPU_EXP_MAGIC);
-    const __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(CPU_EXP_LOG2E)), magic);
+    const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(CPU_EXP_LOG2E), magic);
     const __m512 fn = _mm512_sub_ps(t, magic);
-    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(fn, _mm512_set1_ps(CPU_EXP_C1)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(fn, _mm512_set1_ps(CPU_EXP_C2)));
+    __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(CPU_EXP_C1), x);
+    r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(CPU_EXP_C2), r);
     const __m512 r2 = _mm512_mul_ps(r, r);
-    const __m512 a =
-        _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(CPU_EXP_P4), r), _mm512_set1_ps(CPU_EXP_P5));
-    const __m512 b =
-        _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(CPU_EXP_P2), r), _mm512_set1_ps(CPU_EXP_P3));
-    const __m512 c =
-        _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(CPU_EXP_P0), r), _mm512_set1_ps(CPU_EXP_P1));
-    const __m512 p = _mm512_add_ps(_mm512_add_ps(a, _mm512_mul_ps(r2, b)),
-                                   _mm512_mul_ps(_mm512_mul_ps(r2, r2), c));
-    const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, r2), r), _mm512_set1_ps(1.0f));
+    const __m512 a = _mm512_fmadd_ps(_mm512_set1_ps(CPU_EXP_P4), r, _mm512_set1_ps(CPU_EXP_P5));
+    const __m512 b = _mm512_fmadd_ps(_mm512_set1_ps(CPU_EXP_P2), r, _mm512_set1_ps(CPU_EXP_P3));
+    const __m512 c = _mm512_fmadd_ps(_mm512_set1_ps(CPU_EXP_P0), r, _mm512_set1_ps(CPU_EXP_P1));
+    const __m512 p = _mm512_fmadd_ps(_mm512_mul_ps(r2, r2), c, _mm512_fmadd_ps(r2, b, a));
+    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
     /* fn is an integer (in [-159, 129]): scalef multiplies by exactly 2^fn, rounding once. */
     return _mm512_scalef_ps(y, fn);
 }
@@ -591,6 +587,7 @@ static void table_make(void)
     t.pack_kt = z_pack_kt;
     t.softmax_rows = z_softmax_rows;
     t.scores_softmax = z_scores_softmax;
+    t.tile_keys = 64; /* z_scores_softmax holds a row's scores in four registers */
     t.scores_runs = cpu_avx512_scores_runs;
     t.pv_runs = cpu_avx512_pv_runs;
     table = t;

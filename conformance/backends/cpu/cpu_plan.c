@@ -5,13 +5,15 @@
 #include <string.h>
 
 /* Query rows per work item that the plan aims for: enough to reuse each packed K/V tile many
- * times, few enough to keep the item's Q and O rows in the level-2 cache (512 rows of D = 128:
- * 256 KiB each in f32) and give the threads several items each.  512 rather than 256 halves
- * the packing per product: 4-6 % faster prefill on one thread (cpu/README.md). */
-#define CPU_ROWS_TARGET 512
-/* A flash-decoding part has at least this many keys: below, the merge costs more than the
- * parallelism gains. */
-#define CPU_SPLIT_MIN_KEYS (2 * CPU_BC)
+ * times.  1024 rather than 512 (rather than 256) halves the packing per product again; the
+ * item's Q and O rows (512 KiB each at D = 128 in f32) then stream from the last-level cache
+ * once per tile, which costs less: 2-3 % faster prefill on one thread (cpu/README.md).  Halved,
+ * down to CPU_ROWS_MIN, while the threads would get fewer than four items each or the rows
+ * would pass CPU_ROWS_BYTES (a head dimension above 128). */
+#define CPU_ROWS_TARGET 1024
+#define CPU_ROWS_MIN 128
+#define CPU_ROWS_BYTES ((int64_t)1 << 20)
+/* Flash-decoding parts per group, at most. */
 #define CPU_SPLIT_MAX 64
 
 /* ---- id runs ------------------------------------------------------------------------------ */
@@ -245,7 +247,7 @@ static int by_cost_desc(const void *a, const void *b)
 
 int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t Hq, int64_t Hkv,
                   int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads,
-                  int hb)
+                  int hb, int bc)
 {
     memset(pl, 0, sizeof *pl);
     pl->B = B;
@@ -256,11 +258,21 @@ int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t
     pl->Lk = Lk;
     pl->D = D;
     pl->Dv = Dv;
-    int64_t bq = (CPU_ROWS_TARGET + pl->G - 1) / pl->G;
-    if (bq > Lq)
-        bq = Lq;
-    if (bq < 1)
-        bq = 1;
+    pl->bc = bc;
+    int64_t bq = 1;
+    for (int64_t target = CPU_ROWS_TARGET;; target /= 2) {
+        bq = (target + pl->G - 1) / pl->G;
+        if (bq > Lq)
+            bq = Lq;
+        if (bq < 1)
+            bq = 1;
+        if (target / 2 < CPU_ROWS_MIN)
+            break;
+        /* bq * G <= CPU_ROWS_TARGET + G and D + Dv < 2^33: no overflow. */
+        const int64_t rows_bytes = bq * pl->G * (D + Dv) * (int64_t)sizeof(float);
+        if (B * Hkv * ((Lq + bq - 1) / bq) >= 4 * (int64_t)threads && rows_bytes <= CPU_ROWS_BYTES)
+            break;
+    }
     pl->bq = bq;
     pl->nqb = (Lq + bq - 1) / bq;
     pl->ngroups = B * Hkv * pl->nqb;
@@ -301,13 +313,13 @@ int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t
         }
 
     /* Flash-decoding: aim for four tasks per thread (a task: an item, or hb of them), each part
-     * at least CPU_SPLIT_MIN_KEYS. */
+     * at least two tiles (below, the merge costs more than the parallelism gains). */
     int64_t ns = 1;
     const int64_t want = 4 * (int64_t)threads;
     const int64_t tasks = B * ((Hkv + hb - 1) / hb) * pl->nqb;
     if (threads > 1 && tasks < want) {
         ns = (want + tasks - 1) / tasks;
-        const int64_t by_len = maxlen / CPU_SPLIT_MIN_KEYS;
+        const int64_t by_len = maxlen / (2 * (int64_t)bc);
         if (ns > by_len)
             ns = by_len;
         if (ns > CPU_SPLIT_MAX)
@@ -330,18 +342,17 @@ int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t
                 const int64_t lo = ulo[b * pl->nqb + qb], hi = uhi[b * pl->nqb + qb];
                 const int64_t rows = pl->G * ((qb + 1) * bq < Lq ? bq : Lq - qb * bq);
                 /* Parts of whole tiles, as equal as the tiles allow. */
-                const int64_t tiles = (hi - lo + CPU_BC - 1) / CPU_BC;
+                const int64_t tiles = (hi - lo + bc - 1) / bc;
                 for (int64_t s = 0; s < ns; s++) {
                     cpu_item *it = &pl->items[n++];
                     it->group = (b * Hkv + hk) * pl->nqb + qb;
                     it->split = (int32_t)s;
-                    int64_t a = lo + (tiles * s / ns) * CPU_BC,
-                            z = lo + (tiles * (s + 1) / ns) * CPU_BC;
+                    int64_t a = lo + (tiles * s / ns) * bc, z = lo + (tiles * (s + 1) / ns) * bc;
                     it->klo = a < hi ? a : hi;
                     it->khi = z < hi ? z : hi;
                     /* Under causal masks the visible keys of a block grow with its position;
                      * the union length is a good enough proxy for ordering. */
-                    it->cost = (double)rows * (double)(it->khi - it->klo + CPU_BC);
+                    it->cost = (double)rows * (double)(it->khi - it->klo + bc);
                 }
             }
     free(ulo);

@@ -23,9 +23,11 @@
 
 #include "attnref/sdpa.h"
 
-/* Keys per tile (multiple of CPU_NR): a K tile of D x 64 and a V tile of 64 x Dv f32 stay in the
- * level-2 cache next to the rows of a work item. */
-#define CPU_BC 64
+/* Keys per tile: each kernel table names the count its kernels are built for (cpu_kernels'
+ * tile_keys, a multiple of CPU_NR); CPU_BC is the most any table names, and sizes the buffers
+ * and their leading dimensions.  A K tile of D x 128 and a V tile of 128 x Dv f32 (64 KiB each
+ * at D = 128) stay in the level-2 cache next to the rows of a work item. */
+#define CPU_BC 128
 
 /* Where the positions of each id of an id array (segment_ids / block_ids, [B * Lk]) lie:
  * lo[b*Lk + j] and hi[b*Lk + j] are the first position and one past the last one of row b
@@ -82,6 +84,7 @@ typedef struct cpu_plan {
     int64_t nqb;     /* query blocks per (b, kv head) */
     int64_t ngroups; /* B * Hkv * nqb */
     int nsplit;      /* key-range parts per group (1 = no flash-decoding merge) */
+    int bc;          /* keys per tile (item bounds are multiples of it from the range start) */
     int64_t nitems;  /* ngroups * nsplit */
     cpu_item *items; /* [nitems], largest cost first */
 } cpu_plan;
@@ -90,11 +93,11 @@ typedef struct cpu_plan {
  * call) places each batch row's queries (cpu_rows: a paged call, whose Lk is the longest
  * sequence and whose p->lengths are the sequence lengths); hb (>= 1): the kv heads a thread runs
  * together as one task (the items of the same batch row, query block and part), for the split's
- * count of tasks.  Returns 0, or -1 when the item list or the key tables cannot be allocated
+ * count of tasks; bc: keys per tile (a multiple of CPU_NR, at most CPU_BC).  Returns 0, or -1 when the item list or the key tables cannot be allocated
  * (nothing to free then).  Free with cpu_plan_free. */
 int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t Hq, int64_t Hkv,
                   int64_t Lq, int64_t Lk, int64_t D, int64_t Dv, const cpu_rows *rows, int threads,
-                  int hb);
+                  int hb, int bc);
 void cpu_plan_free(cpu_plan *pl);
 
 #endif

@@ -545,6 +545,25 @@ static void wake_runs(const job *J, int64_t b, int64_t hk, int64_t j0, int n)
     }
 }
 
+/* Keys [*next, stop) of (b, kv head hk): their K and V rows requested into the level-2 cache,
+ * up to `keys` of them from *next on (which advances).  A packed tile is read from the last-level
+ * cache or memory when packed; asking for the next one a slice per row group of this one keeps
+ * those reads off the critical path without flooding the miss queue. */
+static void ask_rows(const job *J, int64_t b, int64_t hk, int64_t *next, int64_t stop, int keys)
+{
+    const size_t kb = (size_t)J->pl.D * J->esz, vb = (size_t)J->pl.Dv * J->esz;
+    for (; keys > 0 && *next < stop; keys--, (*next)++) {
+        int64_t ko, vo;
+        kv_row(J, b, hk, *next, &ko, &vo);
+        const char *kr = (const char *)elem(J->kk, J->esz, ko),
+                   *vr = (const char *)elem(J->v, J->esz, vo);
+        for (size_t o = 0; o < kb; o += 64)
+            __builtin_prefetch(kr + o, 0, 2);
+        for (size_t o = 0; o < vb; o += 64)
+            __builtin_prefetch(vr + o, 0, 2);
+    }
+}
+
 /* The rows of one decode tile as runs, and those of the next tile of the item (to prefetch
  * while this one is computed: decode streams K and V from memory once, and one core's hardware
  * prefetchers alone do not keep enough requests in flight, nor cross into another page). */
@@ -674,7 +693,8 @@ static void item_tile(const job *J, irun *s, int64_t j0, const inext *nx)
     const size_t dvp = J->dvp;
     const int direct_item = s->direct_item;
     dtile dt; /* direct tiles only */
-    const int n = (int)(it->khi - j0 < CPU_BC ? it->khi - j0 : CPU_BC);
+    const int bc = pl->bc;
+    const int n = (int)(it->khi - j0 < bc ? it->khi - j0 : bc);
     int seen = 0, all = 1;
     for (int64_t pi = 0; pi < nq; pi++) {
         seen |= w.plo[pi] < j0 + n && w.phi[pi] > j0 && w.plo[pi] < w.phi[pi];
@@ -691,16 +711,20 @@ static void item_tile(const job *J, irun *s, int64_t j0, const inext *nx)
         dt.n = tile_runs(J, b, hk, j0, n, dt.k, dt.v);
         /* The unit this thread runs next: the next tile, or in a bundle the next head's. */
         const int64_t pj = nx ? nx->j0 : j0 + n, left = it->khi - pj;
-        dt.npf = left > 0 ? tile_runs(J, b, nx ? nx->hk : hk, pj,
-                                      left < CPU_BC ? (int)left : CPU_BC, dt.pk, dt.pv)
+        dt.npf = left > 0 ? tile_runs(J, b, nx ? nx->hk : hk, pj, left < bc ? (int)left : bc, dt.pk,
+                                      dt.pv)
                           : 0;
-        if (!nx && dt.npf > 1 && left > CPU_BC)
-            wake_runs(J, b, hk, j0 + n + CPU_BC,
-                      left - CPU_BC < CPU_BC ? (int)(left - CPU_BC) : CPU_BC);
+        if (!nx && dt.npf > 1 && left > bc)
+            wake_runs(J, b, hk, j0 + n + bc, left - bc < bc ? (int)(left - bc) : bc);
     }
 
+    /* Packed tiles of many rows: the item's next tile asked for a slice per row group. */
+    int64_t ask = j0 + n, ask_end = it->khi - ask < bc ? it->khi : ask + bc;
+    const int ask_keys = !direct && NR >= 8 * gs ? (int)((bc * gs + NR - 1) / NR) : 0;
     for (int64_t r0 = 0; r0 < NR; r0 += gs) {
         const int nr = (int)(NR - r0 < gs ? NR - r0 : gs);
+        if (ask_keys)
+            ask_rows(J, b, hk, &ask, ask_end, ask_keys);
         int ra[CPU_MR], rz[CPU_MR], any = 0, full = 1, ng = 0, exact = 1;
         for (int t = 0; t < nr; t++) {
             const int64_t pi = (r0 + t) / G;
@@ -832,7 +856,7 @@ static void item_run(void *varg, int64_t idx, int tid)
     irun s;
     if (!item_begin(J, &s, it, J->wsb[tid]))
         return;
-    for (int64_t j0 = it->klo; j0 < it->khi; j0 += CPU_BC)
+    for (int64_t j0 = it->klo; j0 < it->khi; j0 += J->pl.bc)
         item_tile(J, &s, j0, NULL);
     item_end(J, &s);
 }
@@ -854,14 +878,15 @@ static void bundle_run(void *varg, int64_t t, int tid)
         any |= live[n++];
     }
     const cpu_item *it = &J->pl.items[ids[0]]; /* a bundle's items have the same keys */
-    for (int64_t j0 = it->klo; any && j0 < it->khi; j0 += CPU_BC) {
+    const int bc = J->pl.bc;
+    for (int64_t j0 = it->klo; any && j0 < it->khi; j0 += bc) {
         /* The next tile's pages start where its first head's runs do (the heads of a page lie
          * side by side): wake them now, as wake_runs does a tile ahead for a single item. */
-        const int64_t left = it->khi - j0 - CPU_BC;
+        const int64_t left = it->khi - j0 - bc;
         if (left > 0)
-            wake_runs(J, s[0].b, s[0].hk, j0 + CPU_BC, left < CPU_BC ? (int)left : CPU_BC);
+            wake_runs(J, s[0].b, s[0].hk, j0 + bc, left < bc ? (int)left : bc);
         for (int k = 0; k < n; k++) {
-            const inext nx = k + 1 < n ? (inext){s[k + 1].hk, j0} : (inext){s[0].hk, j0 + CPU_BC};
+            const inext nx = k + 1 < n ? (inext){s[k + 1].hk, j0} : (inext){s[0].hk, j0 + bc};
             if (live[k])
                 item_tile(J, &s[k], j0, &nx);
         }
@@ -1028,7 +1053,8 @@ static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, i
         return -1;
     }
     J->hb = bundle_heads(J, Hkv, Hq / Hkv, Lq, D, Dv);
-    if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads, J->hb) != 0) {
+    if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads, J->hb,
+                      J->k->tile_keys) != 0) {
         free(heads);
         snprintf(err, errlen, "cpu: cannot allocate the work list");
         return -1;

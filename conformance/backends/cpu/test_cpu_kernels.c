@@ -170,25 +170,32 @@ Test(cpu_plan, splits_cover_each_group_once)
     attnref_sdpa_params p;
     memset(&p, 0, sizeof p);
     p.causal = 1;
-    cpu_plan pl;
-    /* Decode over 3000 keys on 3 threads: B * Hkv = 2 groups, split into parts. */
-    cr_assert_eq(cpu_plan_make(&pl, &p, 1, 8, 2, 1, 3000, 64, 64, NULL, 3, 1), 0);
-    cr_assert_gt(pl.nsplit, 1, "decode with 2 groups on 3 threads is split");
-    for (int64_t g = 0; g < pl.ngroups; g++) {
-        int64_t covered = 0, parts = 0;
-        for (int64_t n = 0; n < pl.nitems; n++)
-            if (pl.items[n].group == g) {
-                covered += pl.items[n].khi - pl.items[n].klo;
-                parts++;
-                cr_assert(pl.items[n].klo % CPU_BC == 0 || pl.items[n].klo == pl.items[n].khi);
-            }
-        cr_assert_eq(parts, pl.nsplit);
-        cr_assert_eq(covered, 3000, "group %lld covers %lld keys", (long long)g,
-                     (long long)covered);
+    /* Decode over 3000 keys on 3 threads: B * Hkv = 2 groups, split into parts, with each
+     * tile size a table uses. */
+    const int bcs[] = {64, 128};
+    for (size_t t = 0; t < sizeof bcs / sizeof *bcs; t++) {
+        const int bc = bcs[t];
+        cpu_plan pl;
+        cr_assert_eq(cpu_plan_make(&pl, &p, 1, 8, 2, 1, 3000, 64, 64, NULL, 3, 1, bc), 0);
+        cr_assert_gt(pl.nsplit, 1, "decode with 2 groups on 3 threads is split (tile %d)", bc);
+        cr_assert_eq(pl.bc, bc);
+        for (int64_t g = 0; g < pl.ngroups; g++) {
+            int64_t covered = 0, parts = 0;
+            for (int64_t n = 0; n < pl.nitems; n++)
+                if (pl.items[n].group == g) {
+                    covered += pl.items[n].khi - pl.items[n].klo;
+                    parts++;
+                    cr_assert(pl.items[n].klo % bc == 0 || pl.items[n].klo == pl.items[n].khi,
+                              "tile %d: a part starts at key %lld", bc, (long long)pl.items[n].klo);
+                }
+            cr_assert_eq(parts, pl.nsplit);
+            cr_assert_eq(covered, 3000, "group %lld covers %lld keys", (long long)g,
+                         (long long)covered);
+        }
+        for (int64_t n = 1; n < pl.nitems; n++)
+            cr_assert(pl.items[n - 1].cost >= pl.items[n].cost, "items largest first");
+        cpu_plan_free(&pl);
     }
-    for (int64_t n = 1; n < pl.nitems; n++)
-        cr_assert(pl.items[n - 1].cost >= pl.items[n].cost, "items largest first");
-    cpu_plan_free(&pl);
 }
 
 /* ---- exp ----------------------------------------------------------------------------------- */
@@ -238,7 +245,7 @@ static float *falloc(size_t n)
 
 /* Every column count a tile can have (a multiple of CPU_NR up to CPU_BC for scores; up to a
  * padded Dv beyond 128 for P.V), so each register-blocking width of each table is reached. */
-static const int score_cols[] = {16, 32, 48, 64};
+static const int score_cols[] = {16, 32, 48, 64, 80, 128};
 static const int pv_cols[] = {16, 32, 48, 64, 80, 144};
 
 Test(cpu_kernels, scores_and_pv_match_double)
@@ -251,7 +258,7 @@ Test(cpu_kernels, scores_and_pv_match_double)
             for (int nrows = 1; nrows <= CPU_MR; nrows++)
                 for (size_t ci = 0; ci < sizeof score_cols / sizeof *score_cols; ci++) {
                     const int64_t D = Ds[di];
-                    const int ncols = score_cols[ci], ldk = 64, lds = 64;
+                    const int ncols = score_cols[ci], ldk = CPU_BC, lds = CPU_BC;
                     float *q = falloc((size_t)(CPU_MR * D)), *kt = falloc((size_t)(D * ldk));
                     float *s = falloc((size_t)(CPU_MR * lds));
                     for (int64_t i = 0; i < CPU_MR * D; i++)
@@ -349,7 +356,7 @@ static void put(void *pool, int dt, size_t i, float x)
 }
 
 /* scores_runs / pv_runs over a tile cut into runs (pages of 1, 3, 5, 16 rows and random sizes,
- * a last run cut short, tiles of 61-64 keys) scattered in a pool of NaN rows, with a prefetch
+ * a last run cut short, the table's tile_keys and 1-3 fewer) scattered in a pool of NaN rows, with a prefetch
  * list of other rows: bit for bit the per-run kernels (scores_rows per run; pv_rows with corr,
  * then 1), within the f32 bound of a double loop, and no NaN from the rows around them.  Every
  * table of this machine that has them (avx2, and avx512 where the CPU has AVX-512). */
@@ -360,7 +367,7 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
     int tested = 0;
     const int64_t Ds[] = {128, 131, 16, 7, 120}; /* D % 8, Dv % 64 / 32 / 16 remainders */
     const int pages[] = {1, 3, 5, 16, 0};        /* 0: random run sizes */
-    enum { SLOTS = 16, NPAGES = 64, LDS = CPU_BC, LDO = 144 };
+    enum { SLOTS = 16, NPAGES = 2 * CPU_BC, LDS = CPU_BC, LDO = 144 };
     for (int k = 0; k < nt; k++) {
         /* The x86 tables (avx2, avx512) must have them, so they are tested here. */
         cr_assert(strcmp(t[k]->name, "portable") == 0 || (t[k]->scores_runs && t[k]->pv_runs),
@@ -388,7 +395,8 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                         perm[i] = perm[j];
                         perm[j] = x;
                     }
-                    const int nk = 64 - (int)(pi * 3 % 4); /* tiles cut short: 61, 62, 63 keys */
+                    /* The table's whole tile, and tiles cut short by 1, 2, 3 keys. */
+                    const int nk = t[k]->tile_keys - (int)(pi * 3 % 4);
                     cpu_run runs[CPU_BC], pf[4];
                     int nruns = 0;
                     for (int c = 0; c < nk; nruns++) {
@@ -580,6 +588,12 @@ Test(cpu_kernels, exp_sum_and_max_are_the_scalar_exp)
         sx[2] = 0.0f;
         sx[3] = -103.972f; /* results around the smallest subnormal */
         sx[4] = 88.7228f;  /* around the largest finite result */
+        /* Quiet NaNs with payloads: the AVX2 exp adds a shift of n / 2 to y's exponent field,
+         * where n comes from a NaN too; a NaN must stay that NaN, never become a number. */
+        const uint32_t nans[] = {0x7fc00100u, 0x7fc0ff80u, 0xffc12345u,
+                                 0x7fffffffu, 0xffffff00u, 0x7fd00080u};
+        for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
+            memcpy(&sx[5 + i], &nans[i], sizeof *sx);
         for (int n = NS - 15; n <= NS; n += 5) {
             memcpy(sy, sx, (size_t)NS * sizeof *sx);
             t[k]->exp_sum(sy, n, 0.0f);
@@ -822,7 +836,7 @@ Test(cpu_kernels, softmax_rows_equals_the_row_calls)
 {
     const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
-    enum { LD = 80 }; /* a multiple of 16 past the 64 columns, to see stray writes */
+    enum { LD = CPU_BC + 16 }; /* a multiple of 16 past a tile's columns, to see stray writes */
     float *s = falloc((size_t)CPU_MR * LD), *r = falloc((size_t)CPU_MR * LD);
     int tested = 0;
     for (int k = 0; k < nt; k++) {
@@ -830,7 +844,7 @@ Test(cpu_kernels, softmax_rows_equals_the_row_calls)
             continue;
         tested++;
         for (int trial = 0; trial < 4000; trial++) {
-            const int nrows = (int)rnd_int(1, CPU_MR), n = (int)rnd_int(1, 64);
+            const int nrows = (int)rnd_int(1, CPU_MR), n = (int)rnd_int(1, t[k]->tile_keys);
             const int kind = (int)rnd_int(0, 9);
             int a[CPU_MR], z[CPU_MR];
             float m[CPU_MR], l[CPU_MR], corr[CPU_MR], m2[CPU_MR], l2[CPU_MR], corr2[CPU_MR];
@@ -948,8 +962,9 @@ Test(cpu_kernels, scores_softmax_equals_scores_then_softmax_rows)
         if (!t[k]->scores_softmax)
             continue;
         tested++;
+        cr_assert_leq(t[k]->tile_keys, 64, "%s: this test's tiles hold 64 keys", t[k]->name);
         for (int trial = 0; trial < 3000; trial++) {
-            const int nrows = (int)rnd_int(1, CPU_MR), n = (int)rnd_int(1, 64);
+            const int nrows = (int)rnd_int(1, CPU_MR), n = (int)rnd_int(1, t[k]->tile_keys);
             const int64_t D = rnd_int(0, 3) == 0 ? 128 : rnd_int(1, DMAX);
             const int kind = (int)rnd_int(0, 9), ncols = (n + CPU_NR - 1) / CPU_NR * CPU_NR;
             const float sigma = rnd_int(0, 1) ? 1.0f : 1.0f / sqrtf((float)D);
