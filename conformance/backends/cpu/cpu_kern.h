@@ -154,7 +154,7 @@ typedef struct cpu_kernels {
      * CPU_BC): the most the score blocks above hold, and the step of the driver's key loop.
      * Larger tiles share each row's per-tile work (the max, the sum, the rescale, the O rows'
      * reload) among more keys; the fused AVX-512 kernel holds a row's 64 scores in registers.
-     * Chosen per table by measurement (README, "The prefill roofline"). */
+     * Chosen per table by measurement (README, "The AVX2 prefill on a Zen 3"). */
     int tile_keys;
 } cpu_kernels;
 

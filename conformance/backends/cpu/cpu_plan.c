@@ -268,7 +268,7 @@ int cpu_plan_make(cpu_plan *pl, const attnref_sdpa_params *p, int64_t B, int64_t
             bq = 1;
         if (target / 2 < CPU_ROWS_MIN)
             break;
-        /* bq * G <= CPU_ROWS_TARGET + G and D + Dv < 2^33: no overflow. */
+        /* bq * G * D and bq * G * Dv are at most the q and output element counts: no overflow. */
         const int64_t rows_bytes = bq * pl->G * (D + Dv) * (int64_t)sizeof(float);
         if (B * Hkv * ((Lq + bq - 1) / bq) >= 4 * (int64_t)threads && rows_bytes <= CPU_ROWS_BYTES)
             break;
