@@ -52,7 +52,7 @@ AI size_t dt_size(const int dtype)
 /* ---- scores ------------------------------------------------------------------------------- */
 
 AI void sc_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_t D, float sigma,
-                float *s, size_t lds, const int R)
+                float *s, size_t lds, const int R, __m256 *mx, __m256 *mn)
 {
     __m256 a0[CPU_MR], a1[CPU_MR];
 #pragma GCC unroll 6
@@ -71,26 +71,41 @@ AI void sc_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_t
     const __m256 sv = _mm256_set1_ps(sigma);
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-        _mm256_store_ps(s + (size_t)r * lds, _mm256_mul_ps(a0[r], sv));
-        _mm256_store_ps(s + (size_t)r * lds + 8, _mm256_mul_ps(a1[r], sv));
+        const __m256 v0 = _mm256_mul_ps(a0[r], sv), v1 = _mm256_mul_ps(a1[r], sv);
+        _mm256_store_ps(s + (size_t)r * lds, v0);
+        _mm256_store_ps(s + (size_t)r * lds + 8, v1);
+        if (mx) {
+            /* x_max's step, in its column order (a NaN score yields the running value), and
+             * the same for the least value */
+            mx[r] = _mm256_max_ps(v1, _mm256_max_ps(v0, mx[r]));
+            mn[r] = _mm256_min_ps(v1, _mm256_min_ps(v0, mn[r]));
+        }
+    }
+}
+
+/* The scores of ncols columns (a multiple of CPU_NR), with the rows' running max and min where
+ * mx is not NULL. */
+AI void scores_mm(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk, int ncols,
+                  int64_t D, float sigma, float *s, size_t lds, __m256 *mx, __m256 *mn)
+{
+    for (int c0 = 0; c0 < ncols; c0 += CPU_NR) {
+        const float *k = kt + c0;
+        float *sc = s + c0;
+        switch (nrows) {
+        case 1: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 1, mx, mn); break;
+        case 2: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 2, mx, mn); break;
+        case 3: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 3, mx, mn); break;
+        case 4: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 4, mx, mn); break;
+        case 5: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 5, mx, mn); break;
+        default: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 6, mx, mn); break;
+        }
     }
 }
 
 static void x_scores(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk, int ncols,
                      int64_t D, float sigma, float *s, size_t lds)
 {
-    for (int c0 = 0; c0 < ncols; c0 += CPU_NR) {
-        const float *k = kt + c0;
-        float *sc = s + c0;
-        switch (nrows) {
-        case 1: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 1); break;
-        case 2: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 2); break;
-        case 3: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 3); break;
-        case 4: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 4); break;
-        case 5: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 5); break;
-        default: sc_tile(q, ldq, k, ldk, D, sigma, sc, lds, 6); break;
-        }
-    }
+    scores_mm(q, ldq, nrows, kt, ldk, ncols, D, sigma, s, lds, NULL, NULL);
 }
 
 /* ---- P.V ---------------------------------------------------------------------------------- */
@@ -538,10 +553,12 @@ static void x_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs
 
 /* cpu_expf (cpu_exp.h) on 8 lanes, its multiply-adds as FMAs as there, so a lane and the scalar
  * tail give the same value bit for bit.  The clamps keep a NaN: MINPS/MAXPS return their second
- * operand when either is NaN. */
-AI __m256 exp256(__m256 x)
+ * operand when either is NaN.  Without clamp_hi, for x <= 0 or NaN only (x - m in a softmax step,
+ * m the row's max), where the upper clamp changes nothing: one operation fewer. */
+AI __m256 exp256_c(__m256 x, const int clamp_hi)
 {
-    x = _mm256_min_ps(_mm256_set1_ps(CPU_EXP_HI), x);
+    if (clamp_hi)
+        x = _mm256_min_ps(_mm256_set1_ps(CPU_EXP_HI), x);
     x = _mm256_max_ps(_mm256_set1_ps(CPU_EXP_LO), x);
     const __m256 magic = _mm256_set1_ps(CPU_EXP_MAGIC);
     const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E), magic);
@@ -566,6 +583,16 @@ AI __m256 exp256(__m256 x)
     const __m256 s2 =
         _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
     return _mm256_mul_ps(y1, s2);
+}
+
+AI __m256 exp256(__m256 x)
+{
+    return exp256_c(x, 1);
+}
+
+AI __m256 exp256_le(__m256 x)
+{
+    return exp256_c(x, 0);
 }
 
 AI float hsum256(__m256 v)
@@ -660,16 +687,30 @@ static int x_finite(const float *x, int n)
     return ok;
 }
 
+/* The largest lane of a running max vector (x_max's reduction, so both give the same bits). */
+AI float hmax256(__m256 acc)
+{
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+AI float hmin256(__m256 acc)
+{
+    __m128 h = _mm_min_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_min_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_min_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
 static float x_max(const float *x, int n)
 {
     __m256 acc = _mm256_set1_ps(-INFINITY);
     int c = 0;
     for (; c + 8 <= n; c += 8)
         acc = _mm256_max_ps(_mm256_loadu_ps(x + c), acc); /* a NaN in x yields acc */
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    float m = _mm_cvtss_f32(h);
+    float m = hmax256(acc);
     for (; c < n; c++)
         if (x[c] > m)
             m = x[c];
@@ -717,6 +758,67 @@ static void x_softmax_rows(float *s, size_t lds, int nrows, int n, const int *a,
         corr[r] = c;
         l[r] = l[r] * c + x_exp_sum(s + (size_t)r * lds, n, mn[r]);
         m[r] = mn[r];
+    }
+}
+
+/* x_exp_sum for x[c] <= m or NaN and n a multiple of 8 (a softmax step whose m is at least the
+ * row's max): the same values and sum, bit for bit, one operation fewer per 8 lanes. */
+AI float exp_sum_le(float *x, int n, float m)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 acc = _mm256_setzero_ps();
+    for (int c = 0; c < n; c += 8) {
+        const __m256 y = exp256_le(_mm256_sub_ps(_mm256_load_ps(x + c), mv));
+        _mm256_store_ps(x + c, y);
+        acc = _mm256_add_ps(acc, y);
+    }
+    return hsum256(acc);
+}
+
+/* scores_softmax (cpu_kern.h).  When every row keeps the whole tile and n is a multiple of
+ * CPU_NR (the inner tiles of a prefill), each row's max and least score are taken from the score
+ * tiles while they are in registers, in place of the finite check's and the max's passes over
+ * the stored row.  A row with no -inf score and one above -inf then has its softmax step here:
+ * its max is x_max's (the same steps in the same order, the same reduction), every x - m_new is
+ * <= 0 or NaN (so the exp's upper clamp is moot), and the scores the finite check would flag,
+ * NaN and +inf, show as a NaN sum: a NaN exp, or +inf - +inf once m_new is +inf (the exps of
+ * finite x - m_new <= 0 sum to a finite value).  Any other row, and any other block, goes
+ * through x_softmax_rows on the stored scores. */
+static void x_scores_softmax(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk,
+                             int n, int64_t D, float sigma, float *s, size_t lds, const int *a,
+                             const int *z, float *m, float *l, float *corr, unsigned char *bad)
+{
+    const int ncols = (n + CPU_NR - 1) / CPU_NR * CPU_NR;
+    int whole = n == ncols;
+    for (int r = 0; r < nrows; r++)
+        whole &= a[r] == 0 && z[r] == n;
+    if (!whole) {
+        scores_mm(q, ldq, nrows, kt, ldk, ncols, D, sigma, s, lds, NULL, NULL);
+        x_softmax_rows(s, lds, nrows, n, a, z, m, l, corr, bad);
+        return;
+    }
+    __m256 mx[CPU_MR], mn[CPU_MR];
+    for (int r = 0; r < CPU_MR; r++) {
+        mx[r] = _mm256_set1_ps(-INFINITY);
+        mn[r] = _mm256_set1_ps(INFINITY);
+    }
+    scores_mm(q, ldq, nrows, kt, ldk, ncols, D, sigma, s, lds, mx, mn);
+    for (int r = 0; r < nrows; r++) {
+        float *sr = s + (size_t)r * lds;
+        const float hi = hmax256(mx[r]), lo = hmin256(mn[r]);
+        if (!(hi > -INFINITY && lo > -INFINITY)) {
+            /* a -inf score, or none but NaN */
+            x_softmax_rows(sr, lds, 1, n, a + r, z + r, m + r, l + r, corr + r, bad + r);
+            continue;
+        }
+        const float mnew = hi > m[r] ? hi : m[r];
+        const float c = cpu_expf(m[r] - mnew);
+        const float sum = exp_sum_le(sr, n, mnew);
+        if (sum != sum)
+            bad[r] = 1;
+        corr[r] = c;
+        l[r] = l[r] * c + sum;
+        m[r] = mnew;
     }
 }
 
@@ -853,5 +955,6 @@ const cpu_kernels cpu_kernels_avx2 = {
     .scores_runs = x_scores_runs,
     .pv_runs = x_pv_runs,
     .softmax_rows = x_softmax_rows,
+    .scores_softmax = x_scores_softmax,
     .tile_keys = 128,
 };
