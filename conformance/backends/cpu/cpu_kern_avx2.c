@@ -553,13 +553,21 @@ static void x_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs
 
 /* cpu_expf (cpu_exp.h) on 8 lanes, its multiply-adds as FMAs as there, so a lane and the scalar
  * tail give the same value bit for bit.  The clamps keep a NaN: MINPS/MAXPS return their second
- * operand when either is NaN.  Without clamp_hi, for x <= 0 or NaN only (x - m in a softmax step,
- * m the row's max), where the upper clamp changes nothing: one operation fewer. */
-AI __m256 exp256_c(__m256 x, const int clamp_hi)
+ * operand when either is NaN.  Two shortcuts for the x - m of a softmax step, each giving the
+ * same bits on the inputs it is used for:
+ *   EXP_LE, x <= 0 or NaN (m the row's max or more): the upper clamp changes nothing;
+ *   EXP_NARROW, x in [-86, 0] or NaN (a row whose scores span less than 86): neither clamp
+ *   changes anything, and 2^n is applied in one step, an integer add to y's exponent field:
+ *   n = round(x / ln 2) >= -125 there, so y * 2^n is normal and exact, the value the two steps
+ *   give; from a NaN, n is INT_MIN, whose shift adds 0, and y * 1 is y's NaN. */
+enum { EXP_ALL, EXP_LE, EXP_NARROW };
+
+AI __m256 exp256_c(__m256 x, const int range)
 {
-    if (clamp_hi)
+    if (range == EXP_ALL)
         x = _mm256_min_ps(_mm256_set1_ps(CPU_EXP_HI), x);
-    x = _mm256_max_ps(_mm256_set1_ps(CPU_EXP_LO), x);
+    if (range != EXP_NARROW)
+        x = _mm256_max_ps(_mm256_set1_ps(CPU_EXP_LO), x);
     const __m256 magic = _mm256_set1_ps(CPU_EXP_MAGIC);
     const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E), magic);
     const __m256 fn = _mm256_sub_ps(t, magic);
@@ -574,6 +582,9 @@ AI __m256 exp256_c(__m256 x, const int clamp_hi)
     const __m256 c = _mm256_fmadd_ps(_mm256_set1_ps(CPU_EXP_P0), r, _mm256_set1_ps(CPU_EXP_P1));
     const __m256 p = _mm256_fmadd_ps(_mm256_mul_ps(r2, r2), c, _mm256_fmadd_ps(r2, b, a));
     const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, r2, r), _mm256_set1_ps(1.0f));
+    if (range == EXP_NARROW)
+        return _mm256_castsi256_ps(
+            _mm256_add_epi32(_mm256_castps_si256(y), _mm256_slli_epi32(n, 23)));
     const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
     /* y * 2^n1 by adding n1 to y's exponent field: y is in [0.7, 1.42] and n1 in [-80, 64], so
      * the product is normal and exact, the value the multiply gives, without taking an FMA
@@ -587,12 +598,7 @@ AI __m256 exp256_c(__m256 x, const int clamp_hi)
 
 AI __m256 exp256(__m256 x)
 {
-    return exp256_c(x, 1);
-}
-
-AI __m256 exp256_le(__m256 x)
-{
-    return exp256_c(x, 0);
+    return exp256_c(x, EXP_ALL);
 }
 
 AI float hsum256(__m256 v)
@@ -761,14 +767,15 @@ static void x_softmax_rows(float *s, size_t lds, int nrows, int n, const int *a,
     }
 }
 
-/* x_exp_sum for x[c] <= m or NaN and n a multiple of 8 (a softmax step whose m is at least the
- * row's max): the same values and sum, bit for bit, one operation fewer per 8 lanes. */
-AI float exp_sum_le(float *x, int n, float m)
+/* x_exp_sum for n a multiple of 8 and every x[c] - m in EXP_LE's or EXP_NARROW's range (a
+ * softmax step whose m is at least the row's max): the same values and sum, bit for bit, in
+ * fewer operations. */
+AI float exp_sum_r(float *x, int n, float m, const int range)
 {
     const __m256 mv = _mm256_set1_ps(m);
     __m256 acc = _mm256_setzero_ps();
     for (int c = 0; c < n; c += 8) {
-        const __m256 y = exp256_le(_mm256_sub_ps(_mm256_load_ps(x + c), mv));
+        const __m256 y = exp256_c(_mm256_sub_ps(_mm256_load_ps(x + c), mv), range);
         _mm256_store_ps(x + c, y);
         acc = _mm256_add_ps(acc, y);
     }
@@ -780,7 +787,8 @@ AI float exp_sum_le(float *x, int n, float m)
  * tiles while they are in registers, in place of the finite check's and the max's passes over
  * the stored row.  A row with no -inf score and one above -inf then has its softmax step here:
  * its max is x_max's (the same steps in the same order, the same reduction), every x - m_new is
- * <= 0 or NaN (so the exp's upper clamp is moot), and the scores the finite check would flag,
+ * <= 0 or NaN (the exp's EXP_LE range; EXP_NARROW's when the least score is within 86 of
+ * m_new, the common case), and the scores the finite check would flag,
  * NaN and +inf, show as a NaN sum: a NaN exp, or +inf - +inf once m_new is +inf (the exps of
  * finite x - m_new <= 0 sum to a finite value).  Any other row, and any other block, goes
  * through x_softmax_rows on the stored scores. */
@@ -813,7 +821,9 @@ static void x_scores_softmax(const float *q, size_t ldq, int nrows, const float 
         }
         const float mnew = hi > m[r] ? hi : m[r];
         const float c = cpu_expf(m[r] - mnew);
-        const float sum = exp_sum_le(sr, n, mnew);
+        /* x - m_new >= lo - m_new for every score (f32 subtraction is monotonic) */
+        const float sum = lo - mnew >= -86.0f ? exp_sum_r(sr, n, mnew, EXP_NARROW)
+                                              : exp_sum_r(sr, n, mnew, EXP_LE);
         if (sum != sum)
             bad[r] = 1;
         corr[r] = c;

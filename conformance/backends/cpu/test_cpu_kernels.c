@@ -923,7 +923,8 @@ Test(cpu_kernels, softmax_rows_equals_the_row_calls)
  * (tails included), depths, intervals (rows keeping nothing, whole rows) and running maxima, with
  * keys that make scores NaN, +-inf (an infinite K element, or an f32 overflow) or -inf for every
  * row.  A third of the trials are blocks whose rows all keep a whole tile of a multiple of
- * CPU_NR keys, the case a kernel may take apart (the AVX2 table's max from the score tiles). */
+ * CPU_NR keys, the case a kernel may take apart (the AVX2 table's max from the score tiles),
+ * some with running maxima just above the least score plus 86, the edge of its cheaper exp. */
 static void ssm_fill(float *q, float *kt, int64_t D, int n, int kind)
 {
     for (int64_t i = 0; i < CPU_MR * D; i++)
@@ -993,6 +994,22 @@ Test(cpu_kernels, scores_softmax_equals_scores_then_softmax_rows)
                 l[row] = m[row] == -INFINITY ? 0.0f : rnd_f(0, 50);
                 bad[row] = (unsigned char)rnd_int(0, 1);
                 corr[row] = corr2[row] = -7.0f;
+            }
+            if (whole && kind >= 10 && rnd_int(0, 1) == 0) {
+                /* Running maxima that put the rows' least scores 84-88 below them, across the
+                 * edge of the exp's range shortcut (AVX2: 86). */
+                t[k]->scores(q, (size_t)D, nrows, kt, CPU_BC, ncols, D, sigma, r, LD);
+                for (int row = 0; row < nrows; row++) {
+                    float lo = INFINITY, hi = -INFINITY;
+                    for (int c = 0; c < n; c++) {
+                        const float x = r[(size_t)row * LD + (size_t)c];
+                        lo = x < lo ? x : lo;
+                        hi = x > hi ? x : hi;
+                    }
+                    const float mr = lo + rnd_f(84.0f, 88.0f);
+                    if (mr >= hi)
+                        m[row] = mr;
+                }
             }
             memcpy(m2, m, sizeof m);
             memcpy(l2, l, sizeof l);
