@@ -58,6 +58,7 @@ AI void sc_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_t
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
         a0[r] = a1[r] = _mm256_setzero_ps();
+#pragma GCC unroll 4
     for (int64_t d = 0; d < D; d++) {
         const float *k = kt + (size_t)d * ldk;
         const __m256 k0 = _mm256_load_ps(k), k1 = _mm256_load_ps(k + 8);
@@ -120,6 +121,7 @@ AI void pv_tile(const float *p, size_t ldp, const float *v, size_t ldv, int nkey
         a0[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo), cr);
         a1[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + 8), cr);
     }
+#pragma GCC unroll 4
     for (int c = 0; c < nkeys; c++) {
         const float *vr = v + (size_t)c * ldv;
         const __m256 v0 = _mm256_load_ps(vr), v1 = _mm256_load_ps(vr + 8);
