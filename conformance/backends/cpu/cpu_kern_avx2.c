@@ -789,11 +789,11 @@ AI float exp_sum_r(float *x, int n, float m, const int range)
  * tiles while they are in registers, in place of the finite check's and the max's passes over
  * the stored row.  A row with no -inf score and one above -inf then has its softmax step here:
  * its max is x_max's (the same steps in the same order, the same reduction), every x - m_new is
- * <= 0 or NaN (the exp's EXP_LE range; EXP_NARROW's when the least score is within 86 of
- * m_new, the common case), and the scores the finite check would flag,
- * NaN and +inf, show as a NaN sum: a NaN exp, or +inf - +inf once m_new is +inf (the exps of
- * finite x - m_new <= 0 sum to a finite value).  Any other row, and any other block, goes
- * through x_softmax_rows on the stored scores. */
+ * <= 0 or NaN (the exp's EXP_LE range; EXP_NARROW's when the least score is within 86 of m_new,
+ * the common case), and the scores the finite check would flag, NaN and +inf, show as a NaN
+ * sum: a NaN exp, or +inf - +inf once m_new is +inf (the exps of finite x - m_new <= 0 sum to a
+ * finite value).  Any other row, and any other block, goes through x_softmax_rows on the stored
+ * scores. */
 static void x_scores_softmax(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk,
                              int n, int64_t D, float sigma, float *s, size_t lds, const int *a,
                              const int *z, float *m, float *l, float *corr, unsigned char *bad)
