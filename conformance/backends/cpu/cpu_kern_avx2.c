@@ -611,18 +611,25 @@ AI float hsum256(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-static float x_exp_sum(float *x, int n, float m)
+/* exp(x[c] - m) for the whole vectors of x[0..n), stored, and the sum of their lanes (hsum256).
+ * range: EXP_ALL for any x; EXP_LE or EXP_NARROW where every x[c] - m is in that range (a
+ * softmax step whose m is at least the row's max), the same values in fewer operations. */
+AI float exp_sum_r(float *x, int n, float m, const int range)
 {
     const __m256 mv = _mm256_set1_ps(m);
     __m256 acc = _mm256_setzero_ps();
-    int c = 0;
-    for (; c + 8 <= n; c += 8) {
-        const __m256 y = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + c), mv));
+    for (int c = 0; c + 8 <= n; c += 8) {
+        const __m256 y = exp256_c(_mm256_sub_ps(_mm256_loadu_ps(x + c), mv), range);
         _mm256_storeu_ps(x + c, y);
         acc = _mm256_add_ps(acc, y);
     }
-    float sum = hsum256(acc);
-    for (; c < n; c++) {
+    return hsum256(acc);
+}
+
+static float x_exp_sum(float *x, int n, float m)
+{
+    float sum = exp_sum_r(x, n, m, EXP_ALL);
+    for (int c = n / 8 * 8; c < n; c++) {
         x[c] = cpu_expf(x[c] - m);
         sum += x[c];
     }
@@ -767,21 +774,6 @@ static void x_softmax_rows(float *s, size_t lds, int nrows, int n, const int *a,
         l[r] = l[r] * c + x_exp_sum(s + (size_t)r * lds, n, mn[r]);
         m[r] = mn[r];
     }
-}
-
-/* x_exp_sum for n a multiple of 8 and every x[c] - m in EXP_LE's or EXP_NARROW's range (a
- * softmax step whose m is at least the row's max): the same values and sum, bit for bit, in
- * fewer operations. */
-AI float exp_sum_r(float *x, int n, float m, const int range)
-{
-    const __m256 mv = _mm256_set1_ps(m);
-    __m256 acc = _mm256_setzero_ps();
-    for (int c = 0; c < n; c += 8) {
-        const __m256 y = exp256_c(_mm256_sub_ps(_mm256_load_ps(x + c), mv), range);
-        _mm256_store_ps(x + c, y);
-        acc = _mm256_add_ps(acc, y);
-    }
-    return hsum256(acc);
 }
 
 /* scores_softmax (cpu_kern.h).  When every row keeps the whole tile and n is a multiple of
