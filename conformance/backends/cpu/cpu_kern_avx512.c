@@ -173,11 +173,15 @@ static void z_pv(const float *p, size_t ldp, int nrows, const float *v, size_t l
 /* ---- exp, max, finite ----------------------------------------------------------------------- */
 
 /* cpu_expf on 16 lanes (see the file comment for the one VSCALEFPS).  The clamps keep a NaN:
- * MINPS/MAXPS return their second operand when either is NaN. */
-AI __m512 exp512(__m512 x)
+ * MINPS/MAXPS return their second operand when either is NaN.  clamp 0: for x in
+ * [CPU_EXP_LO, 0] or NaN (a softmax step whose row spans less than -CPU_EXP_LO), where neither
+ * clamp changes anything; the same values in two operations fewer. */
+AI __m512 exp512_c(__m512 x, const int clamp)
 {
-    x = _mm512_min_ps(_mm512_set1_ps(CPU_EXP_HI), x);
-    x = _mm512_max_ps(_mm512_set1_ps(CPU_EXP_LO), x);
+    if (clamp) {
+        x = _mm512_min_ps(_mm512_set1_ps(CPU_EXP_HI), x);
+        x = _mm512_max_ps(_mm512_set1_ps(CPU_EXP_LO), x);
+    }
     const __m512 magic = _mm512_set1_ps(CPU_EXP_MAGIC);
     const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(CPU_EXP_LOG2E), magic);
     const __m512 fn = _mm512_sub_ps(t, magic);
@@ -191,6 +195,11 @@ AI __m512 exp512(__m512 x)
     const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
     /* fn is an integer (in [-159, 129]): scalef multiplies by exactly 2^fn, rounding once. */
     return _mm512_scalef_ps(y, fn);
+}
+
+AI __m512 exp512(__m512 x)
+{
+    return exp512_c(x, 1);
 }
 
 static float z_exp_sum(float *x, int n, float m)
@@ -307,6 +316,22 @@ AI float row_exp(const __m512 *x, const int nv, int a, int z, float mnew, float 
     return _mm512_reduce_add_ps(acc);
 }
 
+/* row_exp for a row that keeps every lane of its nv vectors and whose x - mnew all lie in
+ * [CPU_EXP_LO, 0] or are NaN (clamp 0), or are <= 0 or NaN (clamp 1): the same values without
+ * the keep masks. */
+AI float row_exp_whole(const __m512 *x, const int nv, float mnew, float *sr, const int clamp)
+{
+    const __m512 mv = _mm512_set1_ps(mnew);
+    __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+        const __m512 y = exp512_c(_mm512_sub_ps(x[v], mv), clamp);
+        _mm512_store_ps(sr + 16 * v, y);
+        acc = _mm512_add_ps(acc, y);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
 /* softmax_rows (cpu_kern.h) in two passes over the group, so that no row waits on its own
  * reductions: first each row's kept scores are loaded once for the finite check and the max
  * (the rows' reductions independent of each other), then the factors of all rows are one
@@ -369,7 +394,7 @@ static void z_softmax_rows(float *s, size_t lds, int nrows, int n, const int *a,
  * score's bits, an excluded lane 0 as sm_rows' masked load gives. */
 AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_t D, __m512 sv,
                  float *s, size_t lds, const int *a, const int *z, float *m, float *l, float *corr,
-                 unsigned char *bad, const int R, const int C)
+                 unsigned char *bad, const int R, const int C, const int whole)
 {
     __m512 acc[CPU_MR][4];
 #pragma GCC unroll 6
@@ -392,14 +417,38 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
         }
     }
     float mo[16], mn[16];
-    int live[CPU_MR];
+    int live[CPU_MR], fast[CPU_MR];
     for (int r = 0; r < 16; r++)
         mo[r] = mn[r] = 0.0f; /* lanes of no live row: exp(0), unused */
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
+        fast[r] = 0;
+        if (whole) {
+            /* Every row keeps the whole tile: its max (row_scan's steps and reduction, so the
+             * same value) and least score straight from the registers.  With no -inf score and
+             * one above -inf, the finite check's NaN and +inf show as a NaN sum below (a NaN
+             * exp, or +inf - +inf once mnew is +inf; finite x - mnew <= 0 give a finite sum). */
+            __m512 hv = _mm512_set1_ps(-INFINITY), lv = _mm512_set1_ps(INFINITY);
 #pragma GCC unroll 4
-        for (int c = 0; c < C; c++)
-            acc[r][c] = _mm512_maskz_mul_ps(range_mask(c, a[r], z[r]), acc[r][c], sv);
+            for (int c = 0; c < C; c++) {
+                acc[r][c] = _mm512_mul_ps(acc[r][c], sv);
+                hv = _mm512_max_ps(acc[r][c], hv);
+                lv = _mm512_min_ps(acc[r][c], lv);
+            }
+            const float hi = _mm512_reduce_max_ps(hv), lo = _mm512_reduce_min_ps(lv);
+            if (hi > -INFINITY && lo > -INFINITY) {
+                mn[r] = hi > m[r] ? hi : m[r];
+                /* x - mnew >= lo - mnew for every score (f32 subtraction is monotonic) */
+                fast[r] = lo - mn[r] >= CPU_EXP_LO ? 1 : 2;
+                live[r] = 1;
+                mo[r] = m[r];
+                continue;
+            }
+        } else {
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                acc[r][c] = _mm512_maskz_mul_ps(range_mask(c, a[r], z[r]), acc[r][c], sv);
+        }
         live[r] =
             row_scan(acc[r], C, a[r], z[r], m[r], s + (size_t)r * lds, &l[r], &bad[r], &mn[r]);
         mo[r] = live[r] ? m[r] : 0.0f;
@@ -413,7 +462,15 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
             corr[r] = 1.0f;
             continue;
         }
-        const float sum = row_exp(acc[r], C, a[r], z[r], mn[r], s + (size_t)r * lds);
+        float sum;
+        if (fast[r]) {
+            sum = fast[r] == 1 ? row_exp_whole(acc[r], C, mn[r], s + (size_t)r * lds, 0)
+                               : row_exp_whole(acc[r], C, mn[r], s + (size_t)r * lds, 1);
+            if (sum != sum)
+                bad[r] = 1;
+        } else {
+            sum = row_exp(acc[r], C, a[r], z[r], mn[r], s + (size_t)r * lds);
+        }
         corr[r] = cf[r];
         l[r] = l[r] * cf[r] + sum;
         m[r] = mn[r];
@@ -422,12 +479,12 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
 
 #define SSM_ROWS(C)                                                                                \
     switch (nrows) {                                                                               \
-    case 1: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 1, C); break;          \
-    case 2: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 2, C); break;          \
-    case 3: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 3, C); break;          \
-    case 4: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 4, C); break;          \
-    case 5: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 5, C); break;          \
-    default: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 6, C); break;         \
+    case 1: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 1, C, whole); break;   \
+    case 2: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 2, C, whole); break;   \
+    case 3: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 3, C, whole); break;   \
+    case 4: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 4, C, whole); break;   \
+    case 5: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 5, C, whole); break;   \
+    default: ssm_tile(q, ldq, kt, ldk, D, sv, s, lds, a, z, m, l, corr, bad, 6, C, whole); break;  \
     }
 
 static void z_scores_softmax(const float *q, size_t ldq, int nrows, const float *kt, size_t ldk,
@@ -435,6 +492,9 @@ static void z_scores_softmax(const float *q, size_t ldq, int nrows, const float 
                              const int *z, float *m, float *l, float *corr, unsigned char *bad)
 {
     const __m512 sv = _mm512_set1_ps(sigma);
+    int whole = n % 16 == 0;
+    for (int r = 0; r < nrows; r++)
+        whole &= a[r] == 0 && z[r] == n;
     switch ((n + 15) / 16) {
     case 1: SSM_ROWS(1) break;
     case 2: SSM_ROWS(2) break;
