@@ -22,7 +22,10 @@
  * Prefetch: as the AVX2 run kernels, the next tile's rows are requested a whole row per request,
  * a few rows per step, the steps spread evenly over the call (in the scores up to four per block
  * of keys, spread over its d loop; in P.V one per key and column block): asking for them all at
- * once fills the miss queue and stalls this tile's own loads. */
+ * once fills the miss queue and stalls this tile's own loads.  They go to the level-2 cache
+ * (T1), not the L1: a tile's K or V rows (64 KiB at f32, D 128) are more than a 32 KiB L1D holds,
+ * so rows asked into it evicted the current tile's; on a Zen 4 (32 KiB L1D) T1 moved 1.5-1.9x
+ * the GB/s of T0 from memory on one thread (README, "Decode on a Zen 4"). */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -133,8 +136,8 @@ AI void pfq_step(pfq *q)
     for (int i = 0; i < q->per && q->left > 0; i++, q->left--) {
         const char *row = kit_next(&q->it, q->esz);
         for (size_t o = 0; o < q->rowbytes; o += 64)
-            _mm_prefetch(row + o, _MM_HINT_T0);
-        _mm_prefetch(row + q->rowbytes - 1, _MM_HINT_T0); /* an unaligned row's last line */
+            _mm_prefetch(row + o, _MM_HINT_T1);
+        _mm_prefetch(row + q->rowbytes - 1, _MM_HINT_T1); /* an unaligned row's last line */
     }
 }
 
