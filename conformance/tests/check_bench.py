@@ -54,7 +54,7 @@ from check_isolation import leftovers
 TOP = ["attnconf_bench", "suite", "suite_file", "label", "started", "machine", "config",
        "backends"]
 MACHINE = ["cpu_model", "cores", "mem_bytes", "fma_gflops", "mem_read_gbs", "limits_from",
-           "fma_isa", "read_buffer_bytes", "cpu_share"]
+           "fma_isa", "read_buffer_bytes", "cpu_share", "cpu_signature"]
 CONFIG = ["min_time_s", "min_reps", "max_reps", "warmup", "threads_hint", "max_gflop"]
 BACKEND = ["name", "version", "options", "timing", "shapes"]
 SHAPE = ["id", "dtype", "b", "hq", "hkv", "lq", "lk", "d", "dv", "causal", "window", "bound",

@@ -165,6 +165,8 @@ typedef struct bp_machine {
     double cpu_share;           /* the smaller share of the CPUs the measuring threads had in
                                    the two best runs (1 = the machine to themselves; lower:
                                    the limits are too low); 0 = unknown */
+    char cpu_signature[96];     /* "VENDOR family F model M" of /proc/cpuinfo (x86), "" if not
+                                   there: tells apart CPUs of one model name */
 } bp_machine;
 
 /* Physical memory in bytes (sysconf), 0 if unknown. */

@@ -87,22 +87,41 @@ void bp_machine_describe(bp_machine *m)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->cpu_model, sizeof m->cpu_model, "unknown");
+    /* The first processor's block: its model name, and vendor, family and model numbers (x86),
+     * which tell apart CPUs that a cloud names alike ("AMD EPYC": a Zen 3, 4 or 5). */
+    char vendor[32] = "", family[16] = "", model[16] = "";
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[512];
     while (f && fgets(line, sizeof line, f)) {
+        if (line[0] == '\n')
+            break; /* the end of the first processor's block */
         char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || !colon)
+        if (!colon)
             continue;
         char *v = colon + 1;
         while (*v == ' ' || *v == '\t')
             v++;
         v[strcspn(v, "\r\n")] = '\0';
-        if (*v)
+        size_t kl = (size_t)(colon - line);
+        while (kl > 0 && (line[kl - 1] == ' ' || line[kl - 1] == '\t'))
+            kl--;
+        line[kl] = '\0';
+        if (!*v)
+            continue;
+        if (!strcmp(line, "model name"))
             snprintf(m->cpu_model, sizeof m->cpu_model, "%s", v);
-        break;
+        else if (!strcmp(line, "vendor_id"))
+            snprintf(vendor, sizeof vendor, "%s", v);
+        else if (!strcmp(line, "cpu family"))
+            snprintf(family, sizeof family, "%s", v);
+        else if (!strcmp(line, "model"))
+            snprintf(model, sizeof model, "%s", v);
     }
     if (f)
         fclose(f);
+    if (vendor[0] && family[0] && model[0])
+        snprintf(m->cpu_signature, sizeof m->cpu_signature, "%s family %s model %s", vendor, family,
+                 model);
     cpu_set_t set;
     m->cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
     if (m->cores < 1) {
@@ -452,6 +471,8 @@ json_t *bp_machine_json(const bp_machine *m)
     json_object_set_new(o, "fma_isa", json_string(m->fma_isa));
     json_object_set_new(o, "read_buffer_bytes", json_integer((json_int_t)m->read_buffer_bytes));
     json_object_set_new(o, "cpu_share", m->cpu_share > 0 ? json_real(m->cpu_share) : json_null());
+    json_object_set_new(o, "cpu_signature",
+                        m->cpu_signature[0] ? json_string(m->cpu_signature) : json_null());
     return o;
 }
 
@@ -489,15 +510,17 @@ int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen)
     /* Limits measured on another machine describe that machine: say so, keep them (the user
      * asked), and keep this machine's own description. */
     const char *model = json_string_value(json_object_get(mo, "cpu_model"));
+    const char *sig = json_string_value(json_object_get(mo, "cpu_signature"));
     json_t *cores = json_object_get(mo, "cores");
     if ((model && strcmp(model, m->cpu_model) != 0) ||
+        (sig && m->cpu_signature[0] && strcmp(sig, m->cpu_signature) != 0) ||
         (json_is_integer(cores) && json_integer_value(cores) != m->cores))
         fprintf(stderr,
-                "attnconf bench: warning: --limits %s was measured on '%s' with %lld "
-                "cores; this is '%s' with %d\n",
-                path, model ? model : "?",
+                "attnconf bench: warning: --limits %s was measured on '%s' (%s) with %lld "
+                "cores; this is '%s' (%s) with %d\n",
+                path, model ? model : "?", sig ? sig : "?",
                 json_is_integer(cores) ? (long long)json_integer_value(cores) : 0LL, m->cpu_model,
-                m->cores);
+                m->cpu_signature[0] ? m->cpu_signature : "?", m->cores);
     snprintf(m->limits_from, sizeof m->limits_from, "file:%s", path);
     json_decref(doc);
     return 0;
