@@ -301,31 +301,21 @@ AI int row_scan(const __m512 *x, const int nv, int a, int z, float m, float *sr,
 
 /* The second pass of a live row: P = exp(x - mnew) on its kept lanes (0 on the others, as
  * exp(-inf) gives) into sr; returns their sum in exp_sum's order (the vectors in turn into one
- * 16-lane accumulator). */
-AI float row_exp(const __m512 *x, const int nv, int a, int z, float mnew, float *sr)
-{
-    const __m512 mv = _mm512_set1_ps(mnew);
-    __m512 acc = _mm512_setzero_ps();
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; v++) {
-        const __mmask16 keep = range_mask(v, a, z);
-        const __m512 y = _mm512_maskz_mov_ps(keep, exp512(_mm512_sub_ps(x[v], mv)));
-        _mm512_store_ps(sr + 16 * v, y);
-        acc = _mm512_add_ps(acc, y);
-    }
-    return _mm512_reduce_add_ps(acc);
-}
+ * 16-lane accumulator).  range: ROW_KEEP, the lanes of [a, z) kept, any x; ROW_WHOLE, every lane
+ * kept (a, z unused), x - mnew <= 0 or NaN; ROW_NARROW, the same with x - mnew in
+ * [CPU_EXP_LO, 0] or NaN, where the exp's clamps are moot.  The same values in each case. */
+enum { ROW_KEEP, ROW_WHOLE, ROW_NARROW };
 
-/* row_exp for a row that keeps every lane of its nv vectors and whose x - mnew all lie in
- * [CPU_EXP_LO, 0] or are NaN (clamp 0), or are <= 0 or NaN (clamp 1): the same values without
- * the keep masks. */
-AI float row_exp_whole(const __m512 *x, const int nv, float mnew, float *sr, const int clamp)
+AI float row_exp(const __m512 *x, const int nv, int a, int z, float mnew, float *sr,
+                 const int range)
 {
     const __m512 mv = _mm512_set1_ps(mnew);
     __m512 acc = _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) {
-        const __m512 y = exp512_c(_mm512_sub_ps(x[v], mv), clamp);
+        __m512 y = exp512_c(_mm512_sub_ps(x[v], mv), range != ROW_NARROW);
+        if (range == ROW_KEEP)
+            y = _mm512_maskz_mov_ps(range_mask(v, a, z), y);
         _mm512_store_ps(sr + 16 * v, y);
         acc = _mm512_add_ps(acc, y);
     }
@@ -367,7 +357,7 @@ AI void sm_rows(float *s, size_t lds, int nrows, const int nv, const int *a, con
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
             x[v] = _mm512_maskz_load_ps(range_mask(v, a[r], z[r]), sr + 16 * v);
-        const float sum = row_exp(x, nv, a[r], z[r], mn[r], sr);
+        const float sum = row_exp(x, nv, a[r], z[r], mn[r], sr, ROW_KEEP);
         corr[r] = cf[r];
         l[r] = l[r] * cf[r] + sum;
         m[r] = mn[r];
@@ -417,12 +407,12 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
         }
     }
     float mo[16], mn[16];
-    int live[CPU_MR], fast[CPU_MR];
+    int live[CPU_MR], range[CPU_MR]; /* row_exp's range per row */
     for (int r = 0; r < 16; r++)
         mo[r] = mn[r] = 0.0f; /* lanes of no live row: exp(0), unused */
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-        fast[r] = 0;
+        range[r] = ROW_KEEP;
         if (whole) {
             /* Every row keeps the whole tile: its max (row_scan's steps and reduction, so the
              * same value) and least score straight from the registers.  With no -inf score and
@@ -439,7 +429,7 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
             if (hi > -INFINITY && lo > -INFINITY) {
                 mn[r] = hi > m[r] ? hi : m[r];
                 /* x - mnew >= lo - mnew for every score (f32 subtraction is monotonic) */
-                fast[r] = lo - mn[r] >= CPU_EXP_LO ? 1 : 2;
+                range[r] = lo - mn[r] >= CPU_EXP_LO ? ROW_NARROW : ROW_WHOLE;
                 live[r] = 1;
                 mo[r] = m[r];
                 continue;
@@ -463,13 +453,14 @@ AI void ssm_tile(const float *q, size_t ldq, const float *kt, size_t ldk, int64_
             continue;
         }
         float sum;
-        if (fast[r]) {
-            sum = fast[r] == 1 ? row_exp_whole(acc[r], C, mn[r], s + (size_t)r * lds, 0)
-                               : row_exp_whole(acc[r], C, mn[r], s + (size_t)r * lds, 1);
+        if (range[r] != ROW_KEEP) {
+            sum = range[r] == ROW_NARROW
+                      ? row_exp(acc[r], C, 0, 0, mn[r], s + (size_t)r * lds, ROW_NARROW)
+                      : row_exp(acc[r], C, 0, 0, mn[r], s + (size_t)r * lds, ROW_WHOLE);
             if (sum != sum)
                 bad[r] = 1;
         } else {
-            sum = row_exp(acc[r], C, a[r], z[r], mn[r], s + (size_t)r * lds);
+            sum = row_exp(acc[r], C, a[r], z[r], mn[r], s + (size_t)r * lds, ROW_KEEP);
         }
         corr[r] = cf[r];
         l[r] = l[r] * cf[r] + sum;
