@@ -25,7 +25,7 @@
  * once fills the miss queue and stalls this tile's own loads.  They go to the level-2 cache
  * (T1), not the L1: a tile's K or V rows (64 KiB at f32, D 128) are more than a 32 KiB L1D holds,
  * so rows asked into it evicted the current tile's; on a Zen 4 (32 KiB L1D) T1 moved 1.5-1.9x
- * the GB/s of T0 from memory on one thread (README, "Decode on a Zen 4"). */
+ * the GB/s of T0 from memory on one thread (README, "A Zen 4"). */
 #include <immintrin.h>
 #include <stdint.h>
 
