@@ -54,13 +54,13 @@ from check_isolation import leftovers
 TOP = ["attnconf_bench", "suite", "suite_file", "label", "started", "machine", "config",
        "backends"]
 MACHINE = ["cpu_model", "cores", "mem_bytes", "fma_gflops", "mem_read_gbs", "limits_from",
-           "fma_isa", "read_buffer_bytes", "cpu_share", "cpu_signature"]
+           "fma_isa", "read_buffer_bytes", "cpu_share", "cpu_signature", "thp_mode", "huge_pages"]
 CONFIG = ["min_time_s", "min_reps", "max_reps", "warmup", "threads_hint", "max_gflop"]
 BACKEND = ["name", "version", "options", "timing", "shapes"]
 SHAPE = ["id", "dtype", "b", "hq", "hkv", "lq", "lk", "d", "dv", "causal", "window", "bound",
          "via", "status", "message", "visible_pairs", "flops", "kv_bytes", "io_bytes", "reps",
          "times_s", "median_s", "min_s", "iqr_s", "gflops", "kv_gbs", "pct_limit",
-         "peak_rss_bytes", "validated_rows", "max_err_ratio"]
+         "peak_rss_bytes", "validated_rows", "max_err_ratio", "huge_page_bytes"]
 # A memory-bound shape timed OK also has the read bandwidth measured beside its repetitions.
 BESIDE = ["read_gbs_beside", "read_beside_passes"]
 ESIZE = {"f32": 4, "f16": 2, "bf16": 2}
@@ -194,6 +194,9 @@ def check_bench(a, p, fails):
         fails.append(f"machine keys {list(m)} / config keys {list(cfg)}")
     if not (m["fma_gflops"] > 0 and m["mem_read_gbs"] > 0 and m["cores"] >= 1):
         fails.append("machine limits not positive")
+    if m["thp_mode"] not in ("always", "madvise", "never", "unknown") or \
+            not isinstance(m["huge_pages"], bool):
+        fails.append(f"machine thp_mode {m['thp_mode']!r} / huge_pages {m['huge_pages']!r}")
     ids = [(s, f"{s['id']}.{dt}", dt) for s in suite["shapes"] for dt in s["dtypes"]]
     if a.filter:
         ids = [x for x in ids if any(fnmatch.fnmatchcase(x[1], g) for g in a.filter)]
@@ -272,6 +275,8 @@ def check_bench(a, p, fails):
                 fails.append(f"{where}: max_err_ratio {x['max_err_ratio']}")
             if not x["peak_rss_bytes"] > 0:
                 fails.append(f"{where}: peak_rss_bytes {x['peak_rss_bytes']}")
+            if not (isinstance(x["huge_page_bytes"], int) and x["huge_page_bytes"] >= 0):
+                fails.append(f"{where}: huge_page_bytes {x['huge_page_bytes']}")
             if not all(v > 0 for v in t):
                 fails.append(f"{where}: a time that is not positive in {t}")
             bounds = lookup(rules(a.median), ident, None)

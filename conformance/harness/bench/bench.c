@@ -70,8 +70,8 @@ static void usage(FILE *f)
            "                      [--backend ...] --suite FILE [--filter GLOB]...\n"
            "                      [--out FILE.json] [--label TEXT] [--min-time S] [--min-reps N]\n"
            "                      [--max-reps N] [--max-gflop X] [--limits FILE.json]\n"
-           "                      [--timeout SECONDS] [--adapter-stderr FILE]\n"
-           "       attnconf bench --peak [--out FILE.json]\n"
+           "                      [--timeout SECONDS] [--adapter-stderr FILE] [--huge-pages]\n"
+           "       attnconf bench --peak [--out FILE.json] [--huge-pages]\n"
            "\n"
            "  Times every shape of a perf suite (perf/suites/NAME.yaml) in each of its dtypes\n"
            "  on each backend, in a forked child per benchmark; the first result is checked\n"
@@ -102,6 +102,11 @@ static void usage(FILE *f)
            "                    (every benchmark's adapter; exec: only)\n"
            "  --limits          reuse the \"machine\" limits of an earlier bench or --peak JSON\n"
            "                    instead of measuring them (about 6 s)\n"
+           "  --huge-pages      every benchmark's memory asks for transparent huge pages:\n"
+           "                    the harness's buffers by madvise, each backend's and\n"
+           "                    adapter's own through malloc (GLIBC_TUNABLES\n"
+           "                    glibc.malloc.hugetlb=1; bench starts itself again with it);\n"
+           "                    refused (exit 2) where the kernel's THP mode is never\n"
            "  --peak            only measure and print this machine's limits: f32 FMA GFLOP/s\n"
            "                    and read GB/s on all cores (best of 3 x 1 s each)\n"
            "  FLOPs = (2 D + 2 Dv) per visible query-key pair; GB/s = bytes of K and V in the\n"
@@ -136,7 +141,7 @@ typedef struct bench_opts {
     size_t nfilter;
     double min_time_s, max_gflop, timeout_s;
     int64_t min_reps, max_reps;
-    int peak;
+    int peak, huge_pages;
     int min_time_given, min_reps_given, max_reps_given; /* on the command line */
 } bench_opts;
 
@@ -226,6 +231,7 @@ static int parse(int argc, char **argv, bench_opts *o)
         {.name = "--limits", .kind = CLI_STRING, .dest = &o->limits},
         {.name = "--timeout", .kind = CLI_SECONDS, .dest = &o->timeout_s, .raw = &given[4]},
         {.name = "--peak", .kind = CLI_FLAG, .dest = &o->peak},
+        {.name = "--huge-pages", .kind = CLI_FLAG, .dest = &o->huge_pages},
         adapter_stderr,
     };
     const cli_cmd c = {
@@ -240,7 +246,7 @@ static int parse(int argc, char **argv, bench_opts *o)
         int other = o->nbe || o->nfilter || o->suite || o->label || o->limits || o->adapter_stderr;
         for (size_t k = 0; k < 5; k++)
             other |= given[k] != NULL;
-        return other ? cli_usage_error(&c, "--peak takes only --out", NULL) : 0;
+        return other ? cli_usage_error(&c, "--peak takes only --out and --huge-pages", NULL) : 0;
     }
     if (!o->nbe)
         return cli_usage_error(&c, "--backend is required", NULL);
@@ -538,15 +544,20 @@ static json_t *bench_one(const bench_opts *o, const bench_backend *b, const bs_s
 
 int cmd_bench(const char *argv0, int argc, char **argv)
 {
-    (void)argv0;
     bench_opts o;
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    char err[2048];
+    /* Started again with malloc's tunable in the environment (bench_pages.c); returns here in
+     * the process that has it. */
+    if (o.huge_pages && bpg_request(argv0, argc, argv, err, sizeof err) != 0) {
+        fprintf(stderr, "attnconf bench: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
     if (o.peak)
         return bp_peak_main(o.out);
 
-    char err[2048];
     bs_suite suite;
     if (bs_suite_load(o.suite, bp_mem_bytes(), &suite, err, sizeof err) != 0) {
         fprintf(stderr, "attnconf bench: %s\n", err);
@@ -614,6 +625,8 @@ int cmd_bench(const char *argv0, int argc, char **argv)
            "read (memory-bound shapes: of the bandwidth read beside each)\n",
            m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, m.limits_from, m.fma_gflops,
            m.mem_read_gbs);
+    printf("pages: %s (THP mode %s)\n", m.huge_pages ? "huge pages asked for (--huge-pages)" : "as the system gives them",
+           m.thp_mode);
     widths w = {(int)strlen("backend"), (int)strlen("benchmark")};
     for (int x = 0; x < o.nbe; x++)
         if ((int)strlen(o.be[x].name) > w.backend)

@@ -167,6 +167,8 @@ typedef struct bp_machine {
                                    the limits are too low); 0 = unknown */
     char cpu_signature[96];     /* "VENDOR family F model M" of /proc/cpuinfo (x86), "" if not
                                    there: tells apart CPUs of one model name */
+    char thp_mode[16];          /* the kernel's THP mode (bpg_thp_mode) */
+    int huge_pages;             /* 1: the run asks for huge pages (bpg_huge, --huge-pages) */
 } bp_machine;
 
 /* Physical memory in bytes (sysconf), 0 if unknown. */
@@ -212,6 +214,27 @@ void bp_reader_close(bp_reader *r);
  * from the "machine" object of a JSON file written by `bench --out` or `bench --peak --out`;
  * limits_from becomes "file:PATH".  Returns 0, or -1 with err = "PATH: reason". */
 int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen);
+
+/* Transparent huge pages for a benchmark's memory (bench_pages.c, perf/README.md "Huge
+ * pages"): whether this process was started asking for them (GLIBC_TUNABLES holds
+ * glibc.malloc.hugetlb=1, which bench --huge-pages sets: then malloc advises its large
+ * mappings, in bench and in every backend and adapter it starts). */
+int bpg_huge(void);
+/* --huge-pages: put glibc.malloc.hugetlb=1 into GLIBC_TUNABLES and start this program again
+ * (/proc/self/exe with argv0 then argv[0..argc-1]), so that its malloc reads it.  Returns 0
+ * when the environment already asks (the started-again process), else -1 with err set: the
+ * kernel's THP mode is neither always nor madvise (no memory could have huge pages), or the
+ * exec failed.  Never returns on success. */
+int bpg_request(const char *argv0, int argc, char **argv, char *err, size_t errlen);
+/* madvise(MADV_HUGEPAGE) over [p, p + bytes) when bpg_huge() and bytes >= 2 MiB; a hint, so a
+ * refusal is ignored (huge_page_bytes in the results says what was had). */
+void bpg_advise(void *p, size_t bytes);
+/* The kernel's THP mode (/sys/kernel/mm/transparent_hugepage/enabled): "always", "madvise",
+ * "never", or "unknown" when it cannot be read. */
+void bpg_thp_mode(char *buf, size_t len);
+/* This process's anonymous memory on transparent huge pages (AnonHugePages of
+ * /proc/self/smaps_rollup) in bytes, or -1 when unknown. */
+int64_t bpg_anon_huge_bytes(void);
 
 /* The "machine" object of the bench JSON (jansson json_t *, new reference). */
 struct json_t;

@@ -84,6 +84,7 @@ json_t *bb_shape_json(const bs_shape *s, attnref_dtype dt, bb_via via, const cha
         json_object_set_new(o, unmeasured[x], json_null());
     json_object_set_new(o, "validated_rows", json_integer(0));
     json_object_set_new(o, "max_err_ratio", json_null());
+    json_object_set_new(o, "huge_page_bytes", json_null()); /* set after a correct first call */
     return o;
 }
 
@@ -143,10 +144,14 @@ static void flip_sign(void *q, attnref_dtype dt, int64_t x)
         ((uint16_t *)q)[x] ^= 0x8000u;
 }
 
+/* Untouched until filled, so --huge-pages' advice comes before the first fault. */
 static void *alloc(size_t bytes)
 {
     void *p = NULL;
-    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+        return NULL;
+    bpg_advise(p, bytes);
+    return p;
 }
 
 /* The structure as a boolean mask (B, 1, Lq, Lk), or (B, 1, 1, Lk) when every row keeps the
@@ -504,6 +509,12 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
         set_status(o, "INCORRECT", "%s", vo.message);
         goto done;
     }
+
+    /* What of this process is on huge pages after the first call: K and V, and what an
+     * in-process backend allocated; an exec: adapter's own memory is not counted here. */
+    const int64_t huge = bpg_anon_huge_bytes();
+    if (huge >= 0)
+        json_object_set_new(o, "huge_page_bytes", json_integer((json_int_t)huge));
 
     /* Allocated and written now, outside the timed calls and after the backend's first one. */
     if (s->bound == BS_BOUND_MEMORY)
