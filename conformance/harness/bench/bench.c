@@ -625,7 +625,8 @@ int cmd_bench(const char *argv0, int argc, char **argv)
            "read (memory-bound shapes: of the bandwidth read beside each)\n",
            m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, m.limits_from, m.fma_gflops,
            m.mem_read_gbs);
-    printf("pages: %s (THP mode %s)\n", m.huge_pages ? "huge pages asked for (--huge-pages)" : "as the system gives them",
+    printf("pages: %s (THP mode %s)\n",
+           m.huge_pages ? "huge pages asked for (--huge-pages)" : "as the system gives them",
            m.thp_mode);
     widths w = {(int)strlen("backend"), (int)strlen("benchmark")};
     for (int x = 0; x < o.nbe; x++)
