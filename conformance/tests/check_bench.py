@@ -62,7 +62,7 @@ SHAPE = ["id", "dtype", "b", "hq", "hkv", "lq", "lk", "d", "dv", "causal", "wind
          "times_s", "median_s", "min_s", "iqr_s", "gflops", "kv_gbs", "pct_limit",
          "peak_rss_bytes", "validated_rows", "max_err_ratio", "huge_page_bytes"]
 # A memory-bound shape timed OK also has the read bandwidth measured beside its repetitions.
-BESIDE = ["read_gbs_beside", "read_beside_passes"]
+BESIDE = ["read_gbs_beside", "read_beside_passes", "read_beside_huge_bytes"]
 ESIZE = {"f32": 4, "f16": 2, "bf16": 2}
 
 

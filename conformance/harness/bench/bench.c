@@ -3,8 +3,8 @@
  *   attnconf bench --backend NAME|PATH.so|exec:CMD [--backend-option KEY=VALUE]... [--backend ...]
  *                  --suite FILE [--filter GLOB]... [--out FILE.json] [--label TEXT]
  *                  [--min-time S] [--min-reps N] [--max-reps N] [--max-gflop X]
- *                  [--limits FILE.json]
- *   attnconf bench --peak [--out FILE.json]
+ *                  [--limits FILE.json] [--huge-pages]
+ *   attnconf bench --peak [--out FILE.json] [--huge-pages]
  *
  * Each --backend-option applies to the --backend before it.  Plugins are loaded in process and
  * timed around the call (no worker: a worker's transport would be timed too; "timing":
@@ -20,6 +20,9 @@
  * gives the benchmark's own peak resident memory (for an adapter, that of the adapter process:
  * RUSAGE_CHILDREN once it has exited), and a backend's threads are never forked (the parent
  * holds no open context).
+ *
+ * --huge-pages starts bench again with malloc's huge-page tunable in its environment
+ * (bench_pages.c), before anything else, so every process of the run inherits it.
  *
  * The machine's limits are measured first (bench_peak.c, about 6 s) unless --limits reuses the
  * "machine" object of an earlier JSON file.  A memory-bound benchmark's child also measures the

@@ -223,11 +223,13 @@ int bpg_huge(void);
 /* --huge-pages: put glibc.malloc.hugetlb=1 into GLIBC_TUNABLES and start this program again
  * (/proc/self/exe with argv0 then argv[0..argc-1]), so that its malloc reads it.  Returns 0
  * when the environment already asks (the started-again process), else -1 with err set: the
- * kernel's THP mode is neither always nor madvise (no memory could have huge pages), or the
- * exec failed.  Never returns on success. */
+ * kernel's THP mode is neither always nor madvise (no memory could have huge pages), the C
+ * library is not glibc 2.35 or later (no tunable to pass on), or the exec failed.  Never
+ * returns on success. */
 int bpg_request(const char *argv0, int argc, char **argv, char *err, size_t errlen);
-/* madvise(MADV_HUGEPAGE) over [p, p + bytes) when bpg_huge() and bytes >= 2 MiB; a hint, so a
- * refusal is ignored (huge_page_bytes in the results says what was had). */
+/* madvise(MADV_HUGEPAGE) over [p, p + bytes) when bpg_huge() and bytes >= 2 MiB, for memory
+ * bench maps itself (malloc's is advised by the tunable); a hint, so a refusal is ignored
+ * (read_beside_huge_bytes in the results says what was had). */
 void bpg_advise(void *p, size_t bytes);
 /* The kernel's THP mode (/sys/kernel/mm/transparent_hugepage/enabled): "always", "madvise",
  * "never", or "unknown" when it cannot be read. */

@@ -15,10 +15,7 @@
 static void *alloc64(size_t bytes)
 {
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
-        return NULL;
-    bpg_advise(p, bytes); /* --huge-pages, before the pool is written */
-    return p;
+    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
 }
 
 /* Copy rows of (B, Hkv, lk, d) contiguous src into the pool through the table. */

@@ -5,22 +5,27 @@
  * streams also walks the page tables, which under a hypervisor's nested paging costs enough to
  * show in GB/s.  A serving engine on a host whose THP mode is `always` gets 2 MiB pages without
  * asking; on a `madvise` host only memory that asks for them.  --huge-pages makes every
- * benchmark's memory ask, the same way for every backend: the harness's own buffers (q, k, v,
- * the page pool, the read loop's buffer) by madvise(MADV_HUGEPAGE), and whatever a backend
- * allocates itself, in process or in an exec: adapter, through glibc's malloc tunable
- * glibc.malloc.hugetlb=1 (glibc 2.35 and later), which makes malloc advise its large mappings.
- * A tunable is read when a process starts, so bench puts it in the environment and starts
- * itself again; adapters inherit it.  The environment then says, in any process of the run,
- * whether huge pages were asked for (bpg_huge), so there is one switch and no global state. */
+ * benchmark's memory ask, the same way for every backend: through glibc's malloc tunable
+ * glibc.malloc.hugetlb=1 (glibc 2.35 and later), which makes malloc advise its large mappings,
+ * for whatever is malloc'd, in bench (q, k, v, the page pool) as in a backend, in process or in
+ * an exec: adapter; and by madvise(MADV_HUGEPAGE) for the read loop's buffer, which bench maps
+ * itself, so the bandwidth a decode is a share of is read on the same pages.  A tunable is read
+ * when a process starts, so bench puts it in the environment and starts itself again; adapters
+ * inherit it.  The environment then says, in any process of the run, whether huge pages were
+ * asked for (bpg_huge): one switch, no global state. */
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 
 #include "bench.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 #define TUNABLE "glibc.malloc.hugetlb=1"
 #define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -69,6 +74,23 @@ int bpg_request(const char *argv0, int argc, char **argv, char *err, size_t errl
                  mode, THP_ENABLED);
         return -1;
     }
+#ifdef __GLIBC__
+    const char *libc = gnu_get_libc_version();
+    unsigned major = 0, minor = 0;
+    if (sscanf(libc, "%u.%u", &major, &minor) != 2 || major < 2 || (major == 2 && minor < 35)) {
+        snprintf(err, errlen,
+                 "--huge-pages needs glibc 2.35 or later, whose malloc tunable %s gives "
+                 "every backend's memory huge pages; this is glibc %s",
+                 TUNABLE, libc);
+        return -1;
+    }
+#else
+    snprintf(err, errlen,
+             "--huge-pages needs glibc (2.35 or later), whose malloc tunable %s gives every "
+             "backend's memory huge pages",
+             TUNABLE);
+    return -1;
+#endif
     if (bpg_huge())
         return 0;
     const char *old = getenv("GLIBC_TUNABLES");

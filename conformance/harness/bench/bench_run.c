@@ -144,14 +144,10 @@ static void flip_sign(void *q, attnref_dtype dt, int64_t x)
         ((uint16_t *)q)[x] ^= 0x8000u;
 }
 
-/* Untouched until filled, so --huge-pages' advice comes before the first fault. */
 static void *alloc(size_t bytes)
 {
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
-        return NULL;
-    bpg_advise(p, bytes);
-    return p;
+    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
 }
 
 /* The structure as a boolean mask (B, 1, Lq, Lk), or (B, 1, 1, Lk) when every row keeps the
@@ -256,6 +252,7 @@ typedef struct beside {
     int64_t n;         /* passes measured */
     double read_s;     /* their wall time */
     double rss_before; /* peak resident bytes before the buffer existed */
+    int64_t huge;      /* bytes of the buffer on huge pages, -1 unknown */
     char note[300];    /* why there is no figure, "" when none is owed */
 } beside;
 
@@ -272,12 +269,16 @@ static void beside_open(beside *b, const bs_shape *s, size_t kv_bytes, const bb_
     b->gbs = calloc((size_t)cfg->max_reps, sizeof *b->gbs);
     if (!b->gbs)
         snprintf(why, sizeof why, "out of memory");
+    const int64_t huge_before = bpg_anon_huge_bytes();
     if (!b->gbs || bp_reader_open(&b->r, kv_bytes > floor ? kv_bytes : floor, floor,
                                   cfg->machine->cores, why, sizeof why) != 0)
         snprintf(b->note, sizeof b->note,
                  "no read bandwidth beside the repetitions (%s): %%limit is of the "
                  "machine's",
                  why);
+    /* Like for like with K and V (bench --huge-pages): what of the buffer has huge pages. */
+    const int64_t huge_after = bpg_anon_huge_bytes();
+    b->huge = huge_before >= 0 && huge_after >= huge_before ? huge_after - huge_before : -1;
 }
 
 /* After a timed repetition: one read pass when the passes so far took under a third of the
@@ -568,6 +569,8 @@ void bb_run(const hb_backend *hbp, const bs_shape *s, attnref_dtype dt, bb_via v
     if (read_beside > 0) {
         json_object_set_new(o, "read_gbs_beside", json_real(read_beside));
         json_object_set_new(o, "read_beside_passes", json_integer(bw.n));
+        if (bw.huge >= 0)
+            json_object_set_new(o, "read_beside_huge_bytes", json_integer((json_int_t)bw.huge));
     } else if (bw.note[0]) {
         json_object_set_new(o, "read_beside_note", json_string(bw.note));
     }

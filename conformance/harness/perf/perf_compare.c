@@ -357,6 +357,11 @@ static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_fi
               "memory-bound ones), so ratios and p compare fractions of each machine's limit; "
               "the medians shown are raw times.\n",
               f);
+    if (P->mb->huge_pages >= 0 && P->mn->huge_pages >= 0 && P->mb->huge_pages != P->mn->huge_pages)
+        fprintf(f,
+                "- **Pages differ**: BASE ran %s huge pages, NEW %s (`bench --huge-pages`): "
+                "memory-bound shapes are not like for like.\n",
+                P->mb->huge_pages ? "with" : "without", P->mn->huge_pages ? "with" : "without");
     for (size_t i = 0; i < nbk; i++)
         write_backend(f, pb[i], pn[i], rows[i], nr[i]);
 done:

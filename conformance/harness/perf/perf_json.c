@@ -137,6 +137,9 @@ static int read_machine(at *a, const json_t *root, pj_machine *m)
         get_num(a, o, "fma_gflops", 1, &m->fma_gflops) ||
         get_num(a, o, "mem_read_gbs", 1, &m->mem_read_gbs))
         return -1;
+    /* Optional (files from before bench --huge-pages lack it). */
+    const json_t *hp = json_object_get(o, "huge_pages");
+    m->huge_pages = json_is_boolean(hp) ? json_is_true(hp) : -1;
     a->ctx[0] = '\0';
     return 0;
 }

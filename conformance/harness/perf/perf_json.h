@@ -56,6 +56,7 @@ typedef struct pj_machine {
     int64_t cores, mem_bytes;
     double fma_gflops;   /* f32 FMA throughput on all cores, GFLOP/s (> 0) */
     double mem_read_gbs; /* sustained memory read bandwidth, GB/s (1e9 bytes/s, > 0) */
+    int huge_pages;      /* 1: run with bench --huge-pages, 0: without, -1: not recorded */
 } pj_machine;
 
 /* One shape of one backend.  Shapes are B, Hq, Hkv, Lq, Lk, D, Dv as in SPEC.md. */

@@ -75,6 +75,8 @@ void pm_machine(FILE *f, const pj_machine *m)
         fputs("measured by `attnconf bench --peak`", f);
     }
     fputc(')', f);
+    if (m->huge_pages == 1)
+        fputs("; memory on huge pages (`--huge-pages`)", f);
 }
 
 int pm_open_out(const char *prog, const char *out, of_file *o)
