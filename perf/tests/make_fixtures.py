@@ -36,6 +36,9 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
   beside.json       a decode run whose cpu shapes have read_gbs_beside (20 and 25 GB/s; the
                     reference's none): perf-report's % of the bandwidth read beside a shape
   beside-all.json   its cpu backend alone: every memory-bound shape has the figure
+  pages-base.json   a decode run recorded without bench --huge-pages (machine.huge_pages false)
+  pages-huge.json   the same with it (true): perf-compare says the pages differ, perf-report
+                    that the memory was on huge pages
   bad-*.json        broken files: perf-compare / perf-report must exit 2 naming file and key
 Every file's onnxruntime-opset23 has "timing": "adapter" (an exec: adapter, timed by what it
 reports), cpu "in-process", and the reference no "timing" (a file from before the key).
@@ -308,6 +311,10 @@ def main():
                             reps={"cpu": 3}),
         "decode.json": run("decode", "base (commit a1b2c3d)", 8),
         "wide.json": run("prefill", "thirteen backends", 12, names=WIDE),
+        "pages-base.json": run("decode", "4 KiB pages", 15,
+                               machine=dict(MACHINE, thp_mode="madvise", huge_pages=False)),
+        "pages-huge.json": run("decode", "bench --huge-pages", 16,
+                               machine=dict(MACHINE, thp_mode="madvise", huge_pages=True)),
     }
     files["curves.json"] = curves_file()
     files["paged.json"] = paged_file()
