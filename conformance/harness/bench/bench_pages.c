@@ -11,8 +11,10 @@
  * an exec: adapter; and by madvise(MADV_HUGEPAGE) for the read loop's buffer, which bench maps
  * itself, so the bandwidth a decode is a share of is read on the same pages.  A tunable is read
  * when a process starts, so bench puts it in the environment and starts itself again; adapters
- * inherit it.  The environment then says, in any process of the run, whether huge pages were
- * asked for (bpg_huge): one switch, no global state. */
+ * inherit it, with ATTNCONF_BENCH_HUGE_PAGES=1 beside it, which says the flag did it: a run is
+ * "with huge pages" (bpg_huge) when both are there, in any process of it, so there is one
+ * switch and no global state, and a GLIBC_TUNABLES the user set alone is not taken for the
+ * flag (its effect still shows in huge_page_bytes). */
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 
 #include "bench.h"
@@ -28,12 +30,14 @@
 #endif
 
 #define TUNABLE "glibc.malloc.hugetlb=1"
+#define MARK "ATTNCONF_BENCH_HUGE_PAGES"
 #define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 #define HUGE_BYTES ((size_t)2 << 20)
 
-int bpg_huge(void)
+/* GLIBC_TUNABLES ends with the setting bpg_request appends, so the last setting of the name,
+ * which is the one glibc keeps, is TUNABLE exactly. */
+static int tunable_set(void)
 {
-    /* GLIBC_TUNABLES is "name=value:name=value"; the last setting of a name wins. */
     const char *t = getenv("GLIBC_TUNABLES");
     int on = 0;
     for (const char *p = t; p && *p;) {
@@ -45,6 +49,12 @@ int bpg_huge(void)
         p = end ? end + 1 : p + n;
     }
     return on;
+}
+
+int bpg_huge(void)
+{
+    const char *m = getenv(MARK);
+    return m && !strcmp(m, "1") && tunable_set();
 }
 
 void bpg_thp_mode(char *buf, size_t len)
@@ -68,6 +78,7 @@ int bpg_request(const char *argv0, int argc, char **argv, char *err, size_t errl
     char mode[32];
     bpg_thp_mode(mode, sizeof mode);
     if (strcmp(mode, "always") != 0 && strcmp(mode, "madvise") != 0) {
+        /* "never", or "unknown": no THP in this kernel, or a file this code cannot read */
         snprintf(err, errlen,
                  "--huge-pages: this kernel's transparent huge pages are '%s' (%s), so no "
                  "memory can have them; run without --huge-pages, or set the mode to madvise",
@@ -106,7 +117,7 @@ int bpg_request(const char *argv0, int argc, char **argv, char *err, size_t errl
     args[0] = (char *)argv0;
     for (int i = 0; i < argc; i++)
         args[i + 1] = argv[i];
-    if (setenv("GLIBC_TUNABLES", val, 1) == 0) {
+    if (setenv("GLIBC_TUNABLES", val, 1) == 0 && setenv(MARK, "1", 1) == 0) {
         fflush(NULL);
         execv("/proc/self/exe", args);
     }

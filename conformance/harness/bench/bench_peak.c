@@ -526,10 +526,11 @@ int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen)
                 path, model ? model : "?", sig ? sig : "?",
                 json_is_integer(cores) ? (long long)json_integer_value(cores) : 0LL, m->cpu_model,
                 m->cpu_signature[0] ? m->cpu_signature : "?", m->cores);
-    /* The read bandwidth of 4 KiB pages is not that of huge ones (perf/README.md). */
+    /* The read bandwidth of 4 KiB pages is not that of huge ones (perf/README.md); a file from
+     * before the key says nothing either way. */
     const json_t *hp = json_object_get(mo, "huge_pages");
     const int file_huge = json_is_true(hp);
-    if (file_huge != m->huge_pages)
+    if (json_is_boolean(hp) && file_huge != m->huge_pages)
         fprintf(stderr,
                 "attnconf bench: warning: --limits %s was measured %s huge pages; this run is "
                 "%s them\n",

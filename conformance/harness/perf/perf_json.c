@@ -477,7 +477,8 @@ static int within_10pct(double a, double b)
 int pj_same_machine(const pj_machine *a, const pj_machine *b)
 {
     return !strcmp(a->cpu_model, b->cpu_model) && within_10pct(a->fma_gflops, b->fma_gflops) &&
-           within_10pct(a->mem_read_gbs, b->mem_read_gbs);
+           within_10pct(a->mem_read_gbs, b->mem_read_gbs) &&
+           (a->huge_pages < 0 || b->huge_pages < 0 || a->huge_pages == b->huge_pages);
 }
 
 int pj_same_geometry(const pj_shape *a, const pj_shape *b)

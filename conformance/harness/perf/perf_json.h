@@ -125,9 +125,10 @@ double pj_limit(const pj_machine *m, pj_bound bound);
  * bench wrote it (of the machine's limit: files from before the beside figure). */
 double pj_pct_limit(const pj_shape *s);
 
-/* 1 when two runs' machines count as the same for comparing raw times: same cpu_model, and each
- * limit within 10 % of the other run's (relative to the smaller value).  Otherwise times are
- * compared as fractions of each run's limit (time x limit). */
+/* 1 when two runs' machines count as the same for comparing raw times: same cpu_model, each
+ * limit within 10 % of the other run's (relative to the smaller value), and the same pages
+ * (huge_pages, where both record it: bench --huge-pages).  Otherwise times are compared as
+ * fractions of each run's limit (time x limit). */
 int pj_same_machine(const pj_machine *a, const pj_machine *b);
 
 /* 1 when two shapes with the same id describe the same problem (dtype, bound, every size and

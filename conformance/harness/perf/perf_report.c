@@ -179,7 +179,7 @@ static int index_suites(ctx *c)
         } else if (!pj_same_machine(&s->files[0]->machine, &f->machine)) {
             fprintf(stderr,
                     "%s: %s: suite \"%s\" also comes from %s, measured on another "
-                    "machine (CPU model or limits): report one machine's runs together\n",
+                    "machine (CPU model, limits or pages): report one machine's runs together\n",
                     PROG, f->path, f->suite, s->files[0]->path);
             return CLI_EXIT_USAGE;
         }
@@ -226,7 +226,8 @@ static int one_machine(const ctx *c)
         const pj_machine *a = &c->files[0].machine, *b = &c->files[i].machine;
         if (strcmp(a->cpu_model, b->cpu_model) || a->cores != b->cores ||
             a->mem_bytes != b->mem_bytes || a->fma_gflops != b->fma_gflops ||
-            a->mem_read_gbs != b->mem_read_gbs || strcmp(a->limits_from, b->limits_from))
+            a->mem_read_gbs != b->mem_read_gbs || strcmp(a->limits_from, b->limits_from) ||
+            a->huge_pages != b->huge_pages)
             return 0;
     }
     return 1;
