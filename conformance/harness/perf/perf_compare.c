@@ -348,8 +348,7 @@ static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_fi
             "INCORRECT).\n",
             P->threshold * 100, 1 + P->threshold, P->alpha, PS_MIN_REPS);
     if (P->same_machine)
-        fputs("- Same machine (CPU model, limits within 10 % and pages): raw times compared.\n",
-              f);
+        fputs("- Same machine (CPU model, limits within 10 % and pages): raw times compared.\n", f);
     else
         fputs("- **Different machines** (CPU model, a limit more than 10 % apart, or the pages): "
               "each time "
