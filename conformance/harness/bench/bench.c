@@ -106,9 +106,10 @@ static void usage(FILE *f)
            "  --limits          reuse the \"machine\" limits of an earlier bench or --peak JSON\n"
            "                    instead of measuring them (about 6 s)\n"
            "  --huge-pages      every benchmark's memory asks for transparent huge pages:\n"
-           "                    the harness's buffers by madvise, each backend's and\n"
-           "                    adapter's own through malloc (GLIBC_TUNABLES\n"
-           "                    glibc.malloc.hugetlb=1; bench starts itself again with it);\n"
+           "                    what the harness, a backend or an adapter mallocs through\n"
+           "                    glibc's tunable (GLIBC_TUNABLES glibc.malloc.hugetlb=1;\n"
+           "                    bench starts itself again with it), the read loop's buffer\n"
+           "                    by madvise;\n"
            "                    refused (exit 2) where the kernel's THP mode is never or\n"
            "                    unreadable, or the C library is not glibc 2.35 or later\n"
            "  --peak            only measure and print this machine's limits: f32 FMA GFLOP/s\n"
@@ -629,9 +630,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
            "read (memory-bound shapes: of the bandwidth read beside each)\n",
            m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, m.limits_from, m.fma_gflops,
            m.mem_read_gbs);
-    printf("pages: %s (THP mode %s)\n",
-           m.huge_pages ? "huge pages asked for (--huge-pages)" : "as the system gives them",
-           m.thp_mode);
+    printf("pages: %s (THP mode %s)\n", bpg_pages_words(m.huge_pages), m.thp_mode);
     widths w = {(int)strlen("backend"), (int)strlen("benchmark")};
     for (int x = 0; x < o.nbe; x++)
         if ((int)strlen(o.be[x].name) > w.backend)

@@ -216,12 +216,16 @@ void bp_reader_close(bp_reader *r);
 int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen);
 
 /* Transparent huge pages for a benchmark's memory (bench_pages.c, perf/README.md "Huge
- * pages"): whether this process was started asking for them (GLIBC_TUNABLES holds
- * glibc.malloc.hugetlb=1, which bench --huge-pages sets: then malloc advises its large
- * mappings, in bench and in every backend and adapter it starts). */
+ * pages"): whether this process was started by bench --huge-pages (ATTNCONF_BENCH_HUGE_PAGES=1
+ * beside a GLIBC_TUNABLES whose last hugetlb setting is glibc.malloc.hugetlb=1: then malloc
+ * advises its large mappings, in bench and in every backend and adapter it starts). */
 int bpg_huge(void);
-/* --huge-pages: put glibc.malloc.hugetlb=1 into GLIBC_TUNABLES and start this program again
- * (/proc/self/exe with argv0 then argv[0..argc-1]), so that its malloc reads it.  Returns 0
+/* How a run's memory gets its pages, for the table's header: "huge pages asked for
+ * (--huge-pages)" when huge (bpg_huge), else "as the system gives them". */
+const char *bpg_pages_words(int huge);
+/* --huge-pages: put glibc.malloc.hugetlb=1 into GLIBC_TUNABLES, and ATTNCONF_BENCH_HUGE_PAGES=1
+ * beside it, and start this program again (/proc/self/exe with argv0 then argv[0..argc-1]), so
+ * that its malloc reads it.  Returns 0
  * when the environment already asks (the started-again process), else -1 with err set: the
  * kernel's THP mode is neither always nor madvise (no memory could have huge pages), the C
  * library is not glibc 2.35 or later (no tunable to pass on), or the exec failed.  Never

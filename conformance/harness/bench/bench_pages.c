@@ -57,6 +57,11 @@ int bpg_huge(void)
     return m && !strcmp(m, "1") && tunable_set();
 }
 
+const char *bpg_pages_words(int huge)
+{
+    return huge ? "huge pages asked for (--huge-pages)" : "as the system gives them";
+}
+
 void bpg_thp_mode(char *buf, size_t len)
 {
     snprintf(buf, len, "unknown");

@@ -549,8 +549,8 @@ int bp_peak_main(const char *out_path)
     bp_machine_describe(&m);
     printf("cpu: %s, %d cores in the affinity mask, %.1f GiB of memory; pages: %s (THP mode "
            "%s)\n",
-           m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0,
-           m.huge_pages ? "huge pages asked for" : "as the system gives them", m.thp_mode);
+           m.cpu_model, m.cores, (double)m.mem_bytes / 1073741824.0, bpg_pages_words(m.huge_pages),
+           m.thp_mode);
     fflush(stdout);
     char err[512];
     if (bp_measure(&m, 1.0, stdout, err, sizeof err) != 0) {
