@@ -562,6 +562,8 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     }
     if (o.peak)
         return bp_peak_main(o.out);
+    if (o.huge_pages && bpg_malloc_caveat())
+        fprintf(stderr, "attnconf bench: note: --huge-pages: %s\n", bpg_malloc_caveat());
 
     bs_suite suite;
     if (bs_suite_load(o.suite, bp_mem_bytes(), &suite, err, sizeof err) != 0) {

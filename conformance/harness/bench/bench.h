@@ -231,6 +231,10 @@ const char *bpg_pages_words(int huge);
  * library is not glibc 2.35 or later (no tunable to pass on), or the exec failed.  Never
  * returns on success. */
 int bpg_request(const char *argv0, int argc, char **argv, char *err, size_t errlen);
+/* Why malloc'd memory will not get huge pages even with the tunable, or NULL when it will (glibc's
+ * malloc): "this attnconf is built with AddressSanitizer, ..." where its allocator replaces
+ * malloc.  bench prints it as a note under --huge-pages. */
+const char *bpg_malloc_caveat(void);
 /* madvise(MADV_HUGEPAGE) over [p, p + bytes) when bpg_huge() and bytes >= 2 MiB, for memory
  * bench maps itself (malloc's is advised by the tunable); a hint, so a refusal is ignored
  * (read_beside_huge_bytes in the results says what was had). */

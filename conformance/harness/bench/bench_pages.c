@@ -34,6 +34,15 @@
 #define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 #define HUGE_BYTES ((size_t)2 << 20)
 
+/* A sanitizer's allocator is not glibc's malloc and never reads its tunables. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN_MALLOC 1
+#endif
+#endif
+
 /* GLIBC_TUNABLES ends with the setting bpg_request appends, so the last setting of the name,
  * which is the one glibc keeps, is TUNABLE exactly. */
 static int tunable_set(void)
@@ -131,6 +140,18 @@ int bpg_request(const char *argv0, int argc, char **argv, char *err, size_t errl
     free(val);
     free(args);
     return -1;
+}
+
+const char *bpg_malloc_caveat(void)
+{
+#ifdef ASAN_MALLOC
+    return "this attnconf is built with AddressSanitizer, whose malloc does not read "
+           "glibc.malloc.hugetlb: the q, k, v and page pool that bench and in-process backends "
+           "allocate stay on the pages the system gives (huge_page_bytes says what they had); "
+           "the read loop's buffer and exec: adapters still get huge pages";
+#else
+    return NULL;
+#endif
 }
 
 void bpg_advise(void *p, size_t bytes)
