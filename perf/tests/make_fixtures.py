@@ -32,7 +32,8 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
   paged.json        a paged suite (perf-report's paged / contiguous table): cpu's contiguous
                     decode at Lk 8192, pages of 16 at 0.80 of its bandwidth and pages of 128 at
                     1.00 (times exact), one paged shape INCORRECT; the reference with its paged
-                    shapes NOT_SUPPORTED (no column)
+                    shapes NOT_SUPPORTED, and paged-only with its paged shapes timed but no
+                    contiguous one (neither has a column)
   beside.json       a decode run whose cpu shapes have read_gbs_beside (20 and 25 GB/s; the
                     reference's none): perf-report's % of the bandwidth read beside a shape
   beside-all.json   its cpu backend alone: every memory-bound shape has the figure
@@ -256,19 +257,23 @@ def paged_file():
             return untimed(g, status, "backend lacks capability paged" if status ==
                            "NOT_SUPPORTED" else "row 0: error 9.1x the clause-13 bound")
         return timed(g, t, 5, None, MACHINE)
-    cpu, ref = [], []
+    cpu, ref, only = [], [], []
     for dt, t in (("f32", 4.0e-3), ("f16", 2.5e-3)):
         cpu += [shape(dt, 0, t), shape(dt, 16, t / 0.8),
                 shape(dt, 128, t, "INCORRECT" if dt == "f16" else "OK")]
         ref += [shape(dt, 0, 20 * t), shape(dt, 16, 0, "NOT_SUPPORTED"),
                 shape(dt, 128, 0, "NOT_SUPPORTED")]
+        only += [shape(dt, 0, 0, "NOT_SUPPORTED"), shape(dt, 16, 2 * t),
+                 shape(dt, 128, 2 * t)]
     return {"attnconf_bench": 1, "suite": "paged", "suite_file": "perf/suites/paged.yaml",
             "label": "paged fixture", "started": "2026-12-01T01:02:03Z", "machine": MACHINE,
             "config": CONFIG,
             "backends": [{"name": "cpu", "version": "0.1.0", "options": OPTIONS["cpu"],
                           "timing": "in-process", "shapes": cpu},
                          {"name": "reference", "version": "0.1.0", "options": {},
-                          "shapes": ref}]}
+                          "shapes": ref},
+                         {"name": "paged-only", "version": "0.1.0", "options": {},
+                          "timing": "adapter", "shapes": only}]}
 
 
 def beside_file():

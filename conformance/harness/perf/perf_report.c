@@ -409,10 +409,15 @@ static void write_paged(FILE *f, const suite *s)
                 break;
             }
         }
+    /* A column per backend with a ratio to show: a paged shape and its contiguous twin both
+     * timed (a backend with paged attention only, as OpenVINO's, has none). */
     for (size_t k = 0; k < s->ncols && np < MD_TABLE_MAX_COLS - 1; k++)
         for (size_t i = 0; i < s->cols[k].be->n; i++) {
             const pj_shape *sh = &s->cols[k].be->shapes[i];
-            if (sh->page_size > 0 && sh->status == PJ_OK) {
+            const pj_shape *t = sh->page_size > 0 && sh->status == PJ_OK
+                                    ? contiguous_twin(s->cols[k].be, sh)
+                                    : NULL;
+            if (t && t->status == PJ_OK) {
                 part[np++] = &s->cols[k];
                 break;
             }
