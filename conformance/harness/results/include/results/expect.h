@@ -29,7 +29,9 @@
  *       varies: "the output is the library's uninitialised scratch memory"     optional: the
  *                                     library's output differs from run to run, so the report
  *                                     quotes this text instead of the values the harness saw
- *                                     (REPORT.md's conformance part stays deterministic)
+ *                                     (REPORT.md's conformance part stays deterministic); a
+ *                                     FAIL entry with it also accepts PASS, which such output
+ *                                     gives by chance (zeros where zeros are due)
  *       cpu_lacks: avx512_bf16        optional: the entry holds only on a CPU without this
  *                                     feature (a flag as Linux's /proc/cpuinfo names it, or
  *                                     as $ATTNCONF_CPU_FLAGS lists them, space-separated, which
@@ -93,7 +95,8 @@ hx_entry *hx_match(hx_file *f, const char *id);
  * number of results whose status differs from the expected one. */
 size_t hx_apply(hx_file *f, hr_run *run);
 
-/* 1 if `observed` is what `r`'s expectation (or, without one, conformance) calls for. */
+/* 1 if `observed` is what `r`'s expectation (or, without one, conformance) calls for: the
+ * entry's status, or PASS for a FAIL entry with `varies`. */
 int hx_status_matches(const hr_result *r);
 
 void hx_free(hx_file *f);
