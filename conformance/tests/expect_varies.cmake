@@ -58,3 +58,20 @@ execute_process(COMMAND "${HARNESS}" run --backend "${PASSING}" --filter "sdpa.n
 if(rc EQUAL 0)
   message(FATAL_ERROR "a PASS under a FAIL entry without varies must be a status change (exit 0)")
 endif()
+# The lucky run's report counts, lists and words the case as the failing run's did; only the
+# backend's name, version and files differ.
+execute_process(COMMAND "${HARNESS}" report "${dir}/chance.json" RESULT_VARIABLE rc
+                OUTPUT_VARIABLE md3 ERROR_VARIABLE se)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "report of the lucky run: exit ${rc}: ${se}")
+endif()
+string(REPLACE "reference" "misbehave" md3 "${md3}")
+foreach(part "\n\\| \\*\\*all\\*\\* \\|[^\n]*" "\n\\| misbehave \\| [0-9][^\n]*"
+             "\n\\| [0-9]+ \\| [0-9][^\n]*" "\n#### Divergences.*")
+  string(REGEX MATCH "${part}" want "${md}")
+  string(REGEX MATCH "${part}" got "${md3}")
+  if(want STREQUAL "" OR NOT got STREQUAL want)
+    message(FATAL_ERROR "the lucky run's report differs from the failing run's:\n"
+                        "want: ${want}\ngot: ${got}")
+  endif()
+endforeach()

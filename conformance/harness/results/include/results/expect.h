@@ -31,7 +31,8 @@
  *                                     quotes this text instead of the values the harness saw
  *                                     (REPORT.md's conformance part stays deterministic); a
  *                                     FAIL entry with it also accepts PASS, which such output
- *                                     gives by chance (zeros where zeros are due)
+ *                                     gives by chance (zeros where zeros are due) and the
+ *                                     report renders as the recorded FAIL
  *       cpu_lacks: avx512_bf16        optional: the entry holds only on a CPU without this
  *                                     feature (a flag as Linux's /proc/cpuinfo names it, or
  *                                     as $ATTNCONF_CPU_FLAGS lists them, space-separated, which
