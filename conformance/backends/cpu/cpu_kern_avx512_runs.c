@@ -5,7 +5,9 @@
  * Why: decode reads each K and V row once and does 2 (f32) or 4 (f16/bf16) flop per byte.  At
  * this machine's read bandwidth the 8-lane AVX2 run kernels are compute-bound in f16/bf16 (README,
  * "Decode and the memory roofline"); 16-lane FMAs halve the FMA instructions, and eight keys per
- * step in the scores load each q chunk once for 16 FMAs.
+ * step in the scores load each q chunk once for 16 FMAs.  f32 is left to the AVX2 run kernels:
+ * it has the arithmetic to spare, and from memory they move more (on a Zen 5, 1.5-1.6x the GB/s
+ * of these kernels' f32 on one core; README, "A Zen 5 again").
  *
  * Numerics: the AVX-512 table keeps the AVX2 scores_rows / pv_rows, and the run kernels must give
  * their values bit for bit, so every lane does what an AVX2 lane does, in the same order:
@@ -23,9 +25,8 @@
  * a few rows per step, the steps spread evenly over the call (in the scores up to four per block
  * of keys, spread over its d loop; in P.V one per key and column block): asking for them all at
  * once fills the miss queue and stalls this tile's own loads.  They go to the level-2 cache
- * (T1), not the L1: a tile's K or V rows (64 KiB at f32, D 128) are more than a 32 KiB L1D holds,
- * so rows asked into it evicted the current tile's; on a Zen 4 (32 KiB L1D) T1 moved 1.5-1.9x
- * the GB/s of T0 from memory on one thread (README, "A Zen 4"). */
+ * (T1), not the L1: on a Zen 4 (32 KiB L1D) rows asked into the L1 evicted the current tile's,
+ * and T1 moved 1.5-1.9x the GB/s of T0 from memory on one thread (README, "A Zen 4"). */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -35,18 +36,11 @@
 
 #define AI static inline __attribute__((always_inline))
 
-AI size_t dt_size(const int dtype)
-{
-    return dtype == CPU_F32 ? 4 : 2;
-}
-
+/* f16 and bf16 only (dtype CPU_F16 or CPU_BF16, 2 bytes), here and below. */
 AI float load1(const void *src, int dtype, int64_t i)
 {
-    switch (dtype) {
-    case CPU_F16: return attnref_f16_to_f32(((const uint16_t *)src)[i]);
-    case CPU_BF16: return attnref_bf16_to_f32(((const uint16_t *)src)[i]);
-    default: return ((const float *)src)[i];
-    }
+    const uint16_t x = ((const uint16_t *)src)[i];
+    return dtype == CPU_F16 ? attnref_f16_to_f32(x) : attnref_bf16_to_f32(x);
 }
 
 /* 16 bf16 or f16 values widened exactly to f32. */
@@ -60,9 +54,6 @@ AI __m512 widen16(__m256i x, const int dtype)
 /* Elements d..d+7 of row a in lanes 0-7 and of row b in lanes 8-15, widened exactly. */
 AI __m512 load_2x8(const char *a, const char *b, const int dtype, int64_t d)
 {
-    if (dtype == CPU_F32)
-        return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float *)a + d)),
-                                  _mm256_loadu_ps((const float *)b + d), 1);
     const __m256i x = _mm256_inserti128_si256(
         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)a + d))),
         _mm_loadu_si128((const __m128i *)((const uint16_t *)b + d)), 1);
@@ -72,8 +63,6 @@ AI __m512 load_2x8(const char *a, const char *b, const int dtype, int64_t d)
 /* Elements i..i+15 of src widened exactly. */
 AI __m512 load16(const void *src, const int dtype, int64_t i)
 {
-    if (dtype == CPU_F32)
-        return _mm512_loadu_ps((const float *)src + i);
     return widen16(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i)), dtype);
 }
 
@@ -188,7 +177,7 @@ static int pf_per_block(int64_t D)
 /* The rows of a block's keys: k[i], or base + i * stride bytes where all of them lie in one run
  * (STRIDED).  Why both: eight row pointers leave GCC too few general registers for the d loop,
  * and it keeps them in vector registers, moving one back before each load; two registers do for
- * a strided block (f32 scores in L1, single thread: 1.3x; f16/bf16 1.1x). */
+ * a strided block (scores in L1, single thread: f16/bf16 1.1x). */
 typedef struct krows {
     const char *const *k;
     const char *base;
@@ -277,7 +266,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
                        int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf, int npf,
                        const int R)
 {
-    const size_t esz = dt_size(dtype);
+    const size_t esz = 2;
     int nk = 0;
     for (int u = 0; u < nruns; u++)
         nk += runs[u].n;
@@ -333,7 +322,9 @@ void cpu_avx512_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run
     switch (dtype) {
     case CPU_F16: SRR_ROWS(CPU_F16) break;
     case CPU_BF16: SRR_ROWS(CPU_BF16) break;
-    default: SRR_ROWS(CPU_F32) break;
+    default:
+        cpu_kernels_avx2.scores_runs(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf);
+        break;
     }
 }
 
@@ -384,27 +375,25 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                    int64_t Dv, const float *corr, float *o, size_t ldo, const cpu_run *pf, int npf,
                    const int R)
 {
-    const size_t esz = dt_size(dtype);
+    const size_t esz = 2;
     int nkeys = 0;
     for (int u = 0; u < nruns; u++)
         nkeys += runs[u].n;
-    /* Column blocks: f16/bf16 64 columns while they last, then 32, then 16; f32 16 (one cache
-     * line of each V row per pass: from memory, single-thread CPU time, 1.00-1.02x the AVX2
-     * kernel against 0.87-0.94x with 64-column blocks, though 0.8x their speed in cache). */
-    const int64_t nb = dtype == CPU_F32 ? Dv / 16 : Dv / 64 + (Dv % 64) / 32 + (Dv % 32) / 16;
+    /* Column blocks: 64 columns while they last, then 32, then 16. */
+    const int64_t nb = Dv / 64 + (Dv % 64) / 32 + (Dv % 32) / 16;
     pfq pq;
     pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * nb); /* a step per key and block */
     int64_t e0 = 0;
-    if (dtype != CPU_F32) {
-        for (; e0 + 64 <= Dv; e0 += 64)
-            pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 4, R);
-        if (e0 + 32 <= Dv) {
-            pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 2, R);
-            e0 += 32;
-        }
+    for (; e0 + 64 <= Dv; e0 += 64)
+        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 4, R);
+    if (e0 + 32 <= Dv) {
+        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 2, R);
+        e0 += 32;
     }
-    for (; e0 + 16 <= Dv; e0 += 16)
+    if (e0 + 16 <= Dv) {
         pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 1, R);
+        e0 += 16;
+    }
     /* Fewer than 16 columns left: element by element, as the AVX2 pv_rows. */
     for (int r = 0; r < R && e0 < Dv; r++)
         for (int64_t e = e0; e < Dv; e++)
@@ -435,6 +424,8 @@ void cpu_avx512_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *ru
     switch (dtype) {
     case CPU_F16: PVR_ROWS(CPU_F16) break;
     case CPU_BF16: PVR_ROWS(CPU_BF16) break;
-    default: PVR_ROWS(CPU_F32) break;
+    default:
+        cpu_kernels_avx2.pv_runs(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf);
+        break;
     }
 }
