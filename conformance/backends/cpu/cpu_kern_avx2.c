@@ -17,6 +17,11 @@
 #include "cpu_exp.h"
 #include "cpu_kern.h"
 
+/* The run kernels' prefetch goes to the L1: tuned on a Zen 3, where it was measured; on a Zen 4
+ * the L2 changed them by -13 % to +30 % from run to run (README, "A Zen 4"). */
+#define CPU_PFQ_HINT _MM_HINT_T0
+#include "cpu_runs.h"
+
 #define AI static inline __attribute__((always_inline))
 
 /* ---- conversions ----------------------------------------------------------------------- */
@@ -164,83 +169,6 @@ AI __m256 hsum8x8(const __m256 v[8])
     const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
     const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
     return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-}
-
-/* Prefetch requests for the rows of a run list (the next tile's K or V), a cache line per step,
- * the steps spread evenly over the call's loads.  Decode reads K and V once from memory, and a
- * core keeps only so many line requests in flight: asking for the next tile all at once
- * (hundreds of requests) stalls this tile's loads behind them, and a whole row per step (8
- * lines of an f32 row of 128) still comes in bursts that leave the queue idle in between.  Rows
- * that follow each other in memory (a contiguous tile, a page's run) are one range, so the
- * bookkeeping is a pointer compare per line. */
-typedef struct pfq {
-    const cpu_run *r;
-    int nr, u, t;         /* the next run and row to take a range from */
-    const char *p, *end;  /* the range being requested: lines p, p + 64, ... below end */
-    int per;              /* lines per request step */
-    int every, cd;        /* a request step every `every` calls of pfq_step; calls left */
-    size_t rowbytes, esz; /* bytes of a row to request; of an element */
-} pfq;
-
-/* The next range of q's rows: the rest of a run whose rows are back to back, else one row.
- * 0 when none is left. */
-AI int pfq_range(pfq *q)
-{
-    while (q->u < q->nr && q->t >= q->r[q->u].n) {
-        q->u++;
-        q->t = 0;
-    }
-    if (q->u >= q->nr || q->rowbytes == 0)
-        return 0;
-    const cpu_run *r = &q->r[q->u];
-    const char *row = (const char *)r->src + (size_t)((int64_t)q->t * r->rstride) * q->esz;
-    const int rows = (size_t)r->rstride * q->esz == q->rowbytes ? r->n - q->t : 1;
-    q->t += rows;
-    q->p = (const char *)((uintptr_t)row & ~(uintptr_t)63); /* an unaligned row's first line */
-    q->end = row + (size_t)rows * q->rowbytes;
-    return 1;
-}
-
-/* steps: how many times the caller will call pfq_step (the lines are spread over them). */
-AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz, int64_t steps)
-{
-    *q = (pfq){.r = r, .nr = n, .esz = esz, .rowbytes = (size_t)rowelems * esz, .cd = 1};
-    int64_t lines = 0;
-    for (int i = 0; i < n; i++)
-        lines += (int64_t)r[i].n * (int64_t)((q->rowbytes + 63) / 64);
-    q->per = steps > 0 ? (int)((lines + steps - 1) / steps) : (int)lines;
-    q->every = lines > 0 && steps > lines ? (int)(steps / lines) : 1;
-}
-
-AI void pfq_step(pfq *q)
-{
-    if (--q->cd > 0)
-        return;
-    q->cd = q->every;
-    /* One line inside the current range: the common step, kept short (it runs once per key
-     * and column block in P.V, where the data in cache leaves little room around the FMAs). */
-    if (q->per == 1 && q->p < q->end) {
-        _mm_prefetch(q->p, _MM_HINT_T0);
-        q->p += 64;
-        return;
-    }
-    for (int i = 0; i < q->per; i++) {
-        if (q->p >= q->end && !pfq_range(q))
-            return;
-        _mm_prefetch(q->p, _MM_HINT_T0);
-        q->p += 64;
-    }
-}
-
-/* Whatever is left (a call shorter than its step count, a one-key call). */
-AI void pfq_rest(pfq *q)
-{
-    for (;;) {
-        if (q->p >= q->end && !pfq_range(q))
-            return;
-        _mm_prefetch(q->p, _MM_HINT_T0);
-        q->p += 64;
-    }
 }
 
 /* Rows r < R (<= 4) against the key rows at k0 and k1, scaled: lane 2r of the
@@ -398,23 +326,6 @@ static void x_pv_rows(const float *p, size_t ldp, int nrows, const void *src, in
 }
 
 /* ---- the decode kernels over runs of rows ------------------------------------------------ */
-
-/* The keys of a run list in order: kit_next gives the next row's address (the caller never asks
- * past the total). */
-typedef struct kit {
-    const cpu_run *r;
-    int u, t;
-} kit;
-
-AI const char *kit_next(kit *it, const size_t esz)
-{
-    while (it->t >= it->r[it->u].n) {
-        it->u++;
-        it->t = 0;
-    }
-    const cpu_run *r = &it->r[it->u];
-    return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
-}
 
 /* Store lanes 2r, 2r + 1 of t (rows r < R, keys c and c + 1) into s. */
 AI void store_pair(__m256 t, float *s, size_t lds, int c, const int R)

@@ -34,6 +34,9 @@
 #include "cpu_kern.h"
 #include "cpu_kern_avx512_runs.h"
 
+#define CPU_PFQ_HINT _MM_HINT_T1 /* the L2: see the top of this file */
+#include "cpu_runs.h"
+
 #define AI static inline __attribute__((always_inline))
 
 /* f16 and bf16 only (dtype CPU_F16 or CPU_BF16, 2 bytes), here and below. */
@@ -66,78 +69,6 @@ AI __m512 load16(const void *src, const int dtype, int64_t i)
     return widen16(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i)), dtype);
 }
 
-/* ---- the keys of a run list, and the prefetch queue (the AVX2 run kernels' scheme) ---------- */
-
-/* The keys of a run list in order: kit_next gives the next row's address (the caller never asks
- * past the total). */
-typedef struct kit {
-    const cpu_run *r;
-    int u, t;
-} kit;
-
-/* Past the runs that are used up: it->r[it->u] holds the next row. */
-AI void kit_skip(kit *it)
-{
-    while (it->t >= it->r[it->u].n) {
-        it->u++;
-        it->t = 0;
-    }
-}
-
-AI const char *kit_next(kit *it, const size_t esz)
-{
-    kit_skip(it);
-    const cpu_run *r = &it->r[it->u];
-    return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
-}
-
-/* Requests for the rows of a run list, `per` rows every `every` calls of pfq_step, so that
- * `steps` calls request them all. */
-typedef struct pfq {
-    kit it;
-    int left;        /* rows not yet requested */
-    int per;         /* rows per request step */
-    int every, cd;   /* a request step every `every` calls of pfq_step; calls left to the next */
-    size_t rowbytes; /* bytes of a row to request */
-    size_t esz;
-} pfq;
-
-AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz, int64_t steps)
-{
-    q->it = (kit){r, 0, 0};
-    q->left = 0;
-    for (int i = 0; i < n; i++)
-        q->left += r[i].n;
-    q->esz = esz;
-    q->rowbytes = (size_t)rowelems * esz;
-    q->per = steps > 0 ? (int)((q->left + steps - 1) / steps) : q->left;
-    q->every = q->left > 0 && steps > q->left ? (int)(steps / q->left) : 1;
-    q->cd = 1;
-    if (q->rowbytes == 0)
-        q->left = 0;
-}
-
-AI void pfq_step(pfq *q)
-{
-    if (--q->cd > 0)
-        return;
-    q->cd = q->every;
-    for (int i = 0; i < q->per && q->left > 0; i++, q->left--) {
-        const char *row = kit_next(&q->it, q->esz);
-        for (size_t o = 0; o < q->rowbytes; o += 64)
-            _mm_prefetch(row + o, _MM_HINT_T1);
-        _mm_prefetch(row + q->rowbytes - 1, _MM_HINT_T1); /* an unaligned row's last line */
-    }
-}
-
-/* Whatever the steps left unrequested (a call shorter than its step count). */
-AI void pfq_flush(pfq *q)
-{
-    q->cd = 1;
-    q->per = q->left;
-    pfq_step(q);
-}
-
 /* ---- scores ---------------------------------------------------------------------------------- */
 
 /* HADDPS on each 128-bit lane: [x0 + x1, x2 + x3, y0 + y1, y2 + y3], operands in its order. */
@@ -157,21 +88,6 @@ AI void store_quad(__m512 t, float *s, size_t lds, int c, int nv, const int R)
         _mm_mask_storeu_ps(s + 2 * lds + (size_t)c, m, _mm512_extractf32x4_ps(t, 2));
     if (R > 3)
         _mm_mask_storeu_ps(s + 3 * lds + (size_t)c, m, _mm512_extractf32x4_ps(t, 3));
-}
-
-/* A block of keys takes up to four prefetch steps, at d = 0, every, 2 every, ... (spread over
- * its d loop); pf_per_block counts them. */
-AI int64_t pf_every(int64_t D)
-{
-    return D >= 64 ? D / 32 * 8 : 8;
-}
-
-static int pf_per_block(int64_t D)
-{
-    int n = 0;
-    for (int64_t d = 0; d + 8 <= D && n < 4; d += pf_every(D))
-        n++;
-    return n;
 }
 
 /* The rows of a block's keys: k[i], or base + i * stride bytes where all of them lie in one run
@@ -202,15 +118,9 @@ AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, i
 #pragma GCC unroll 4
         for (int r = 0; r < CPU_DR; r++)
             a[j][r] = _mm512_setzero_ps();
-    const int64_t every = pf_every(D);
-    int64_t d = 0, pf_d = 0;
-    int pf_n = 0;
+    int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
-        if (d == pf_d && pf_n < 4) {
-            pfq_step(pq);
-            pf_d += every;
-            pf_n++;
-        }
+        pfq_step(pq);
         __m512 kz[4];
 #pragma GCC unroll 4
         for (int j = 0; j < 2 * NQ; j++)
@@ -273,7 +183,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
     const __m512 sv = _mm512_set1_ps(sigma);
     const int blocks = nk / 8 + (nk % 8 >= 4) + (nk % 4 > 0);
     pfq pq;
-    pfq_init(&pq, pf, npf, D, esz, (int64_t)blocks * pf_per_block(D));
+    pfq_init(&pq, pf, npf, D, esz, (int64_t)blocks * (D / 8)); /* a step per block and chunk */
     kit it = {runs, 0, 0};
     const char *k[8];
     const krows kp = {k, NULL, 0};
@@ -304,7 +214,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
             k[i] = i < nv ? kit_next(&it, esz) : k[i - 1];
         sr_block(q, ldq, &kp, dtype, D, sv, &pq, s, lds, c, nv, 1, R, 0);
     }
-    pfq_flush(&pq);
+    pfq_rest(&pq);
 }
 
 #define SRR_ROWS(DT)                                                                               \
@@ -406,7 +316,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                 for (int r = 0; r < R; r++)
                     o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
             }
-    pfq_flush(&pq);
+    pfq_rest(&pq);
 }
 
 #define PVR_ROWS(DT)                                                                               \
