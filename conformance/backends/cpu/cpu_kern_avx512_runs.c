@@ -21,10 +21,11 @@
  * Widening is exact (VCVTPH2PS for f16, a 16-bit shift for bf16).  No VDPBF16PS: it flushes
  * subnormal inputs and does not round each product as an FMA does.
  *
- * Prefetch: as the AVX2 run kernels, the next tile's rows are requested a whole row per request,
- * a few rows per step, the steps spread evenly over the call (in the scores up to four per block
- * of keys, spread over its d loop; in P.V one per key and column block): asking for them all at
- * once fills the miss queue and stalls this tile's own loads.  They go to the level-2 cache
+ * Prefetch: the AVX2 run kernels' queue (cpu_runs.h), the next tile's rows a cache line per step,
+ * the steps spread evenly over the call (in the scores one per block of keys and 8-element chunk
+ * of its d loop; in P.V one per key and column block): asking for them all at once, or a whole
+ * row at a time as these kernels did before, leaves this tile's own loads waiting behind the
+ * requests (README, "A Zen 5 again").  They go to the level-2 cache
  * (T1), not the L1: on a Zen 4 (32 KiB L1D) rows asked into the L1 evicted the current tile's,
  * and T1 moved 1.5-1.9x the GB/s of T0 from memory on one thread (README, "A Zen 4"). */
 #include <immintrin.h>
@@ -176,7 +177,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
                        int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf, int npf,
                        const int R)
 {
-    const size_t esz = 2;
+    const size_t esz = sizeof(uint16_t);
     int nk = 0;
     for (int u = 0; u < nruns; u++)
         nk += runs[u].n;
@@ -285,7 +286,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                    int64_t Dv, const float *corr, float *o, size_t ldo, const cpu_run *pf, int npf,
                    const int R)
 {
-    const size_t esz = 2;
+    const size_t esz = sizeof(uint16_t);
     int nkeys = 0;
     for (int u = 0; u < nruns; u++)
         nkeys += runs[u].n;
