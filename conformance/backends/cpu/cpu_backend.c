@@ -60,7 +60,7 @@ static int cpu_open_with_options(void **ctx, const attnconf_option *options, siz
     int rc = cpu_options_parse(options, n_options, &opt, err, errlen);
     if (rc != ATTNCONF_OK)
         return rc;
-    const cpu_kernels *k = cpu_options_kernels(opt.isa, err, errlen);
+    const cpu_kernels *k = cpu_options_kernels(opt.isa, opt.prefetch, err, errlen);
     if (!k)
         return ATTNCONF_ENOTSUP;
     cpu_ctx *c = calloc(1, sizeof *c);

@@ -164,8 +164,10 @@ extern const cpu_kernels cpu_kernels_avx2;
 #endif
 #if defined(CPU_HAVE_AVX512_TU) && CPU_HAVE_AVX512_TU
 /* The AVX-512 table: cpu_kernels_avx2 with the entries cpu_kern_avx512.c specialises replaced
- * (built once, thread-safely, on the first call; call it only on a CPU with AVX-512). */
-const cpu_kernels *cpu_kernels_avx512(void);
+ * (built once, thread-safely, on the first call; call it only on a CPU with AVX-512).  pf_l1:
+ * its decode run kernels ask for the next tile's K/V rows into the L1 (1) or the L2 (0); the
+ * two tables give the same values (cpu_options.h, prefetch=). */
+const cpu_kernels *cpu_kernels_avx512(int pf_l1);
 #endif
 
 #endif

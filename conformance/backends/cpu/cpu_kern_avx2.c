@@ -17,10 +17,11 @@
 #include "cpu_exp.h"
 #include "cpu_kern.h"
 
+#include "cpu_runs.h"
+
 /* The run kernels' prefetch goes to the L1: tuned on a Zen 3, where it was measured; on a Zen 4
  * the L2 changed them by -13 % to +30 % from run to run (README, "A Zen 4"). */
-#define CPU_PFQ_HINT _MM_HINT_T0
-#include "cpu_runs.h"
+#define PF_L1 1
 
 #define AI static inline __attribute__((always_inline))
 
@@ -186,7 +187,7 @@ AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, co
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
         if (pq)
-            pfq_step(pq);
+            pfq_step(pq, PF_L1);
         const __m256 ka = load8(k0, dtype, d), kb = load8(k1, dtype, d);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
@@ -365,7 +366,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
-    pfq_rest(&pq);
+    pfq_rest(&pq, PF_L1);
 }
 
 #define SRR_ROWS(DT)                                                                               \
@@ -411,7 +412,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
             const char *src = runs[u].src;
             const int64_t rs = runs[u].rstride;
             for (int t = 0; t < runs[u].n; t++, c++) {
-                pfq_step(&pq);
+                pfq_step(&pq, PF_L1);
                 const int64_t row = (int64_t)t * rs + e0;
                 const __m256 v0 = load8(src, dtype, row), v1 = load8(src, dtype, row + 8);
 #pragma GCC unroll 4
@@ -440,7 +441,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                 for (int r = 0; r < R; r++)
                     o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
             }
-    pfq_rest(&pq);
+    pfq_rest(&pq, PF_L1);
 }
 
 #define PVR_ROWS(DT)                                                                               \

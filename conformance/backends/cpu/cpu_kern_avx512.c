@@ -623,10 +623,12 @@ static void z_pack_kt(const void *src, int dtype, int64_t rstride, int nk, int64
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
-static cpu_kernels table;
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+/* Two tables, the same but for where the decode run kernels ask for the next tile's rows
+ * (cpu_kern_avx512_runs.c): [1] into the L1, [0] into the L2. */
+static cpu_kernels tables[2];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
-static void table_make(void)
+static void tables_make(void)
 {
     cpu_kernels t = cpu_kernels_avx2; /* every entry not specialised below, present or future */
     t.name = "avx512";
@@ -640,13 +642,16 @@ static void table_make(void)
     t.softmax_rows = z_softmax_rows;
     t.scores_softmax = z_scores_softmax;
     t.tile_keys = 64; /* z_scores_softmax holds a row's scores in four registers */
-    t.scores_runs = cpu_avx512_scores_runs;
-    t.pv_runs = cpu_avx512_pv_runs;
-    table = t;
+    t.scores_runs = cpu_avx512_scores_runs_l2;
+    t.pv_runs = cpu_avx512_pv_runs_l2;
+    tables[0] = t;
+    t.scores_runs = cpu_avx512_scores_runs_l1;
+    t.pv_runs = cpu_avx512_pv_runs_l1;
+    tables[1] = t;
 }
 
-const cpu_kernels *cpu_kernels_avx512(void)
+const cpu_kernels *cpu_kernels_avx512(int pf_l1)
 {
-    pthread_once(&table_once, table_make);
-    return &table;
+    pthread_once(&tables_once, tables_make);
+    return &tables[pf_l1 ? 1 : 0];
 }

@@ -22,20 +22,23 @@
  * subnormal inputs and does not round each product as an FMA does.
  *
  * Prefetch: the AVX2 run kernels' queue (cpu_runs.h), the next tile's rows a cache line per step,
- * the steps spread evenly over the call (in the scores one per block of keys and 8-element chunk
- * of its d loop; in P.V one per key and column block): asking for them all at once, or a whole
- * row at a time as these kernels did before, leaves this tile's own loads waiting behind the
- * requests (README, "A Zen 5 again").  They go to the level-2 cache
- * (T1), not the L1: on a Zen 4 (32 KiB L1D) rows asked into the L1 evicted the current tile's,
- * and T1 moved 1.5-1.9x the GB/s of T0 from memory on one thread (README, "A Zen 4"). */
+ * the steps spread evenly over the call, two per 8-element chunk of a block's d loop in the
+ * scores and two per key and column block in P.V (the lines those read, so every step is the
+ * queue's short path; at one step per chunk, two lines a step, the queue's general loop took
+ * about 14 % of the scores' time with K in the L2).  Asking for them all at once, or a whole row at a time
+ * as these kernels did before, leaves this tile's own loads waiting behind the requests (README,
+ * "A Zen 5 again").  Each kernel comes in two instances, the lines asked into the L1 (_l1,
+ * PREFETCHT0) or into the L2 (_l2, PREFETCHT1); the backend option prefetch= chooses
+ * (cpu_options.h).  On a Zen 4 (32 KiB L1D) the rows asked into the L1 by the earlier queue
+ * evicted the current tile's, and the L2 moved 1.5-1.9x the GB/s from memory (README, "A Zen 4");
+ * on a Zen 5 (48 KiB) with this queue the L1 moves 7-12 % more on one core (README, "Fewer
+ * instructions per key"). */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "attnref/dtype.h"
 #include "cpu_kern.h"
 #include "cpu_kern_avx512_runs.h"
-
-#define CPU_PFQ_HINT _MM_HINT_T1 /* the L2: see the top of this file */
 #include "cpu_runs.h"
 
 #define AI static inline __attribute__((always_inline))
@@ -111,7 +114,7 @@ AI const char *krow(const krows *kr, int i, const int STRIDED)
  * is loaded once for every key. */
 AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, int64_t D, __m512 sv,
                  pfq *pq, float *s, size_t lds, int c, int nv, const int NQ, const int R,
-                 const int STRIDED)
+                 const int STRIDED, const int L1)
 {
     __m512 a[4][CPU_DR];
 #pragma GCC unroll 4
@@ -121,19 +124,23 @@ AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, i
             a[j][r] = _mm512_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
-        pfq_step(pq);
+        pfq_step(pq, L1);
         __m512 kz[4];
 #pragma GCC unroll 4
         for (int j = 0; j < 2 * NQ; j++)
             kz[j] = load_2x8(krow(kr, 2 * j, STRIDED), krow(kr, 2 * j + 1, STRIDED), dtype, d);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
+            if (r == 2)
+                pfq_step(pq, L1);
             const __m512 qv =
                 _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d));
 #pragma GCC unroll 4
             for (int j = 0; j < 2 * NQ; j++)
                 a[j][r] = _mm512_fmadd_ps(qv, kz[j], a[j][r]);
         }
+        if (R <= 2)
+            pfq_step(pq, L1);
     }
     if (d < D) {
         /* The D tail: a scalar sum per row and key into lane 0 of the key's 8 lanes, as the AVX2
@@ -148,7 +155,9 @@ AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, i
                 for (int r = 0; r < R; r++)
                     t[r][i] += q[(size_t)r * ldq + (size_t)d] * x;
             }
+#pragma GCC unroll 4 /* constant indices keep a[][] in registers (else spilled around the loop) */
         for (int j = 0; j < 2 * NQ; j++)
+#pragma GCC unroll 4
             for (int r = 0; r < R; r++)
                 a[j][r] = _mm512_add_ps(a[j][r], _mm512_set_ps(0, 0, 0, 0, 0, 0, 0, t[r][2 * j + 1],
                                                                0, 0, 0, 0, 0, 0, 0, t[r][2 * j]));
@@ -175,7 +184,7 @@ AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, i
 
 AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nruns, const int dtype,
                        int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf, int npf,
-                       const int R)
+                       const int R, const int L1)
 {
     const size_t esz = sizeof(uint16_t);
     int nk = 0;
@@ -184,7 +193,7 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
     const __m512 sv = _mm512_set1_ps(sigma);
     const int blocks = nk / 8 + (nk % 8 >= 4) + (nk % 4 > 0);
     pfq pq;
-    pfq_init(&pq, pf, npf, D, esz, (int64_t)blocks * (D / 8)); /* a step per block and chunk */
+    pfq_init(&pq, pf, npf, D, esz, (int64_t)blocks * (D / 8) * 2); /* two per block and chunk */
     kit it = {runs, 0, 0};
     const char *k[8];
     const krows kp = {k, NULL, 0};
@@ -195,17 +204,17 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         if (it.t + 8 <= it.r[it.u].n) {
             const krows ks = {NULL, kit_next(&it, esz), (size_t)it.r[it.u].rstride * esz};
             it.t += 7;
-            sr_block(q, ldq, &ks, dtype, D, sv, &pq, s, lds, c, 8, 2, R, 1);
+            sr_block(q, ldq, &ks, dtype, D, sv, &pq, s, lds, c, 8, 2, R, 1, L1);
             continue;
         }
         for (int i = 0; i < 8; i++)
             k[i] = kit_next(&it, esz);
-        sr_block(q, ldq, &kp, dtype, D, sv, &pq, s, lds, c, 8, 2, R, 0);
+        sr_block(q, ldq, &kp, dtype, D, sv, &pq, s, lds, c, 8, 2, R, 0, L1);
     }
     if (c + 4 <= nk) {
         for (int i = 0; i < 4; i++)
             k[i] = kit_next(&it, esz);
-        sr_block(q, ldq, &kp, dtype, D, sv, &pq, s, lds, c, 4, 1, R, 0);
+        sr_block(q, ldq, &kp, dtype, D, sv, &pq, s, lds, c, 4, 1, R, 0, L1);
         c += 4;
     }
     if (c < nk) {
@@ -213,22 +222,22 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         const int nv = nk - c;
         for (int i = 0; i < 4; i++)
             k[i] = i < nv ? kit_next(&it, esz) : k[i - 1];
-        sr_block(q, ldq, &kp, dtype, D, sv, &pq, s, lds, c, nv, 1, R, 0);
+        sr_block(q, ldq, &kp, dtype, D, sv, &pq, s, lds, c, nv, 1, R, 0, L1);
     }
-    pfq_rest(&pq);
+    pfq_rest(&pq, L1);
 }
 
 #define SRR_ROWS(DT)                                                                               \
     switch (nrows) {                                                                               \
-    case 1: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 1); break;          \
-    case 2: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 2); break;          \
-    case 3: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 3); break;          \
-    default: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 4); break;         \
+    case 1: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 1, L1); break;      \
+    case 2: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 2, L1); break;      \
+    case 3: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 3, L1); break;      \
+    default: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 4, L1); break;     \
     }
 
-void cpu_avx512_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
-                            int dtype, int64_t D, float sigma, float *s, size_t lds,
-                            const cpu_run *pf, int npf)
+AI void scores_runs_any(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                        int dtype, int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf,
+                        int npf, const int L1)
 {
     switch (dtype) {
     case CPU_F16: SRR_ROWS(CPU_F16) break;
@@ -239,13 +248,27 @@ void cpu_avx512_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run
     }
 }
 
+void cpu_avx512_scores_runs_l1(const float *q, size_t ldq, int nrows, const cpu_run *runs,
+                               int nruns, int dtype, int64_t D, float sigma, float *s, size_t lds,
+                               const cpu_run *pf, int npf)
+{
+    scores_runs_any(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf, 1);
+}
+
+void cpu_avx512_scores_runs_l2(const float *q, size_t ldq, int nrows, const cpu_run *runs,
+                               int nruns, int dtype, int64_t D, float sigma, float *s, size_t lds,
+                               const cpu_run *pf, int npf)
+{
+    scores_runs_any(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf, 0);
+}
+
 /* ---- P.V ------------------------------------------------------------------------------------- */
 
 /* Columns e0 .. e0 + 16 NV - 1 of O for rows r < R over every key of the runs: O * corr, then an
  * FMA per key in key order, the accumulators in registers across the runs. */
 AI void pv_block(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
                  int64_t e0, const float *corr, float *o, size_t ldo, pfq *pq, const int NV,
-                 const int R)
+                 const int R, const int L1)
 {
     __m512 a[CPU_DR][4];
 #pragma GCC unroll 4
@@ -260,7 +283,7 @@ AI void pv_block(const float *p, size_t ldp, const cpu_run *runs, int nruns, con
         const char *src = runs[u].src;
         const int64_t rs = runs[u].rstride;
         for (int t = 0; t < runs[u].n; t++, c++) {
-            pfq_step(pq);
+            pfq_step(pq, L1);
             const int64_t row = (int64_t)t * rs + e0;
             __m512 v[4];
 #pragma GCC unroll 4
@@ -268,11 +291,15 @@ AI void pv_block(const float *p, size_t ldp, const cpu_run *runs, int nruns, con
                 v[j] = load16(src, dtype, row + 16 * j);
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
+                if (r == 2)
+                    pfq_step(pq, L1);
                 const __m512 pb = _mm512_set1_ps(p[(size_t)r * ldp + (size_t)c]);
 #pragma GCC unroll 4
                 for (int j = 0; j < NV; j++)
                     a[r][j] = _mm512_fmadd_ps(pb, v[j], a[r][j]);
             }
+            if (R <= 2)
+                pfq_step(pq, L1);
         }
     }
 #pragma GCC unroll 4
@@ -284,7 +311,7 @@ AI void pv_block(const float *p, size_t ldp, const cpu_run *runs, int nruns, con
 
 AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
                    int64_t Dv, const float *corr, float *o, size_t ldo, const cpu_run *pf, int npf,
-                   const int R)
+                   const int R, const int L1)
 {
     const size_t esz = sizeof(uint16_t);
     int nkeys = 0;
@@ -293,16 +320,16 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
     /* Column blocks: 64 columns while they last, then 32, then 16. */
     const int64_t nb = Dv / 64 + (Dv % 64) / 32 + (Dv % 32) / 16;
     pfq pq;
-    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * nb); /* a step per key and block */
+    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * nb * 2); /* two per key and block */
     int64_t e0 = 0;
     for (; e0 + 64 <= Dv; e0 += 64)
-        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 4, R);
+        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 4, R, L1);
     if (e0 + 32 <= Dv) {
-        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 2, R);
+        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 2, R, L1);
         e0 += 32;
     }
     if (e0 + 16 <= Dv) {
-        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 1, R);
+        pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, 1, R, L1);
         e0 += 16;
     }
     /* Fewer than 16 columns left: element by element, as the AVX2 pv_rows. */
@@ -317,20 +344,20 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                 for (int r = 0; r < R; r++)
                     o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
             }
-    pfq_rest(&pq);
+    pfq_rest(&pq, L1);
 }
 
 #define PVR_ROWS(DT)                                                                               \
     switch (nrows) {                                                                               \
-    case 1: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 1); break;              \
-    case 2: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 2); break;              \
-    case 3: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 3); break;              \
-    default: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 4); break;             \
+    case 1: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 1, L1); break;          \
+    case 2: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 2, L1); break;          \
+    case 3: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 3, L1); break;          \
+    default: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 4, L1); break;         \
     }
 
-void cpu_avx512_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
-                        int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
-                        const cpu_run *pf, int npf)
+AI void pv_runs_any(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                    int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                    const cpu_run *pf, int npf, const int L1)
 {
     switch (dtype) {
     case CPU_F16: PVR_ROWS(CPU_F16) break;
@@ -339,4 +366,18 @@ void cpu_avx512_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *ru
         cpu_kernels_avx2.pv_runs(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf);
         break;
     }
+}
+
+void cpu_avx512_pv_runs_l1(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                           int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                           const cpu_run *pf, int npf)
+{
+    pv_runs_any(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf, 1);
+}
+
+void cpu_avx512_pv_runs_l2(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                           int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                           const cpu_run *pf, int npf)
+{
+    pv_runs_any(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf, 0);
 }

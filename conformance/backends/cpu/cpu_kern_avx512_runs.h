@@ -8,12 +8,20 @@
 
 #include "cpu_kern.h"
 
-void cpu_avx512_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
-                            int dtype, int64_t D, float sigma, float *s, size_t lds,
-                            const cpu_run *pf, int npf);
+/* _l1: the next tile's rows are asked into the L1 (PREFETCHT0), _l2: into the L2 (PREFETCHT1);
+ * the values are the same.  f32 goes to the AVX2 run kernels (which ask into the L1) in both. */
+void cpu_avx512_scores_runs_l1(const float *q, size_t ldq, int nrows, const cpu_run *runs,
+                               int nruns, int dtype, int64_t D, float sigma, float *s, size_t lds,
+                               const cpu_run *pf, int npf);
+void cpu_avx512_scores_runs_l2(const float *q, size_t ldq, int nrows, const cpu_run *runs,
+                               int nruns, int dtype, int64_t D, float sigma, float *s, size_t lds,
+                               const cpu_run *pf, int npf);
 
-void cpu_avx512_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
-                        int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
-                        const cpu_run *pf, int npf);
+void cpu_avx512_pv_runs_l1(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                           int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                           const cpu_run *pf, int npf);
+void cpu_avx512_pv_runs_l2(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                           int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                           const cpu_run *pf, int npf);
 
 #endif

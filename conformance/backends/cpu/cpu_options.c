@@ -16,6 +16,8 @@ const attnconf_option_info cpu_option_info[] = {
      "threads per call, caller included: 1..1024, or auto = CPUs in the affinity mask"},
     {"isa", "auto",
      "micro-kernels: auto|avx512|avx2|portable (default: $ATTNCONF_CPU_ISA, else auto)"},
+    {"prefetch", "auto",
+     "where the AVX-512 decode kernels prefetch: auto|l1|l2 (auto = l1 if the L1D >= 48 KiB)"},
     {"slowdown", "0", "TEST-ONLY: spin F x each call's duration after it (0..10; 0 = off)"},
     {NULL, NULL, NULL},
 };
@@ -52,6 +54,7 @@ int cpu_options_parse(const attnconf_option *options, size_t n, cpu_options *o, 
 {
     o->threads = default_threads();
     o->isa = CPU_ISA_AUTO;
+    o->prefetch = CPU_PF_AUTO;
     o->slowdown = 0.0;
     int isa_given = 0;
     for (size_t i = 0; i < n; i++) {
@@ -74,6 +77,17 @@ int cpu_options_parse(const attnconf_option *options, size_t n, cpu_options *o, 
                 return ATTNCONF_EINVAL;
             }
             isa_given = 1;
+        } else if (strcmp(k, "prefetch") == 0) {
+            if (strcmp(v, "auto") == 0)
+                o->prefetch = CPU_PF_AUTO;
+            else if (strcmp(v, "l1") == 0)
+                o->prefetch = CPU_PF_L1;
+            else if (strcmp(v, "l2") == 0)
+                o->prefetch = CPU_PF_L2;
+            else {
+                snprintf(err, errlen, "prefetch: '%s' is not one of auto, l1, l2", v);
+                return ATTNCONF_EINVAL;
+            }
         } else if (strcmp(k, "slowdown") == 0) {
             char *end;
             errno = 0;
@@ -125,15 +139,31 @@ static int have_avx512(void)
 #endif
 }
 
-const cpu_kernels *cpu_options_kernels(cpu_isa isa, char *err, size_t errlen)
+/* prefetch=auto: the L1 where it holds at least 48 KiB.  The line-per-step queue can keep up to
+ * about three tiles' rows live in it (the current tile's, and the next tile's K and V); at f16,
+ * D 128 and 64-key tiles that is 48 KiB.  Measured: a 48 KiB L1D (Zen 5) moved 7-12 % more
+ * from memory with the L1; a 32 KiB one (Zen 4) 1.5-1.9x more with the L2, with the earlier
+ * queue (README, "Fewer instructions per key", "A Zen 4").  Unknown (0 or -1): the L2. */
+static int auto_prefetch_l1(void)
 {
-    if (isa == CPU_ISA_PORTABLE)
-        return &cpu_kernels_portable;
-#if defined(CPU_HAVE_AVX512_TU) && CPU_HAVE_AVX512_TU
-    if ((isa == CPU_ISA_AUTO || isa == CPU_ISA_AVX512) && have_avx512())
-        return cpu_kernels_avx512();
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    return sysconf(_SC_LEVEL1_DCACHE_SIZE) >= 48 * 1024;
+#else
+    return 0;
 #endif
-    if (isa == CPU_ISA_AVX512) {
+}
+
+const cpu_kernels *cpu_options_kernels(cpu_isa isa, cpu_prefetch prefetch, char *err, size_t errlen)
+{
+    const cpu_kernels *k = NULL;
+    if (isa == CPU_ISA_PORTABLE)
+        k = &cpu_kernels_portable;
+#if defined(CPU_HAVE_AVX512_TU) && CPU_HAVE_AVX512_TU
+    else if ((isa == CPU_ISA_AUTO || isa == CPU_ISA_AVX512) && have_avx512())
+        return cpu_kernels_avx512(prefetch == CPU_PF_AUTO ? auto_prefetch_l1()
+                                                          : prefetch == CPU_PF_L1);
+#endif
+    else if (isa == CPU_ISA_AVX512) {
         snprintf(err, errlen, "isa=avx512: %s",
                  have_avx2() ? "this CPU (or this build) lacks AVX-512 F/BW/DQ/VL; use isa=auto, "
                                "avx2 or portable"
@@ -142,16 +172,26 @@ const cpu_kernels *cpu_options_kernels(cpu_isa isa, char *err, size_t errlen)
         return NULL;
     }
 #if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
-    if (have_avx2())
-        return &cpu_kernels_avx2;
+    else if (have_avx2())
+        k = &cpu_kernels_avx2;
 #endif
-    if (isa == CPU_ISA_AVX2) {
+    else if (isa == CPU_ISA_AVX2) {
         snprintf(
             err, errlen, "isa=avx2: %s",
             have_avx2()
                 ? "not built"
                 : "this CPU (or this build) lacks AVX2, FMA or F16C; use isa=auto or portable");
         return NULL;
+    } else
+        k = &cpu_kernels_portable;
+    /* The avx2 kernels ask into the L1 only, the portable ones do not prefetch. */
+    const int no_l2 = prefetch == CPU_PF_L2, no_l1 = prefetch == CPU_PF_L1 && !k->scores_runs;
+    if (no_l2 || no_l1) {
+        snprintf(err, errlen, "prefetch=%s: only the avx512 kernels %s; these are the %s ones",
+                 no_l2 ? "l2" : "l1",
+                 no_l2 ? "prefetch into the L2" : "and the avx2 ones prefetch into the L1",
+                 k->name);
+        return NULL;
     }
-    return &cpu_kernels_portable;
+    return k;
 }

@@ -8,6 +8,14 @@
  *                    C ones; avx512 / avx2 = those or refuse to open (ENOTSUP) on a CPU without
  *                    them; portable = the portable ones everywhere.  When the option is not
  *                    given, the environment variable ATTNCONF_CPU_ISA (same values) decides.
+ *   prefetch=auto|l1|l2
+ *                    where the AVX-512 decode run kernels ask for the next tile's K/V rows:
+ *                    l1 = into the L1 data cache (PREFETCHT0), l2 = into the L2 (PREFETCHT1);
+ *                    auto (the default) = l1 where the L1 data cache holds at least 48 KiB
+ *                    (sysconf), else l2 (README, "Fewer instructions per key").  The values are
+ *                    the same either way.  The AVX2 run kernels always ask into the L1 and the
+ *                    portable kernels not at all, so l2 with the avx2 kernels, and l1 or l2 with
+ *                    the portable ones, refuse to open (ENOTSUP).
  *   slowdown=F       TEST-ONLY (0 = off, the default; 0 <= F <= 10): after each sdpa call, spin
  *                    for F times the call's own duration, a known regression for testing
  *                    performance tooling (perf-compare must flag slowdown=0.10).  Never use it
@@ -23,10 +31,13 @@
 
 typedef enum cpu_isa { CPU_ISA_AUTO = 0, CPU_ISA_AVX2, CPU_ISA_PORTABLE, CPU_ISA_AVX512 } cpu_isa;
 
+typedef enum cpu_prefetch { CPU_PF_AUTO = 0, CPU_PF_L1, CPU_PF_L2 } cpu_prefetch;
+
 typedef struct cpu_options {
-    int threads;     /* >= 1 */
-    cpu_isa isa;     /* as asked (option, else environment, else auto) */
-    double slowdown; /* 0 = off */
+    int threads;           /* >= 1 */
+    cpu_isa isa;           /* as asked (option, else environment, else auto) */
+    cpu_prefetch prefetch; /* as asked */
+    double slowdown;       /* 0 = off */
 } cpu_options;
 
 /* The option table of the plugin (attnconf_backend.options), NULL-key terminated. */
@@ -38,8 +49,10 @@ extern const attnconf_option_info cpu_option_info[];
 int cpu_options_parse(const attnconf_option *options, size_t n, cpu_options *o, char *err,
                       size_t errlen);
 
-/* The kernel table for isa on this CPU: NULL (with a reason in err) when avx512 or avx2 is asked
- * for and the CPU or this build lacks that set (AVX-512 F/BW/DQ/VL; AVX2, FMA, F16C). */
-const cpu_kernels *cpu_options_kernels(cpu_isa isa, char *err, size_t errlen);
+/* The kernel table for isa and prefetch on this CPU: NULL (with a reason in err) when avx512 or
+ * avx2 is asked for and the CPU or this build lacks that set (AVX-512 F/BW/DQ/VL; AVX2, FMA,
+ * F16C), or when the table chosen cannot prefetch as asked (see prefetch= above). */
+const cpu_kernels *cpu_options_kernels(cpu_isa isa, cpu_prefetch prefetch, char *err,
+                                       size_t errlen);
 
 #endif

@@ -1,8 +1,7 @@
 /* cpu_runs.h — what the decode run kernels of the x86 tables share (cpu_kern_avx2.c,
  * cpu_kern_avx512_runs.c): the walk over a run list's keys, and the prefetch queue for the next
  * tile's rows.  Header-only and private to the cpu plugin; each file compiles it with its own
- * flags.  Define CPU_PFQ_HINT (_MM_HINT_T0 or _MM_HINT_T1: where the requested lines go) before
- * including it. */
+ * flags. */
 #ifndef ATTNCONF_CPU_RUNS_H
 #define ATTNCONF_CPU_RUNS_H
 
@@ -10,10 +9,6 @@
 #include <xmmintrin.h>
 
 #include "cpu_kern.h"
-
-#ifndef CPU_PFQ_HINT
-#error "define CPU_PFQ_HINT before including cpu_runs.h"
-#endif
 
 #define CPU_RUNS_AI static inline __attribute__((always_inline))
 
@@ -41,7 +36,8 @@ CPU_RUNS_AI const char *kit_next(kit *it, const size_t esz)
 }
 
 /* Prefetch requests for the rows of a run list (the next tile's K or V), a cache line per step,
- * the steps spread evenly over the call's loads.  Decode reads K and V once from memory, and a
+ * the steps spread evenly over the call's loads (a caller gives at least as many steps as lines,
+ * so that a step is the short path below).  Decode reads K and V once from memory, and a
  * core keeps only so many line requests in flight: asking for the next tile all at once
  * (hundreds of requests) stalls this tile's loads behind them, and a whole row per step (8
  * lines of an f32 row of 128) still comes in bursts that leave the queue idle in between (README,
@@ -76,6 +72,16 @@ CPU_RUNS_AI int pfq_range(pfq *q)
     return 1;
 }
 
+/* One request for line p: into the L1 (PREFETCHT0) when L1, else into the L2 (PREFETCHT1).  L1
+ * is a constant where the kernels are instantiated. */
+CPU_RUNS_AI void pfq_line(const char *p, const int L1)
+{
+    if (L1)
+        _mm_prefetch(p, _MM_HINT_T0);
+    else
+        _mm_prefetch(p, _MM_HINT_T1);
+}
+
 /* steps: how many times the caller will call pfq_step (the lines are spread over them). */
 CPU_RUNS_AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz,
                           int64_t steps)
@@ -88,7 +94,7 @@ CPU_RUNS_AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, siz
     q->every = lines > 0 && steps > lines ? (int)(steps / lines) : 1;
 }
 
-CPU_RUNS_AI void pfq_step(pfq *q)
+CPU_RUNS_AI void pfq_step(pfq *q, const int L1)
 {
     if (--q->cd > 0)
         return;
@@ -96,25 +102,25 @@ CPU_RUNS_AI void pfq_step(pfq *q)
     /* One line inside the current range: the common step, kept short (it runs once per key
      * and column block in P.V, where the data in cache leaves little room around the FMAs). */
     if (q->per == 1 && q->p < q->end) {
-        _mm_prefetch(q->p, CPU_PFQ_HINT);
+        pfq_line(q->p, L1);
         q->p += 64;
         return;
     }
     for (int i = 0; i < q->per; i++) {
         if (q->p >= q->end && !pfq_range(q))
             return;
-        _mm_prefetch(q->p, CPU_PFQ_HINT);
+        pfq_line(q->p, L1);
         q->p += 64;
     }
 }
 
 /* Whatever is left (a call shorter than its step count, a one-key call). */
-CPU_RUNS_AI void pfq_rest(pfq *q)
+CPU_RUNS_AI void pfq_rest(pfq *q, const int L1)
 {
     for (;;) {
         if (q->p >= q->end && !pfq_range(q))
             return;
-        _mm_prefetch(q->p, CPU_PFQ_HINT);
+        pfq_line(q->p, L1);
         q->p += 64;
     }
 }

@@ -1,6 +1,7 @@
 /* test_cpu_tables.h — the kernel tables this machine runs, for the cpu plugin's unit tests: the
  * portable one always, the AVX2 one where the CPU has AVX2 + FMA + F16C, the AVX-512 one where
- * it also has AVX-512 F/BW/DQ/VL (with the OS saving the ZMM state).  A table the CPU cannot run
+ * it also has AVX-512 F/BW/DQ/VL (with the OS saving the ZMM state), twice: its decode run
+ * kernels prefetching into the L1 and into the L2.  A table the CPU cannot run
  * is skipped with a line in the test log, never failed: not a warning either, since Criterion
  * exits non-zero on any warning and a CPU without AVX-512 is not a fault. */
 #ifndef ATTNCONF_TEST_CPU_TABLES_H
@@ -10,7 +11,7 @@
 
 #include "cpu_kern.h"
 
-#define CPU_TEST_MAX_TABLES 3
+#define CPU_TEST_MAX_TABLES 4
 
 /* Fills t[0..n) (room for CPU_TEST_MAX_TABLES) and returns n. */
 static inline int ntables(const cpu_kernels **t)
@@ -27,9 +28,10 @@ static inline int ntables(const cpu_kernels **t)
         cr_log_info("no AVX2/FMA/F16C here: the AVX2 kernels are not tested");
 #if defined(CPU_HAVE_AVX512_TU) && CPU_HAVE_AVX512_TU
     if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-        t[n++] = cpu_kernels_avx512();
-    else
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+        t[n++] = cpu_kernels_avx512(1); /* the two differ in their decode prefetch only */
+        t[n++] = cpu_kernels_avx512(0);
+    } else
         cr_log_info("no AVX-512 F/BW/DQ/VL here: the AVX-512 kernels are not tested");
 #endif
 #endif
