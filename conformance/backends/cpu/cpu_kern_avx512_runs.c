@@ -25,9 +25,9 @@
  * the steps spread evenly over the call, two per 8-element chunk of a block's d loop in the
  * scores and two per key and column block in P.V (the lines those read, so every step is the
  * queue's short path; at one step per chunk, two lines a step, the queue's general loop took
- * about 14 % of the scores' time with K in the L2).  Asking for them all at once, or a whole row at a time
- * as these kernels did before, leaves this tile's own loads waiting behind the requests (README,
- * "A Zen 5 again").  Each kernel comes in two instances, the lines asked into the L1 (_l1,
+ * about 14 % of the scores' time with K in the L2).  Asking for them all at once, or a whole row
+ * at a time as these kernels did before, leaves this tile's own loads waiting behind the
+ * requests (README, "A Zen 5 again").  Each kernel comes in two instances, the lines asked into the L1 (_l1,
  * PREFETCHT0) or into the L2 (_l2, PREFETCHT1); the backend option prefetch= chooses
  * (cpu_options.h).  On a Zen 4 (32 KiB L1D) the rows asked into the L1 by the earlier queue
  * evicted the current tile's, and the L2 moved 1.5-1.9x the GB/s from memory (README, "A Zen 4");
