@@ -31,7 +31,7 @@
  * PREFETCHT0) or into the L2 (_l2, PREFETCHT1); the backend option prefetch= chooses
  * (cpu_options.h).  On a Zen 4 (32 KiB L1D) the rows asked into the L1 by the earlier queue
  * evicted the current tile's, and the L2 moved 1.5-1.9x the GB/s from memory (README, "A Zen 4");
- * on a Zen 5 (48 KiB) with this queue the L1 moves 7-12 % more on one core (README, "Fewer
+ * on a Zen 5 (48 KiB) with this queue the L1 moves 3-12 % more on one core (README, "Fewer
  * instructions per key"). */
 #include <immintrin.h>
 #include <stdint.h>
