@@ -154,7 +154,9 @@ typedef struct cpu_kernels {
      * CPU_BC): the most the score blocks above hold, and the step of the driver's key loop.
      * Larger tiles share each row's per-tile work (the max, the sum, the rescale, the O rows'
      * reload) among more keys; the fused AVX-512 kernel holds a row's 64 scores in registers.
-     * Chosen per table by measurement (README, "The AVX2 prefill on a Zen 3"). */
+     * Chosen per table by measurement (README, "The AVX2 prefill on a Zen 3").  A decode plan
+     * (the run kernels) takes CPU_BC keys per tile in every table, and gives softmax_rows and
+     * scores_softmax none of its blocks longer than this. */
     int tile_keys;
 } cpu_kernels;
 

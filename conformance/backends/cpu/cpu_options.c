@@ -139,11 +139,11 @@ static int have_avx512(void)
 #endif
 }
 
-/* prefetch=auto: the L1 where it holds at least 48 KiB.  The line-per-step queue can keep up to
- * about three tiles' rows live in it (the current tile's, and the next tile's K and V); at f16,
- * D 128 and 64-key tiles that is 48 KiB.  Measured: a 48 KiB L1D (Zen 5) moved 3-12 % more
- * from memory with the L1; a 32 KiB one (Zen 4) 1.5-1.9x more with the L2, with the earlier
- * queue (README, "Fewer instructions per key", "A Zen 4").  Unknown (0 or -1): the L2. */
+/* prefetch=auto: the L1 where it holds at least 48 KiB.  The rule separates the two machines
+ * measured, it is no footprint argument: a 48 KiB L1D (Zen 5) moved 3-12 % more from memory
+ * with the L1, on 64- and 128-key tiles alike; a 32 KiB one (Zen 4) 1.5-1.9x more with the L2,
+ * with the earlier queue (README, "Fewer instructions per key", "A Zen 4").  Unknown (0 or
+ * -1): the L2. */
 static int auto_prefetch_l1(void)
 {
 #ifdef _SC_LEVEL1_DCACHE_SIZE

@@ -747,7 +747,9 @@ static void item_tile(const job *J, irun *s, int64_t j0, const inext *nx)
         const int ncols = (int)round_up((size_t)ng, CPU_NR);
         /* Only the rows' intervals exclude keys: softmax_rows for the group; with no score
          * term between the products and the softmax, both in one kernel call. */
-        const int rows = K->softmax_rows && !direct && !J->mask && !bad && exact;
+        /* (A decode plan's tiles may be longer than the table's fused kernels hold.) */
+        const int rows =
+            K->softmax_rows && !direct && !J->mask && !bad && exact && ng <= K->tile_keys;
         const int fused = rows && K->scores_softmax && !J->capped && !J->slope;
         if (direct)
             scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, &dt, r0 == 0, w.s);
@@ -1053,8 +1055,15 @@ static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, i
         return -1;
     }
     J->hb = bundle_heads(J, Hkv, Hq / Hkv, Lq, D, Dv);
+    /* Decode (few rows per item, K and V rows contiguous: the run kernels) takes CPU_BC keys per
+     * tile whatever the table's tile_keys, which is sized for its prefill kernels (the AVX-512
+     * table's hold a row's 64 scores in registers): the per-tile work (the softmax step, the run
+     * lists, the O rows' reload) is spread over twice the keys there (README, "128-key tiles for
+     * decode"). */
+    const int runs =
+        Lq * (Hq / Hkv) <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
     if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads, J->hb,
-                      J->k->tile_keys) != 0) {
+                      runs ? CPU_BC : J->k->tile_keys) != 0) {
         free(heads);
         snprintf(err, errlen, "cpu: cannot allocate the work list");
         return -1;
