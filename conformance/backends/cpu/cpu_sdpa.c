@@ -996,6 +996,13 @@ static void job_init(job *J, cpu_engine *e, const attnref_tensor *q, const attnr
     J->pstride = J->dvp + 3;
 }
 
+/* A decode-shaped call: few rows per item (G query heads at Lq positions) and K and V rows
+ * contiguous, whose tiles go to the run kernels in place. */
+static int decode_shaped(const job *J, int64_t G, int64_t Lq)
+{
+    return Lq * G <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
+}
+
 /* Kv heads per task (bundle_run): a paged call of few rows per item (decode: the rows are read
  * in place) whose pages hold each head's K and V rows in short runs bundles its heads; anything
  * else runs its items alone (1).  The bound on the runs also bounds D and Dv (P D and P Dv
@@ -1004,8 +1011,8 @@ static void job_init(job *J, cpu_engine *e, const attnref_tensor *q, const attnr
  * sizes. */
 static int bundle_heads(const job *J, int64_t Hkv, int64_t G, int64_t Lq, int64_t D, int64_t Dv)
 {
-    if (!J->table || Hkv < 2 || Lq * G > 2 * CPU_DR || J->kk->strides[3] != 1 ||
-        J->v->strides[3] != 1 || (size_t)J->P * (size_t)D * J->esz >= CPU_BUNDLE_RUN_BYTES ||
+    if (!J->table || Hkv < 2 || !decode_shaped(J, G, Lq) ||
+        (size_t)J->P * (size_t)D * J->esz >= CPU_BUNDLE_RUN_BYTES ||
         (size_t)J->P * (size_t)Dv * J->esz >= CPU_BUNDLE_RUN_BYTES)
         return 1;
     return Hkv < CPU_HB_MAX ? (int)Hkv : CPU_HB_MAX;
@@ -1060,8 +1067,7 @@ static int job_exec(cpu_engine *e, job *J, int64_t B, int64_t Hq, int64_t Hkv, i
      * table's hold a row's 64 scores in registers): the per-tile work (the softmax step, the run
      * lists, the O rows' reload) is spread over twice the keys there (README, "128-key tiles for
      * decode"). */
-    const int runs =
-        Lq * (Hq / Hkv) <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
+    const int runs = decode_shaped(J, Hq / Hkv, Lq);
     if (cpu_plan_make(&J->pl, J->p, B, Hq, Hkv, Lq, Lk, D, Dv, rows, e->threads, J->hb,
                       runs ? CPU_BC : J->k->tile_keys) != 0) {
         free(heads);
