@@ -6,8 +6,9 @@
  * this machine's read bandwidth the 8-lane AVX2 run kernels are compute-bound in f16/bf16 (README,
  * "Decode and the memory roofline"); 16-lane FMAs halve the FMA instructions, and eight keys per
  * step in the scores load each q chunk once for 16 FMAs.  f32 is left to the AVX2 run kernels:
- * it has the arithmetic to spare, and from memory they move more (on a Zen 5, 1.5-1.6x the GB/s
- * of these kernels' f32 on one core; README, "A Zen 5 again").
+ * it has the arithmetic to spare, and from memory they move as much or more (on a Zen 5, a ZMM
+ * f32 version of these kernels moved 0.93-0.96x their GB/s on one core and no more on two, even
+ * with this file's queue; README, "What a burst leaves").
  *
  * Numerics: the AVX-512 table keeps the AVX2 scores_rows / pv_rows, and the run kernels must give
  * their values bit for bit, so every lane does what an AVX2 lane does, in the same order:
