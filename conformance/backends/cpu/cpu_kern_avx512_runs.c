@@ -7,7 +7,7 @@
  * "Decode and the memory roofline"); 16-lane FMAs halve the FMA instructions, and eight keys per
  * step in the scores load each q chunk once for 16 FMAs.  f32 is left to the AVX2 run kernels:
  * it has the arithmetic to spare, and from memory they move as much or more (on a Zen 5, a ZMM
- * f32 version of these kernels moved 0.93-0.96x their GB/s on one core and no more on two, even
+ * f32 version of these kernels moved 0.92-0.96x their GB/s on one core and no more on two, even
  * with this file's queue; README, "What a burst leaves").
  *
  * Numerics: the AVX-512 table keeps the AVX2 scores_rows / pv_rows, and the run kernels must give
@@ -28,9 +28,9 @@
  * queue's short path; at one step per chunk, two lines a step, the queue's general loop took
  * about 14 % of the scores' time with K in the L2).  Asking for them all at once, or a whole row
  * at a time as these kernels did before, leaves this tile's own loads waiting behind the
- * requests (README, "A Zen 5 again").  Each kernel comes in two instances, the lines asked into the L1 (_l1,
- * PREFETCHT0) or into the L2 (_l2, PREFETCHT1); the backend option prefetch= chooses
- * (cpu_options.h).  On a Zen 4 (32 KiB L1D) the rows asked into the L1 by the earlier queue
+ * requests (README, "A Zen 5 again").  Each kernel comes in two instances, the lines asked into
+ * the L1 (_l1, PREFETCHT0) or into the L2 (_l2, PREFETCHT1); the backend option prefetch=
+ * chooses (cpu_options.h).  On a Zen 4 (32 KiB L1D) the rows asked into the L1 by the earlier queue
  * evicted the current tile's, and the L2 moved 1.5-1.9x the GB/s from memory (README, "A Zen 4");
  * on a Zen 5 (48 KiB) with this queue the L1 moves 3-12 % more on one core (README, "Fewer
  * instructions per key"). */

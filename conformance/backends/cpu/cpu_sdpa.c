@@ -746,8 +746,8 @@ static void item_tile(const job *J, irun *s, int64_t j0, const inext *nx)
          * as if the tile had ng keys.  A direct tile is kept whole (ng == n). */
         const int ncols = (int)round_up((size_t)ng, CPU_NR);
         /* Only the rows' intervals exclude keys: softmax_rows for the group; with no score
-         * term between the products and the softmax, both in one kernel call. */
-        /* (A decode plan's tiles may be longer than the table's fused kernels hold.) */
+         * term between the products and the softmax, both in one kernel call.  Not past
+         * tile_keys: a decode plan's tiles may be longer than the table's fused kernels hold. */
         const int rows =
             K->softmax_rows && !direct && !J->mask && !bad && exact && ng <= K->tile_keys;
         const int fused = rows && K->scores_softmax && !J->capped && !J->slope;
