@@ -56,6 +56,7 @@ typedef struct pcase {
     int sinks;                    /* 1: a sink logit per head */
     int shared;                   /* 1: row 1's first page is row 0's (a shared prefix) */
     int nhd;                      /* 1: the pool in vLLM's (num_pages, P, Hkv, D) layout */
+    int exact;                    /* 1: on one thread, the contiguous cpu output bit for bit */
 } pcase;
 
 /* A built scenario: the logical keys (contiguous, row b's first L_b valid), the pool, the
@@ -356,6 +357,13 @@ static void check(const pcase *pc, int dt, int64_t P, const cpu_kernels *K, int 
                               pc->name, (long long)P, dtname(dt), K->name, threads, (long long)b,
                               (long long)h, (long long)i, (long long)e, g, w, (long long)L,
                               (long long)qn);
+                    /* One thread splits no row, so paged decode runs the contiguous call's
+                     * tiles: the same arithmetic in the same order, whatever the pages. */
+                    cr_assert(!pc->exact || threads != 1 || memcmp(&g, &c, sizeof g) == 0,
+                              "%s P=%lld %s (%s, 1 thread): out[%lld, %lld, %lld, %lld] = %a, "
+                              "contiguous cpu %a: not the same bits",
+                              pc->name, (long long)P, dtname(dt), K->name, (long long)b,
+                              (long long)h, (long long)i, (long long)e, g, c);
                     cr_assert(fabs(g - c) <= tol,
                               "%s P=%lld %s (%s, %d threads): out[%lld, %lld, %lld, %lld] = "
                               "%.9g, contiguous cpu %.9g",
@@ -442,6 +450,25 @@ Test(cpu_paged, decode_bundles_split)
                       .la = {2, 1},
                       .lc = {600, 37},
                       .qn = {1, 1}};
+    run_case(&pc);
+}
+
+/* Bundled decode tile by tile, page by page (cpu_sdpa.c bundle_tile): eight kv heads of G 4,
+ * D 128, rows of 300 and 260 keys (a partial last tile), so that, on one thread, the output is
+ * the contiguous call's bit for bit at every page size. */
+Test(cpu_paged, decode_bundles_exact)
+{
+    const pcase pc = {.name = "decode_bundles_exact",
+                      .B = 2,
+                      .Hq = 32,
+                      .Hkv = 8,
+                      .Lq = 1,
+                      .D = 128,
+                      .Dv = 128,
+                      .la = {2, 1},
+                      .lc = {300, 260},
+                      .qn = {1, 1},
+                      .exact = 1};
     run_case(&pc);
 }
 
