@@ -914,15 +914,25 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
     }
     if (h0 < 0)
         return 1;
-    cpu_run kr[CPU_BC], vr[CPU_BC], nkr[CPU_BC], nvr[CPU_BC];
+    cpu_run kr[CPU_BC], vr[CPU_BC];
     const int64_t b = s[h0].b, hk0 = s[h0].hk, D = J->pl.D;
     const int nr = tile_runs(J, b, hk0, j0, nk, kr, vr);
-    if (nr < 2)
+    /* Runs under 16 keys on average (pages of 1 to 8) would cost more in calls, and in O reloaded
+     * per run, than their order gains: one call for the tile per head, as before. */
+    if (nr < 2 || (int64_t)nr * 16 > nk)
         return 0;
-    const int64_t left = it->khi - j0 - nk;
-    const int nn =
-        left > 0 ? tile_runs(J, b, hk0, j0 + nk, left < bc ? (int)left : bc, nkr, nvr) : 0;
+    /* The next tile's first K run, to ask for during the last V page. */
+    cpu_run nk0 = {NULL, 0, 0};
+    if (it->khi > j0 + nk) {
+        int64_t ko, vo;
+        const int64_t run = kv_row(J, b, hk0, j0 + nk, &ko, &vo), left = it->khi - j0 - nk;
+        const int64_t len = run < left ? run : left;
+        nk0 = (cpu_run){elem(J->kk, J->esz, ko), J->kk->strides[2], (int)(len < bc ? len : bc)};
+    }
     const size_t esz = J->esz;
+    /* Across K and V (the last K page asks for the first V page, the last V page for the next
+     * K page) only where their rows are as long: a kernel asks for rows of its own length. */
+    const int across = D == J->pl.Dv;
 
     for (int u = 0, c0 = 0; u < nr; c0 += kr[u].n, u++)
         for (int k = 0; k < n; k++) {
@@ -934,7 +944,7 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
             const cpu_run pf =
                 u + 1 < nr ? head_run(J->kk, esz, kr[u + 1], dh) : head_run(J->v, esz, vr[0], dh);
             K->scores_runs(s[k].w.qp, (size_t)D, (int)s[k].NR, &r, 1, J->dt, D, J->sigma,
-                           s[k].w.s + c0, CPU_BC, &pf, 1);
+                           s[k].w.s + c0, CPU_BC, &pf, u + 1 < nr || across);
         }
     int ra[CPU_DR], rz[CPU_DR];
     for (int t = 0; t < CPU_DR; t++) {
@@ -952,11 +962,11 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
             const cpu_run r = head_run(J->v, esz, vr[u], dh);
             /* Meanwhile: the next V page's piece, or the next tile's first K page's. */
             const cpu_run pf = u + 1 < nr ? head_run(J->v, esz, vr[u + 1], dh)
-                               : nn > 0   ? head_run(J->kk, esz, nkr[0], dh)
+                               : nk0.n    ? head_run(J->kk, esz, nk0, dh)
                                           : r;
             K->pv_runs(s[k].w.s + c0, CPU_BC, (int)s[k].NR, &r, 1, J->dt, J->pl.Dv,
                        u == 0 ? s[k].w.corr : ones, s[k].w.o, J->dvp, &pf,
-                       u + 1 < nr || nn > 0 ? 1 : 0);
+                       u + 1 < nr || (nk0.n && across));
         }
     return 1;
 }

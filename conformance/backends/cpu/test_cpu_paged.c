@@ -453,9 +453,10 @@ Test(cpu_paged, decode_bundles_split)
     run_case(&pc);
 }
 
-/* Bundled decode tile by tile, page by page (cpu_sdpa.c bundle_tile): eight kv heads of G 4,
- * D 128, rows of 300 and 260 keys (a partial last tile), so that, on one thread, the output is
- * the contiguous call's bit for bit at every page size. */
+/* Bundled decode tile by tile, page by page (cpu_sdpa.c bundle_tile, pages of 16 and more):
+ * eight kv heads of G 4, D 128, rows of 2P + 300 and P + 260 keys (partial last tiles; at
+ * P 48 a last tile in one page, which runs head by head), so that, on one thread, the output
+ * is the contiguous call's bit for bit at every page size. */
 Test(cpu_paged, decode_bundles_exact)
 {
     const pcase pc = {.name = "decode_bundles_exact",
@@ -506,7 +507,8 @@ Test(cpu_paged, decode_bundles_17_heads_nhd)
                       .lc = {300, 5, 0, 1},
                       .qn = {1, 1, 1, 0},
                       .shared = 1,
-                      .nhd = 1};
+                      .nhd = 1,
+                      .exact = 1};
     run_case(&pc);
 }
 
@@ -527,7 +529,8 @@ Test(cpu_paged, decode_bundles_16_heads_terms)
                       .window = 150,
                       .softcap = 0.7,
                       .alibi = 4.0,
-                      .sinks = 1};
+                      .sinks = 1,
+                      .exact = 1};
     run_case(&pc);
 }
 
