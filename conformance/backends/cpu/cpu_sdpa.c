@@ -891,7 +891,8 @@ static cpu_run head_run(const attnref_tensor *t, size_t esz, cpu_run r, int64_t 
  * head computes what item_tile computes: the scores per key are independent, and P.V over a
  * page at a time is O * corr, then the same FMAs in key order (factor 1 after the first page is
  * exact).  Returns 0 where the tile is not for this order (a head not direct here, a row group
- * of more than CPU_DR rows, a tile of one run): the caller runs item_tile per head. */
+ * of more than CPU_DR rows, a tile of one run or of runs under 16 keys on average): the caller
+ * runs item_tile per head. */
 static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0)
 {
     static const float ones[CPU_DR] = {1.0f, 1.0f, 1.0f, 1.0f};
@@ -972,7 +973,8 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
 }
 
 /* Task t of a bundled call: the items of J->bundle[t], kv heads next to each other with the same
- * keys, run tile by tile, every head of a tile before the next tile.  Why: a small page holds
+ * keys, run tile by tile, every head of a tile before the next tile (page by page within the
+ * tile where bundle_tile can).  Why: a small page holds
  * each head's rows in a short run (pages of 16: 4-8 KiB per head), and one thread reading runs
  * that short, one head after the other, keeps too few misses in flight; the heads of a page
  * side by side are one longer run (README, "Paged KV"). */
