@@ -115,6 +115,11 @@ int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errle
     const double sigma = c->has_scale ? c->scale : 1.0 / sqrt((double)D);
     const int64_t off = c->has_causal_offset ? c->causal_offset : Lk - Lq; /* ALiBi's p - i */
     const double e_sigma = scale_error(c, sigma, dt);
+    if ((double)D * w >= 1.0) {
+        snprintf(err, errlen, "%s: D = %lld: the error bound (SPEC clause 13) holds for D < 2^24",
+                 c->id, (long long)D);
+        return -1;
+    }
     const double g_dot = gamma_n((double)D);
     const size_t lk1 = (size_t)Lk + 1;
     uint8_t *kept = malloc(lk1);
@@ -201,6 +206,18 @@ int acase_sdpa_bound_elems(const acase *c, double *rest, char *err, size_t errle
                  * same on positive terms (n + 1 with a sink), so a relative error of the whole
                  * output, as the division's two roundings (reciprocal, product). */
                 const double nl = (double)n + (has_sink ? 1.0 : 0.0);
+                if (fmax(2.0 * (double)n + 1.0, 2.0 * nl) * w >= 1.0) {
+                    /* gamma_k = k w / (1 - k w) holds for k w < 1 only: past it there is no
+                     * bound, and a verdict from one (negative or infinite) would be wrong. */
+                    snprintf(err, errlen,
+                             "%s: row [%lld,%lld,%lld] keeps %lld keys%s: the error bound (SPEC "
+                             "clause 13) holds for 2n + 1 < 2^24 kept keys n (a sink counting "
+                             "as one), so this row cannot be judged",
+                             c->id, (long long)b, (long long)h, (long long)i, (long long)n,
+                             has_sink ? " and a sink" : "");
+                    rc = -1;
+                    goto done;
+                }
                 const double g_acc = gamma_n(2.0 * (double)n + 1.0);
                 const double g_norm = gamma_n(2.0 * nl) + 2.0 * w;
                 for (int64_t x = 0; x < Dv; x++) {

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attncase/bound.h"
@@ -163,4 +164,34 @@ Test(bound, rejects_a_case_without_output)
     cr_assert_eq(acase_sdpa_bound(c, &ulps, row, err, sizeof err), -1);
     cr_assert(strstr(err, "sdpa case with an expected output") != NULL, "%s", err);
     acase_free(c);
+}
+
+/* gamma_k = k w / (1 - k w) only holds for k w < 1: a row of n kept keys needs 2n + 1 < 2^24
+ * (2n + 2 with a sink), and past that acase_sdpa_bound refuses the case with the row, where the
+ * formula would give a negative or infinite bound and so a wrong verdict (a correct f32 kernel
+ * was INCORRECT at Lk 2^23 in bench).  D 1, K and V 0: the output is 0. */
+Test(bound, refuses_rows_past_the_model)
+{
+    const int64_t big = (int64_t)1 << 23;
+    double *z = calloc((size_t)big, sizeof *z);
+    cr_assert_not_null(z);
+    const double q[1] = {1.0}, out[1] = {0.0};
+    double ulps, row[1];
+    char err[512];
+    acase *c = small_case(ATTNREF_F32, 1, big - 1, 1, q, z, z, out);
+    cr_assert_eq(acase_sdpa_bound(c, &ulps, row, err, sizeof err), 0, "2^23 - 1 keys: %s", err);
+    cr_assert(isfinite(row[0]) && row[0] >= 0.0, "%g", row[0]);
+    /* One sink more: 2n + 2 = 2^24. */
+    c->sinks = calloc(1, sizeof *c->sinks);
+    c->nsinks = 1;
+    cr_assert_eq(acase_sdpa_bound(c, &ulps, row, err, sizeof err), -1);
+    cr_assert(strstr(err, "row [0,0,0] keeps 8388607 keys and a sink") != NULL, "%s", err);
+    acase_free(c);
+    c = small_case(ATTNREF_F32, 1, big, 1, q, z, z, out);
+    cr_assert_eq(acase_sdpa_bound(c, &ulps, row, err, sizeof err), -1);
+    cr_assert(strstr(err, "keeps 8388608 keys: the error bound (SPEC clause 13) holds for "
+                          "2n + 1 < 2^24") != NULL,
+              "%s", err);
+    acase_free(c);
+    free(z);
 }
