@@ -403,6 +403,19 @@ Test(bench_suite, sizes_are_refused_before_allocating)
     cr_assert_str_eq(err, PERF_SUITES_DIR
                      "/prefill.yaml:27: shapes[2]: q, k, v and out need "
                      "0.31 GiB, over half of this machine's 0.25 GiB of physical memory");
+    /* A paged shape's pool counts: one key in a page of 65536 slots is 2 GiB of pool at B 4,
+     * Hkv 8, D 128 in f32, though K and V are 32 KiB. */
+    cr_assert_eq(load_text(HEAD "  - id: pool\n    dtypes: [f32]\n    batch: 4\n"
+                                "    q_heads: 8\n    kv_heads: 8\n    lq: 1\n    lk: 1\n"
+                                "    head_dim: 128\n    paged: {page_size: 65536}\n"
+                                "    bound: memory\n",
+                           1ull << 30, &s, err, sizeof err),
+                 -1);
+    snprintf(full, sizeof full,
+             "%s:5: shapes[0]: q, k, v, the page pool and out need 2.00 GiB, over half of this "
+             "machine's 1.00 GiB of physical memory",
+             path);
+    cr_assert_str_eq(err, full);
     cr_assert_eq(load_text("attnconf_perf_suite: 2\n", 1, &s, err, sizeof err), -1);
     snprintf(full, sizeof full, "%s:1: attnconf_perf_suite: 2 is out of range (1..1)", path);
     cr_assert_str_eq(err, full);

@@ -505,12 +505,19 @@ static int read_shape(const reader *r, const yaml_node_t *m, size_t idx, uint64_
     for (int x = 0; x < sh->ndtypes; x++)
         if (attnref_dtype_size(sh->dtypes[x]) > es)
             es = attnref_dtype_size(sh->dtypes[x]);
-    const double bytes = (double)(nq + nk + nv + no) * (double)es;
+    /* A paged shape also holds its pool: ceil(lk / P) whole pages of P slots per sequence, so
+     * a page much longer than lk costs far more than K and V themselves. */
+    const double pool =
+        sh->page_size > 0 ? (double)sh->b * (double)((sh->lk + sh->page_size - 1) / sh->page_size) *
+                                (double)sh->page_size * (double)sh->hkv * (double)(sh->d + sh->dv)
+                          : 0.0;
+    const double bytes = ((double)(nq + nk + nv + no) + pool) * (double)es;
     if (mem_bytes && bytes > (double)mem_bytes / 2)
         return fail(r, m, f,
-                    "q, k, v and out need %.2f GiB, over half of this machine's "
+                    "q, k, v%s and out need %.2f GiB, over half of this machine's "
                     "%.2f GiB of physical memory",
-                    bytes / 1073741824.0, (double)mem_bytes / 1073741824.0);
+                    pool > 0.0 ? ", the page pool" : "", bytes / 1073741824.0,
+                    (double)mem_bytes / 1073741824.0);
     return 0;
 #undef FIELD
 }
