@@ -529,7 +529,7 @@ static int tile_runs(const job *J, int64_t b, int64_t hk, int64_t j0, int n, cpu
  * flight: the hardware prefetchers drop each run when it ends and need a few misses of the next
  * before they follow it.  So the first lines of each run of the tile after the next are asked
  * for a tile early: by the time its rows are prefetched in full, the prefetchers already stream
- * them.  One thread, pages of 16, from memory: 1.15-1.2x (README, "Paged KV"). */
+ * them.  One thread, pages of 16, from memory: 1.08-1.14x (README, "Paged KV"). */
 static void wake_runs(const job *J, int64_t b, int64_t hk, int64_t j0, int n)
 {
     for (int c0 = 0; c0 < n;) {
