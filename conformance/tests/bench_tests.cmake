@@ -42,8 +42,14 @@ harness_cli_test(bench.no_suite 2 "--suite is required" bench --backend ${ref})
 harness_cli_test(bench.exec_no_hello 1
   "attnconf bench: exec:true: adapter exited with status 0 \\(nothing on stderr\\)"
   bench --backend "exec:true" --suite "${bench_suites}/smoke.yaml" ${bench_quick})
-harness_cli_test(bench.filter_none 2 "no benchmark of .*smoke\\.yaml matches the --filter"
+harness_cli_test(bench.filter_none 2
+  "error: --filter 'nothing\\.\\*' matches no benchmark of .*smoke\\.yaml \\(a glob is matched against"
   bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --filter "nothing.*" ${bench_quick})
+# One glob of two selects nothing: the other's benchmarks run, with a warning naming it.
+harness_cli_test(bench.filter_one_unmatched 0
+  "1 OK, 0 INCORRECT.*warning: --filter 'nothing\\.\\*' matches no benchmark of .*smoke\\.yaml"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --filter "nothing.*"
+  --filter "smoke.causal.L64.f32" ${bench_quick})
 harness_cli_test(bench.reps_order 2 "--max-reps is below --min-reps"
   bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --min-reps 5 --max-reps 4)
 harness_cli_test(bench.peak_alone 2 "--peak takes only --out" bench --peak --suite x.yaml)

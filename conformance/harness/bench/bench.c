@@ -594,8 +594,24 @@ int cmd_bench(const char *argv0, int argc, char **argv)
                      bs_dtype_name(suite.shapes[i].dtypes[d]));
             nsel += selected(&o, id);
         }
+    /* Each glob that selects nothing: the error when none selects anything, else a warning (a
+     * mistyped one among several would drop its benchmarks unseen). */
+    for (size_t f = 0; f < o.nfilter; f++) {
+        int hit = 0;
+        for (size_t i = 0; i < suite.n && !hit; i++)
+            for (int d = 0; d < suite.shapes[i].ndtypes && !hit; d++) {
+                snprintf(id, sizeof id, "%s.%s", suite.shapes[i].id,
+                         bs_dtype_name(suite.shapes[i].dtypes[d]));
+                hit = fnmatch(o.filter[f], id, 0) == 0;
+            }
+        if (!hit)
+            fprintf(stderr, "attnconf bench: %s: --filter '%s' matches no benchmark of %s%s\n",
+                    nsel ? "warning" : "error", o.filter[f], o.suite,
+                    nsel ? ""
+                         : " (a glob is matched against \"<shape id>.<dtype>\", e.g. "
+                           "'decode.B1.Lk4096.f16' or 'decode.B1.*')");
+    }
     if (nsel == 0) {
-        fprintf(stderr, "attnconf bench: no benchmark of %s matches the --filter\n", o.suite);
         bs_suite_free(&suite);
         return CLI_EXIT_USAGE;
     }
