@@ -37,6 +37,13 @@ harness_cli_test(bench.bad_limits 2
   "--limits .*bad_limits\\.json: machine\\.fma_gflops: expected a positive number"
   bench --backend ${ref} --suite "${bench_suites}/smoke.yaml"
   --limits "${bench_fixtures}/bad_limits.json")
+# A --limits path that is missing or a directory: the file and the reason, no parser position.
+harness_cli_test(bench.limits_missing 2
+  "--limits .*no_such_limits\\.json: No such file or directory"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml"
+  --limits "${bench_fixtures}/no_such_limits.json")
+harness_cli_test(bench.limits_directory 2 "--limits .*suites: not a regular file"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --limits "${bench_fixtures}")
 harness_cli_test(bench.no_suite 2 "--suite is required" bench --backend ${ref})
 # An exec: adapter that does not start fails up front, like a plugin that does not load.
 harness_cli_test(bench.exec_no_hello 1

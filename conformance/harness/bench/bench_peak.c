@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -483,10 +484,24 @@ json_t *bp_machine_json(const bp_machine *m)
 
 int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen)
 {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    /* A limits file is a few hundred bytes: anything else is not one, and is not read whole. */
+    if (!S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+        snprintf(err, errlen, "%s: %s", path,
+                 !S_ISREG(st.st_mode) ? "not a regular file" : "over 1 MiB: not a limits file");
+        return -1;
+    }
     json_error_t je;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!doc) {
-        snprintf(err, errlen, "%s:%d: %s", path, je.line, je.text);
+        if (je.line > 0)
+            snprintf(err, errlen, "%s:%d: not valid JSON: %s", path, je.line, je.text);
+        else
+            snprintf(err, errlen, "%s: %s", path, je.text);
         return -1;
     }
     json_t *mo = json_object_get(doc, "machine");
