@@ -361,6 +361,15 @@ def main():
     bad = copy.deepcopy(base)
     bad["backends"][2]["timing"] = "pipe"
     files["bad-timing.json"] = bad
+    bad = copy.deepcopy(base)
+    bad["machine"]["huge_pages"] = "yes"
+    files["bad-huge-pages.json"] = bad
+    bad = copy.deepcopy(base)
+    bad["backends"][0]["shapes"][0]["times_s"] = [0.0] * bad["backends"][0]["shapes"][0]["reps"]
+    files["bad-zero-time.json"] = bad
+    bad = paged_file()
+    bad["backends"][0]["shapes"][1]["page_size"] = 0
+    files["bad-page-size.json"] = bad
     # hyperfine --export-json of two commands (perf/hyperfine), for perf-report --hyperfine.
     rng = random.Random(9)
     results = []

@@ -139,7 +139,9 @@ static int read_machine(at *a, const json_t *root, pj_machine *m)
         return -1;
     /* Optional (files from before bench --huge-pages lack it). */
     const json_t *hp = json_object_get(o, "huge_pages");
-    m->huge_pages = json_is_boolean(hp) ? json_is_true(hp) : -1;
+    if (hp && !json_is_boolean(hp))
+        return fail(a, "huge_pages", "expected true or false, got %s", type_name(hp));
+    m->huge_pages = hp ? json_is_true(hp) : -1;
     a->ctx[0] = '\0';
     return 0;
 }
@@ -169,7 +171,8 @@ static int read_timing(const at *a, const json_t *o, pj_shape *s)
     for (size_t i = 0; i < s->reps; i++) {
         char key[48];
         snprintf(key, sizeof key, "times_s[%zu]", i);
-        if (num_ok(a, key, json_array_get(t, i), 0, &s->times[i]))
+        /* A timed call takes some time: 0 would make any comparison with it meaningless. */
+        if (num_ok(a, key, json_array_get(t, i), s->status == PJ_OK, &s->times[i]))
             return -1;
     }
     if (get_num(a, o, "median_s", 0, &s->median_s) || get_num(a, o, "min_s", 0, &s->min_s) ||
@@ -265,8 +268,12 @@ static int read_shape(at *a, const json_t *o, const pj_file *f, pj_shape *s)
     json_t *via = json_object_get(o, "via");
     s->via = json_is_string(via) ? json_string_value(via) : "";
     s->page_size = 0;
-    if (json_object_get(o, "page_size") && get_count(a, o, "page_size", big, &s->page_size))
-        return -1;
+    if (json_object_get(o, "page_size")) {
+        if (get_count(a, o, "page_size", big, &s->page_size))
+            return -1;
+        if (s->page_size == 0) /* bench writes it for paged shapes only */
+            return fail(a, "page_size", "0 is out of range (1..%lld)", (long long)big);
+    }
     s->curve = "";
     if (json_object_get(o, "curve")) {
         if (get_str(a, o, "curve", &s->curve))
