@@ -361,6 +361,11 @@ def main():
     bad = copy.deepcopy(base)
     bad["backends"][2]["timing"] = "pipe"
     files["bad-timing.json"] = bad
+    # Every shape renamed, twice: nothing compared, more one-sided shapes than perf-compare lists.
+    ren = copy.deepcopy(base)
+    for be in ren["backends"]:
+        be["shapes"] = [dict(x, id=x["id"] + sfx) for sfx in (".a", ".b") for x in be["shapes"]]
+    files["renamed.json"] = ren
     bad = copy.deepcopy(base)
     bad["machine"]["huge_pages"] = "yes"
     files["bad-huge-pages.json"] = bad
