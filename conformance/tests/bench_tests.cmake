@@ -42,6 +42,11 @@ harness_cli_test(bench.limits_missing 2
   "--limits .*no_such_limits\\.json: No such file or directory"
   bench --backend ${ref} --suite "${bench_suites}/smoke.yaml"
   --limits "${bench_fixtures}/no_such_limits.json")
+# Limits that --peak measured while other processes had the CPUs: the warning again, on use.
+harness_cli_test(bench.limits_low_share 0
+  "warning: --limits .*low_share_limits\\.json was measured with only 66% of the CPUs"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --filter "smoke.causal.L64.f32"
+  --limits "${bench_fixtures}/low_share_limits.json" --min-time 0.02 --min-reps 3)
 harness_cli_test(bench.limits_directory 2 "--limits .*suites: not a regular file"
   bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --limits "${bench_fixtures}")
 harness_cli_test(bench.no_suite 2 "--suite is required" bench --backend ${ref})

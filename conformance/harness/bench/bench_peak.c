@@ -524,6 +524,13 @@ int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen)
         snprintf(m->fma_isa, sizeof m->fma_isa, "%s", isa);
     json_t *cs = json_object_get(mo, "cpu_share");
     m->cpu_share = json_is_number(cs) ? json_number_value(cs) : 0;
+    /* The warning --peak printed when it measured them, again each time they are used. */
+    if (m->cpu_share > 0 && m->cpu_share < 0.9)
+        fprintf(stderr,
+                "attnconf bench: warning: --limits %s was measured with only %.0f%% of the CPUs "
+                "(other processes were running): its limits are too low; measure again on an "
+                "idle machine\n",
+                path, 100 * m->cpu_share);
     json_t *rb = json_object_get(mo, "read_buffer_bytes");
     m->read_buffer_bytes =
         json_is_integer(rb) && json_integer_value(rb) > 0 ? (uint64_t)json_integer_value(rb) : 0;
