@@ -915,6 +915,9 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
     }
     if (h0 < 0)
         return 1;
+    /* Pages under 16 slots make runs under 16 keys whatever the tile: no runs to list. */
+    if (J->table && J->P < 16)
+        return 0;
     cpu_run kr[CPU_BC], vr[CPU_BC];
     const int64_t b = s[h0].b, hk0 = s[h0].hk, D = J->pl.D;
     const int nr = tile_runs(J, b, hk0, j0, nk, kr, vr);

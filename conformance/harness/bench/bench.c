@@ -465,14 +465,18 @@ static double mask_bytes(const bs_shape *s)
 
 /* ---- the command -------------------------------------------------------------------------- */
 
-static int selected(const bench_opts *o, const char *id)
+/* Whether benchmark id is selected; hit (may be NULL) marks every --filter glob that matches. */
+static int selected(const bench_opts *o, const char *id, unsigned char *hit)
 {
-    if (!o->nfilter)
-        return 1;
+    int any = !o->nfilter;
     for (size_t f = 0; f < o->nfilter; f++)
-        if (fnmatch(o->filter[f], id, 0) == 0)
-            return 1;
-    return 0;
+        if (fnmatch(o->filter[f], id, 0) == 0) {
+            any = 1;
+            if (!hit)
+                break;
+            hit[f] = 1;
+        }
+    return any;
 }
 
 /* Every backend once, before anything runs: a typo, a refused option or a duplicate name
@@ -588,23 +592,17 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     /* The selected benchmarks, in suite order. */
     size_t nsel = 0;
     char id[ACASE_ID_MAX + 8];
+    unsigned char hit[MAX_FILTERS] = {0};
     for (size_t i = 0; i < suite.n; i++)
         for (int d = 0; d < suite.shapes[i].ndtypes; d++) {
             snprintf(id, sizeof id, "%s.%s", suite.shapes[i].id,
                      bs_dtype_name(suite.shapes[i].dtypes[d]));
-            nsel += selected(&o, id);
+            nsel += selected(&o, id, hit);
         }
     /* Each glob that selects nothing: the error when none selects anything, else a warning (a
      * mistyped one among several would drop its benchmarks unseen). */
     for (size_t f = 0; f < o.nfilter; f++) {
-        int hit = 0;
-        for (size_t i = 0; i < suite.n && !hit; i++)
-            for (int d = 0; d < suite.shapes[i].ndtypes && !hit; d++) {
-                snprintf(id, sizeof id, "%s.%s", suite.shapes[i].id,
-                         bs_dtype_name(suite.shapes[i].dtypes[d]));
-                hit = fnmatch(o.filter[f], id, 0) == 0;
-            }
-        if (!hit)
+        if (!hit[f])
             fprintf(stderr, "attnconf bench: %s: --filter '%s' matches no benchmark of %s%s\n",
                     nsel ? "warning" : "error", o.filter[f], o.suite,
                     nsel ? ""
@@ -703,7 +701,7 @@ int cmd_bench(const char *argv0, int argc, char **argv)
             for (int d = 0; d < s->ndtypes; d++) {
                 const attnref_dtype dt = s->dtypes[d];
                 snprintf(id, sizeof id, "%s.%s", s->id, bs_dtype_name(dt));
-                if (!selected(&o, id))
+                if (!selected(&o, id, NULL))
                     continue;
                 char prefix[300];
                 snprintf(prefix, sizeof prefix, "[%zu/%zu] %s %s", ++done, total, b->name, id);

@@ -395,10 +395,13 @@ void bp_reader_close(bp_reader *r)
     r->bytes = 0;
 }
 
+/* Below this share of the CPUs, a measurement's limits are too low (other processes ran). */
+#define BP_SHARE_LOW 0.9
+
 /* The log's note on a measurement whose threads did not have the CPUs to themselves. */
 static void share_note(FILE *log, double share, int threads)
 {
-    if (log && share < 0.9)
+    if (log && share < BP_SHARE_LOW)
         fprintf(log,
                 "  warning: the measuring threads had only %.0f%% of the %d CPUs (other "
                 "processes were running): this limit is too low; measure on an idle machine\n",
@@ -525,7 +528,7 @@ int bp_limits_load(const char *path, bp_machine *m, char *err, size_t errlen)
     json_t *cs = json_object_get(mo, "cpu_share");
     m->cpu_share = json_is_number(cs) ? json_number_value(cs) : 0;
     /* The warning --peak printed when it measured them, again each time they are used. */
-    if (m->cpu_share > 0 && m->cpu_share < 0.9)
+    if (m->cpu_share > 0 && m->cpu_share < BP_SHARE_LOW)
         fprintf(stderr,
                 "attnconf bench: warning: --limits %s was measured with only %.0f%% of the CPUs "
                 "(other processes were running): its limits are too low; measure again on an "
