@@ -27,8 +27,11 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
                     rounding; prefill f16 with a 25 % rate drop from L 1024 to 2048 (a cliff),
                     decode f16 with a 15 % drop (not one), a curve whose times grow as Lk^1.3
                     against an expected 1 (off by 0.30), one whose rate dips 30 % at one size
-                    and is back at the next (a cliff, marked as an isolated dip), one size
-                    SKIPPED, and the reference timed at one size only (too few points to fit)
+                    and is back at the next (a cliff, marked as an isolated dip), a decode
+                    curve with the read bandwidth beside each size (its GB/s 30 % lower at one
+                    size with the bandwidth beside: not a cliff; its share of the bandwidth
+                    25 % lower at the last: a cliff), one size SKIPPED, and the reference timed
+                    at one size only (too few points to fit)
   paged.json        a paged suite (perf-report's paged / contiguous table): cpu's contiguous
                     decode at Lk 8192, pages of 16 at 0.80 of its bandwidth and pages of 128 at
                     1.00 (times exact), one paged shape INCORRECT; the reference with its paged
@@ -178,8 +181,9 @@ def run(suite, label, seed, machine=MACHINE, slow=None, reps=None, time_scale=1.
             "config": CONFIG, "backends": backends}
 
 
-def curve_point(curve, x, dtype, t, kind, reps=3):
-    """One shape of the curves fixture, timed exactly t seconds on every repetition."""
+def curve_point(curve, x, dtype, t, kind, reps=3, beside=None):
+    """One shape of the curves fixture, timed exactly t seconds on every repetition (beside: the
+    read bandwidth bench measured beside it, GB/s)."""
     hkv, d = 8, 128
     if kind == "prefill":
         hq, b, lq, lk = 8, 1, x, x
@@ -201,10 +205,15 @@ def curve_point(curve, x, dtype, t, kind, reps=3):
     gflops, gbs = g["flops"] / t / 1e9, g["kv_bytes"] / t / 1e9
     rate, limit = (gflops, MACHINE["fma_gflops"]) if bound == "compute" else \
         (gbs, MACHINE["mem_read_gbs"])
-    return dict(g, status="OK", message="", reps=reps, times_s=[t] * reps, median_s=t, min_s=t,
-                iqr_s=0.0, gflops=gflops, kv_gbs=gbs, pct_limit=100 * rate / limit,
-                peak_rss_bytes=3 * g["io_bytes"] + (40 << 20), validated_rows=64,
-                max_err_ratio=0.2)
+    if beside is not None:
+        limit = beside
+    p = dict(g, status="OK", message="", reps=reps, times_s=[t] * reps, median_s=t, min_s=t,
+             iqr_s=0.0, gflops=gflops, kv_gbs=gbs, pct_limit=100 * rate / limit,
+             peak_rss_bytes=3 * g["io_bytes"] + (40 << 20), validated_rows=64,
+             max_err_ratio=0.2)
+    if beside is not None:
+        p.update(read_gbs_beside=beside, read_beside_passes=5)
+    return p
 
 
 def curves_file():
@@ -213,6 +222,7 @@ def curves_file():
               {"name": "decode-b1", "x": "lk", "expect": 1.0},
               {"name": "decode-slow", "x": "lk", "expect": 1.0},
               {"name": "decode-dip", "x": "lk", "expect": 1.0},
+              {"name": "decode-beside", "x": "lk", "expect": 1.0},
               {"name": "batch-decode", "x": "batch", "expect": 1.0}]
     cpu, ref = [], []
     for L in (128, 256, 512, 1024, 2048, 4096):
@@ -234,6 +244,12 @@ def curves_file():
         # One slow size (30 % below the rate around it): a cliff, back at the next size.
         t = 8e-7 * lk / (0.7 if lk == 4096 else 1)
         cpu.append(curve_point("decode-dip", lk, "f32", t, "decode"))
+    for lk in (1024, 2048, 4096, 8192, 16384):
+        # 40 GB/s beside 50 read; at 4096 both 30 % lower (another tenant: not a cliff), at 16384
+        # the share of the bandwidth beside 25 % lower (a cliff).
+        t = lk * 8 * 256 * 4 / 40e9 / (0.7 if lk == 4096 else 0.75 if lk == 16384 else 1)
+        cpu.append(curve_point("decode-beside", lk, "f32", t, "decode",
+                               beside=35.0 if lk == 4096 else 50.0))
     for b in (1, 2, 4, 8, 16):
         cpu.append(curve_point("batch-decode", b, "f32", 6e-3 * b if b != 16 else None, "batch"))
     ref.append(curve_point("prefill-causal", 128, "f32", 0.026, "prefill", reps=10))

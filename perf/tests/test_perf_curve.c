@@ -100,6 +100,26 @@ Test(curve_cliff, a_25_percent_drop_is_a_cliff_15_is_not)
     cr_assert(pc_is_cliff(100.0, 85.0, 0.10), "a tighter --cliff-drop catches 15 %%");
 }
 
+/* pc_point_cliff: where both memory-bound points have the bandwidth read beside them, the rate
+ * and its share of that bandwidth must both drop, so a swing of the machine's bandwidth is no
+ * cliff, whether the kernel follows it (rate down, share flat) or is far from it (rate flat,
+ * share down), and a kernel's own drop is one; without both shares, the rates alone. */
+Test(curve_cliffs, share_of_the_bandwidth_beside)
+{
+    const pc_point a = {.rate = 63.4, .share = 63.4 / 74.2},
+                   follows = {.rate = 45.7, .share = 45.7 / 54.5},
+                   own = {.rate = 45.7, .share = 45.7 / 74.2}, plain = {.rate = 45.7},
+                   slow = {.rate = 0.22, .share = 0.22 / 54.5},
+                   slow_more_bw = {.rate = 0.22, .share = 0.22 / 85.0};
+    cr_assert(!pc_point_cliff(&a, &follows, PC_DEFAULT_DROP), "GB/s -28 %%, share -1.7 %%");
+    cr_assert(pc_point_cliff(&a, &own, PC_DEFAULT_DROP), "GB/s -28 %%, share -28 %%");
+    cr_assert(!pc_point_cliff(&slow, &slow_more_bw, PC_DEFAULT_DROP), "GB/s flat, share -36 %%");
+    cr_assert(pc_point_cliff(&a, &plain, PC_DEFAULT_DROP), "no share beside: the rates");
+    cr_assert(pc_point_cliff(&(pc_point){.rate = 60, .share = 0.9}, &plain, PC_DEFAULT_DROP),
+              "one share only: the rates");
+    cr_assert(!pc_point_cliff(&follows, &a, PC_DEFAULT_DROP), "a rise is never a cliff");
+}
+
 /* pc_points: the curve's OK shapes of one dtype, sorted by the swept size, the rate and work of
  * their bound; other curves, other dtypes and untimed shapes left out (and counted). */
 Test(curve_points, sorted_filtered_and_counted)
@@ -155,6 +175,7 @@ Test(curve_points, sorted_filtered_and_counted)
          .median_s = 1e-3,
          .kv_gbs = 8,
          .kv_bytes = 8e6,
+         .read_gbs_beside = 40,
          .bound = PJ_MEMORY},
         {.id = "c.L512.f32",
          .dtype = "f32",
@@ -180,9 +201,11 @@ Test(curve_points, sorted_filtered_and_counted)
     cr_assert_eq(p[2].t, 4.0);
     cr_assert_eq(p[2].rate, 50);
     cr_assert_eq(p[2].work, 2e11);
+    cr_assert_eq(p[2].share, 0, "compute-bound: no share");
     cr_assert_eq(pc_points(&be, &dec, "f32", p, &untimed), 1);
     cr_assert_eq(p[0].rate, 8, "memory-bound: GB/s");
     cr_assert_eq(p[0].work, 8e6, "memory-bound: bytes of K and V");
+    cr_assert_eq(p[0].share, 0.2, "memory-bound: the share of the bandwidth beside");
     cr_assert_eq(untimed, 0);
     /* A batch sweep's size is b. */
     const pj_curve bat = {"pre", PJ_X_BATCH, 1.0};

@@ -113,8 +113,10 @@ typedef struct cpu_kernels {
 
     /* pv_rows over the V rows of runs[0..nruns) (key c = the c-th row of the runs), corr applied
      * once, the accumulators kept in registers across runs; the same values as pv_rows on the
-     * first run followed by pv_rows with corr = 1 on each later one.  Prefetches the first Dv
-     * elements of the rows of pf[0..npf), spread over the call. */
+     * first run followed by pv_rows with corr = 1 on each later one.  corr may be NULL: O is
+     * taken as it is, the same values as corr = 1 (x * 1 = x exactly) without the multiplies
+     * (bundle_tile's pages after a tile's first: 32 of them per 512 FMAs at pages of 16, D 128).
+     * Prefetches the first Dv elements of the rows of pf[0..npf), spread over the call. */
     void (*pv_runs)(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
                     int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
                     const cpu_run *pf, int npf);

@@ -403,9 +403,13 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
         __m256 a0[CPU_DR], a1[CPU_DR];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            const __m256 cr = _mm256_broadcast_ss(corr + r);
-            a0[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + (size_t)e0), cr);
-            a1[r] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * ldo + (size_t)e0 + 8), cr);
+            a0[r] = _mm256_load_ps(o + (size_t)r * ldo + (size_t)e0);
+            a1[r] = _mm256_load_ps(o + (size_t)r * ldo + (size_t)e0 + 8);
+            if (corr) {
+                const __m256 cr = _mm256_broadcast_ss(corr + r);
+                a0[r] = _mm256_mul_ps(a0[r], cr);
+                a1[r] = _mm256_mul_ps(a1[r], cr);
+            }
         }
         int c = 0;
         for (int u = 0; u < nruns; u++) {
@@ -430,7 +434,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
         }
     }
     /* Fewer than 16 columns left: element by element, as pv_rows_dt. */
-    for (int r = 0; r < R && e0 < Dv; r++)
+    for (int r = 0; corr && r < R && e0 < Dv; r++)
         for (int64_t e = e0; e < Dv; e++)
             o[(size_t)r * ldo + (size_t)e] *= corr[r];
     int c = 0;

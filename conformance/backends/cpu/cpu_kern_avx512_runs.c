@@ -265,20 +265,22 @@ void cpu_avx512_scores_runs_l2(const float *q, size_t ldq, int nrows, const cpu_
 
 /* ---- P.V ------------------------------------------------------------------------------------- */
 
-/* Columns e0 .. e0 + 16 NV - 1 of O for rows r < R over every key of the runs: O * corr, then an
- * FMA per key in key order, the accumulators in registers across the runs. */
+/* Columns e0 .. e0 + 16 NV - 1 of O for rows r < R over every key of the runs: O * corr (O as it
+ * is where corr is NULL), then an FMA per key in key order, the accumulators in registers across
+ * the runs. */
 AI void pv_block(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
                  int64_t e0, const float *corr, float *o, size_t ldo, pfq *pq, const int NV,
                  const int R, const int L1)
 {
     __m512 a[CPU_DR][4];
 #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        const __m512 cr = _mm512_set1_ps(corr[r]);
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++)
-            a[r][j] = _mm512_mul_ps(_mm512_loadu_ps(o + (size_t)r * ldo + (size_t)e0 + 16 * j), cr);
-    }
+        for (int j = 0; j < NV; j++) {
+            a[r][j] = _mm512_loadu_ps(o + (size_t)r * ldo + (size_t)e0 + 16 * j);
+            if (corr)
+                a[r][j] = _mm512_mul_ps(a[r][j], _mm512_set1_ps(corr[r]));
+        }
     int c = 0;
     for (int u = 0; u < nruns; u++) {
         const char *src = runs[u].src;
@@ -334,7 +336,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
         e0 += 16;
     }
     /* Fewer than 16 columns left: element by element, as the AVX2 pv_rows. */
-    for (int r = 0; r < R && e0 < Dv; r++)
+    for (int r = 0; corr && r < R && e0 < Dv; r++)
         for (int64_t e = e0; e < Dv; e++)
             o[(size_t)r * ldo + (size_t)e] *= corr[r];
     int c = 0;

@@ -889,13 +889,12 @@ static cpu_run head_run(const attnref_tensor *t, size_t esz, cpu_run r, int64_t 
  * in-order read per page, with the next page asked for as it goes (README, "Pages of 16 at
  * B 8: the order of the loads": 1.04-1.15x at B 8, 1.10x at B 1 in f32).  Every
  * head computes what item_tile computes: the scores per key are independent, and P.V over a
- * page at a time is O * corr, then the same FMAs in key order (factor 1 after the first page is
- * exact).  Returns 0 where the tile is not for this order (a head not direct here, a row group
- * of more than CPU_DR rows, a tile of one run or of runs under 16 keys on average): the caller
- * runs item_tile per head. */
+ * page at a time is O * corr, then the same FMAs in key order (after the first page O as it
+ * is, which factor 1 gives exactly).  Returns 0 where the tile is not for this order (a head
+ * not direct here, a row group of more than CPU_DR rows, a tile of one run or of runs under 16
+ * keys on average): the caller runs item_tile per head. */
 static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0)
 {
-    static const float ones[CPU_DR] = {1.0f, 1.0f, 1.0f, 1.0f};
     const cpu_kernels *K = J->k;
     if (!K->scores_runs || !K->pv_runs || J->mask)
         return 0;
@@ -969,7 +968,7 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
                                : nk0.n    ? head_run(J->kk, esz, nk0, dh)
                                           : r;
             K->pv_runs(s[k].w.s + c0, CPU_BC, (int)s[k].NR, &r, 1, J->dt, J->pl.Dv,
-                       u == 0 ? s[k].w.corr : ones, s[k].w.o, J->dvp, &pf,
+                       u == 0 ? s[k].w.corr : NULL, s[k].w.o, J->dvp, &pf,
                        u + 1 < nr || (nk0.n && across));
         }
     return 1;

@@ -358,7 +358,8 @@ static void put(void *pool, int dt, size_t i, float x)
 /* scores_runs / pv_runs over a tile cut into runs (pages of 1, 3, 5, 16 rows and random sizes,
  * a last run cut short, the table's tile_keys and 1-3 fewer) scattered in a pool of NaN rows, with a prefetch
  * list of other rows: bit for bit the per-run kernels (scores_rows per run; pv_rows with corr,
- * then 1), within the f32 bound of a double loop, and no NaN from the rows around them.  Every
+ * then 1), within the f32 bound of a double loop, and no NaN from the rows around them; pv_runs
+ * with corr NULL as with corr 1, bit for bit.  Every
  * table of this machine that has them (avx2, and avx512 where the CPU has AVX-512). */
 Test(cpu_kernels, decode_runs_match_per_run_kernels)
 {
@@ -423,6 +424,7 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                         q[i] = rnd_f(-2, 2);
                     float *p = falloc(CPU_DR * LDS), *o1 = falloc(CPU_DR * LDO);
                     float *o2 = falloc(CPU_DR * LDO), corr[CPU_DR];
+                    float *o3 = falloc(CPU_DR * LDO), *o4 = falloc(CPU_DR * LDO);
                     static const float ones[CPU_DR] = {1, 1, 1, 1};
                     for (int nrows = 1; nrows <= CPU_DR; nrows++) {
                         const float sigma = 0.37f;
@@ -465,6 +467,8 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                             for (int64_t e = 0; e < Dv; e++)
                                 o1[r * LDO + e] = o2[r * LDO + e] = rnd_f(-1, 1);
                         }
+                        memcpy(o3, o1, CPU_DR * LDO * sizeof *o1);
+                        memcpy(o4, o1, CPU_DR * LDO * sizeof *o1);
                         double want[CPU_DR][131];
                         for (int r = 0; r < nrows; r++)
                             for (int64_t e = 0; e < Dv; e++) {
@@ -487,10 +491,18 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                                           t[k]->name, dt, (long long)Dv, pages[pi], r, (long long)e,
                                           (double)o1[r * LDO + e], (double)o2[r * LDO + e],
                                           want[r][e]);
+                        /* corr NULL: O as it is, bit for bit what factor 1 gives. */
+                        t[k]->pv_runs(p, LDS, nrows, runs, nruns, dt, Dv, NULL, o3, LDO, pf, npf);
+                        t[k]->pv_runs(p, LDS, nrows, runs, nruns, dt, Dv, ones, o4, LDO, pf, npf);
+                        cr_assert(memcmp(o3, o4, CPU_DR * LDO * sizeof *o3) == 0,
+                                  "%s pv_runs dt %d Dv %lld P %d: corr NULL differs from corr 1",
+                                  t[k]->name, dt, (long long)Dv, pages[pi]);
                     }
                     free(p);
                     free(o1);
                     free(o2);
+                    free(o3);
+                    free(o4);
                     free(pool);
                 }
     }

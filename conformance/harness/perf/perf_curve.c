@@ -45,6 +45,13 @@ int pc_is_cliff(double before, double after, double drop)
     return after < (1.0 - drop) * before;
 }
 
+int pc_point_cliff(const pc_point *a, const pc_point *b, double drop)
+{
+    if (!pc_is_cliff(a->rate, b->rate, drop))
+        return 0;
+    return !(a->share > 0 && b->share > 0) || pc_is_cliff(a->share, b->share, drop);
+}
+
 double pc_size(const pj_shape *sh, pj_curve_x x)
 {
     return (double)(x == PJ_X_LQ ? sh->lq : x == PJ_X_BATCH ? sh->b : sh->lk);
@@ -71,8 +78,13 @@ size_t pc_points(const pj_backend *be, const pj_curve *c, const char *dtype, pc_
             continue;
         }
         const int mem = sh->bound == PJ_MEMORY;
-        out[n++] = (pc_point){pc_size(sh, c->x), sh->median_s, mem ? sh->kv_gbs : sh->gflops,
-                              mem ? sh->kv_bytes : sh->flops, sh};
+        out[n++] = (pc_point){
+            .x = pc_size(sh, c->x),
+            .t = sh->median_s,
+            .rate = mem ? sh->kv_gbs : sh->gflops,
+            .work = mem ? sh->kv_bytes : sh->flops,
+            .share = mem && sh->read_gbs_beside > 0 ? sh->kv_gbs / sh->read_gbs_beside : 0,
+            .sh = sh};
     }
     qsort(out, n, sizeof *out, cmp_point);
     if (untimed)

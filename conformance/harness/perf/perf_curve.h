@@ -23,7 +23,14 @@
  * shapes, GB/s of K and V for memory-bound ones) drops by more than a fraction `drop`:
  * r_next < (1 - drop) r_prev.  On a power law of the expected exponent the rate is constant,
  * so a cliff is where a kernel leaves a regime: K/V falls out of the last-level cache, a tile
- * size stops dividing L, a buffer spills.
+ * size stops dividing L, a buffer spills.  Where both memory-bound points have the read
+ * bandwidth measured beside them (bench's "read_gbs_beside"), their share of it,
+ * kv_gbs / read_gbs_beside, must drop by more than `drop` as well: on a machine shared with
+ * other tenants the bandwidth itself swings by 30 % or more within minutes (perf/README.md),
+ * and a kernel at that bandwidth follows it, rate down and share flat, which is no change of
+ * regime.  A kernel far from the bandwidth (the reference: 0.2 GB/s) keeps its rate while the
+ * share moves, so the share alone would not do either.  K/V falling out of a cache drops both:
+ * the read loop's buffer is beyond any cache at every size.
  */
 #ifndef ATTNCONF_PERF_CURVE_H
 #define ATTNCONF_PERF_CURVE_H
@@ -52,12 +59,18 @@ int pc_is_cliff(double before, double after, double drop);
 
 /* One point of a curve: a shape timed OK. */
 typedef struct pc_point {
-    double x;    /* its size: lk, lq or b, as the curve sweeps */
-    double t;    /* the median time, seconds */
-    double rate; /* GFLOP/s (compute-bound) or GB/s of K and V (memory-bound), as bench wrote */
-    double work; /* FLOPs (compute-bound) or bytes of K and V (memory-bound) per call */
+    double x;     /* its size: lk, lq or b, as the curve sweeps */
+    double t;     /* the median time, seconds */
+    double rate;  /* GFLOP/s (compute-bound) or GB/s of K and V (memory-bound), as bench wrote */
+    double work;  /* FLOPs (compute-bound) or bytes of K and V (memory-bound) per call */
+    double share; /* memory-bound with read_gbs_beside: kv_gbs / read_gbs_beside; else 0 */
     const pj_shape *sh;
 } pc_point;
+
+/* Whether b, the size after a on the same curve, is a cliff for `drop` (top comment): the rate
+ * drops by more than `drop` and, where both points have a share of the bandwidth beside, so
+ * does the share. */
+int pc_point_cliff(const pc_point *a, const pc_point *b, double drop);
 
 /* The size of shape sh along a curve that sweeps x. */
 double pc_size(const pj_shape *sh, pj_curve_x x);

@@ -100,7 +100,7 @@ static void write_cliffs(FILE *f, const row *r, double drop)
 {
     for (size_t i = 1; i < r->n; i++) {
         const pc_point *a = &r->p[i - 1], *b = &r->p[i];
-        if (!pc_is_cliff(a->rate, b->rate, drop))
+        if (!pc_point_cliff(a, b, drop))
             continue;
         const char *unit = a->sh->bound == PJ_MEMORY ? "GB/s" : "GFLOP/s";
         fputs("- ", f);
@@ -113,9 +113,12 @@ static void write_cliffs(FILE *f, const row *r, double drop)
         fputs(" " ARROW " ", f);
         pm_sig3(f, b->rate);
         fprintf(f, " %s (" MINUS "%.1f %%)", unit, 100.0 * (1.0 - b->rate / a->rate));
+        if (a->share > 0 && b->share > 0)
+            fprintf(f, ", %.1f " ARROW " %.1f %% of the read bandwidth beside (" MINUS "%.1f %%)",
+                    100.0 * a->share, 100.0 * b->share, 100.0 * (1.0 - b->share / a->share));
         /* A rate that is back at the next size was a dip, not a change of regime: on a shared
          * machine, most often another process (perf/README.md); say so, the rule stays. */
-        if (i + 1 < r->n && !pc_is_cliff(a->rate, r->p[i + 1].rate, drop))
+        if (i + 1 < r->n && !pc_point_cliff(a, &r->p[i + 1], drop))
             fprintf(f, ", back at %s %.0f: an isolated dip, rerun before believing it",
                     pj_curve_x_label(r->c->x), r->p[i + 1].x);
         fputc('\n', f);
@@ -159,7 +162,7 @@ void pc_write_curves(FILE *f, const pj_curve *curves, size_t ncurves, const pj_b
                     y[i] = r->p[i].work;
                 r->work_fitted = pc_fit_power(x, y, r->n, &r->work) == 0;
                 for (size_t i = 1; i < r->n; i++)
-                    r->cliffs += (size_t)pc_is_cliff(r->p[i - 1].rate, r->p[i].rate, drop);
+                    r->cliffs += (size_t)pc_point_cliff(&r->p[i - 1], &r->p[i], drop);
                 r->off = r->fitted && fabs(r->fit.k - r->c->expect) > tolerance;
                 off += (size_t)r->off;
                 cliffs += r->cliffs;
@@ -174,8 +177,10 @@ void pc_write_curves(FILE *f, const pj_curve *curves, size_t ncurves, const pj_b
             "to the counted FLOPs (or bytes of K and V) of the timed sizes, **fitted k** the "
             "times' exponent " PLUSMINUS " its standard error (the scatter about the line).  "
             "Flagged: a fitted k more than %g from the expected one, and a **cliff**, a size "
-            "where the rate (GFLOP/s, or GB/s for memory-bound curves) drops by more than "
-            "%g %% from the size before.\n\n",
+            "where the rate (GFLOP/s, or GB/s for memory-bound curves) drops by more than %g %% "
+            "from the size before (and, where both sizes have the read bandwidth measured beside "
+            "them, so does the rate's share of it: a swing of the machine's bandwidth is no "
+            "cliff).\n\n",
             tolerance, 100.0 * drop);
     if (!off && !cliffs)
         fprintf(f, "**Nothing flagged**: %zu fit%s, every exponent as expected, no cliff.\n",
