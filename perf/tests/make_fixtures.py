@@ -32,6 +32,12 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
                     size with the bandwidth beside: not a cliff; its share of the bandwidth
                     25 % lower at the last: a cliff), one size SKIPPED, and the reference timed
                     at one size only (too few points to fit)
+  curves-untimed.json  the same points, every one SKIPPED: nothing to fit   -> said so
+  underload.json    base.json's machine with its FMA peak measured 25 % low (another run's
+                    --peak under load): the same CPU model, the limits apart    -> told so
+  bad-curve-*.json  cpu's decode-b1 f32 points alone, one edit each: a shape without its curve
+                    (missing), two points at one size (twice), another head count (unlike), an
+                    expected exponent of 1e300 (expect)
   paged.json        a paged suite (perf-report's paged / contiguous table): cpu's contiguous
                     decode at Lk 8192, pages of 16 at 0.80 of its bandwidth and pages of 128 at
                     1.00 (times exact), one paged shape INCORRECT; the reference with its paged
@@ -328,6 +334,8 @@ def main():
         "status.json": run("prefill", "broken f16 kernel", 5, status=incorrect),
         "othermachine.json": run("prefill", "a1b2c3d on a bigger machine", 6, machine=other,
                                  time_scale=0.5),
+        "underload.json": run("prefill", "rerun of a1b2c3d, its limits measured under load", 17,
+                              machine=dict(MACHINE, fma_gflops=MACHINE["fma_gflops"] * 0.75)),
         "fewreps.json": run("prefill", "3 repetitions", 7, slow={"cpu": 1.20},
                             reps={"cpu": 3}),
         "decode.json": run("decode", "base (commit a1b2c3d)", 8),
@@ -350,6 +358,22 @@ def main():
     bad = curves_file()
     bad["backends"][0]["shapes"][2]["curve"] = "nosuch"
     files["bad-curve.json"] = bad
+    # A curve's points must be alike but for its size, one per size and dtype, as bench checks a
+    # suite; a hand-edited file gets a field error (cpu's decode-b1 f32 points: Lk 1024 ... 32768).
+    def small_curves(edit):
+        f = curves_file()
+        f["backends"] = [dict(f["backends"][0], shapes=[
+            sh for sh in f["backends"][0]["shapes"]
+            if sh["curve"] == "decode-b1" and sh["dtype"] == "f32"])]
+        edit(f, f["backends"][0]["shapes"])
+        return f
+    files["bad-curve-missing.json"] = small_curves(lambda f, sh: sh[1].pop("curve"))
+    files["bad-curve-twice.json"] = small_curves(
+        lambda f, sh: sh[2].update(lk=sh[1]["lk"], id="curves.decode-b1.copy.f32"))
+    files["bad-curve-unlike.json"] = small_curves(lambda f, sh: sh[3].update(hq=16))
+    files["bad-curve-expect.json"] = small_curves(lambda f, sh: f["curves"][1].update(expect=1e300))
+    files["curves-untimed.json"] = small_curves(lambda f, sh: sh.__setitem__(
+        slice(None), [untimed(x, "SKIPPED", "over --max-gflop 3") for x in sh]))
     base = files["base.json"]
     # The suite changed: the reference not run, cpu lost one shape and gained one, and one
     # shape's geometry was edited under the same id.

@@ -220,6 +220,41 @@ static void median_cell(FILE *f, const pj_shape *s)
         pm_time(f, ps_median(s->times, s->reps));
 }
 
+/* The "Different machines" line: what differed, and how times are compared then. */
+static void different_machines(FILE *f, const pj_machine *b, const pj_machine *n)
+{
+    fputs("- **Different machines** (", f);
+    const char *sep = "";
+    if (strcmp(b->cpu_model, n->cpu_model) != 0) {
+        fprintf(f, "CPU model \"%s\" against \"%s\"", b->cpu_model, n->cpu_model);
+        sep = "; ";
+    }
+    if (!pj_limits_close(b->fma_gflops, n->fma_gflops)) {
+        fprintf(f, "%sFMA peak %.1f against %.1f GFLOP/s", sep, b->fma_gflops, n->fma_gflops);
+        sep = "; ";
+    }
+    if (!pj_limits_close(b->mem_read_gbs, n->mem_read_gbs)) {
+        fprintf(f, "%smemory read %.1f against %.1f GB/s", sep, b->mem_read_gbs, n->mem_read_gbs);
+        sep = "; ";
+    }
+    if (b->huge_pages >= 0 && n->huge_pages >= 0 && b->huge_pages != n->huge_pages)
+        fprintf(f, "%sthe pages", sep);
+    fputs("): each time is scaled by its own run's limit before comparing (time \xC3\x97 FMA "
+          "GFLOP/s for compute-bound shapes, time \xC3\x97 GB/s of memory read for "
+          "memory-bound ones), so ratios and p compare fractions of each machine's limit; the "
+          "medians shown are raw times.",
+          f);
+    /* One CPU whose limits differ: most often measured under different loads (perf/README.md,
+     * "Noise on shared 2-core virtual machines"). */
+    if (!strcmp(b->cpu_model, n->cpu_model) && !(pj_limits_close(b->fma_gflops, n->fma_gflops) &&
+                                                 pj_limits_close(b->mem_read_gbs, n->mem_read_gbs)))
+        fputs("  The same CPU model with limits more than 10 % apart: if both ran on one machine, "
+              "its limits were measured under different loads; give both runs the same limits "
+              "(`bench --limits FILE`, `perf/run --limits FILE`) to compare raw times.",
+              f);
+    fputc('\n', f);
+}
+
 static void run_line(FILE *f, const char *side, const pj_file *pf)
 {
     fprintf(f, "- %s: ", side);
@@ -371,14 +406,7 @@ static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_fi
     if (P->same_machine)
         fputs("- Same machine (CPU model, limits within 10 % and pages): raw times compared.\n", f);
     else
-        fputs("- **Different machines** (CPU model, a limit more than 10 % apart, or the pages): "
-              "each time "
-              "is scaled by its own run's limit before comparing (time "
-              "\xC3\x97"
-              " FMA GFLOP/s for compute-bound shapes, time \xC3\x97 GB/s of memory read for "
-              "memory-bound ones), so ratios and p compare fractions of each machine's limit; "
-              "the medians shown are raw times.\n",
-              f);
+        different_machines(f, P->mb, P->mn);
     if (P->mb->huge_pages >= 0 && P->mn->huge_pages >= 0 && P->mb->huge_pages != P->mn->huge_pages)
         fprintf(f,
                 "- **Pages differ**: BASE ran %s huge pages, NEW %s (`bench --huge-pages`): "

@@ -78,13 +78,16 @@ size_t pc_points(const pj_backend *be, const pj_curve *c, const char *dtype, pc_
             continue;
         }
         const int mem = sh->bound == PJ_MEMORY;
-        out[n++] = (pc_point){
-            .x = pc_size(sh, c->x),
-            .t = sh->median_s,
-            .rate = mem ? sh->kv_gbs : sh->gflops,
-            .work = mem ? sh->kv_bytes : sh->flops,
-            .share = mem && sh->read_gbs_beside > 0 ? sh->kv_gbs / sh->read_gbs_beside : 0,
-            .sh = sh};
+        /* The rate from the median the fit uses, not the file's own figure, so a cliff and the
+         * exponent can never disagree about one point (bench writes the same quotient). */
+        const double work = mem ? sh->kv_bytes : sh->flops, rate = work / sh->median_s / 1e9;
+        out[n++] =
+            (pc_point){.x = pc_size(sh, c->x),
+                       .t = sh->median_s,
+                       .rate = rate,
+                       .work = work,
+                       .share = mem && sh->read_gbs_beside > 0 ? rate / sh->read_gbs_beside : 0,
+                       .sh = sh};
     }
     qsort(out, n, sizeof *out, cmp_point);
     if (untimed)

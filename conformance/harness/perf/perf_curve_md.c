@@ -116,6 +116,9 @@ static void write_cliffs(FILE *f, const row *r, double drop)
         if (a->share > 0 && b->share > 0)
             fprintf(f, ", %.1f " ARROW " %.1f %% of the read bandwidth beside (" MINUS "%.1f %%)",
                     100.0 * a->share, 100.0 * b->share, 100.0 * (1.0 - b->share / a->share));
+        else if (a->share > 0 || b->share > 0)
+            fprintf(f, " (the read bandwidth beside at %s %.0f only: the rate alone judged)",
+                    pj_curve_x_label(r->c->x), a->share > 0 ? a->x : b->x);
         /* A rate that is back at the next size was a dip, not a change of regime: on a shared
          * machine, most often another process (perf/README.md); say so, the rule stays. */
         if (i + 1 < r->n && !pc_point_cliff(a, &r->p[i + 1], drop))
@@ -182,7 +185,9 @@ void pc_write_curves(FILE *f, const pj_curve *curves, size_t ncurves, const pj_b
             "them, so does the rate's share of it: a swing of the machine's bandwidth is no "
             "cliff).\n\n",
             tolerance, 100.0 * drop);
-    if (!off && !cliffs)
+    if (!fitted && !cliffs)
+        fputs("**Nothing fitted**: no curve has two sizes timed.\n", f);
+    else if (!off && !cliffs)
         fprintf(f, "**Nothing flagged**: %zu fit%s, every exponent as expected, no cliff.\n",
                 fitted, fitted == 1 ? "" : "s");
     else

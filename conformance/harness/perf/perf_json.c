@@ -217,6 +217,9 @@ static int read_curves(at *a, const json_t *root, pj_file *f)
             return -1;
         if (!c->name[0])
             return fail(a, "name", "empty");
+        if (c->expect > PJ_MAX_EXPECT)
+            return fail(a, "expect", "%g is over %g (bench's limit for a suite's exponent)",
+                        c->expect, PJ_MAX_EXPECT);
         for (size_t j = 0; j < i; j++)
             if (!strcmp(f->curves[j].name, c->name))
                 return fail(a, "name", "\"%s\" is also curves[%zu]", c->name, j);
@@ -283,6 +286,8 @@ static int read_shape(at *a, const json_t *o, const pj_file *f, pj_shape *s)
             c++;
         if (c == f->ncurves)
             return fail(a, "curve", "\"%s\" is not one of the file's curves", s->curve);
+    } else if (f->ncurves) {
+        return fail(a, "curve", "missing (the file has curves: every shape is a point of one)");
     }
     double pairs, io;
     if (get_num(a, o, "visible_pairs", 0, &pairs) || get_num(a, o, "flops", 0, &s->flops) ||
@@ -336,6 +341,95 @@ static int options_text(const at *a, const json_t *opts, char **out)
     return 0;
 }
 
+/* A shape's place on its curve, for finding two points at one size (check_curves). */
+typedef struct curve_pt {
+    size_t curve, shape; /* index in f->curves, in be->shapes */
+    const char *dtype;
+    int64_t x;
+} curve_pt;
+
+static int cmp_curve_pt(const void *p, const void *q)
+{
+    const curve_pt *a = p, *b = q;
+    if (a->curve != b->curve)
+        return a->curve < b->curve ? -1 : 1;
+    const int d = strcmp(a->dtype, b->dtype);
+    if (d)
+        return d;
+    if (a->x != b->x)
+        return a->x < b->x ? -1 : 1;
+    return (a->shape > b->shape) - (a->shape < b->shape);
+}
+
+/* be's points of each curve, as bench checks a suite (bench_suite.c check_curves): alike but
+ * for the curve's size (each against the curve's first point), and one point per size and
+ * dtype (sorted, so a file of many shapes costs n log n).  Why here too: perf-report fits and
+ * compares what the file says, and a hand-edited or merged file could put unlike shapes on one
+ * curve.  a->ctx holds "backends[i]"; a failure names the shape. */
+static int check_curves(at *a, const pj_file *f, const pj_backend *be)
+{
+    if (!f->ncurves)
+        return 0;
+    const size_t base = strlen(a->ctx);
+    curve_pt *pts = malloc((be->n ? be->n : 1) * sizeof *pts);
+    size_t *first = malloc(f->ncurves * sizeof *first);
+    if (!pts || !first) {
+        free(pts);
+        free(first);
+        return fail(a, "shapes", "out of memory");
+    }
+    for (size_t c = 0; c < f->ncurves; c++)
+        first[c] = SIZE_MAX;
+    int rc = 0;
+    for (size_t i = 0; i < be->n && !rc; i++) {
+        const pj_shape *sh = &be->shapes[i];
+        size_t c = 0;
+        while (strcmp(f->curves[c].name, sh->curve) != 0) /* read_shape found it */
+            c++;
+        const pj_curve_x X = f->curves[c].x;
+        pts[i] = (curve_pt){c, i, sh->dtype, X == PJ_X_LK ? sh->lk : X == PJ_X_LQ ? sh->lq : sh->b};
+        if (first[c] == SIZE_MAX) {
+            first[c] = i;
+            continue;
+        }
+        const pj_shape *o = &be->shapes[first[c]];
+        const char *differs = sh->bound != o->bound                ? "bound"
+                              : sh->hq != o->hq                    ? "hq"
+                              : sh->hkv != o->hkv                  ? "hkv"
+                              : sh->d != o->d                      ? "d"
+                              : sh->dv != o->dv                    ? "dv"
+                              : sh->causal != o->causal            ? "causal"
+                              : sh->window != o->window            ? "window"
+                              : sh->page_size != o->page_size      ? "page_size"
+                              : X != PJ_X_BATCH && sh->b != o->b   ? "b"
+                              : X != PJ_X_LK && sh->lk != o->lk    ? "lk"
+                              : X == PJ_X_BATCH && sh->lq != o->lq ? "lq"
+                                                                   : NULL;
+        if (differs) {
+            snprintf(a->ctx + base, sizeof a->ctx - base, ".shapes[%zu]", i);
+            rc = fail(a, "curve",
+                      "\"%s\" sweeps %s, but this shape's %s differs from %s's (shapes[%zu])",
+                      sh->curve, pj_curve_x_name(X), differs, o->id, first[c]);
+        }
+    }
+    if (!rc) {
+        qsort(pts, be->n, sizeof *pts, cmp_curve_pt);
+        for (size_t k = 1; k < be->n && !rc; k++) {
+            const curve_pt *p = &pts[k - 1], *q = &pts[k];
+            if (p->curve != q->curve || p->x != q->x || strcmp(p->dtype, q->dtype) != 0)
+                continue;
+            snprintf(a->ctx + base, sizeof a->ctx - base, ".shapes[%zu]", q->shape);
+            rc = fail(a, "curve", "\"%s\" already has a %s point at %s %lld (%s, shapes[%zu])",
+                      f->curves[q->curve].name, q->dtype, pj_curve_x_name(f->curves[q->curve].x),
+                      (long long)q->x, be->shapes[p->shape].id, p->shape);
+        }
+    }
+    a->ctx[base] = '\0';
+    free(pts);
+    free(first);
+    return rc;
+}
+
 static int read_backend(at *a, const json_t *o, const pj_file *f, pj_backend *be)
 {
     if (!json_is_object(o))
@@ -373,7 +467,7 @@ static int read_backend(at *a, const json_t *o, const pj_file *f, pj_backend *be
                             be->shapes[i].id, be->name, j);
     }
     a->ctx[base] = '\0';
-    return 0;
+    return check_curves(a, f, be);
 }
 
 int pj_load(const char *prog, const char *path, pj_file *f)
@@ -475,7 +569,7 @@ double pj_pct_limit(const pj_shape *s)
                                                            : s->pct_limit;
 }
 
-static int within_10pct(double a, double b)
+int pj_limits_close(double a, double b)
 {
     double lo = a < b ? a : b, hi = a < b ? b : a;
     return hi - lo <= 0.10 * lo;
@@ -483,8 +577,8 @@ static int within_10pct(double a, double b)
 
 int pj_same_machine(const pj_machine *a, const pj_machine *b)
 {
-    return !strcmp(a->cpu_model, b->cpu_model) && within_10pct(a->fma_gflops, b->fma_gflops) &&
-           within_10pct(a->mem_read_gbs, b->mem_read_gbs) &&
+    return !strcmp(a->cpu_model, b->cpu_model) && pj_limits_close(a->fma_gflops, b->fma_gflops) &&
+           pj_limits_close(a->mem_read_gbs, b->mem_read_gbs) &&
            (a->huge_pages < 0 || b->huge_pages < 0 || a->huge_pages == b->huge_pages);
 }
 

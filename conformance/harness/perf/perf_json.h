@@ -11,8 +11,11 @@
  * read (and checked) only when times_s holds at least one value, so an untimed shape may leave
  * them out or null.  A backend's "timing" is optional ("in-process" when absent), else
  * "in-process" or "adapter".  A cost-curve suite's file has "curves" (a list of {name, x,
- * expect}: unique names, x "lk", "lq" or "batch", expect a positive number) and a "curve" in
- * its shapes, each naming one of them; both are optional, and checked when present.  A paged
+ * expect}: unique names, x "lk", "lq" or "batch", expect in (0, 8] as bench allows) and then
+ * a "curve" in every shape, naming one of them; a file without "curves" has no "curve".  As
+ * bench checks a suite, a backend's points of one curve differ in its size alone (bound, hq,
+ * hkv, d, dv, causal, window, page_size, and b, lk or lq where the curve does not sweep them),
+ * with one point per size and dtype.  A paged
  * shape has "page_size" (a positive count; absent or 0: contiguous K/V).  A memory-bound
  * shape may have "read_gbs_beside" (a positive number: the read bandwidth bench measured
  * beside its repetitions), which its % of limit is then of (pj_pct_limit). */
@@ -27,6 +30,9 @@
 /* Files larger than this are refused before parsing: a bench file holds every repetition of
  * every shape (thousands of numbers), never hundreds of megabytes. */
 #define PJ_MAX_FILE_BYTES (64L << 20)
+
+/* The largest cost exponent a curve may expect (bench_suite.c reads a suite's to the same). */
+#define PJ_MAX_EXPECT 8.0
 
 typedef enum pj_status {
     PJ_OK,            /* measured, first repetition validated */
@@ -130,6 +136,9 @@ double pj_pct_limit(const pj_shape *s);
  * (huge_pages, where both record it: bench --huge-pages).  Otherwise times are compared as
  * fractions of each run's limit (time x limit). */
 int pj_same_machine(const pj_machine *a, const pj_machine *b);
+
+/* 1 when two limits count as the same for pj_same_machine: within 10 % of the smaller. */
+int pj_limits_close(double a, double b);
 
 /* 1 when two shapes with the same id describe the same problem (dtype, bound, every size and
  * mask parameter and the page size equal): a suite edited between two runs must not be compared
