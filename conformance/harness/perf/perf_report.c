@@ -74,8 +74,10 @@ static void usage(FILE *f)
         "--plot links an image (under the suite it is named after), --hyperfine adds a table of\n"
         "whole-process timings, --note adds a sentence after the machine line.  A suite with cost\n"
         "curves gets their fitted exponents instead of the tables, flagging an exponent more than\n"
-        "--exponent-tolerance from the expected one and a rate drop of more than --cliff-drop\n"
-        "between consecutive sizes (a cliff).  Same arguments and files, same bytes.\n"
+        "--exponent-tolerance (0.001..8) from the expected one and a rate drop of more than\n"
+        "--cliff-drop (0.001..0.999) between consecutive sizes (a cliff; for a memory-bound curve\n"
+        "whose sizes have the read bandwidth beside them, the share of it must drop as much).\n"
+        "Same arguments and files, same bytes.\n"
         "Exit status: 0 written, 2 usage or bad input.\n",
         f);
 }
