@@ -52,11 +52,6 @@ int pc_point_cliff(const pc_point *a, const pc_point *b, double drop)
     return !(a->share > 0 && b->share > 0) || pc_is_cliff(a->share, b->share, drop);
 }
 
-double pc_size(const pj_shape *sh, pj_curve_x x)
-{
-    return (double)(x == PJ_X_LQ ? sh->lq : x == PJ_X_BATCH ? sh->b : sh->lk);
-}
-
 static int cmp_point(const void *a, const void *b)
 {
     const pc_point *p = a, *q = b;
@@ -82,7 +77,7 @@ size_t pc_points(const pj_backend *be, const pj_curve *c, const char *dtype, pc_
          * exponent can never disagree about one point (bench writes the same quotient). */
         const double work = mem ? sh->kv_bytes : sh->flops, rate = work / sh->median_s / 1e9;
         out[n++] =
-            (pc_point){.x = pc_size(sh, c->x),
+            (pc_point){.x = (double)pj_curve_size(sh, c->x),
                        .t = sh->median_s,
                        .rate = rate,
                        .work = work,

@@ -61,9 +61,9 @@ int pc_is_cliff(double before, double after, double drop);
 typedef struct pc_point {
     double x;     /* its size: lk, lq or b, as the curve sweeps */
     double t;     /* the median time, seconds */
-    double rate;  /* GFLOP/s (compute-bound) or GB/s of K and V (memory-bound), as bench wrote */
+    double rate;  /* GFLOP/s (compute-bound) or GB/s of K and V (memory-bound): work / t */
     double work;  /* FLOPs (compute-bound) or bytes of K and V (memory-bound) per call */
-    double share; /* memory-bound with read_gbs_beside: kv_gbs / read_gbs_beside; else 0 */
+    double share; /* memory-bound with read_gbs_beside: rate / read_gbs_beside; else 0 */
     const pj_shape *sh;
 } pc_point;
 
@@ -71,9 +71,6 @@ typedef struct pc_point {
  * drops by more than `drop` and, where both points have a share of the bandwidth beside, so
  * does the share. */
 int pc_point_cliff(const pc_point *a, const pc_point *b, double drop);
-
-/* The size of shape sh along a curve that sweeps x. */
-double pc_size(const pj_shape *sh, pj_curve_x x);
 
 /* The points of curve `c` among backend be's shapes of dtype `dtype` with status OK, sorted by
  * size (ascending; equal sizes keep the file's order), into out, which has room for be->n

@@ -387,7 +387,7 @@ static int check_curves(at *a, const pj_file *f, const pj_backend *be)
         while (strcmp(f->curves[c].name, sh->curve) != 0) /* read_shape found it */
             c++;
         const pj_curve_x X = f->curves[c].x;
-        pts[i] = (curve_pt){c, i, sh->dtype, X == PJ_X_LK ? sh->lk : X == PJ_X_LQ ? sh->lq : sh->b};
+        pts[i] = (curve_pt){c, i, sh->dtype, pj_curve_size(sh, X)};
         if (first[c] == SIZE_MAX) {
             first[c] = i;
             continue;

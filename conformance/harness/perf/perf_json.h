@@ -118,6 +118,13 @@ const char *pj_status_name(pj_status s);
 const char *pj_curve_x_name(pj_curve_x x);
 const char *pj_curve_x_label(pj_curve_x x);
 
+/* The size of shape sh along a curve that sweeps x: its lk, lq or b.  Inline: perf_curve.c's
+ * unit tests link it without this reader. */
+static inline int64_t pj_curve_size(const pj_shape *sh, pj_curve_x x)
+{
+    return x == PJ_X_LQ ? sh->lq : x == PJ_X_BATCH ? sh->b : sh->lk;
+}
+
 /* The backend named `name` in f, or NULL. */
 const pj_backend *pj_find_backend(const pj_file *f, const char *name);
 /* The shape with id `id` of backend be, or NULL. */
