@@ -10,15 +10,22 @@ typedef struct worker_arg {
     int tid;
 } worker_arg;
 
-/* Take items until none is left. */
+/* Take items until none is left: the one an item claimed, else the next of the counter. */
 static void drain(cpu_pool *p, int tid)
 {
-    for (;;) {
-        const int64_t i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->n)
-            return;
+    p->claim[tid] = -1;
+    for (int64_t i = atomic_fetch_add(&p->next, 1); i < p->n;) {
         p->fn(p->arg, i, tid);
+        i = p->claim[tid] >= 0 ? p->claim[tid] : atomic_fetch_add(&p->next, 1);
+        p->claim[tid] = -1;
     }
+}
+
+int64_t cpu_pool_claim(cpu_pool *p, int tid)
+{
+    if (p->claim[tid] < 0)
+        p->claim[tid] = atomic_fetch_add(&p->next, 1); /* n or more: none left, kept as such */
+    return p->claim[tid] < p->n ? p->claim[tid] : -1;
 }
 
 static void *worker_main(void *varg)
