@@ -2,6 +2,7 @@
  * helper of every attnconf command (cli.h). */
 #include "common/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,11 +47,26 @@ cli_opt cli_opt_adapter_stderr(const char **dest)
                      .help = CLI_ADAPTER_STDERR_HELP};
 }
 
-/* strtod that refuses trailing text, overflow and non-finite values. */
+/* Only the characters of a decimal number ("2", "-0.25", "1e-3", all digits when digits_only):
+ * strtod and strtoull would also take leading white space, and strtod hexadecimal ("0x0.4p0")
+ * and "infinity", none of which an option means. */
+static int decimal_text(const char *v, int digits_only)
+{
+    if (!*v)
+        return 0;
+    for (const char *c = v; *c; c++)
+        if (!isdigit((unsigned char)*c) && (digits_only || !strchr("+-.eE", *c)))
+            return 0;
+    return 1;
+}
+
+/* strtod that refuses trailing text, overflow, non-finite values and anything but decimal. */
 static int full_double(const char *v, double *out)
 {
     char *end;
     errno = 0;
+    if (!decimal_text(v, 0))
+        return -1;
     double x = strtod(v, &end);
     if (end == v || *end || errno == ERANGE || !isfinite(x))
         return -1;
@@ -58,13 +74,16 @@ static int full_double(const char *v, double *out)
     return 0;
 }
 
-/* strtoull that refuses trailing text, overflow and a sign (strtoull negates "-1"). */
+/* strtoull that refuses trailing text, overflow, white space and a sign (strtoull negates
+ * "-1"). */
 static int full_u64(const char *v, uint64_t *out)
 {
     char *end;
     errno = 0;
+    if (!decimal_text(v, 1))
+        return -1;
     unsigned long long x = strtoull(v, &end, 10);
-    if (end == v || *end || errno == ERANGE || v[0] == '-' || v[0] == '+')
+    if (end == v || *end || errno == ERANGE)
         return -1;
     *out = (uint64_t)x;
     return 0;
