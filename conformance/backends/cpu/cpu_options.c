@@ -22,6 +22,10 @@ const attnconf_option_info cpu_option_info[] = {
     {NULL, NULL, NULL},
 };
 
+/* The characters of a decimal option value: strtol and strtod would also take a sign (threads),
+ * leading white space and hexadecimal, as the harness's own options do not (cli.c). */
+#define DIGITS "0123456789"
+
 static int default_threads(void)
 {
     cpu_set_t set;
@@ -65,7 +69,8 @@ int cpu_options_parse(const attnconf_option *options, size_t n, cpu_options *o, 
             char *end;
             errno = 0;
             const long t = strtol(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || errno || t < 1 || t > CPU_POOL_MAX_THREADS) {
+            if (!*v || v[strspn(v, DIGITS)] || *end != '\0' || errno || t < 1 ||
+                t > CPU_POOL_MAX_THREADS) {
                 snprintf(err, errlen, "threads: '%s' is not an integer in 1..%d or 'auto'", v,
                          CPU_POOL_MAX_THREADS);
                 return ATTNCONF_EINVAL;
@@ -92,7 +97,8 @@ int cpu_options_parse(const attnconf_option *options, size_t n, cpu_options *o, 
             char *end;
             errno = 0;
             const double f = strtod(v, &end);
-            if (*v == '\0' || *end != '\0' || errno || !(f >= 0.0 && f <= 10.0)) {
+            if (!*v || v[strspn(v, DIGITS "+-.eE")] || *end != '\0' || errno ||
+                !(f >= 0.0 && f <= 10.0)) {
                 snprintf(err, errlen, "slowdown: '%s' is not a number in 0..10", v);
                 return ATTNCONF_EINVAL;
             }

@@ -70,7 +70,7 @@ static int full_double(const char *v, double *out)
     double x = strtod(v, &end);
     if (end == v || *end || errno == ERANGE || !isfinite(x))
         return -1;
-    *out = x;
+    *out = x == 0.0 ? 0.0 : x; /* "-0" is 0: never echoed back as a negative zero */
     return 0;
 }
 
@@ -98,7 +98,8 @@ static int store(const cli_opt *o, const char *v, char *why, size_t n)
     case CLI_STRING: *(const char **)o->dest = v; return 0;
     case CLI_SECONDS:
         if (full_double(v, &x) || !(x > 0) || x > CLI_MAX_SECONDS) {
-            snprintf(why, n, "%s: expected a positive number of seconds", o->name);
+            snprintf(why, n, "%s: expected a positive number of seconds, at most %.0f", o->name,
+                     CLI_MAX_SECONDS);
             return -1;
         }
         *(double *)o->dest = x;
@@ -122,7 +123,8 @@ static int store(const cli_opt *o, const char *v, char *why, size_t n)
         return 0;
     case CLI_MIB:
         if (full_u64(v, &u) || (double)u < o->lo || u > CLI_MAX_MIB) {
-            snprintf(why, n, "%s: expected MiB, from %.0f", o->name, o->lo);
+            snprintf(why, n, "%s: expected MiB, from %.0f to %llu", o->name, o->lo,
+                     (unsigned long long)CLI_MAX_MIB);
             return -1;
         }
         *(uint64_t *)o->dest = u;
