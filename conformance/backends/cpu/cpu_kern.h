@@ -164,7 +164,11 @@ typedef struct cpu_kernels {
 
 extern const cpu_kernels cpu_kernels_portable;
 #if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
+/* The decode run kernels of cpu_kernels_avx2 ask for the next tile's rows into the L1
+ * (PREFETCHT0), those of cpu_kernels_avx2_l2 into the L2 (PREFETCHT1); the two tables are
+ * otherwise the same and give the same values (cpu_options.h, prefetch=). */
 extern const cpu_kernels cpu_kernels_avx2;
+extern const cpu_kernels cpu_kernels_avx2_l2;
 #endif
 #if defined(CPU_HAVE_AVX512_TU) && CPU_HAVE_AVX512_TU
 /* The AVX-512 table: cpu_kernels_avx2 with the entries cpu_kern_avx512.c specialises replaced

@@ -19,10 +19,6 @@
 
 #include "cpu_runs.h"
 
-/* The run kernels' prefetch goes to the L1: tuned on a Zen 3, where it was measured; on a Zen 4
- * the L2 changed them by -13 % to +30 % from run to run (README, "A Zen 4"). */
-#define PF_L1 1
-
 #define AI static inline __attribute__((always_inline))
 
 /* ---- conversions ----------------------------------------------------------------------- */
@@ -178,7 +174,7 @@ AI __m256 hsum8x8(const __m256 v[8])
  * accumulators stay in registers and one horizontal reduction serves all of them.  The two
  * keys' rows may be anywhere (two pages). */
 AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, const int dtype,
-                  int64_t D, __m256 sv, const int R, pfq *pq)
+                  int64_t D, __m256 sv, const int R, pfq *pq, const int L1)
 {
     __m256 a[CPU_DR], b[CPU_DR];
 #pragma GCC unroll 4
@@ -187,7 +183,7 @@ AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, co
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
         if (pq)
-            pfq_step(pq, PF_L1);
+            pfq_step(pq, L1);
         const __m256 ka = load8(k0, dtype, d), kb = load8(k1, dtype, d);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
@@ -229,7 +225,7 @@ AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, c
     for (; c + 2 <= nk; c += 2) {
         const char *k0 = (const char *)src + (size_t)((int64_t)c * rstride) * dt_size(dtype);
         const __m256 t =
-            sr_pair(q, ldq, k0, k0 + (size_t)rstride * dt_size(dtype), dtype, D, sv, R, NULL);
+            sr_pair(q, ldq, k0, k0 + (size_t)rstride * dt_size(dtype), dtype, D, sv, R, NULL, 1);
         const __m128 lo = _mm256_castps256_ps128(t), hi = _mm256_extractf128_ps(t, 1);
         _mm_storel_pi((__m64 *)(s + (size_t)c), lo);
         if (R > 1)
@@ -243,7 +239,7 @@ AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, c
         /* A last key: the pair kernel with the key read twice (never the next). */
         const char *k0 = (const char *)src + (size_t)((int64_t)c * rstride) * dt_size(dtype);
         float ta[8];
-        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R, NULL));
+        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R, NULL, 1));
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
@@ -343,7 +339,7 @@ AI void store_pair(__m256 t, float *s, size_t lds, int c, const int R)
 
 AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nruns, const int dtype,
                        int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf, int npf,
-                       const int R)
+                       const int R, const int L1)
 {
     const size_t esz = dt_size(dtype);
     int nk = 0;
@@ -357,29 +353,29 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
     /* Keys in pairs (a pair may take its keys from two runs), as scores_rows_dt. */
     for (; c + 2 <= nk; c += 2) {
         const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz);
-        store_pair(sr_pair(q, ldq, k0, k1, dtype, D, sv, R, &pq), s, lds, c, R);
+        store_pair(sr_pair(q, ldq, k0, k1, dtype, D, sv, R, &pq, L1), s, lds, c, R);
     }
     if (c < nk) {
         const char *k0 = kit_next(&it, esz);
         float ta[8];
-        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R, NULL));
+        _mm256_storeu_ps(ta, sr_pair(q, ldq, k0, k0, dtype, D, sv, R, NULL, L1));
         for (int r = 0; r < R; r++)
             s[(size_t)r * lds + (size_t)c] = ta[2 * r];
     }
-    pfq_rest(&pq, PF_L1);
+    pfq_rest(&pq, L1);
 }
 
 #define SRR_ROWS(DT)                                                                               \
     switch (nrows) {                                                                               \
-    case 1: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 1); break;          \
-    case 2: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 2); break;          \
-    case 3: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 3); break;          \
-    default: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 4); break;         \
+    case 1: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 1, L1); break;      \
+    case 2: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 2, L1); break;      \
+    case 3: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 3, L1); break;      \
+    default: scores_runs_dt(q, ldq, runs, nruns, DT, D, sigma, s, lds, pf, npf, 4, L1); break;     \
     }
 
-static void x_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
-                          int dtype, int64_t D, float sigma, float *s, size_t lds,
-                          const cpu_run *pf, int npf)
+AI void scores_runs_any(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                        int dtype, int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf,
+                        int npf, const int L1)
 {
     switch (dtype) {
     case CPU_F16: SRR_ROWS(CPU_F16) break;
@@ -388,9 +384,23 @@ static void x_scores_runs(const float *q, size_t ldq, int nrows, const cpu_run *
     }
 }
 
+static void x_scores_runs_l1(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                             int dtype, int64_t D, float sigma, float *s, size_t lds,
+                             const cpu_run *pf, int npf)
+{
+    scores_runs_any(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf, 1);
+}
+
+static void x_scores_runs_l2(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
+                             int dtype, int64_t D, float sigma, float *s, size_t lds,
+                             const cpu_run *pf, int npf)
+{
+    scores_runs_any(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf, 0);
+}
+
 AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
                    int64_t Dv, const float *corr, float *o, size_t ldo, const cpu_run *pf, int npf,
-                   const int R)
+                   const int R, const int L1)
 {
     const size_t esz = dt_size(dtype);
     int nkeys = 0;
@@ -416,7 +426,7 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
             const char *src = runs[u].src;
             const int64_t rs = runs[u].rstride;
             for (int t = 0; t < runs[u].n; t++, c++) {
-                pfq_step(&pq, PF_L1);
+                pfq_step(&pq, L1);
                 const int64_t row = (int64_t)t * rs + e0;
                 const __m256 v0 = load8(src, dtype, row), v1 = load8(src, dtype, row + 8);
 #pragma GCC unroll 4
@@ -445,26 +455,40 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
                 for (int r = 0; r < R; r++)
                     o[(size_t)r * ldo + (size_t)e] += p[(size_t)r * ldp + (size_t)c] * ve;
             }
-    pfq_rest(&pq, PF_L1);
+    pfq_rest(&pq, L1);
 }
 
 #define PVR_ROWS(DT)                                                                               \
     switch (nrows) {                                                                               \
-    case 1: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 1); break;              \
-    case 2: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 2); break;              \
-    case 3: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 3); break;              \
-    default: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 4); break;             \
+    case 1: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 1, L1); break;          \
+    case 2: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 2, L1); break;          \
+    case 3: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 3, L1); break;          \
+    default: pv_runs_dt(p, ldp, runs, nruns, DT, Dv, corr, o, ldo, pf, npf, 4, L1); break;         \
     }
 
-static void x_pv_runs(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
-                      int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
-                      const cpu_run *pf, int npf)
+AI void pv_runs_any(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                    int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                    const cpu_run *pf, int npf, const int L1)
 {
     switch (dtype) {
     case CPU_F16: PVR_ROWS(CPU_F16) break;
     case CPU_BF16: PVR_ROWS(CPU_BF16) break;
     default: PVR_ROWS(CPU_F32) break;
     }
+}
+
+static void x_pv_runs_l1(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                         int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                         const cpu_run *pf, int npf)
+{
+    pv_runs_any(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf, 1);
+}
+
+static void x_pv_runs_l2(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
+                         int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
+                         const cpu_run *pf, int npf)
+{
+    pv_runs_any(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf, 0);
 }
 
 /* ---- exp, max ----------------------------------------------------------------------------- */
@@ -858,23 +882,16 @@ static void x_store_row(const float *src, int64_t n, int dtype, void *dst)
     }
 }
 
-const cpu_kernels cpu_kernels_avx2 = {
-    .name = "avx2",
-    .scores = x_scores,
-    .pv = x_pv,
-    .scores_rows = x_scores_rows,
-    .pv_rows = x_pv_rows,
-    .exp_sum = x_exp_sum,
-    .softcap = x_softcap,
-    .alibi = x_alibi,
-    .finite = x_finite,
-    .max = x_max,
-    .load_row = x_load_row,
-    .pack_kt = x_pack_kt,
-    .store_row = x_store_row,
-    .scores_runs = x_scores_runs,
-    .pv_runs = x_pv_runs,
-    .softmax_rows = x_softmax_rows,
-    .scores_softmax = x_scores_softmax,
-    .tile_keys = 128,
-};
+/* The two tables differ only in where the decode run kernels ask for the next tile's rows:
+ * into the L1 (PREFETCHT0) or into the L2 (PREFETCHT1); cpu_options.c chooses (prefetch=). */
+#define AVX2_TABLE(SCORES_RUNS, PV_RUNS)                                                           \
+    {                                                                                              \
+        .name = "avx2", .scores = x_scores, .pv = x_pv, .scores_rows = x_scores_rows,              \
+        .pv_rows = x_pv_rows, .exp_sum = x_exp_sum, .softcap = x_softcap, .alibi = x_alibi,        \
+        .finite = x_finite, .max = x_max, .load_row = x_load_row, .pack_kt = x_pack_kt,            \
+        .store_row = x_store_row, .scores_runs = SCORES_RUNS, .pv_runs = PV_RUNS,                  \
+        .softmax_rows = x_softmax_rows, .scores_softmax = x_scores_softmax, .tile_keys = 128,      \
+    }
+
+const cpu_kernels cpu_kernels_avx2 = AVX2_TABLE(x_scores_runs_l1, x_pv_runs_l1);
+const cpu_kernels cpu_kernels_avx2_l2 = AVX2_TABLE(x_scores_runs_l2, x_pv_runs_l2);

@@ -244,7 +244,8 @@ AI void scores_runs_any(const float *q, size_t ldq, int nrows, const cpu_run *ru
     case CPU_F16: SRR_ROWS(CPU_F16) break;
     case CPU_BF16: SRR_ROWS(CPU_BF16) break;
     default:
-        cpu_kernels_avx2.scores_runs(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf);
+        (L1 ? &cpu_kernels_avx2 : &cpu_kernels_avx2_l2)
+            ->scores_runs(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf);
         break;
     }
 }
@@ -366,7 +367,8 @@ AI void pv_runs_any(const float *p, size_t ldp, int nrows, const cpu_run *runs, 
     case CPU_F16: PVR_ROWS(CPU_F16) break;
     case CPU_BF16: PVR_ROWS(CPU_BF16) break;
     default:
-        cpu_kernels_avx2.pv_runs(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf);
+        (L1 ? &cpu_kernels_avx2 : &cpu_kernels_avx2_l2)
+            ->pv_runs(p, ldp, nrows, runs, nruns, dtype, Dv, corr, o, ldo, pf, npf);
         break;
     }
 }

@@ -9,7 +9,7 @@
 #include "cpu_kern.h"
 
 /* _l1: the next tile's rows are asked into the L1 (PREFETCHT0), _l2: into the L2 (PREFETCHT1);
- * the values are the same.  f32 goes to the AVX2 run kernels (which ask into the L1) in both. */
+ * the values are the same.  f32 goes to the AVX2 run kernels that ask into the same cache. */
 void cpu_avx512_scores_runs_l1(const float *q, size_t ldq, int nrows, const cpu_run *runs,
                                int nruns, int dtype, int64_t D, float sigma, float *s, size_t lds,
                                const cpu_run *pf, int npf);

@@ -17,7 +17,7 @@ const attnconf_option_info cpu_option_info[] = {
     {"isa", "auto",
      "micro-kernels: auto|avx512|avx2|portable (default: $ATTNCONF_CPU_ISA, else auto)"},
     {"prefetch", "auto",
-     "where the AVX-512 decode kernels prefetch: auto|l1|l2 (auto = l1 if the L1D >= 48 KiB)"},
+     "where the decode run kernels prefetch: auto|l1|l2 (auto = l1 if the L1D >= 48 KiB)"},
     {"slowdown", "0", "TEST-ONLY: spin F x each call's duration after it (0..10; 0 = off)"},
     {NULL, NULL, NULL},
 };
@@ -145,11 +145,12 @@ static int have_avx512(void)
 #endif
 }
 
-/* prefetch=auto: the L1 where it holds at least 48 KiB.  The rule separates the two machines
- * measured, it is no footprint argument: a 48 KiB L1D (Zen 5) moved 3-12 % more from memory
- * with the L1, on 64- and 128-key tiles alike; a 32 KiB one (Zen 4) 1.5-1.9x more with the L2,
- * with the earlier queue (README, "Fewer instructions per key", "A Zen 4").  Unknown (0 or
- * -1): the L2. */
+/* prefetch=auto: the L1 where it holds at least 48 KiB, for the AVX-512 and AVX2 tables alike.
+ * The rule separates the machines measured, it is no footprint argument: a 48 KiB L1D (Zen 5)
+ * moved 3-12 % more from memory with the L1, on 64- and 128-key tiles alike; on a 32 KiB one
+ * (Zen 4) the L1 lost 1.5-1.9x with the earlier queue and about 20 % in f16/bf16 with this one,
+ * and f32 (the AVX2 run kernels) moved about 10 % more with the L2 (README, "Fewer instructions
+ * per key", "A Zen 4", "A Zen 4 again").  Unknown (0 or -1): the L2. */
 static int auto_prefetch_l1(void)
 {
 #ifdef _SC_LEVEL1_DCACHE_SIZE
@@ -179,7 +180,9 @@ const cpu_kernels *cpu_options_kernels(cpu_isa isa, cpu_prefetch prefetch, char 
     }
 #if defined(CPU_HAVE_AVX2_TU) && CPU_HAVE_AVX2_TU
     else if (have_avx2())
-        k = &cpu_kernels_avx2;
+        return (prefetch == CPU_PF_AUTO ? auto_prefetch_l1() : prefetch == CPU_PF_L1)
+                   ? &cpu_kernels_avx2
+                   : &cpu_kernels_avx2_l2;
 #endif
     else if (isa == CPU_ISA_AVX2) {
         snprintf(
@@ -190,13 +193,11 @@ const cpu_kernels *cpu_options_kernels(cpu_isa isa, cpu_prefetch prefetch, char 
         return NULL;
     } else
         k = &cpu_kernels_portable;
-    /* The avx2 kernels ask into the L1 only, the portable ones do not prefetch. */
-    const int no_l2 = prefetch == CPU_PF_L2, no_l1 = prefetch == CPU_PF_L1 && !k->scores_runs;
-    if (no_l2 || no_l1) {
-        snprintf(err, errlen, "prefetch=%s: only the avx512 kernels %s; these are the %s ones",
-                 no_l2 ? "l2" : "l1",
-                 no_l2 ? "prefetch into the L2" : "and the avx2 ones prefetch into the L1",
-                 k->name);
+    /* The portable kernels do not prefetch. */
+    if (prefetch != CPU_PF_AUTO) {
+        snprintf(err, errlen,
+                 "prefetch=%s: only the avx512 and avx2 kernels prefetch; these are the %s ones",
+                 prefetch == CPU_PF_L1 ? "l1" : "l2", k->name);
         return NULL;
     }
     return k;

@@ -9,13 +9,12 @@
  *                    them; portable = the portable ones everywhere.  When the option is not
  *                    given, the environment variable ATTNCONF_CPU_ISA (same values) decides.
  *   prefetch=auto|l1|l2
- *                    where the AVX-512 decode run kernels ask for the next tile's K/V rows:
- *                    l1 = into the L1 data cache (PREFETCHT0), l2 = into the L2 (PREFETCHT1);
- *                    auto (the default) = l1 where the L1 data cache holds at least 48 KiB
- *                    (sysconf), else l2 (README, "Fewer instructions per key").  The values are
- *                    the same either way.  The AVX2 run kernels always ask into the L1 and the
- *                    portable kernels not at all, so l2 with the avx2 kernels, and l1 or l2 with
- *                    the portable ones, refuse to open (ENOTSUP).
+ *                    where the decode run kernels (AVX-512 and AVX2 tables) ask for the next
+ *                    tile's K/V rows: l1 = into the L1 data cache (PREFETCHT0), l2 = into the L2
+ *                    (PREFETCHT1); auto (the default) = l1 where the L1 data cache holds at least
+ *                    48 KiB (sysconf), else l2 (README, "Fewer instructions per key", "A Zen 4
+ *                    again").  The values are the same either way.  The portable kernels do not
+ *                    prefetch, so l1 or l2 with them refuses to open (ENOTSUP).
  *   slowdown=F       TEST-ONLY (0 = off, the default; 0 <= F <= 10): after each sdpa call, spin
  *                    for F times the call's own duration, a known regression for testing
  *                    performance tooling (perf-compare must flag slowdown=0.10).  Never use it

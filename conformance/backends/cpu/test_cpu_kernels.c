@@ -516,12 +516,16 @@ Test(cpu_kernels, avx512_dense_equals_avx2)
 {
     const cpu_kernels *t[CPU_TEST_MAX_TABLES];
     const int nt = ntables(t);
-    if (nt < 3) {
+    const cpu_kernels *a2 = NULL, *a5 = NULL;
+    for (int i = nt - 1; i >= 0; i--) {
+        if (strcmp(t[i]->name, "avx2") == 0)
+            a2 = t[i];
+        if (strcmp(t[i]->name, "avx512") == 0)
+            a5 = t[i];
+    }
+    if (!a2 || !a5) {
         cr_skip_test("no AVX-512 kernels on this machine: nothing to compare");
     }
-    const cpu_kernels *a2 = t[1], *a5 = t[2];
-    cr_assert_str_eq(a2->name, "avx2");
-    cr_assert_str_eq(a5->name, "avx512");
     const int64_t D = 131;
     const int ld = 160;
     float *q = falloc((size_t)(CPU_MR * D)), *kt = falloc((size_t)(D * ld));
