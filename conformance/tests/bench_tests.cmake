@@ -62,8 +62,18 @@ harness_cli_test(bench.filter_one_unmatched 0
   "1 OK, 0 INCORRECT.*warning: --filter 'nothing\\.\\*' matches no benchmark of .*smoke\\.yaml"
   bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --filter "nothing.*"
   --filter "smoke.causal.L64.f32" ${bench_quick})
-harness_cli_test(bench.reps_order 2 "--max-reps is below --min-reps"
+harness_cli_test(bench.reps_order 2 "--max-reps 4 is below --min-reps 5"
   bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --min-reps 5 --max-reps 4)
+# --max-reps alone is judged against the --min-reps in force: the suite's defaults where it has
+# them (a --max-reps under 10 ran nothing before), else --min-reps's default, which the message
+# names.
+harness_cli_test(bench.reps_default_order 2 "--max-reps 9 is below the default --min-reps 10"
+  bench --backend ${ref} --suite "${bench_suites}/smoke.yaml" --max-reps 9)
+harness_cli_test(bench.reps_suite_order 2 "--max-reps 2 is below the suite's min_reps 3"
+  bench --backend ${ref} --suite "${bench_fixtures}/defaults_reps.yaml" --max-reps 2)
+harness_cli_test(bench.reps_suite_defaults 0 "1 OK, 0 INCORRECT"
+  bench --backend ${ref} --suite "${bench_fixtures}/defaults_reps.yaml"
+  --limits "${bench_fixtures}/limits.json" --max-reps 4)
 harness_cli_test(bench.peak_alone 2 "--peak takes only --out" bench --peak --suite x.yaml)
 harness_cli_test(bench.bad_backend 1 "backend 'nosuch' not found"
   bench --backend nosuch --suite "${bench_suites}/smoke.yaml" ${bench_quick})

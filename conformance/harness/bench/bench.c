@@ -95,7 +95,7 @@ static void usage(FILE *f)
            "                    or the suite's `defaults`; wall time: an adapter's transport\n"
            "                    counts here)\n"
            "  --min-reps        timed repetitions, at least (10, or the suite's `defaults`)\n"
-           "  --max-reps        timed repetitions, at most (1000)\n"
+           "  --max-reps        timed repetitions, at most (1000, or --min-reps where larger)\n"
            "  --max-gflop       skip (SKIPPED) a benchmark of more GFLOP than this per call\n"
            "  --timeout         seconds one benchmark may take, its checks and repetitions\n"
            "                    together (default 1800); past it its process is killed and\n"
@@ -257,10 +257,14 @@ static int parse(int argc, char **argv, bench_opts *o)
         return cli_usage_error(&c, "--backend is required", NULL);
     if (!o->suite)
         return cli_usage_error(&c, "--suite is required", NULL);
-    if (o->max_reps < 0)
-        o->max_reps = o->min_reps > 1000 ? o->min_reps : 1000;
-    if (o->max_reps < o->min_reps)
-        return cli_usage_error(&c, "--max-reps is below --min-reps", NULL);
+    /* Both given: refused here.  Otherwise --min-reps may still come from the suite's defaults,
+     * so the check (and the default --max-reps) waits for the suite (bench_main). */
+    if (o->min_reps_given && o->max_reps_given && o->max_reps < o->min_reps) {
+        char why[96];
+        snprintf(why, sizeof why, "--max-reps %lld is below --min-reps %lld",
+                 (long long)o->max_reps, (long long)o->min_reps);
+        return cli_usage_error(&c, why, NULL);
+    }
     int adapters = 0;
     for (int x = 0; x < o->nbe; x++) {
         adapters += o->be[x].adapter;
@@ -578,16 +582,19 @@ int cmd_bench(const char *argv0, int argc, char **argv)
      * largest shapes take seconds a call: a few repetitions). */
     if (!o.min_time_given && suite.min_time_s >= 0)
         o.min_time_s = suite.min_time_s;
-    if (!o.min_reps_given && suite.min_reps >= 0) {
+    if (!o.min_reps_given && suite.min_reps >= 0)
         o.min_reps = suite.min_reps;
-        if (!o.max_reps_given)
-            o.max_reps = o.min_reps > 1000 ? o.min_reps : 1000;
-        else if (o.max_reps < o.min_reps) {
-            fprintf(stderr, "attnconf bench: --max-reps %lld is below the suite's min_reps %lld\n",
-                    (long long)o.max_reps, (long long)o.min_reps);
-            bs_suite_free(&suite);
-            return CLI_EXIT_USAGE;
-        }
+    if (!o.max_reps_given)
+        o.max_reps = o.min_reps > 1000 ? o.min_reps : 1000;
+    else if (o.max_reps < o.min_reps) {
+        fprintf(stderr, "attnconf bench: --max-reps %lld is below %s %lld\n",
+                (long long)o.max_reps,
+                o.min_reps_given        ? "--min-reps"
+                : suite.min_reps >= 0 ? "the suite's min_reps"
+                                      : "the default --min-reps",
+                (long long)o.min_reps);
+        bs_suite_free(&suite);
+        return CLI_EXIT_USAGE;
     }
     /* The selected benchmarks, in suite order. */
     size_t nsel = 0;
