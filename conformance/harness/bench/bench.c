@@ -587,9 +587,8 @@ int cmd_bench(const char *argv0, int argc, char **argv)
     if (!o.max_reps_given)
         o.max_reps = o.min_reps > 1000 ? o.min_reps : 1000;
     else if (o.max_reps < o.min_reps) {
-        fprintf(stderr, "attnconf bench: --max-reps %lld is below %s %lld\n",
-                (long long)o.max_reps,
-                o.min_reps_given        ? "--min-reps"
+        fprintf(stderr, "attnconf bench: --max-reps %lld is below %s %lld\n", (long long)o.max_reps,
+                o.min_reps_given      ? "--min-reps"
                 : suite.min_reps >= 0 ? "the suite's min_reps"
                                       : "the default --min-reps",
                 (long long)o.min_reps);
