@@ -67,9 +67,13 @@ static void check(int threads, int64_t n, int claim_every, int calls)
         cr_assert_eq(atomic_load(&t->claim_mismatch), 0, "a claimed item ran elsewhere or later");
         cr_assert_eq(atomic_load(&t->twice_mismatch), 0, "a second claim gave another item");
         cr_assert_eq(atomic_load(&t->claim_errors), 0, "an item or a claim out of range");
-        /* The last claims found nothing left: -1, never an item past the end. */
+        /* Every claimed item ran on its thread (which reset the mark), and a claim with nothing
+         * left gave -1: so each thread ends at -1, whatever it claimed last. */
         for (int k = 0; k < threads; k++)
-            cr_assert(t->claimed[k] == -1 || t->claimed[k] < n);
+            cr_assert_eq(t->claimed[k], -1,
+                         "threads %d, n %lld, claim every %d, call %d: thread %d ends with a "
+                         "claim of item %lld that never ran",
+                         threads, (long long)n, claim_every, call, k, (long long)t->claimed[k]);
     }
     free(t);
     cpu_pool_destroy(&pool);
@@ -127,5 +131,6 @@ Test(cpu_pool, claims_on_one_thread_go_in_order)
     cr_assert_eq(seen_n, 3);
     for (int i = 0; i < 3; i++)
         cr_assert_eq(seen_order[i], i);
+    cr_assert_eq(last_claim, -1);
     cpu_pool_destroy(&pool);
 }

@@ -89,6 +89,15 @@ static int full_u64(const char *v, uint64_t *out)
     return 0;
 }
 
+void cli_seconds_text(double x, char *out, size_t n)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(out, n, "%.*g", p, x);
+        if (strtod(out, NULL) == x)
+            return;
+    }
+}
+
 /* Check and store one value; returns 0, or -1 with the kind's message in why. */
 static int store(const cli_opt *o, const char *v, char *why, size_t n)
 {

@@ -191,7 +191,7 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
         {.name = "--seconds",
          .kind = CLI_SECONDS,
          .dest = &o->seconds,
-         .help = "stop after T seconds"},
+         .help = "stop after T seconds (at least one call)"},
         {.name = "--out-dir",
          .kind = CLI_STRING,
          .dest = &o->out_dir,
@@ -509,7 +509,14 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         fprintf(stderr, "attnconf fuzz: --json %s: %s\n", o.json, why);
         return CLI_EXIT_USAGE;
     }
-    x.rn = (run_ctx){&x.hb, a0, be, dir_abs, o.opt, o.nopt, o.timeout, o.case_timeout};
+    x.rn = (run_ctx){.backend = &x.hb,
+                     .argv0 = a0,
+                     .backend_arg = be,
+                     .cases_dir = dir_abs,
+                     .options = o.opt,
+                     .n_options = o.nopt,
+                     .timeout_s = o.timeout ? o.timeout_s : 0,
+                     .case_timeout_s = o.case_timeout ? o.case_timeout_s : 0};
     x.wc = (hw_config){o.backend, hl_backend_dir(), &x.oo, &x.rn, o.case_timeout_s,
                        0,         hf_worker_case,   x.sh};
     if (x.isolated) {
@@ -600,7 +607,9 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         const int n_order = hf_nedges <= 256 ? hf_edge_order(o.seed, x.caps, order) : 0;
         for (;; n++) {
             const double now = mono_now();
-            if ((o.count && n >= o.count) || (o.seconds && now - t0 >= o.seconds))
+            /* --seconds stops after at least one call: a run that checked nothing must not
+             * pass, however small T is. */
+            if ((o.count && n >= o.count) || (o.seconds && n > 0 && now - t0 >= o.seconds))
                 break;
             if (tty && now - last_progress > 0.25) {
                 fprintf(stderr, "\rattnconf fuzz: seed %llu: %lld calls, %lld skipped, %.0f s ",

@@ -138,7 +138,8 @@ typedef struct opts {
     size_t n_filters, n_excludes;
     const char *filter;
     char filter_buf[sizeof(((hr_run *)0)->filter)]; /* what a results file can record */
-    /* --timeout and --case-timeout as given (the re-run commands repeat them) and as numbers */
+    /* --timeout and --case-timeout: given or not (the re-run commands repeat them), and the
+     * numbers */
     const char *timeout, *case_timeout;
     double timeout_s, case_timeout_s;
     uint64_t memory_limit_mib; /* 0: none */
@@ -817,8 +818,14 @@ static int session_load_cases(session *s)
     else
         snprintf(s->be_arg, sizeof s->be_arg, "%s", s->o.backend);
     absolute_path(s->dir, s->dir_abs, sizeof s->dir_abs);
-    s->rn = (run_ctx){&s->hb,    s->a0,   s->be_arg,    s->dir_abs,
-                      s->bo.opt, s->bo.n, s->o.timeout, s->o.case_timeout};
+    s->rn = (run_ctx){.backend = &s->hb,
+                      .argv0 = s->a0,
+                      .backend_arg = s->be_arg,
+                      .cases_dir = s->dir_abs,
+                      .options = s->bo.opt,
+                      .n_options = s->bo.n,
+                      .timeout_s = s->o.timeout ? s->o.timeout_s : 0,
+                      .case_timeout_s = s->o.case_timeout ? s->o.case_timeout_s : 0};
     /* Every failure prints the command that re-runs it: if that command would not fit for the
      * longest possible case id, say so now rather than print none later. */
     char longest[ACASE_ID_MAX];

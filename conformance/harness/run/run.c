@@ -39,6 +39,7 @@
 #include "run_guard.h"
 #include "run_paged.h"
 #include "attncase/paged_case.h"
+#include "common/cli.h"
 #include "common/clip.h"
 #include "common/shell.h"
 #include "backend/call.h"
@@ -386,9 +387,11 @@ static int run_cmd_backend(const run_ctx *rn, const char *sub, char *cmd, size_t
         bad |= run_cmd_add(cmd, cap, len, " --backend-option ", 0);
         bad |= run_cmd_add(cmd, cap, len, kv, 1);
     }
-    if (rn->timeout_arg) {
+    if (rn->timeout_s > 0) {
+        char t[40];
+        cli_seconds_text(rn->timeout_s, t, sizeof t);
         bad |= run_cmd_add(cmd, cap, len, " --timeout ", 0);
-        bad |= run_cmd_add(cmd, cap, len, rn->timeout_arg, 1);
+        bad |= run_cmd_add(cmd, cap, len, t, 1);
     }
     return bad;
 }
@@ -402,9 +405,11 @@ void run_result_begin(const run_ctx *rn, const char *id, hr_result *r)
     char *cmd = r->rerun;
     size_t cap = sizeof r->rerun, len = 0;
     int bad = run_cmd_backend(rn, " run", cmd, cap, &len);
-    if (rn->case_timeout_arg) {
+    if (rn->case_timeout_s > 0) {
+        char t[40];
+        cli_seconds_text(rn->case_timeout_s, t, sizeof t);
         bad |= run_cmd_add(cmd, cap, &len, " --case-timeout ", 0);
-        bad |= run_cmd_add(cmd, cap, &len, rn->case_timeout_arg, 1);
+        bad |= run_cmd_add(cmd, cap, &len, t, 1);
     }
     bad |= run_cmd_add(cmd, cap, &len, " --cases ", 0);
     bad |= run_cmd_add(cmd, cap, &len, rn->cases_dir ? rn->cases_dir : "", 1);

@@ -83,6 +83,11 @@ int cli_parse(const cli_cmd *c, int argc, char **argv);
  * on stderr.  Returns CLI_EXIT_USAGE, for `return cli_usage_error(...)`. */
 int cli_usage_error(const cli_cmd *c, const char *what, const char *arg);
 
+/* A number of seconds (CLI_SECONDS's range) as a re-run command should repeat it: the fewest
+ * significant digits (%.1g to %.17g) that strtod reads back as exactly x, so a value given with
+ * many leading zeros or digits comes back short and the same.  out holds at least 32 bytes. */
+void cli_seconds_text(double x, char *out, size_t n);
+
 /* Print the command's usage on f: its text, then "options:" and each option whose help is
  * non-NULL. */
 void cli_usage(const cli_cmd *c, FILE *f);

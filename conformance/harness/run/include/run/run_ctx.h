@@ -15,12 +15,15 @@ typedef struct run_ctx {
     const char *argv0;       /* the harness as it should be re-invoked (absolute if it had '/') */
     const char *backend_arg; /* --backend as it should be re-given */
     const char *cases_dir;   /* --cases as it should be re-given */
-    /* --backend-option pairs and --timeout (NULL = not given) as they should be re-given: a
-     * rerun without them would run a differently configured backend. */
+    /* --backend-option pairs and --timeout as they should be re-given: a rerun without them
+     * would run a differently configured backend. */
     const attnconf_option *options;
     size_t n_options;
-    const char *timeout_arg;
-    const char *case_timeout_arg; /* --case-timeout as given, NULL = not given */
+    /* --timeout and --case-timeout in seconds, 0 = not given.  Numbers, not the text given:
+     * the re-run command spells them in the fewest digits that read back to the same double,
+     * so `--timeout 000...05` costs the command no more than `--timeout 5`. */
+    double timeout_s;
+    double case_timeout_s;
 } run_ctx;
 
 #endif
