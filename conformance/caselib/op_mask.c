@@ -89,10 +89,19 @@ static int mask_check(acase__chk *k, const acase *c)
         const int64_t b = per_seq ? c->batch : 1;
         const int64_t lim = ACASE_MAX_TENSOR_NUMEL;
         if (c->offset > lim || c->lq > lim || lk > lim || lk < 0 ||
-            (c->lq > 0 && lk > 0 && (lk > lim / c->lq || b > lim / (c->lq * lk))))
-            return acase__chk_fail(k, "params.lq",
-                                   "the keep mask (B, 1, lq, Lk) would exceed %lld elements",
+            (c->lq > 0 && lk > 0 && (lk > lim / c->lq || b > lim / (c->lq * lk)))) {
+            /* Blame the field that alone is too large, else lq (the rows times Lk). */
+            const char *field = c->lq > lim                                       ? "params.lq"
+                                : c->kv_len && (c->kv_len > lim || c->kv_len < 0) ? "params.kv_len"
+                                : c->offset > lim                                 ? "params.offset"
+                                : !c->kv_len && lk > lim                          ? "params.offset"
+                                                                                  : "params.lq";
+            return acase__chk_fail(k, field,
+                                   "the keep mask (B, 1, lq, Lk) with lq = %lld, offset = %lld, "
+                                   "kv_len = %lld would exceed %lld elements",
+                                   (long long)c->lq, (long long)c->offset, (long long)c->kv_len,
                                    (long long)lim);
+        }
     }
     if (e->error)
         return 0;

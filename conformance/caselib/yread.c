@@ -576,6 +576,10 @@ int ayr_map(ayr *y, const yaml_node_t *n, const char *path, ayr_field *spec, siz
                         n->type == YAML_SCALAR_NODE ? "scalar" : "sequence");
     if (ayr_check_tag(y, n, shown))
         return -1;
+    /* The mapping itself: a rule about the whole of it ("steps[2]: expect.returns ...") points
+     * at its first line. */
+    if (path[0])
+        remember(y, path, n->start_mark);
     map_ctx ctx = {y, path, spec};
     ayr_walk_at at;
     char f[AYR_FIELD_MAX];

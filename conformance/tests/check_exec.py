@@ -335,6 +335,25 @@ def s_badnbytes(args):
              r"adapter reply: tensor 'out': nbytes 12 does not match f32 \(1,1,4,1\)")
 
 
+def s_bad_strides(args):
+    """A reply keeps the dense rule (PROTOCOL.md): out strides that repeat or skip elements are
+    the adapter's protocol error (ERROR, naming them), not a FAIL blaming it for writing past
+    its output; a stride on an extent of 1 is free, so that reply still passes."""
+    case = "sdpa.causal.decode_lq1_lk5.f32"  # out (1,2,1,8), f32: dense strides [16,8,8,1]
+    for i, strides in enumerate(["[0,0,0,0]", "[1000000,1,1,1]"]):
+        rc, out, _, _, _, res = json_run(args, backend(args, "bad_strides", strides), case,
+                                         name="bad_strides%d" % i)
+        check(rc == 1, "strides %s: exit 1 (got %d)" % (strides, rc))
+        statuses(res, [case], "ERROR",
+                 r"^adapter failure: adapter reply: tensor 'out': strides %s are not the dense "
+                 r"strides \[16,8,8,1\] of shape \(1,2,1,8\), nor a permutation of its axes"
+                 % re.escape(strides))
+    rc, out, _, _, _, res = json_run(args, backend(args, "bad_strides", "[1000000,8,5,1]"), case,
+                                     name="bad_strides_free")
+    check(rc == 0, "strides [1000000,8,5,1] (free where the extent is 1): exit 0 (got %d)" % rc)
+    statuses(res, [case], "PASS")
+
+
 def s_stdout_noise(args):
     rc, out, _, _, _, res = json_run(args, backend(args, "stdout_noise"), "sdpa.nomask.d1.f32")
     check(rc == 1, "exit 1 (got %d)" % rc)

@@ -31,9 +31,9 @@ static const refusal refusals[] = {
     {"{\"protocol\":1,\"status\":0,\"status\":0}", "hello", NULL, "duplicate object key"},
     {"{\"status\":0}", "sdpa", "out", "header to sdpa lacks \"protocol\": 1"},
     {"{\"protocol\":2,\"status\":0}", "sdpa", "out", "header to sdpa lacks \"protocol\": 1"},
-    {"{\"protocol\":1,\"status\":1}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
-    {"{\"protocol\":1,\"status\":-7}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
-    {"{\"protocol\":1,\"status\":\"0\"}", "sdpa", "out", "\"status\" is not an integer in 0..-6"},
+    {"{\"protocol\":1,\"status\":1}", "sdpa", "out", "\"status\" is not an integer in -6..0"},
+    {"{\"protocol\":1,\"status\":-7}", "sdpa", "out", "\"status\" is not an integer in -6..0"},
+    {"{\"protocol\":1,\"status\":\"0\"}", "sdpa", "out", "\"status\" is not an integer in -6..0"},
     {"{\"protocol\":1,\"status\":0,\"tensors\":{}}", "sdpa", "out", "\"tensors\" is not an array"},
     {"{\"protocol\":1,\"status\":-2}", "sdpa", "out",
      "status -2 to sdpa without an \"error\" string"},
@@ -76,6 +76,22 @@ static const refusal refusals[] = {
     {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
      "\"shape\":[2,3],\"nbytes\":24,\"strides\":[4,1]}]}",
      "sdpa", "out", "tensor 'out': strides address element 6 of a (2,3) buffer of 6"},
+    /* inside the buffer, yet not each element once: the dense payload would be misread */
+    {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
+     "\"shape\":[1,2,1,8],\"nbytes\":64,\"strides\":[0,0,0,0]}]}",
+     "sdpa", "out",
+     "tensor 'out': strides [0,0,0,0] are not the dense strides [16,8,8,1] of shape (1,2,1,8), "
+     "nor a permutation of its axes"},
+    {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"out\",\"dtype\":\"f32\","
+     "\"shape\":[1,2,1,8],\"nbytes\":64,\"strides\":[1000000,1,1,1]}]}",
+     "sdpa", "out",
+     "tensor 'out': strides [1000000,1,1,1] are not the dense strides [16,8,8,1] of shape "
+     "(1,2,1,8), nor a permutation of its axes"},
+    /* [2,0] over (2,2) reads elements 0, 0, 2, 2: two twice, two never */
+    {"{\"protocol\":1,\"status\":0,\"tensors\":[{\"name\":\"keep\",\"dtype\":\"bool\","
+     "\"shape\":[2,2],\"nbytes\":4,\"strides\":[2,0]}]}",
+     "build_mask", "keep",
+     "tensor 'keep': strides [2,0] are not the dense strides [2,1] of shape (2,2)"},
 };
 
 Test(exec_reply, refused)

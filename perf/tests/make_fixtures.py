@@ -22,6 +22,7 @@ outlier of +5..30 % (another tenant on a shared VM).  Runs:
                     5 % slower than the one before
   partial.json      an edited suite: a backend and a shape missing, a shape added, one shape's
                     sizes changed under the same id                            -> listed only
+  empty.json        base.json with no backend: nothing in common with it       -> refused
   curves.json       a cost-curve suite (perf-report's fits and cliffs): exact power laws (k = 2
                     for causal prefill, 1 for decode and a batch sweep) whose fit gives k to
                     rounding; prefill f16 with a 25 % rate drop from L 1024 to 2048 (a cliff),
@@ -401,11 +402,14 @@ def main():
     bad = copy.deepcopy(base)
     bad["backends"][2]["timing"] = "pipe"
     files["bad-timing.json"] = bad
-    # Every shape renamed, twice: nothing compared, more one-sided shapes than perf-compare lists.
+    # cpu's and the reference's shapes renamed, twice: more one-sided shapes than perf-compare
+    # lists; onnxruntime-opset23's kept, so the runs still have shapes in common.
     ren = copy.deepcopy(base)
-    for be in ren["backends"]:
+    for be in ren["backends"][:2]:
         be["shapes"] = [dict(x, id=x["id"] + sfx) for sfx in (".a", ".b") for x in be["shapes"]]
     files["renamed.json"] = ren
+    # A run that timed nothing: no shape in common with any other, which perf-compare refuses.
+    files["empty.json"] = dict(copy.deepcopy(base), label="no backend", backends=[])
     bad = copy.deepcopy(base)
     bad["machine"]["huge_pages"] = "yes"
     files["bad-huge-pages.json"] = bad

@@ -5,9 +5,11 @@
  *                         not produced by casegen any more (the committed cases must be exactly
  *                         what the committed sources generate)
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "casegen.h"
 
@@ -27,6 +29,14 @@ int main(int argc, char **argv)
         g.check = 1;
     else if (strcmp(argv[1], "--out") != 0)
         return usage();
+    /* --check compares with what is there: a directory that is not there is a usage error, not
+     * 400 "missing" cases. */
+    struct stat st;
+    if (g.check && (stat(g.dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "casegen --check: %s: %s\n", g.dir,
+                stat(g.dir, &st) != 0 ? strerror(errno) : "not a directory");
+        return 2;
+    }
 
     fam_mask(&g);
     fam_sdpa(&g);

@@ -162,8 +162,11 @@ static void hb_dlclose(void *handle)
 #if defined(__SANITIZE_ADDRESS__)
     (void)handle;
 #else
-    if (handle)
+    if (handle) {
+        hb_call_enter("dlclose"); /* the plugin's destructors run in it */
         dlclose(handle);
+        hb_call_leave();
+    }
 #endif
 }
 
@@ -384,8 +387,12 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
     if (hb_resolve(spec, builtin_dir, out->path, sizeof out->path, err, errlen) != 0)
         return -1;
 
+    /* From here on the plugin's code runs in this process (its constructors in dlopen). */
+    hb_exit_guard_arm();
     dlerror(); /* clear any stale message */
+    hb_call_enter("dlopen");
     void *h = dlopen(out->path, RTLD_NOW | RTLD_LOCAL);
+    hb_call_leave();
     if (!h) {
         const char *e = dlerror();
         return hb_err(err, errlen, "%s: cannot load: %s", out->path, e ? e : "unknown error");
@@ -403,7 +410,9 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
         return -1;
     }
 
+    hb_call_enter(ATTNCONF_ENTRY_SYMBOL);
     const attnconf_backend *be = entry(ATTNCONF_ABI_VERSION);
+    hb_call_leave();
     if (hb_validate(be, out->path, err, errlen) != 0) {
         hb_dlclose(h);
         return -1;
@@ -421,7 +430,9 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
     int rc;
     if (nopt) {
         char why[512] = "";
+        hb_call_enter("open_with_options");
         rc = be->open_with_options(&ctx, opt, nopt, why, sizeof why);
+        hb_call_leave();
         why[sizeof why - 1] = '\0'; /* a backend that forgot the terminator */
         if (rc != ATTNCONF_OK) {
             if (why[0])
@@ -436,15 +447,21 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
             return -1;
         }
     } else {
+        hb_call_enter("open");
         rc = be->open(&ctx);
+        hb_call_leave();
         if (rc != ATTNCONF_OK) {
             /* open() has no room for a reason; open_with_options with no options (the same
              * open) can say why, e.g. "no CUDA device" from a GPU backend (ENOTSUP). */
             char why[512] = "";
             if (HB_HAS(be, open_with_options)) {
                 void *again = NULL;
-                if (be->open_with_options(&again, NULL, 0, why, sizeof why) == ATTNCONF_OK)
+                hb_call_enter("open_with_options");
+                if (be->open_with_options(&again, NULL, 0, why, sizeof why) == ATTNCONF_OK) {
+                    hb_call_enter("close");
                     be->close(again); /* it worked this time: no reason to give */
+                }
+                hb_call_leave();
                 why[sizeof why - 1] = '\0';
             }
             hb_err(err, errlen, "%s: backend '%s' open() failed with code %d%s%s%s", out->path,
@@ -455,9 +472,13 @@ int hb_load(const char *spec, const char *builtin_dir, const hb_open_opts *oo, h
         }
     }
 
+    hb_call_enter("capabilities");
     uint64_t caps = be->capabilities(ctx);
+    hb_call_leave();
     if (hb_check_caps(be, caps, out->path, err, errlen) != 0) {
+        hb_call_enter("close");
         be->close(ctx);
+        hb_call_leave();
         hb_dlclose(h);
         return -1;
     }
@@ -483,8 +504,11 @@ void hb_unload(hb_backend *b)
 {
     if (!b)
         return;
-    if (b->be && b->ctx)
+    if (b->be && b->ctx) {
+        hb_call_enter("close");
         b->be->close(b->ctx);
+        hb_call_leave();
+    }
     hb_dlclose(b->handle);
     b->handle = NULL;
     b->be = NULL;

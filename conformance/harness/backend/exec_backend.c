@@ -410,34 +410,6 @@ typedef struct xb_payload {
     void *owned; /* a contiguous copy, when the caller's strides were not a dense layout */
 } xb_payload;
 
-/* 1 if strides address every element of a dense buffer exactly once (a permuted row-major
- * layout): then the buffer can be sent as is, with those strides. */
-static int xb_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides)
-{
-    int idx[ATTNCONF_MAX_RANK], m = 0;
-    for (int32_t d = 0; d < ndim; d++) {
-        if (shape[d] == 0)
-            return 1;
-        if (strides[d] < 0)
-            return 0;
-        if (shape[d] > 1)
-            idx[m++] = (int)d;
-    }
-    for (int i = 1; i < m; i++)
-        for (int j = i; j > 0 && strides[idx[j]] < strides[idx[j - 1]]; j--) {
-            int t = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = t;
-        }
-    int64_t expect = 1;
-    for (int i = 0; i < m; i++) {
-        if (strides[idx[i]] != expect)
-            return 0;
-        expect *= shape[idx[i]];
-    }
-    return 1;
-}
-
 /* Describe tensor t as `name` into list and set up its payload.  Returns 0, or an ATTNCONF code
  * with last_error set. */
 static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnconf_tensor *t,
@@ -478,7 +450,7 @@ static int xb_add_tensor(xb_ctx *c, json_t *list, const char *name, const attnco
     const int64_t nheld = xr_numel(t->ndim, held);
     p->nbytes = (size_t)nheld * es;
     p->data = t->data;
-    if (nheld > 0 && !xb_dense_perm(t->ndim, held, t->strides)) {
+    if (nheld > 0 && !xr_dense_perm(t->ndim, held, t->strides)) {
         /* Gapped strides (or, for another adapter, broadcast ones): the protocol sends a dense
          * buffer, so gather a row-major copy of the held elements. */
         unsigned char *buf = malloc(p->nbytes);

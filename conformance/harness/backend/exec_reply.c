@@ -77,6 +77,42 @@ int64_t xr_numel(int32_t ndim, const int64_t *shape)
     return n <= XR_MAX_NUMEL ? n : -1;
 }
 
+int xr_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides)
+{
+    int idx[ATTNCONF_MAX_RANK], m = 0;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] == 0)
+            return 1;
+        if (strides[d] < 0)
+            return 0;
+        if (shape[d] > 1)
+            idx[m++] = (int)d;
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && strides[idx[j]] < strides[idx[j - 1]]; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    int64_t expect = 1;
+    for (int i = 0; i < m; i++) {
+        if (strides[idx[i]] != expect)
+            return 0;
+        expect *= shape[idx[i]];
+    }
+    return 1;
+}
+
+/* "[16,8,8,1]" into buf (truncated to n bytes). */
+static void xr_ints_text(int32_t ndim, const int64_t *v, char *buf, size_t n)
+{
+    xr_shape_text(ndim, v, buf, n);
+    buf[0] = '[';
+    size_t l = strlen(buf);
+    if (l > 1 && buf[l - 1] == ')')
+        buf[l - 1] = ']';
+}
+
 /* Validate a reply tensor descriptor (xr_desc's rules). */
 static int xr_parse_desc(json_t *t, const char *want, xr_desc *d, char *why, size_t n)
 {
@@ -147,6 +183,24 @@ static int xr_parse_desc(json_t *t, const char *want, xr_desc *d, char *why, siz
     if (numel > 0 && last >= numel)
         return xr_fail(why, n, "tensor '%s': strides address element %lld of a %s buffer of %lld",
                        want, (long long)last, st, (long long)numel);
+    /* Inside the buffer is not enough: strides that repeat or skip elements (zeros, two axes of
+     * stride 1) would make the host read the dense payload as another tensor, and blame the
+     * adapter for writing past its output. */
+    if (!xr_dense_perm(d->ndim, d->shape, d->strides)) {
+        int64_t dense[ATTNCONF_MAX_RANK];
+        int64_t s = 1;
+        for (int32_t i = d->ndim - 1; i >= 0; i--) {
+            dense[i] = s;
+            s *= d->shape[i];
+        }
+        char got[128], want_st[128];
+        xr_ints_text(d->ndim, d->strides, got, sizeof got);
+        xr_ints_text(d->ndim, dense, want_st, sizeof want_st);
+        return xr_fail(why, n,
+                       "tensor '%s': strides %s are not the dense strides %s of shape %s, nor a "
+                       "permutation of its axes (a reply holds each element once, PROTOCOL.md)",
+                       want, got, want_st, st);
+    }
     return 0;
 }
 
@@ -186,7 +240,7 @@ int xr_parse_n(const char *line, size_t len, const char *op, const char *const *
         return xr_fail(why, n, "header to %s lacks \"protocol\": 1", op);
     if (!json_is_integer(js) || json_integer_value(js) > 0 ||
         json_integer_value(js) < ATTNCONF_EINEXPRESSIBLE)
-        return xr_fail(why, n, "header to %s: \"status\" is not an integer in 0..-6", op);
+        return xr_fail(why, n, "header to %s: \"status\" is not an integer in -6..0", op);
     r->status = (int)json_integer_value(js);
     json_t *jt = json_object_get(root, "tensors");
     size_t nt = json_is_array(jt) ? json_array_size(jt) : 0;

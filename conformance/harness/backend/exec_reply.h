@@ -42,9 +42,15 @@ int64_t xr_numel(int32_t ndim, const int64_t *shape);
 /* "(1,1,2,2)" into buf (truncated to n bytes). */
 void xr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n);
 
+/* 1 if strides (>= 0) address each element of a dense buffer of the shape exactly once: the
+ * row-major strides or a permutation of its axes (the stride of an extent of 1 is free, as it
+ * never multiplies a non-zero index); always 1 for a shape with no element. */
+int xr_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides);
+
 /* A reply tensor descriptor, validated: dtype known, rank <= 4, extents >= 0, at most
  * XR_MAX_NUMEL elements, nbytes == elements * element size, strides (in elements, >= 0;
- * row-major when the reply gave none) address no element outside the nbytes buffer. */
+ * row-major when the reply gave none) that address each element of the nbytes buffer once
+ * (xr_dense_perm: replies keep the dense rule, PROTOCOL.md). */
 typedef struct xr_desc {
     int32_t dtype, ndim;
     int64_t shape[ATTNCONF_MAX_RANK], strides[ATTNCONF_MAX_RANK];
@@ -58,7 +64,7 @@ typedef struct xr_desc {
 typedef struct xr_reply {
     json_t *root;      /* the parsed header: the caller json_decref()s it (also after -1, when
                           set: NULL if the line was not a JSON object) */
-    int status;        /* 0 (success) .. -6 (ATTNCONF_EINEXPRESSIBLE) */
+    int status;        /* -6 (ATTNCONF_EINEXPRESSIBLE) .. 0 (success) */
     const char *error; /* status < 0: the adapter's "error" text (inside root) */
     int has_tensor;    /* 1: status 0 and one tensor `want_tensor`, described by desc; its
                           desc.nbytes payload bytes follow the header line */
@@ -72,7 +78,7 @@ typedef struct xr_reply {
 /* Parse and check one header line (len bytes, without the newline; need not be NUL-terminated)
  * answering request `op` ("hello", "sdpa", ...; for messages).  want_tensor: the one tensor a
  * success reply must carry ("out", "keep", "keys", "values") or NULL when it carries none.
- * Checks: a JSON object without duplicate keys, "protocol": 1, "status" an integer in 0..-6,
+ * Checks: a JSON object without duplicate keys, "protocol": 1, "status" an integer in -6..0,
  * an error reply with an "error" string and no tensors, a success reply with exactly the
  * tensors asked for (xr_desc's rules).  Returns 0 with *r filled, or -1 with why set. */
 int xr_parse(const char *line, size_t len, const char *op, const char *want_tensor, xr_reply *r,

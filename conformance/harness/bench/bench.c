@@ -49,6 +49,7 @@
 
 #include "backend/backend_load.h"
 #include "backend/exec_backend.h"
+#include "backend/plugin.h"
 #include "common/cli.h"
 #include "common/clock.h"
 #include "common/outfile.h"
@@ -295,6 +296,8 @@ static void bench_child(int fd, void *arg)
 {
     const child_arg *a = arg;
     const bench_backend *b = a->b;
+    /* The parent names how this child ended, a backend's exit status included. */
+    hb_exit_guard_refuse();
     /* A backend's fault ends this child with its own signal, which the parent names; a
      * sanitizer's handler would print a report and abort (SIGABRT) instead. */
     static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};

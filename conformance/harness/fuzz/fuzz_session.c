@@ -41,7 +41,8 @@
  * campaign adds seed_range ("A..B"), shard ({index, total}, only when sharded) and seeds (the
  * seeds run, in order, as decimal strings; the last is the failing one after a failure).
  *
- * Exit status: 0 no failure, 1 a failure found (or the backend could not be loaded), 2 usage.
+ * Exit status: 0 no failure, 1 a failure found (or the backend could not be loaded), 2 usage,
+ * 77 (CLI_EXIT_SKIP, as `attnconf run`) every call NOT_SUPPORTED: nothing was checked.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, strdup, open_memstream, with POSIX 2008 */
 
@@ -132,7 +133,8 @@ static void hf_usage(FILE *f)
             "  (K from 0, as GTEST_SHARD_INDEX; without it GTEST_TOTAL_SHARDS and\n"
             "  GTEST_SHARD_INDEX when set) runs only seeds A+K, A+K+N, ... so that N\n"
             "  machines share the range.\n"
-            "  Exit 0 no failure, 1 a failure, 2 usage.\n",
+            "  Exit 0 no failure, 1 a failure, 2 usage, 77 every call not supported\n"
+            "  (nothing checked).\n",
             HF_DEFAULT_SECONDS);
 }
 
@@ -280,6 +282,14 @@ static int hf_parse(int argc, char **argv, hf_opts *o)
         if (hf_parse_range(o->seed_range, &o->first, &o->last) != 0)
             return cli_usage_error(&c, "--seed-range: expected A..B, unsigned integers with A <= B",
                                    o->seed_range);
+        /* B - A + 1 seeds must fit the uint64 that counts them (hf_seeds): only the whole
+         * range does not, and a run over it could never end anyway. */
+        if (o->first == 0 && o->last == UINT64_MAX)
+            return cli_usage_error(&c,
+                                   "--seed-range: the whole uint64 range is 2^64 seeds, one more "
+                                   "than a 64-bit count holds (start at 1 or end at "
+                                   "18446744073709551614)",
+                                   o->seed_range);
         o->has_range = 1;
         if (o->seed_given)
             return cli_usage_error(&c, "give --seed or --seed-range, not both", NULL);
@@ -322,7 +332,7 @@ static void hf_seeds(const hf_opts *o, uint64_t *start, uint64_t *step, uint64_t
                    total = o->shard.total ? o->shard.total : 1;
     *start = o->first + k;
     *step = total;
-    /* last - first may be UINT64_MAX: count without forming last - first + 1 */
+    /* hf_parse refused the one range (0..UINT64_MAX) whose last - first + 1 wraps to 0 */
     *n = k > o->last - o->first ? 0 : (o->last - o->first - k) / total + 1;
 }
 
@@ -586,11 +596,13 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         fprintf(stderr, "attnconf fuzz: out of memory\n");
         internal = 1;
     }
-    if (o.has_range && nseeds == 0)
+    /* Only a slice can be empty (hf_parse refuses a range with no countable seeds). */
+    if (o.has_range && o.shard.total && nseeds == 0)
         fprintf(stderr,
-                "attnconf fuzz: shard %" PRIu32 "/%" PRIu32 " of seeds %s holds no seed (more "
-                "shards than seeds)\n",
-                o.shard.index, o.shard.total, o.seed_range);
+                "attnconf fuzz: shard %" PRIu32 "/%" PRIu32 " (from %s) of seeds %s holds no seed "
+                "(more shards than seeds)\n",
+                o.shard.index, o.shard.total,
+                o.shard_given ? "--shard" : SHARD_ENV_INDEX " and " SHARD_ENV_TOTAL, o.seed_range);
     if (o.has_range)
         o.seed = o.first;
     for (uint64_t j = 0; j < nseeds && fail_n < 0 && !internal; j++) {
@@ -700,6 +712,9 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     }
     const double elapsed = mono_now() - t0;
     const long long calls = total;
+    /* Calls were made but the backend served none: a pass would claim a check never made
+     * (metamorphic checks run only on a served call, so none ran either). */
+    const int unchecked = fail_n < 0 && !internal && calls > 0 && skipped == calls;
 
     char orig_text[512] = "", min_text[512] = "";
     char files[4][PATH_MAX];
@@ -791,8 +806,9 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
         else
             snprintf(which, sizeof which, "seed %llu", (unsigned long long)o.seed);
         printf("attnconf fuzz: %s %s, %s: %lld calls (%lld not supported, %lld metamorphic "
-               "checks) in %.1f s, no failure\n",
-               x.name, x.version, which, total, skipped, metas, elapsed);
+               "checks) in %.1f s, %s\n",
+               x.name, x.version, which, total, skipped, metas, elapsed,
+               unchecked ? "nothing checked: every call was not supported" : "no failure");
     }
     if (o.json && hf_write_json(&jf, &x, &o, seeds_run, calls, skipped, metas, elapsed, fail_n >= 0,
                                 fail_n, fail_edge, fail_s, &f, orig_text, min_text, steps, files,
@@ -805,5 +821,5 @@ int cmd_fuzz(const char *argv0, int argc, char **argv)
     hw_stop(&x.w);
     hb_unload(&x.hb);
     munmap(x.sh, sizeof *x.sh);
-    return fail_n >= 0 || internal ? CLI_EXIT_FAIL : 0;
+    return fail_n >= 0 || internal ? CLI_EXIT_FAIL : unchecked ? CLI_EXIT_SKIP : CLI_EXIT_OK;
 }

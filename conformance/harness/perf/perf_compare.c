@@ -27,7 +27,8 @@
  *
  * Output: Markdown (stdout, or --out FILE with the summary line on stdout): the summary line,
  * the two runs and the rule, then one table per backend.  Exit 1 when anything regressed, else 0;
- * 2 for a usage error or an unreadable, invalid or mismatched (other suite) input file.
+ * 2 for a usage error or an unreadable, invalid or mismatched input file: another suite, or no
+ * shape in common with BASE (nothing compared must not pass a gate), with no report written.
  */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 
@@ -58,7 +59,8 @@ static void usage(FILE *f)
         "Mann-Whitney U test over the repetitions gives p < A (default 0.01), or when its status\n"
         "got worse (e.g. OK -> INCORRECT).  Runs on different machines are compared as fractions\n"
         "of each run's measured limits.  Writes a Markdown report (stdout unless --out).\n"
-        "exit status: 0 no regression, 1 a regression, 2 usage or bad input\n",
+        "exit status: 0 no regression, 1 a regression, 2 usage or bad input (including runs of\n"
+        "another suite, or with no backend and shape in common: nothing compared)\n",
         f);
 }
 
@@ -344,8 +346,10 @@ static void write_backend(FILE *f, const pj_backend *bb, const pj_backend *bn, c
                 only[0] == 1 ? "" : "s", only[1]);
 }
 
+/* n_common: the shapes in both runs, judged whatever the verdict; only[2]: those in BASE only,
+ * in NEW only. */
 static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_file *fn,
-                        size_t *n_regressions)
+                        size_t *n_regressions, size_t *n_common, size_t only[2])
 {
     /* Backends: BASE's in order, then those only in NEW. */
     size_t nbk = fb->nb + fn->nb, k = 0;
@@ -381,6 +385,12 @@ static int write_report(FILE *f, const params *P, const pj_file *fb, const pj_fi
     size_t reg = c.n[K_REGRESSION];
     size_t compared = c.n[K_REGRESSION] - c.status_regressions + c.n[K_IMPROVED] + c.n[K_UNCHANGED];
     *n_regressions = reg;
+    only[0] = c.n[K_ONLY_BASE];
+    only[1] = c.n[K_ONLY_NEW];
+    *n_common = 0;
+    for (size_t i = 0; i < nbk; i++)
+        *n_common += nr[i];
+    *n_common -= only[0] + only[1];
     if (reg)
         fprintf(f, "**perf-compare: %zu regression%s**", reg, reg == 1 ? "" : "s");
     else
@@ -479,16 +489,23 @@ int cmd_perf_compare(const char *argv0, int argc, char **argv)
     P.mb = &fb.machine;
     P.mn = &fn.machine;
     char *buf = NULL;
-    size_t len = 0, reg = 0;
+    size_t len = 0, reg = 0, common = 0, only[2] = {0, 0};
     FILE *m = open_memstream(&buf, &len);
     int bad = !m;
     if (m) {
-        bad |= write_report(m, &P, &fb, &fn, &reg) != 0;
+        bad |= write_report(m, &P, &fb, &fn, &reg, &common, only) != 0;
         bad |= ferror(m) != 0;
         bad |= fclose(m) != 0;
     }
     if (bad) {
         fprintf(stderr, "%s: out of memory\n", PROG);
+    } else if (!common) {
+        /* One-sided shapes are never flagged, so two runs with none in common would pass any
+         * gate having checked nothing (an empty or filtered-out NEW, a renamed suite). */
+        fprintf(stderr,
+                "%s: %s: no (backend, shape) in common with %s (%zu shape%s only in BASE, %zu "
+                "only in NEW): nothing to compare; compare runs of the same backends and shapes\n",
+                PROG, files[1], files[0], only[0], only[0] == 1 ? "" : "s", only[1]);
     } else if ((rc = pm_write_out(PROG, out ? &of : NULL, buf, len)) == 0) {
         if (out) /* the summary line (the report's first line), and where the rest went */
             printf("%.*s (report in %s)\n", (int)(strchr(buf, '\n') - buf), buf, out);

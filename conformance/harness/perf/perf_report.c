@@ -19,7 +19,8 @@
  *   x ref     the reference backend's median / this one's, when the suite has the reference
  *   vs base   this median / the --baseline file's median of the same (suite, backend, shape):
  *             > 1 is slower; on another machine both times are first scaled by their machine's
- *             limit (as perf-compare does), and the text says so
+ *             limit (as perf-compare does), and the text says so; a baseline whose suite, or
+ *             every backend, no FILE has is refused (it would show nothing, silently)
  * A shape that was not timed OK shows its status (NOT_SUPPORTED, SKIPPED, ERROR, INCORRECT)
  * in every measure's table, and the messages are listed under the tables.  A backend whose file
  * says "timing": "adapter" (an exec: adapter, timed by the seconds it reports around its library
@@ -78,7 +79,8 @@ static void usage(FILE *f)
         "--cliff-drop (0.001..0.999) between consecutive sizes (a cliff; for a memory-bound curve\n"
         "whose sizes have the read bandwidth beside them, the share of it must drop as much).\n"
         "Same arguments and files, same bytes.\n"
-        "Exit status: 0 written, 2 usage or bad input.\n",
+        "Exit status: 0 written, 2 usage or bad input (also a --baseline of a suite or backends\n"
+        "that no FILE.json has).\n",
         f);
 }
 
@@ -217,6 +219,47 @@ static int index_suites(ctx *c)
                                                         s->cols[j].be->name, &bb) != NULL;
         }
         s->beside = suite_beside(s);
+    }
+    return 0;
+}
+
+/* A baseline is read only where a reported file has its suite and one of its backends: any other
+ * would leave no "vs base" column and no word about it, as if it had not been given.  Returns 0,
+ * or 2 (printed). */
+static int check_baselines(const ctx *c)
+{
+    for (size_t i = 0; i < c->nbases; i++) {
+        const pj_file *bf = &c->bases[i];
+        const suite *s = NULL;
+        for (size_t k = 0; k < c->nsuites && !s; k++)
+            if (!strcmp(c->suites[k].name, bf->suite))
+                s = &c->suites[k];
+        if (!s) {
+            fprintf(stderr, "%s: %s: suite \"%s\", but ", PROG, bf->path, bf->suite);
+            for (size_t k = 0; k < c->nsuites; k++)
+                fprintf(stderr, "%s%s is suite \"%s\"", k ? ", " : "", c->suites[k].files[0]->path,
+                        c->suites[k].name);
+            fputs(": give a baseline of a reported suite\n", stderr);
+            return CLI_EXIT_USAGE;
+        }
+        int shared = 0;
+        for (size_t b = 0; b < bf->nb && !shared; b++)
+            for (size_t k = 0; k < s->ncols && !shared; k++)
+                shared = !strcmp(s->cols[k].be->name, bf->backends[b].name);
+        if (shared)
+            continue;
+        fprintf(stderr, "%s: %s: backends: ", PROG, bf->path);
+        if (!bf->nb)
+            fputs("none", stderr);
+        for (size_t b = 0; b < bf->nb; b++)
+            fprintf(stderr, "%s\"%s\"", b ? ", " : "", bf->backends[b].name);
+        fprintf(stderr, ", but the reported files of suite \"%s\" have ", s->name);
+        if (!s->ncols)
+            fputs("none", stderr);
+        for (size_t k = 0; k < s->ncols; k++)
+            fprintf(stderr, "%s\"%s\"", k ? ", " : "", s->cols[k].be->name);
+        fputs(": give a baseline of a reported backend\n", stderr);
+        return CLI_EXIT_USAGE;
     }
     return 0;
 }
@@ -895,7 +938,7 @@ int cmd_perf_report(const char *argv0, int argc, char **argv)
         if ((rc = check_hyperfine(&c)) != 0)
             goto done;
     }
-    if ((rc = index_suites(&c)) != 0)
+    if ((rc = index_suites(&c)) != 0 || (rc = check_baselines(&c)) != 0)
         goto done;
     char *buf = NULL;
     size_t len = 0;

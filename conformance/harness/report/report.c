@@ -1091,7 +1091,7 @@ static void usage(FILE *f)
           "draws the pass-rate chart).  --diff: compare two runs instead (newly failing, newly\n"
           "passing, other status changes, error growth).\n"
           "exit status: 0 written (--diff: nothing newly failing), 1 bad input (--diff: a case\n"
-          "newly failing), 2 usage (--diff: or bad input)\n",
+          "newly failing), 2 usage (--diff: or bad input, or no case in common)\n",
           f);
 }
 

@@ -12,8 +12,9 @@
  *                   13, max_ratio) grew to at least GROWTH_FLOOR and by at least GROWTH_FACTOR:
  *                   still passing, but closer to the limit;
  *   only in OLD     (removed or filtered out), only in NEW (not failing), unchanged.
- * Exit status: 1 when anything is newly failing, 0 otherwise, 2 for usage errors or a result
- * file that cannot be read.  The output is a pure function of the two files (sorted by id).
+ * Exit status: 1 when anything is newly failing, 0 otherwise, 2 for usage errors, a result
+ * file that cannot be read, or two runs with no case in common (nothing compared: no diff is
+ * written).  The output is a pure function of the two files (sorted by id).
  */
 #define _POSIX_C_SOURCE 200809L /* getcwd */
 
@@ -219,10 +220,23 @@ int report_diff_main(const char *old_file, const char *new_file, of_file *out)
             fputs("attnconf report: out of memory\n", stderr);
             rc = CLI_EXIT_USAGE;
         } else {
-            size_t n = pair_up(&d[0].backends[0], &d[1].backends[0], v);
+            size_t n = pair_up(&d[0].backends[0], &d[1].backends[0], v), common = 0;
+            for (size_t k = 0; k < n; k++)
+                common += v[k].o && v[k].n;
             write_diff(m, &d[0], &d[1], files[0], files[1], v, n);
             if (fclose(m) != 0 || !buf) {
                 fputs("attnconf report: out of memory\n", stderr);
+                rc = CLI_EXIT_USAGE;
+            } else if (!common) {
+                /* A case in one run only is newly failing only where NEW fails it, so two runs
+                 * with no case in common would pass as "nothing newly failing" having compared
+                 * nothing (another --filter, another case set). */
+                size_t no = d[0].backends[0].n, nn = d[1].backends[0].n;
+                fprintf(stderr,
+                        "attnconf report: %s: no case in common with %s (%zu case%s only in the "
+                        "old run, %zu only in the new run): nothing to compare; diff runs of the "
+                        "same cases\n",
+                        files[1], files[0], no, no == 1 ? "" : "s", nn);
                 rc = CLI_EXIT_USAGE;
             } else {
                 rc = rp_write_out(out, buf, len, CLI_EXIT_USAGE);

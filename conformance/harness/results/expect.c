@@ -96,6 +96,16 @@ static int hx_list_lacks(const char *flags, const char *flag)
     return 1;
 }
 
+/* The x86 flags (as Linux's /proc/cpuinfo names them) a cpu_lacks entry may name: the
+ * instruction sets a library's kernels are chosen by.  Why a list: a misspelt flag is lacked by
+ * every CPU, so its entry would hold everywhere without a word.  A flag Linux names that an
+ * entry needs and this list lacks is added here. */
+static const char hx_known_flags[] =
+    "sse sse2 pni ssse3 sse4_1 sse4_2 sse4a avx avx2 fma fma4 f16c bmi1 bmi2 avx512f avx512cd "
+    "avx512dq avx512bw avx512vl avx512ifma avx512vbmi avx512_vbmi2 avx512_vnni avx512_bitalg "
+    "avx512_vpopcntdq avx512_bf16 avx512_fp16 avx512_vp2intersect avx_vnni avx_vnni_int8 "
+    "avx_ne_convert avx_ifma amx_tile amx_bf16 amx_int8 amx_fp16 amx_complex gfni vaes vpclmulqdq";
+
 /* Whether this CPU lacks `flag` (expect.h, cpu_lacks): $ATTNCONF_CPU_FLAGS where set, else the
  * first "flags" line of /proc/cpuinfo; 0 (nothing known lacking) where neither can be read. */
 static int hx_cpu_lacks(const char *flag)
@@ -248,6 +258,12 @@ static int hx_read_entry(const hx_reader *r, const yaml_node_t *m, hx_entry *e)
             return hx_fail(r, keys[HX_CPU_LACKS].val,
                            "cpu_lacks: '%s' is not a CPU flag (one word of lower-case letters, "
                            "digits and '_', as /proc/cpuinfo writes them)",
+                           cpu_lacks);
+        if (hx_list_lacks(hx_known_flags, cpu_lacks))
+            return hx_fail(r, keys[HX_CPU_LACKS].val,
+                           "cpu_lacks: '%s' is not an instruction-set flag this reader knows "
+                           "(avx2, f16c, avx512f, avx512_bf16, avx512_fp16, amx_bf16, ...: "
+                           "the list is in conformance/harness/results/expect.c)",
                            cpu_lacks);
         if (!(e->cpu_lacks = hx_dup(cpu_lacks)))
             return hx_fail(r, m, "out of memory");

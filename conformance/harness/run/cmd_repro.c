@@ -156,7 +156,10 @@ static acase *repro_load_case(const char *dir, const char *id)
     }
     free(paths);
     if (!c && !tried)
-        fprintf(stderr, "attnconf repro: no case '%s' in %s\n", id, dir);
+        fprintf(stderr,
+                "attnconf repro: no case '%s' in %s: no file named %s under it (repro finds a "
+                "case by its file name, ID.yaml, as casegen names them)\n",
+                id, dir, want);
     return c;
 }
 

@@ -587,7 +587,8 @@ int cmd_list(const char *argv0, int argc, char **argv)
         printf("%s\t%s\t%s\n", e[i].id, op_name(e[i].c->op), caps[0] ? caps : "-");
     }
     entries_free(e, n);
-    return bad ? CLI_EXIT_FAIL : 0;
+    /* A case file that cannot be read is the suite's problem: exit 3, as `run` gives. */
+    return bad ? CLI_EXIT_CASE_ERROR : 0;
 }
 
 /* argv[0] as a re-run command should spell it: made absolute when it contained a '/' (a

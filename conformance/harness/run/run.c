@@ -1253,7 +1253,7 @@ void run_result_case_info(const acase *c, hr_result *r)
                                            : 0;
 }
 
-void run_case(const run_ctx *rn, const acase *c, hr_result *r)
+static void run_case_calls(const run_ctx *rn, const acase *c, hr_result *r)
 {
     const hb_backend *hb = rn->backend;
     run_result_case_info(c, r);
@@ -1278,4 +1278,11 @@ void run_case(const run_ctx *rn, const acase *c, hr_result *r)
     case ACASE_OP_PAGED: run_paged_case(rn, c, r); break; /* run_paged.c */
     default: run_set(r, HR_ERROR, "case: unknown op %d", (int)c->op); break;
     }
+}
+
+void run_case(const run_ctx *rn, const acase *c, hr_result *r)
+{
+    hb_call_case(c->id); /* for the exit guard's message (plugin.h), should the backend exit() */
+    run_case_calls(rn, c, r);
+    hb_call_case(NULL);
 }

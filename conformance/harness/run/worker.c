@@ -85,6 +85,9 @@ static void hw_child(int fd, void *arg)
     const hw_config *cfg = ((const hw_child_arg *)arg)->cfg;
     char *note = ((const hw_child_arg *)arg)->note;
     size_t note_len = ((const hw_child_arg *)arg)->note_len;
+    /* A backend's exit() ends this worker with the backend's own status, which the parent
+     * reports as the case's CRASH ("exited with status N"): not plugin.h's in-process verdict. */
+    hb_exit_guard_refuse();
     if (cfg->memory_limit_mib) {
         struct rlimit rl;
         rl.rlim_cur = rl.rlim_max = (rlim_t)cfg->memory_limit_mib * 1024 * 1024;

@@ -17,6 +17,8 @@ Standard library only.  MODE (argv[1]):
   hang          reads the sdpa request, then never replies
   garbage       answers sdpa with a line that is not JSON
   badnbytes     answers sdpa with an `out` whose nbytes is 4 bytes short of its shape
+  bad_strides   like ok, with the `out` strides argv[2] read as JSON (e.g. '[0,0,0,0]'), its
+                nbytes and payload still the dense ones: a reply breaking the dense rule
   stdout_noise  prints a stray line on stdout before a correct sdpa reply
   refuse_hello  answers hello with status -1
   bad_caps      lists a capability that does not exist ("f64") in hello
@@ -65,7 +67,7 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
-STATE = sys.argv[2] if len(sys.argv) > 2 else None  # die_once: a file; bad_seconds: JSON
+STATE = sys.argv[2] if len(sys.argv) > 2 else None  # die_once: a file; bad_*: JSON
 EINVAL, EDTYPE, ENOMEM, ENOTSUP, EBACKEND, EINEXPRESSIBLE = -1, -2, -3, -4, -5, -6
 FLT_MAX = 3.4028234663852886e38
 # A compiler's error: its command line first, the verdict last (long_error).
@@ -375,6 +377,8 @@ def serve_sdpa(header, tensor_list):
         reply["seconds"] = seconds
     if MODE == "bad_seconds":
         reply["seconds"] = json.loads(STATE)
+    if MODE == "bad_strides":
+        desc["strides"] = json.loads(STATE)
     if MODE == "badnbytes":
         desc["nbytes"] -= 4
         payload = payload[:-4]

@@ -29,6 +29,9 @@
  *  17 close_segv  every call correct; close() segfaults   -> all PASS, a warning on stderr
  *  18 setsid_segv like fork_segv, but the child leaves the worker's process group (setsid)
  *                 first                                    -> CRASH, and the child is killed
+ *  19 exit0       exit(0)                                  -> CRASH, "exited with status 0";
+ *                 --in-process: exit 1 and the message of the exit guard
+ *                 (harness/backend/plugin.h), never a silent exit 0
  * The reference's entry point is renamed so this file's is the one exported.
  */
 #define _POSIX_C_SOURCE 200809L /* fork, pause, sleep */
@@ -92,6 +95,7 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         return ATTNCONF_ENOMEM;
     }
     case 10: exit(3);
+    case 19: exit(0);
     case 11:
         if (tf_recurse(0) == 1)
             return ATTNCONF_EBACKEND; /* uses the result; not reached with a stack limit */

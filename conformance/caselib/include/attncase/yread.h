@@ -36,7 +36,10 @@ int ayr_load(const char *path, const void *data, size_t len, yaml_document_t *do
 /* ---- the strict reader ------------------------------------------------------------------- */
 
 #define AYR_FIELD_MAX 96 /* a dotted field path ("steps[3].expect.keys"); longer is truncated */
-#define AYR_MAX_MARKS 96
+/* Marks kept per document: a cache case of many steps has several fields per step, and a step's
+ * cross-field error points at that step only while its mark is kept (1:1 otherwise).  The
+ * reader is on the heap (about 120 bytes a mark). */
+#define AYR_MAX_MARKS 4096
 
 /* One document being read.  The caller sets path, doc, err and errlen (zero the rest). */
 typedef struct ayr {
@@ -44,8 +47,8 @@ typedef struct ayr {
     yaml_document_t *doc;
     char *err;
     size_t errlen;
-    /* Start marks of the fields ayr_map has seen, so a semantic error found after parsing can
-     * still point at the right line (ayr_mark). */
+    /* Start marks of the fields ayr_map has seen, and of each mapping it read under a path, so
+     * a semantic error found after parsing can still point at the right line (ayr_mark). */
     struct {
         char field[AYR_FIELD_MAX];
         yaml_mark_t mark;

@@ -1,6 +1,7 @@
 /* plugin.h — what every part of the backend room (the loader, the exec: bridge and its reply
- * parser) and its users share about a backend's codes and options; includes nothing above the
- * ABI header, so the loader and the exec: bridge do not include each other. */
+ * parser) and its users share about a backend's codes and options, and the exit guard of every
+ * call into a plugin; includes nothing above the ABI header, so the loader and the exec: bridge
+ * do not include each other. */
 #ifndef ATTNCONF_BACKEND_PLUGIN_H
 #define ATTNCONF_BACKEND_PLUGIN_H
 
@@ -33,6 +34,31 @@ static inline int hb_option_key_valid(const char *key)
 
 /* 1 if the table holds member m and m is set: the test before any call of an optional member. */
 #define HB_HAS(be, m) (HB_HAS_MEMBER(be, m) && (be)->m != NULL)
+
+/* ---- a backend that calls exit() --------------------------------------------------------
+ * A plugin run inside attnconf's own process (run and fuzz --in-process) that calls exit() in
+ * a member would end attnconf with the backend's status, 0 included, with nothing said and no
+ * results: a run that checked nothing would pass.  No return code can carry that, so this is
+ * process-wide state: every call into a plugin is marked while it runs (call.c's member calls;
+ * hb_load's and hb_unload's dlopen, entry point, open, capabilities, close and dlclose), and
+ * once hb_exit_guard_arm has run, an exit() during a marked call prints why on stderr and ends
+ * the process with CLI_EXIT_FAIL.  A backend's _exit() or quick_exit() goes around it. */
+
+/* Mark a call of `member` (a string literal, quoted in the message) as running, and unmark it. */
+void hb_call_enter(const char *member);
+void hb_call_leave(void);
+
+/* The case the following calls serve (quoted in the message), or NULL for none; id must stay
+ * valid until the next hb_call_case. */
+void hb_call_case(const char *id);
+
+/* Register the exit hook (once per process) and arm it for this process; hb_load does it for a
+ * plugin.  Nothing after hb_exit_guard_refuse. */
+void hb_exit_guard_arm(void);
+
+/* Never arm the hook in this process: for a supervised process (run's worker) whose parent
+ * reports how it ended, the backend's own exit status included. */
+void hb_exit_guard_refuse(void);
 
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
  * "ebackend", "einexpressible"; "unknown" for anything else. */

@@ -25,7 +25,7 @@ enum {
     CLI_EXIT_FAIL = 1,       /* the thing checked failed, or the harness could not do its job */
     CLI_EXIT_USAGE = 2,      /* a usage error or bad input */
     CLI_EXIT_CASE_ERROR = 3, /* run: a case file could not be read (the suite's problem) */
-    CLI_EXIT_SKIP = 77       /* run: every selected case was NOT_SUPPORTED */
+    CLI_EXIT_SKIP = 77       /* run, fuzz: nothing checked (every case or call NOT_SUPPORTED) */
 };
 
 /* cli_parse's result besides 0 and CLI_EXIT_USAGE: --help was given and the usage printed on

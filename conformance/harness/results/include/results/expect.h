@@ -34,9 +34,12 @@
  *                                     gives by chance (zeros where zeros are due) and the
  *                                     report renders as the recorded FAIL
  *       cpu_lacks: avx512_bf16        optional: the entry holds only on a CPU without this
- *                                     feature (a flag as Linux's /proc/cpuinfo names it, or
- *                                     as $ATTNCONF_CPU_FLAGS lists them, space-separated, which
- *                                     stands in for /proc/cpuinfo where it is set).  Elsewhere
+ *                                     feature (an instruction-set flag as Linux's
+ *                                     /proc/cpuinfo names it, from a known list, so that a
+ *                                     misspelt flag is refused rather than lacked everywhere;
+ *                                     the CPU's flags come from /proc/cpuinfo, or from
+ *                                     $ATTNCONF_CPU_FLAGS, space-separated, where it is
+ *                                     set).  Elsewhere
  *                                     the entry is skipped: it matches nothing and is never
  *                                     stale.  For a library whose behaviour depends on the
  *                                     CPU it runs on (a kernel that exists only for some
