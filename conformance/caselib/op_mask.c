@@ -93,8 +93,7 @@ static int mask_check(acase__chk *k, const acase *c)
             /* Blame the field that alone is too large, else lq (the rows times Lk). */
             const char *field = c->lq > lim                                       ? "params.lq"
                                 : c->kv_len && (c->kv_len > lim || c->kv_len < 0) ? "params.kv_len"
-                                : c->offset > lim                                 ? "params.offset"
-                                : !c->kv_len && lk > lim                          ? "params.offset"
+                                : c->offset > lim || (!c->kv_len && lk > lim)     ? "params.offset"
                                                                                   : "params.lq";
             return acase__chk_fail(k, field,
                                    "the keep mask (B, 1, lq, Lk) with lq = %lld, offset = %lld, "
