@@ -106,10 +106,23 @@ typedef struct cpu_kernels {
      * of the runs, nk = their total), writing s[r*lds + c]; the same values as scores_rows
      * per run.  While it computes, the kernel prefetches the first D elements of the rows of
      * pf[0..npf) (the next tile's K rows), spread over the call so the loads of this tile
-     * and the requests for the next overlap; npf may be 0.  A prefetch never faults. */
+     * and the requests for the next overlap; npf may be 0.  A prefetch never faults.  q is
+     * in the layout runs_q writes where the table has one and it returned 1 for dtype. */
     void (*scores_runs)(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
                         int dtype, int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf,
                         int npf);
+
+    /* The query rows as this table's scores_runs reads them (optional: NULL where it reads
+     * q[r*ldq + d] for every dtype, as scores_rows does).  For dtype, either writes query row
+     * q[0..D) into dst[0..2D) in scores_runs' own layout and returns 1 (the caller then gives
+     * scores_runs those rows, ldq >= 2D), or returns 0 and writes nothing (this dtype's
+     * scores_runs reads q as it is).  Called once per work item, not per tile: a call of
+     * scores_runs covers one page where pages are small, and would repeat it per page.  The
+     * layout of the AVX-512 f16/bf16 kernels: each chunk of eight elements d..d+7 (d a
+     * multiple of 8, d + 8 <= D) twice in a row at dst[2d .. 2d+16), so one load gives the
+     * chunk against two keys' eight elements; each of the last D % 8 elements twice at
+     * dst[2d], dst[2d + 1]. */
+    int (*runs_q)(const float *q, int64_t D, int dtype, float *dst);
 
     /* pv_rows over the V rows of runs[0..nruns) (key c = the c-th row of the runs), corr applied
      * once, the accumulators kept in registers across runs; the same values as pv_rows on the

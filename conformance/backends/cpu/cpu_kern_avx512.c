@@ -644,6 +644,7 @@ static void tables_make(void)
     t.tile_keys = 64; /* z_scores_softmax holds a row's scores in four registers */
     t.scores_runs = cpu_avx512_scores_runs_l2;
     t.pv_runs = cpu_avx512_pv_runs_l2;
+    t.runs_q = cpu_avx512_runs_q;
     tables[0] = t;
     t.scores_runs = cpu_avx512_scores_runs_l1;
     t.pv_runs = cpu_avx512_pv_runs_l1;

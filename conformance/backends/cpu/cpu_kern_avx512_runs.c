@@ -112,7 +112,7 @@ AI const char *krow(const krows *kr, int i, const int STRIDED)
 
 /* Rows r < R (<= 4) against the 4 NQ keys of kr, scaled, into s[r*lds + c + j] for the first nv
  * keys (rows >= R are not stored).  a[2i][r] holds keys 2i | 2i+1, 8 lanes each; each q chunk
- * is loaded once for every key. */
+ * is loaded once for every key, already doubled (cpu_avx512_runs_q's layout). */
 AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, int64_t D, __m512 sv,
                  pfq *pq, float *s, size_t lds, int c, int nv, const int NQ, const int R,
                  const int STRIDED, const int L1)
@@ -134,8 +134,7 @@ AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, i
         for (int r = 0; r < R; r++) {
             if (r == 2)
                 pfq_step(pq, L1);
-            const __m512 qv =
-                _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d));
+            const __m512 qv = _mm512_loadu_ps(q + (size_t)r * ldq + (size_t)(2 * d));
 #pragma GCC unroll 4
             for (int j = 0; j < 2 * NQ; j++)
                 a[j][r] = _mm512_fmadd_ps(qv, kz[j], a[j][r]);
@@ -154,7 +153,7 @@ AI void sr_block(const float *q, size_t ldq, const krows *kr, const int dtype, i
             for (int i = 0; i < 4 * NQ; i++) {
                 const float x = load1(krow(kr, i, STRIDED), dtype, d);
                 for (int r = 0; r < R; r++)
-                    t[r][i] += q[(size_t)r * ldq + (size_t)d] * x;
+                    t[r][i] += q[(size_t)r * ldq + (size_t)(2 * d)] * x;
             }
 #pragma GCC unroll 4 /* constant indices keep a[][] in registers (else spilled around the loop) */
         for (int j = 0; j < 2 * NQ; j++)
@@ -262,6 +261,23 @@ void cpu_avx512_scores_runs_l2(const float *q, size_t ldq, int nrows, const cpu_
                                const cpu_run *pf, int npf)
 {
     scores_runs_any(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf, 0);
+}
+
+/* The table's runs_q (cpu_kern.h): f16/bf16 query rows with each eight-element chunk doubled, so
+ * the scores load [q d..d+7 | q d..d+7] with one plain load instead of a load and a broadcast
+ * per chunk, row and block of eight keys (on a Zen 4 the broadcast took about 4 of the scores'
+ * 42 cycles per key and kv head at G 4, D 128: README, "The query chunks doubled").  f32 goes
+ * to the AVX2 kernels, which read q as it is. */
+int cpu_avx512_runs_q(const float *q, int64_t D, int dtype, float *dst)
+{
+    if (dtype != CPU_F16 && dtype != CPU_BF16)
+        return 0;
+    const int64_t d8 = D & ~(int64_t)7;
+    for (int64_t d = 0; d < d8; d += 8)
+        _mm512_storeu_ps(dst + 2 * d, _mm512_broadcast_f32x8(_mm256_loadu_ps(q + d)));
+    for (int64_t d = d8; d < D; d++)
+        dst[2 * d] = dst[2 * d + 1] = q[d];
+    return 1;
 }
 
 /* ---- P.V ------------------------------------------------------------------------------------- */

@@ -17,6 +17,9 @@ void cpu_avx512_scores_runs_l2(const float *q, size_t ldq, int nrows, const cpu_
                                int nruns, int dtype, int64_t D, float sigma, float *s, size_t lds,
                                const cpu_run *pf, int npf);
 
+/* The query rows' layout for the scores above (the table's runs_q, cpu_kern.h). */
+int cpu_avx512_runs_q(const float *q, int64_t D, int dtype, float *dst);
+
 void cpu_avx512_pv_runs_l1(const float *p, size_t ldp, int nrows, const cpu_run *runs, int nruns,
                            int dtype, int64_t Dv, const float *corr, float *o, size_t ldo,
                            const cpu_run *pf, int npf);

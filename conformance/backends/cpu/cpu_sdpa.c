@@ -49,9 +49,12 @@ typedef struct ws {
     unsigned char *pex;  /* [bq] 1: the key range is exact (cpu_row_keys) */
     unsigned char *rbad; /* [R] 1: a kept score was not finite (the row is redone in double) */
     double *acc;         /* [dvp] one row in double (row_f64) */
+    float *qd;           /* [2 CPU_DR][2 D] the rows in the table's runs_q layout */
+    const float *qr;     /* the rows as scores_runs reads them: qp or qd */
+    size_t ldqr;         /* their stride: D or 2 D */
 } ws;
 
-#define WS_SECTIONS 16
+#define WS_SECTIONS 17
 
 typedef struct layout {
     size_t off[WS_SECTIONS];
@@ -87,6 +90,7 @@ static size_t ws_layout(layout *L, size_t R, size_t bq, size_t D, size_t dvp)
     sz[13] = bq;
     sz[14] = R;
     sz[15] = dvp * sizeof(double);
+    sz[16] = 2 * CPU_DR * 2 * D * f;
     size_t at = 0;
     for (int i = 0; i < WS_SECTIONS; i++) {
         L->off[i] = at;
@@ -120,6 +124,9 @@ static ws ws_carve(void *base, const layout *L, size_t dvp)
     w.pex = (unsigned char *)(b + L->off[13]);
     w.rbad = (unsigned char *)(b + L->off[14]);
     w.acc = (double *)(b + L->off[15]);
+    w.qd = (float *)(b + L->off[16]);
+    w.qr = w.qp;
+    w.ldqr = 0;
     return w;
 }
 
@@ -573,16 +580,19 @@ typedef struct dtile {
     int n, npf;
 } dtile;
 
-/* The scores of nr rows (from q) against the tile's keys read in place: one call of the
- * table's run kernel, or one call of scores_rows per run where the table has none. */
-static void scores_direct(const job *J, const float *q, int nr, const dtile *t, int pf, float *s)
+/* The scores of rows r0 .. r0 + nr - 1 of w against the tile's keys read in place: one call of
+ * the table's run kernel (the rows in its layout, w->qr), or one call of scores_rows per run
+ * where the table has none. */
+static void scores_direct(const job *J, const ws *w, int64_t r0, int nr, const dtile *t, int pf,
+                          float *s)
 {
     const cpu_kernels *K = J->k;
     if (K->scores_runs) {
-        K->scores_runs(q, (size_t)J->pl.D, nr, t->k, t->n, J->dt, J->pl.D, J->sigma, s, CPU_BC,
-                       t->pk, pf ? t->npf : 0);
+        K->scores_runs(w->qr + (size_t)r0 * w->ldqr, w->ldqr, nr, t->k, t->n, J->dt, J->pl.D,
+                       J->sigma, s, CPU_BC, t->pk, pf ? t->npf : 0);
         return;
     }
+    const float *q = w->qp + (size_t)r0 * (size_t)J->pl.D;
     for (int u = 0, c0 = 0; u < t->n; c0 += t->k[u].n, u++)
         K->scores_rows(q, (size_t)J->pl.D, nr, t->k[u].src, J->dt, t->k[u].rstride, t->k[u].n,
                        J->pl.D, J->sigma, s + c0, CPU_BC);
@@ -680,6 +690,17 @@ static int item_begin(const job *J, irun *s, const cpu_item *it, void *base)
     /* Few rows (decode): K and V are read straight from their rows by the unpacked kernels
      * wherever a tile needs no exclusion, since packing would cost more than the rows reuse. */
     s->direct_item = NR <= 2 * CPU_DR && J->kk->strides[3] == 1 && J->v->strides[3] == 1;
+    /* The rows as the table's scores_runs reads them, once for all the item's tiles. */
+    w->qr = w->qp;
+    w->ldqr = (size_t)D;
+    if (s->direct_item && J->k->scores_runs && J->k->runs_q &&
+        J->k->runs_q(w->qp, D, J->dt, w->qd)) {
+        for (int64_t r = 1; r < NR; r++)
+            J->k->runs_q(w->qp + (size_t)r * (size_t)D, D, J->dt,
+                         w->qd + (size_t)r * 2 * (size_t)D);
+        w->qr = w->qd;
+        w->ldqr = 2 * (size_t)D;
+    }
     return 1;
 }
 
@@ -788,7 +809,7 @@ static void item_tile(const job *J, irun *s, int64_t j0, const inext *nx)
             K->softmax_rows && !direct && !J->mask && !bad && exact && ng <= K->tile_keys;
         const int fused = rows && K->scores_softmax && !J->capped && !J->slope;
         if (direct)
-            scores_direct(J, w.qp + (size_t)r0 * (size_t)D, nr, &dt, r0 == 0, w.s);
+            scores_direct(J, &w, r0, nr, &dt, r0 == 0, w.s);
         else if (fused)
             K->scores_softmax(w.qp + (size_t)r0 * (size_t)D, (size_t)D, nr, w.kt, CPU_BC, ng, D,
                               J->sigma, w.s, CPU_BC, ra, rz, w.m + r0, w.l + r0, w.corr,
@@ -965,7 +986,7 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
             /* Asked for meanwhile: this head's piece of the next page, or of the first V page. */
             const cpu_run pf =
                 u + 1 < nr ? head_run(J->kk, esz, kr[u + 1], dh) : head_run(J->v, esz, vr[0], dh);
-            K->scores_runs(s[k].w.qp, (size_t)D, (int)s[k].NR, &r, 1, J->dt, D, J->sigma,
+            K->scores_runs(s[k].w.qr, s[k].w.ldqr, (int)s[k].NR, &r, 1, J->dt, D, J->sigma,
                            s[k].w.s + c0, CPU_BC, &pf, u + 1 < nr || across);
         }
     int ra[CPU_DR], rz[CPU_DR];

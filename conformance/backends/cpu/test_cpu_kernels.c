@@ -422,6 +422,19 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                     float q[CPU_DR * 131], s1[CPU_DR * LDS], s2[CPU_DR * LDS];
                     for (int i = 0; i < CPU_DR * 131; i++)
                         q[i] = rnd_f(-2, 2);
+                    /* The rows as scores_runs reads them (runs_q's layout where it has one). */
+                    float qr[CPU_DR * 2 * 131];
+                    const float *qs = q;
+                    size_t ldqs = (size_t)D;
+                    if (t[k]->runs_q && t[k]->runs_q(q, D, dt, qr)) {
+                        for (int r = 1; r < CPU_DR; r++)
+                            cr_assert(t[k]->runs_q(q + r * D, D, dt, qr + r * 2 * D) == 1);
+                        qs = qr;
+                        ldqs = 2 * (size_t)D;
+                    }
+                    /* The AVX-512 f16/bf16 kernels read their own layout: check that it is used. */
+                    cr_assert(strcmp(t[k]->name, "avx512") != 0 || dt == CPU_F32 || qs == qr,
+                              "avx512 runs_q gave no layout for dtype %d", dt);
                     float *p = falloc(CPU_DR * LDS), *o1 = falloc(CPU_DR * LDO);
                     float *o2 = falloc(CPU_DR * LDO), corr[CPU_DR];
                     float *o3 = falloc(CPU_DR * LDO), *o4 = falloc(CPU_DR * LDO);
@@ -430,8 +443,8 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                         const float sigma = 0.37f;
                         for (int i = 0; i < CPU_DR * LDS; i++)
                             s1[i] = 12345.0f; /* columns >= nk and rows >= nrows stay so */
-                        t[k]->scores_runs(q, (size_t)D, nrows, runs, nruns, dt, D, sigma, s1, LDS,
-                                          pf, npf);
+                        t[k]->scores_runs(qs, ldqs, nrows, runs, nruns, dt, D, sigma, s1, LDS, pf,
+                                          npf);
                         for (int i = 0; i < CPU_DR * LDS; i++)
                             if (i / LDS >= nrows || i % LDS >= nk)
                                 cr_assert(s1[i] == 12345.0f,
