@@ -10,7 +10,7 @@
 #   lib/pkgconfig/attnconf.pc               Cflags for <attnconf/backend.h>
 #   share/attnconf/cases/                   the golden cases (<family>/<id>.yaml, FORMAT.md)
 #   share/attnconf/python/attnconf_exec.py  the exec-protocol module for Python adapters
-#   share/doc/attnconf/                     SPEC.md, FORMAT.md, examples/backend-template/
+#   share/doc/attnconf/                     SPEC.md, FORMAT.md, EXPECTED.md, examples/backend-template/
 # The installed attnconf finds its backends and cases relative to its own location
 # (conformance/harness/common/include/common/locate.h), so the tree works at any prefix and can be moved whole.
 # Never installed: the test-only mutants, the test plugins, and the third-party plugins (they
@@ -69,7 +69,7 @@ install(FILES conformance/include/attnconf/backend.h conformance/include/attncon
 # The case files and their format only: a stray file in the tree is never shipped.
 install(DIRECTORY "${ATTNCONF_CASES_DIR}/" DESTINATION "${ATTNCONF_INSTALL_CASESDIR}"
   FILES_MATCHING PATTERN "*.yaml" PATTERN "FORMAT.md")
-install(FILES SPEC.md cases/FORMAT.md DESTINATION "${CMAKE_INSTALL_DOCDIR}")
+install(FILES SPEC.md cases/FORMAT.md conformance/expected/EXPECTED.md DESTINATION "${CMAKE_INSTALL_DOCDIR}")
 install(FILES conformance/adapters/attnconf_exec.py DESTINATION "${ATTNCONF_INSTALL_PYTHONDIR}")
 install(DIRECTORY examples/backend-template DESTINATION "${CMAKE_INSTALL_DOCDIR}/examples"
   PATTERN "build" EXCLUDE)

@@ -1,7 +1,9 @@
 # install_test.cmake — ctest install.backend_template: install this build into a scratch prefix,
 # build examples/backend-template against it as a separate project (find_package(attnconf),
-# attnconf_add_tests) and run that project's ctest; then the README's pkg-config compile line,
-# the installed harness's own defaults (cases and backends found relative to itself, after
+# attnconf_add_tests) and run that project's ctest; then attnconf_add_tests's options (SHARDS
+# selecting what the tests per family do), the README's CMake project (it must leave the plugin
+# examples/ci-shards runs; both found at TEMPLATE_DIR/../..), the README's pkg-config compile
+# line, the installed harness's own defaults (cases and backends found relative to itself, after
 # the whole prefix is moved), and the installed attnconf_exec.py imported from where the package
 # says it is.  Run by cmake/install.cmake's add_test with -D:
 #   BUILD_DIR TEMPLATE_DIR WORK GENERATOR MAKE_PROGRAM C_COMPILER PKG_CONFIG
@@ -44,7 +46,7 @@ file(MAKE_DIRECTORY "${WORK}")
 run("install" 0 out "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(f "${BINDIR}/attnconf" "${INCLUDEDIR}/attnconf/backend.h"
           "${INCLUDEDIR}/attnconf/PROTOCOL.md" "${BACKENDDIR}/reference.so"
-          "${CASESDIR}/FORMAT.md" "${DOCDIR}/SPEC.md" "${DOCDIR}/FORMAT.md"
+          "${CASESDIR}/FORMAT.md" "${DOCDIR}/SPEC.md" "${DOCDIR}/FORMAT.md" "${DOCDIR}/EXPECTED.md"
           "${DOCDIR}/examples/backend-template/mybackend.c" "${PYTHONDIR}/attnconf_exec.py"
           "${LIBDIR}/cmake/attnconf/attnconfConfig.cmake"
           "${LIBDIR}/cmake/attnconf/attnconfConfigVersion.cmake"
@@ -111,6 +113,12 @@ expect:\n  - case: [\"mask.*\", \"sdpa.nomask.*.f16\", \"sdpa.nomask.*.bf16\"]
 file(READ "${args}/expected.yaml" wrong)
 file(WRITE "${args}/wrong.yaml" "${wrong}  - case: sdpa.nomask.basic.f32\n    status: FAIL
     clause: 2\n    reason: \"recorded wrongly on purpose\"\n")
+# The template README's FILTER option, as a user copies it into a CMakeLists.txt.
+file(READ "${TEMPLATE_DIR}/README.md" tpl_readme)
+if(NOT tpl_readme MATCHES "Options: `(FILTER [^`]+)`")
+  message(FATAL_ERROR "the template's README shows no `FILTER ...` option")
+endif()
+set(readme_filter "${CMAKE_MATCH_1}")
 file(WRITE "${args}/CMakeLists.txt" "cmake_minimum_required(VERSION 3.16)
 project(args LANGUAGES C)
 find_package(attnconf REQUIRED)
@@ -124,14 +132,18 @@ attnconf_add_tests(TARGET mb NAME w FILTER sdpa.nomask EXPECTED wrong.yaml)
 attnconf_add_tests(TARGET mb NAME o FILTER sdpa.nomask OPTIONS threads=2)
 attnconf_add_tests(TARGET attnconf::reference NAME r FILTER mask.causal)
 attnconf_add_tests(TARGET attnconf::reference NAME s FILTER mask.causal sdpa.nomask SHARDS 3)
+attnconf_add_tests(TARGET attnconf::reference NAME i FILTER \"*.invalid\")
+attnconf_add_tests(TARGET attnconf::reference NAME j FILTER \"*.invalid\" SHARDS 2)
+attnconf_add_tests(TARGET mb NAME t ${readme_filter})
 file(WRITE \"\${CMAKE_BINARY_DIR}/python_dir.txt\" \"\${attnconf_PYTHON_DIR}\")
 ")
 run("configure the arguments project" 0 out "${CMAKE_COMMAND}" -S "${args}" -B "${args}/build"
     -G "${GENERATOR}" "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}" "-DCMAKE_C_COMPILER=${C_COMPILER}"
     "-DCMAKE_PREFIX_PATH=${prefix}")
 run("build the arguments project" 0 out "${CMAKE_COMMAND}" --build "${args}/build")
+# The README's FILTER has only to configure (t.*: the template's ctest ran those families).
 execute_process(COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${args}/build" --output-on-failure
-                        --parallel 4
+                        --parallel 4 -E "^t\\."
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(out "${out}${err}")
 message(STATUS "the arguments project's ctest: exit ${rc}\n${out}")
@@ -139,7 +151,11 @@ message(STATUS "the arguments project's ctest: exit ${rc}\n${out}")
 # not skipped; a wrong record: failed); OPTIONS reach the harness (mybackend takes none: refused);
 # the exported reference backend runs as a target too; SHARDS 3 registers three slices of the
 # selected families instead of one test per family.
-must_match("args" "${out}" " 2 tests failed out of 10\n")
+set(invalid ${families})
+list(FILTER invalid INCLUDE REGEX "\\.invalid$")
+list(LENGTH invalid ninvalid)
+math(EXPR nargs "10 + ${ninvalid} + 2")
+must_match("args" "${out}" " 2 tests failed out of ${nargs}\n")
 foreach(t "f\\.sdpa\\.causal" "f\\.sdpa\\.nomask" "x\\.mask\\.causal" "x\\.sdpa\\.nomask"
           "r\\.mask\\.causal" "s\\.shard\\.0" "s\\.shard\\.1" "s\\.shard\\.2")
   must_match("args" "${out}" "${t} [.]+ +Passed")
@@ -166,10 +182,66 @@ endforeach()
 if(NOT sum EQUAL selected OR sum LESS 3)
   message(FATAL_ERROR "the three slices ran ${sum} cases of ${selected} selected")
 endif()
+# SHARDS runs the cases of the families FILTER selects, as the tests per family do: the slices of
+# FILTER "*.invalid" hold every case of i.mask.invalid, i.sdpa.invalid, ... once, and no case of
+# another family whose ids have .invalid. inside (sdpa.edges.invalid.*, which "*.invalid.*" takes).
+# The ids are the lines "STATUS   <id>" of the runs' text output.
+foreach(p i j)
+  execute_process(COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${args}/build" -R "^${p}\\."
+                          -V RESULT_VARIABLE rc OUTPUT_VARIABLE sout ERROR_VARIABLE serr)
+  string(REGEX MATCHALL "[0-9]+: [A-Z_]+ +[a-z0-9_]+\\.[a-z0-9_.]+\n" lines "${sout}")
+  set(ids_${p})
+  foreach(l IN LISTS lines)
+    string(REGEX REPLACE "^[0-9]+: [A-Z_]+ +([^\n]+)\n$" "\\1" id "${l}")
+    list(APPEND ids_${p} "${id}")
+  endforeach()
+  list(SORT ids_${p})
+  list(LENGTH ids_${p} n_${p})
+  message(STATUS "FILTER \"*.invalid\", ${p}.*: ${n_${p}} cases")
+endforeach()
+set(once ${ids_j})
+list(REMOVE_DUPLICATES once)
+if(n_i LESS ninvalid OR NOT ids_j STREQUAL ids_i OR NOT once STREQUAL ids_j)
+  set(extra ${ids_j})
+  if(ids_i)
+    list(REMOVE_ITEM extra ${ids_i})
+  endif()
+  message(FATAL_ERROR "FILTER \"*.invalid\": the shards ran ${n_j} cases, the tests per family "
+                      "${n_i}; only in the shards: ${extra}")
+endif()
 file(READ "${args}/build/python_dir.txt" pydir)
 if(NOT pydir STREQUAL "${prefix}/${PYTHONDIR}")
   message(FATAL_ERROR "attnconf_PYTHON_DIR is '${pydir}', expected '${prefix}/${PYTHONDIR}'")
 endif()
+
+# ---- 2c. the README's CMake project, and the plugin the ci-shards workflow runs -----------------
+# Built as the README shows it (its ```cmake block, below a project() line) in <dir>/build, as
+# the workflow builds it: the workflow's BACKEND must be the file that build leaves.
+get_filename_component(src "${TEMPLATE_DIR}/../.." ABSOLUTE)
+file(READ "${src}/README.md" readme)
+if(NOT readme MATCHES "```cmake\n(find_package\\(attnconf REQUIRED\\)[^`]*)```")
+  message(FATAL_ERROR "README.md shows no ```cmake block starting find_package(attnconf REQUIRED)")
+endif()
+set(snip "${WORK}/readme-project")
+file(WRITE "${snip}/CMakeLists.txt" "cmake_minimum_required(VERSION 3.16)
+project(mybackend LANGUAGES C)
+${CMAKE_MATCH_1}")
+configure_file("${TEMPLATE_DIR}/mybackend.c" "${snip}/mybackend.c" COPYONLY)
+file(READ "${src}/examples/ci-shards/attnconf-shards.yml" workflow)
+if(NOT workflow MATCHES "\n  BACKEND: ([^ \n]+)")
+  message(FATAL_ERROR "examples/ci-shards/attnconf-shards.yml sets no env BACKEND")
+endif()
+set(plugin "${CMAKE_MATCH_1}")
+run("configure the README's project" 0 out "${CMAKE_COMMAND}" -S "${snip}" -B "${snip}/build"
+    -G "${GENERATOR}" "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}" "-DCMAKE_C_COMPILER=${C_COMPILER}"
+    "-DCMAKE_PREFIX_PATH=${prefix}")
+run("build the README's project" 0 out "${CMAKE_COMMAND}" --build "${snip}/build")
+if(NOT EXISTS "${snip}/${plugin}")
+  file(GLOB_RECURSE built RELATIVE "${snip}" "${snip}/build/*.so")
+  message(FATAL_ERROR "the workflow runs ${plugin}; the README's project built '${built}'")
+endif()
+run("backend-info of the README's plugin" 0 out "${prefix}/${BINDIR}/attnconf" backend-info
+    --backend "${snip}/${plugin}")
 
 # ---- 3. the README's compile line for those who do not use CMake -------------------------------
 if(PKG_CONFIG)
@@ -211,6 +283,14 @@ run("installed backend-info" 0 out "${moved}/${BINDIR}/attnconf" backend-info --
 must_match("backend-info" "${out}" "path: ${ref_re}")
 run("installed run" 0 out "${moved}/${BINDIR}/attnconf" run --backend reference
     --filter "${kept}.*")
+# repro's writers serve the build tree's third-party plugins: installed, there is no table, and
+# the message must not send the user to the build machine's source tree.
+run("installed repro of a plugin" 1 out "${moved}/${BINDIR}/attnconf" repro --backend reference
+    --case sdpa.causal.lq2_lk5.f16)
+must_match("installed repro" "${out}" "reference: an installed attnconf has no writers table")
+if(out MATCHES "writers.tsv")
+  message(FATAL_ERROR "the moved attnconf's repro names a writers table: ${out}")
+endif()
 if(PKG_CONFIG)
   # One family is enough here: the template's ctest above ran them all.
   run("pkg-config-built template" 0 out "${moved}/${BINDIR}/attnconf" run

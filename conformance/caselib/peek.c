@@ -11,6 +11,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "util.h"
+
 /* A hand-written file may put `id:` after large values; past this many events the peek gives up
  * (the full load then decides), which also bounds the parser's state stack on hostile nesting. */
 #define PEEK_MAX_EVENTS 4096
@@ -20,7 +22,7 @@ int acase_peek_id(const char *path, char *id, size_t idlen)
     if (!path || !id || idlen == 0)
         return -1;
     id[0] = '\0';
-    FILE *f = fopen(path, "rb");
+    FILE *f = acase__open_case_file(path, NULL, 0); /* never a FIFO: the load says why */
     if (!f)
         return -1;
     yaml_parser_t p;

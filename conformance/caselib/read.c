@@ -206,13 +206,11 @@ int acase_load_file(const char *path, acase **out, char *err, size_t errlen)
         acase__errf(err, errlen, "acase_load_file: NULL argument");
         return -1;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        acase__errf(err, errlen, "%s: %s", path, strerror(errno));
+    FILE *f = acase__open_case_file(path, err, errlen);
+    if (!f)
         return -1;
-    }
     /* libyaml keeps the whole document tree in memory, so bound the file before reading it
-     * (fstat for a regular file; reading stops one byte past the limit for anything else). */
+     * (fstat; reading also stops one byte past the limit, should the file grow meanwhile). */
     struct stat st;
     int have_st = fstat(fileno(f), &st) == 0;
     if (have_st && st.st_size > ACASE_MAX_FILE_BYTES) {

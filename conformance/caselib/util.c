@@ -1,10 +1,17 @@
-/* util.c — the leaf helpers of util.h: error text, the semantic-check reporter, names. */
+/* util.c — the leaf helpers of util.h: error text, the semantic-check reporter, names, the
+ * opening of a case file. */
+#define _POSIX_C_SOURCE 200809L /* lstat, fdopen, O_CLOEXEC */
+
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "attnconf/backend.h"
 #include "attnref/status.h"
@@ -93,4 +100,52 @@ void acase__fmt_double_short(double d, char *buf, size_t buflen)
         if (strtod(buf, NULL) == d)
             return;
     }
+}
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)                 ? "a directory"
+           : S_ISFIFO(m)              ? "a FIFO"
+           : S_ISSOCK(m)              ? "a socket"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+                                      : "a special file";
+}
+
+FILE *acase__open_case_file(const char *path, char *err, size_t errlen)
+{
+    /* stat first: a FIFO is never opened, since opening one for reading waits for a writer
+     * (a listing of cases would hang on it). */
+    struct stat st, lst;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            acase__errf(err, errlen, "%s: broken symbolic link: %s", path, strerror(e));
+        else
+            acase__errf(err, errlen, "%s: %s", path, strerror(e));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        acase__errf(err, errlen,
+                    "%s: not a regular file (%s): a case file is a regular file or a link to one",
+                    path, file_kind(st.st_mode));
+        return NULL;
+    }
+    /* O_NONBLOCK: a file swapped for a FIFO after the stat cannot block the open either (it
+     * changes nothing for a regular file); fstat then sees what was opened. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        acase__errf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        acase__errf(err, errlen, "%s: no longer a regular file when opened (replaced?)", path);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        acase__errf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }

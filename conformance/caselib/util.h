@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "attnref/dtype.h"
 
@@ -37,6 +38,13 @@ int acase__error_from_name(const char *name);
 int acase__is_float_dtype(attnref_dtype dt);
 /* The ATTNCONF_CAP_* bit of a float dtype; 0 for any other. */
 uint64_t acase__dtype_cap(attnref_dtype dt);
+
+/* Open the case file at path for reading ("rb"): a regular file, or a symbolic link to one.
+ * Anything else is refused before it is opened, with "path: reason" in err (err may be NULL):
+ * "broken symbolic link: No such file or directory", "not a regular file (a FIFO): ...", or
+ * strerror.  A listing names every *.yaml it finds (case.c), so this is where a FIFO or a
+ * dangling link among the cases becomes an error, and never a read that blocks. */
+FILE *acase__open_case_file(const char *path, char *err, size_t errlen);
 
 /* Shortest "%.Ne" (N >= 1) text that strtod reads back as exactly d (d finite); buf >= 32. */
 void acase__fmt_double_short(double d, char *buf, size_t buflen);

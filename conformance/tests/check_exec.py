@@ -542,8 +542,9 @@ def s_adapter_stderr(args):
     rc, so, se, _, _ = run(args, [args.harness, "run", "--backend", backend(args, "ok"),
                                   "--cases", args.cases, "--adapter-stderr",
                                   os.path.join(args.workdir, "no", "such", "dir.log")])
-    check(rc == 1 and re.search(r"--adapter-stderr .*/no/such/dir\.log: No such file or "
-                                r"directory", se) is not None, "an unopenable FILE is an error")
+    check(rc == 2 and re.search(r"--adapter-stderr .*/no/such/dir\.log: No such file or "
+                                r"directory", se) is not None,
+          "an unopenable FILE is bad input: exit 2 (rc %d)" % rc)
 
 
 def clipped(text):

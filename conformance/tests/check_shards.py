@@ -2,7 +2,7 @@
 """check_shards.py — one run split across machines: `run --shard K/N`, `list --shard K/N`,
 `fuzz --seed-range A..B --shard K/N`, and `report` merging the shards.
 
-  check_shards.py --attnconf BIN --backend REF.so --cases DIR --dir WORKDIR
+  check_shards.py --attnconf BIN --backend REF.so --cases DIR --dir WORKDIR [--workflow YML]
 
 Checked, for N in 1, 2, 3, 7:
 - run: the N shards of a filtered reference run (sdpa, mask and cache cases) are disjoint, their
@@ -20,7 +20,11 @@ Checked, for N in 1, 2, 3, 7:
   --resume sidecar of another shard (exit 2), and in `report` (exit 1) overlapping shards (the
   same shard twice, or a case in two shards), a missing shard (named), shards with another
   version, other options, another case set or another shard count, shards mixed with an
-  unsharded run of the same backend, and a shard that lost a case.
+  unsharded run of the same backend, and a shard that lost a case;
+- with --workflow, the CI example: its matrix is every shard index, the report job merges every
+  shard's file, and its shard step, run under bash -e with an attnconf that exits 0, 77, 1, 2 or
+  3, passes for 0 and 77 (a slice all NOT_SUPPORTED checked nothing and failed nothing) and fails
+  for the others, its results file left for the upload every time.
 """
 import argparse
 import json
@@ -30,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 FILTERS = ["sdpa.causal.*", "mask.window.*", "cache.rotating.*"]
 NS = [1, 2, 3, 7]
@@ -40,6 +45,7 @@ def check(cond, what):
     if not cond:
         failures.append(what)
         print("FAIL: " + what, file=sys.stderr)
+    return cond
 
 
 def run(cmd, env=None, rc=None):
@@ -98,6 +104,43 @@ def check_workflow(path):
     runs = " ".join(st.get("run", "") for st in jobs["report"]["steps"])
     check("attnconf\" report" in runs and "results/*.json" in runs,
           "workflow: the report job merges every shard's file")
+    check_workflow_statuses(wf)
+
+
+def check_workflow_statuses(wf):
+    """The shard job's run step under bash -e (as Actions runs it), with an attnconf that exits
+    with each status run can give: 77 (the whole slice NOT_SUPPORTED) passes the step like 0, and
+    writes its file for the report; 1, 2 and 3 fail it."""
+    steps = [st for st in wf["jobs"]["shard"]["steps"] if "--shard" in st.get("run", "")]
+    if not check(len(steps) == 1, "workflow: one step of the shard job runs --shard"):
+        return
+    script = steps[0]["run"].replace("${{ matrix.shard }}", "2")
+    check("${{" not in script, "workflow: the shard step uses only ${{ matrix.shard }}")
+    work = tempfile.mkdtemp(prefix="check_shards_wf.")
+    try:
+        fake = os.path.join(work, "attnconf")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = --out ] && : > "$2"; shift; done\n'
+                    'exit "$FAKE_RC"\n')
+        os.chmod(fake, 0o755)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GTEST_")}
+        env.update({k: str(v) for k, v in wf["env"].items()})
+        env["PATH"] = work + os.pathsep + env.get("PATH", "")
+        for status, want in [(0, 0), (77, 0), (1, 1), (2, 2), (3, 3)]:
+            out = os.path.join(work, "results-2.json")
+            if os.path.exists(out):
+                os.remove(out)
+            env["FAKE_RC"] = str(status)
+            p = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-c", script], cwd=work,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+            check(p.returncode == want, "workflow: the shard step exits %d when attnconf run "
+                  "exits %d, expected %d\n%s" % (p.returncode, status, want, p.stdout))
+            check(os.path.exists(out), "workflow: attnconf run exiting %d: no results file "
+                  "to upload" % status)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main():

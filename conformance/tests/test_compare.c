@@ -304,9 +304,43 @@ Test(compare_tensor, nan_in_output_fails_and_is_reported)
     cr_assert_eq(st.bad_index[1], 1);
     cr_assert(isnan(st.bad_got));
     cr_assert_eq(st.bad_expected, 0.25);
-    cr_assert(isnan(st.max_abs_err), "a NaN against a number makes the error undefined");
-    cr_assert(isnan(st.max_rel_err));
-    cr_assert(isnan(st.max_ratio));
+    /* A NaN against a number has no error size: counted, never a NaN maximum. */
+    cr_assert_eq(st.nans.got, 1);
+    cr_assert_eq(st.nans.got_index[0], 0);
+    cr_assert_eq(st.nans.got_index[1], 1);
+    cr_assert_eq(st.nans.missed, 0);
+    cr_assert_eq(st.nans_close.got, 1);
+    cr_assert_eq(st.max_abs_err, 0.0, "the other elements are exact");
+    cr_assert_eq(st.max_rel_err, 0.0);
+    cr_assert_eq(st.max_ratio, 0.0);
+}
+
+/* Either way round, in close and exact rows: NaN never enters a maximum, whose value is the
+ * other elements' (it must not read as NaN, nor hide a NaN as within tolerance). */
+Test(compare_tensor, nan_mismatches_are_counted_not_maximised)
+{
+    float got[8] = {1.25f, NAN, 3, 4, 5, 6, NAN, 0.5f};
+    double exp[8] = {1, 2, 3, NAN, 5, NAN, 0, 0};
+    uint8_t rows[4] = {HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_CLOSE, HC_ROW_EXACT};
+    int64_t shape[4] = {1, 1, 4, 2}, strides[4] = {8, 8, 2, 1};
+    const double ra[4] = {0.5, 0.5, 0.5, 0.5};
+    hc_tol tol = tol_of(0, ATTNREF_F32, ra);
+    hc_stats st;
+    cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, rows, 2, &st), 0);
+    cr_assert_eq(st.nbad, 5);
+    cr_assert_eq(st.nans.got, 2, "elements 1 (close row) and 6 (exact row)");
+    cr_assert_eq(st.nans.got_index[2], 0);
+    cr_assert_eq(st.nans.got_index[3], 1);
+    cr_assert_eq(st.nans.missed, 2, "elements 3 and 5");
+    cr_assert_eq(st.nans.missed_index[2], 1);
+    cr_assert_eq(st.nans.missed_index[3], 1);
+    cr_assert_eq(st.nans_close.got, 1);
+    cr_assert_eq(st.nans_close.missed, 2);
+    cr_assert_eq(st.nans.others, 4, "the maxima are over elements 0, 2, 4 and 7");
+    cr_assert_eq(st.nans_close.others, 3);
+    cr_assert_eq(st.max_abs_err, 0.5, "the exact row's 0.5, the close row's 0.25");
+    cr_assert_eq(st.max_rel_err, 0.25);
+    cr_assert_eq(st.max_ratio, 0.5, "0.25 / 0.5 in row 0: the NaNs left out");
 }
 
 Test(compare_tensor, wrong_infinity_makes_errors_unbounded)
@@ -364,10 +398,11 @@ Test(compare_tensor, max_ratio_is_error_over_allowed)
                      t[i].pass, "%s", t[i].what);
         cr_assert_eq(st.max_ratio, t[i].ratio, "%s: %g", t[i].what, st.max_ratio);
     }
-    /* The maximum over elements, and a NaN stays (sticky) whatever comes after it. */
+    /* The maximum over elements; a NaN is left out of it (counted in st.nans). */
     float got[8] = {1, 2, 3.5f, 4, 5.25f, 6, NAN, 8};
     cr_assert_eq(hc_compare(got, ATTNREF_F32, 2, shape, strides, exp, &tol, &st), 0);
-    cr_assert(isnan(st.max_ratio));
+    cr_assert_eq(st.max_ratio, 1.0);
+    cr_assert_eq(st.nans.got, 1);
     got[6] = 7;
     cr_assert_eq(hc_compare(got, ATTNREF_F32, 2, shape, strides, exp, &tol, &st), 1);
     cr_assert_eq(st.max_ratio, 1.0);
@@ -545,13 +580,55 @@ Test(compare_message, close_row_message_non_finite)
     cr_assert_eq(hc_compare(got, ATTNREF_F32, 1, shape, strides, exp, &tol, &st), 0);
     char msg[512];
     hc_failure_message(&st, &tol, msg, sizeof msg);
-    cr_assert_str_eq(msg, "1 of 2 elements out of tolerance (worst nan times the allowed error; "
-                          "first at [0]: got nan, expected 0.25, allowed 1.19e-07)");
+    cr_assert_str_eq(msg, "1 of 2 elements out of tolerance (1 NaN where a number was expected; "
+                          "first at [0]: got nan, expected 0.25)");
     got[0] = -INFINITY;
     cr_assert_eq(hc_compare(got, ATTNREF_F32, 1, shape, strides, exp, &tol, &st), 0);
     hc_failure_message(&st, &tol, msg, sizeof msg);
     cr_assert_str_eq(msg, "1 of 2 elements out of tolerance (worst inf times the allowed error; "
                           "first at [0]: got -inf, expected 0.25, allowed 1.19e-07)");
+}
+
+/* NaN expected (a row that keeps a NaN key, sdpa.poison.causal_future_nan), a number produced:
+ * said as such, not "allowed nan" and "worst nan times the allowed error". */
+Test(compare_message, number_where_nan_was_expected)
+{
+    float got[4] = {0.5f, 1.0f, 0.25f, 2.0f};
+    double exp[4] = {0.5, 1.0, NAN, NAN};
+    int64_t shape[2] = {2, 2}, strides[2] = {2, 1};
+    hc_tol tol = tol_of(4, ATTNREF_F32, NULL);
+    hc_stats st;
+    cr_assert_eq(hc_compare(got, ATTNREF_F32, 2, shape, strides, exp, &tol, &st), 0);
+    char msg[512];
+    hc_failure_message(&st, &tol, msg, sizeof msg);
+    cr_assert_str_eq(msg, "2 of 4 elements out of tolerance (2 numbers where NaN was expected; "
+                          "first at [1,0]: got 0.25, expected nan)");
+    cr_assert(strstr(msg, "nan times") == NULL && strstr(msg, "allowed nan") == NULL);
+    cr_assert_eq(st.max_ratio, 0.0);
+}
+
+/* NaN mismatches and ordinary failures together: the NaNs by count with their first index,
+ * then the worst of the others, then the first bad element. */
+Test(compare_message, nan_counts_then_the_others)
+{
+    float got[6] = {1, 3, NAN, NAN, 0.75f, 1};
+    double exp[6] = {1, 2, 1, 1, NAN, 1};
+    int64_t shape[1] = {6}, strides[1] = {1};
+    hc_tol tol = tol_of(0, ATTNREF_F32, (const double[]){0.5});
+    hc_stats st;
+    cr_assert_eq(hc_compare(got, ATTNREF_F32, 1, shape, strides, exp, &tol, &st), 0);
+    char msg[512];
+    hc_failure_message(&st, &tol, msg, sizeof msg);
+    cr_assert_str_eq(msg, "4 of 6 elements out of tolerance (2 NaN where a number was expected, "
+                          "the first at [2]; 1 number where NaN was expected, the first at [4]; "
+                          "1 other, the worst 2 times the allowed error; first at [1]: got 3, "
+                          "expected 2, allowed 0.5)");
+    got[1] = 2;
+    cr_assert_eq(hc_compare(got, ATTNREF_F32, 1, shape, strides, exp, &tol, &st), 0);
+    hc_failure_message(&st, &tol, msg, sizeof msg);
+    cr_assert_str_eq(msg, "3 of 6 elements out of tolerance (2 NaN where a number was expected; "
+                          "1 number where NaN was expected, the first at [4]; first at [2]: got "
+                          "nan, expected 1)");
 }
 
 Test(compare_message, empty_when_nothing_failed)
@@ -644,7 +721,9 @@ Test(compare_rows, exact_row_of_zeros_message)
     char msg[256];
     hc_failure_message(&st, &tol, msg, sizeof msg);
     cr_assert_str_eq(msg, "row 2 must be exactly 0: got 0.25 at [0,1,0,1]; 2 of 8 elements fail");
-    cr_assert(isnan(st.max_abs_err), "the NaN in an exact row makes the error undefined");
+    cr_assert_eq(st.max_abs_err, 0.25, "the NaN in an exact row is counted, not maximised");
+    cr_assert_eq(st.nans.got, 1);
+    cr_assert_eq(st.nans_close.got, 0, "it is in an exact row");
 }
 
 Test(compare_rows, finite_row_accepts_any_finite_value)
@@ -710,8 +789,10 @@ Test(compare_rows, close_rows_unchanged)
     cr_assert_eq(a.nbad, 3);
     cr_assert_eq(b.nbad, 3);
     cr_assert_eq(a.first_bad, b.first_bad);
-    cr_assert(isnan(a.max_abs_err) && isnan(b.max_abs_err));
-    cr_assert(isnan(a.max_ratio) && isnan(b.max_ratio));
+    cr_assert(isinf(a.max_abs_err) && isinf(b.max_abs_err), "the infinity; the NaN is counted");
+    cr_assert(isinf(a.max_ratio) && isinf(b.max_ratio));
+    cr_assert_eq(a.nans.got, 1);
+    cr_assert_eq(b.nans.got, 1);
     cr_assert_eq(a.bad_allowed, b.bad_allowed);
     cr_assert_eq(a.bad_row, -1, "no row checks: no row");
     cr_assert_eq(b.bad_row, 0);
@@ -719,8 +800,9 @@ Test(compare_rows, close_rows_unchanged)
     char ma[512], mb[512];
     hc_failure_message(&a, &tol, ma, sizeof ma);
     hc_failure_message(&b, &tol, mb, sizeof mb);
-    cr_assert_str_eq(ma, "3 of 8 elements out of tolerance (worst nan times the allowed error; "
-                         "first at [0,0,0,1]: got 2.5, expected 2, allowed 0.1)");
+    cr_assert_str_eq(ma, "3 of 8 elements out of tolerance (1 NaN where a number was expected, "
+                         "the first at [0,1,0,0]; 2 others, the worst inf times the allowed "
+                         "error; first at [0,0,0,1]: got 2.5, expected 2, allowed 0.1)");
     cr_assert_str_eq(mb, ma);
     /* NULL row_check with row_len = Dv: every row close, row_atol still per row. */
     cr_assert_eq(hc_compare_rows(got, ATTNREF_F32, 4, shape, strides, exp, &tol, NULL, 2, &b), 0);

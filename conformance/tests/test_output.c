@@ -1106,6 +1106,89 @@ Test(output_ratio, every_format_and_the_report)
     tmp_close(&d);
 }
 
+/* ---- NaN against a number (compare.h leaves it out of the maxima) ---------------------------- */
+
+/* The NaN mismatches reach every format and the report, counted with their first index before
+ * the maxima, which are over the other elements: "max err 0.0137 x allowed, max abs err nan"
+ * once read as within tolerance. */
+Test(output_nans, counted_before_the_maxima_everywhere)
+{
+    hr_result r[2];
+    r[0] = mk("sdpa.a.f16", "sdpa", HR_PASS, "");
+    r[1] = mk("sdpa.b.f16", "sdpa", HR_INCORRECT_DTYPE, "output dtype f32, expected f16");
+    r[0].has_stats = r[1].has_stats = 1;
+    r[1].max_abs_err = 0.003;
+    r[1].max_rel_err = 0.002;
+    r[1].max_ratio = 0.0137;
+    r[1].first_bad = 5;
+    r[1].bad_ndim = 2;
+    r[1].bad_index[0] = 1;
+    r[1].bad_index[1] = 1;
+    r[1].bad_got = NAN;
+    r[1].bad_expected = 0;
+    r[1].nans =
+        (hr_nans){.got = 3, .missed = 1, .others = 12, .got_index = {1, 1}, .missed_index = {2, 0}};
+    hr_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend_name, sizeof run.backend_name, "reference");
+    snprintf(run.backend_version, sizeof run.backend_version, "0.1.0");
+    snprintf(run.cases_dir, sizeof run.cases_dir, "cases");
+    run.results = r;
+    run.count = 2;
+    const char *line = "got nan, expected 0; 3 NaN where a number was expected (first at [1,1]); "
+                       "1 number where NaN was expected (first at [2,0]); over the other 12 "
+                       "elements: max err 0.0137 x allowed, max abs err 0.003, max rel err 0.002";
+
+    char *t = write_mem(&run, HR_FMT_TEXT);
+    assert_has(t, line);
+    cr_assert(strstr(t, "err nan") == NULL, "%s", t);
+    free(t);
+    t = write_mem(&run, HR_FMT_TAP);
+    assert_has(t, "  max_rel_err: 0.002\n  nan_got: 3\n  nan_got_first: [1,1]\n  nan_missed: 1\n"
+                  "  nan_missed_first: [2,0]\n  nan_others: 12\n");
+    free(t);
+    t = write_mem(&run, HR_FMT_JSON);
+    json_error_t je;
+    json_t *root = json_loads(t, 0, &je);
+    cr_assert_not_null(root, "%s", je.text);
+    json_t *res = json_object_get(root, "results");
+    json_t *bad = json_array_get(res, 1);
+    cr_assert_eq(json_integer_value(json_object_get(bad, "nan_got")), 3);
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(bad, "nan_missed_index"), 0)),
+                 2);
+    cr_assert_null(json_object_get(json_array_get(res, 0), "nan_got"), "none: no key");
+    json_decref(root);
+    free(t);
+
+    /* The report, from the JSON, quotes the same line. */
+    tmpdir d;
+    tmp_open(&d);
+    const char *in = tmp_file(&d, "nans.json"), *out = tmp_file(&d, "nans.md");
+    write_run_file(in, &run);
+    const char *argv[] = {"report", "--out", out, "--command", "attnconf report nans.json", in};
+    cr_assert_eq(report(6, argv), 0, "report failed");
+    char *a = slurp(out);
+    assert_has(a, line);
+    free(a);
+    /* A count without its index, or an index of another rank, is refused. */
+    const char *broken = tmp_file(&d, "broken.json"), *out2 = tmp_file(&d, "broken.md");
+    t = slurp(in);
+    char *k = strstr(t, "\"nan_got_index\"");
+    cr_assert_not_null(k);
+    memcpy(k, "\"nan_got_indey\"", 15);
+    write_text_file(broken, t);
+    free(t);
+    const char *argv2[] = {"report", "--out", out2, broken};
+    cr_assert_neq(report(4, argv2), 0, "a nan_got without nan_got_index must be refused");
+    tmp_close(&d);
+
+    /* Every element such a NaN: the maxima are over nothing, and not quoted. */
+    r[1].nans.others = 0;
+    t = write_mem(&run, HR_FMT_TEXT);
+    assert_has(t, "(first at [2,0]); no other element to measure\n");
+    free(t);
+}
+
 /* report --diff: every class of change between two runs of one backend, and the exit status. */
 Test(report, diff_classes_and_exit)
 {

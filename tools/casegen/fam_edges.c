@@ -72,9 +72,8 @@ static const ecase EDGES[] = {
     {"invalid.batch_mismatch",
      "q with B = 2 and k, v with B = 1 must be rejected (no implicit "
      "batch broadcast)",
-     "clause1.gqa_repeat_interleave", F32 | BF16, SHAPE(2, 1, 1, 1, 3, 4, 4), .kb = 1,
-     .error = ATTNREF_EINVAL},
-    {"invalid.head_dim0", "D = 0 must be rejected", "clause1.gqa_repeat_interleave", F32 | F16,
+     "clause1.shapes", F32 | BF16, SHAPE(2, 1, 1, 1, 3, 4, 4), .kb = 1, .error = ATTNREF_EINVAL},
+    {"invalid.head_dim0", "D = 0 must be rejected", "clause1.shapes", F32 | F16,
      SHAPE(1, 1, 1, 1, 3, 0, 4), .error = ATTNREF_EINVAL},
 };
 #undef SHAPE

@@ -380,7 +380,7 @@ static void invalid(cg *g)
     {
         acase *c =
             cg_sdpa("sdpa.invalid.head_dim_mismatch.f32", "q has D=8 but k has D=6: rejected.",
-                    "clause1.layout", ATTNREF_F32, 1, 2, 2, 2, 4, 8, 8, 1.0);
+                    "clause1.shapes", ATTNREF_F32, 1, 2, 2, 2, 4, 8, 8, 1.0);
         cg_gen4(c, &c->k, "k", ATTNREF_F32, 1, 2, 4, 6, -1.0, 1.0);
         cg_expect_error(c, ATTNREF_EINVAL);
         cg_emit(g, c);

@@ -374,10 +374,12 @@ static int xb_read_line(xb_ctx *c, double deadline, char **line, size_t *len)
     }
 }
 
-/* Read exactly n payload bytes into dst, or discard them when dst is NULL. */
-static int xb_read_exact(xb_ctx *c, unsigned char *dst, size_t n, double deadline)
+/* Read exactly n payload bytes into dst, or discard them when dst is NULL.  *done: the bytes
+ * read (n on success), so a failure can say how far the payload got. */
+static int xb_read_exact(xb_ctx *c, unsigned char *dst, size_t n, double deadline, size_t *done)
 {
     size_t avail = c->rlen - c->rpos, take = avail < n ? avail : n;
+    *done = take;
     if (dst) {
         memcpy(dst, c->rbuf + c->rpos, take);
         dst += take;
@@ -396,6 +398,7 @@ static int xb_read_exact(xb_ctx *c, unsigned char *dst, size_t n, double deadlin
         if (dst)
             dst += got;
         n -= got;
+        *done += got;
     }
     return XB_IO_OK;
 }
@@ -579,7 +582,18 @@ static int xb_exchange(xb_ctx *c, json_t *h, const xb_payload *pl, size_t npl, c
         /* A reply that does not fit (another shape, a wider dtype) is drained, not stored:
          * run.c then judges the descriptor (shape / dtype) as it would a plugin's. */
         int fits = d.nbytes <= want[i].capacity;
-        io = xb_read_exact(c, fits ? out->data : NULL, d.nbytes, deadline);
+        size_t done;
+        io = xb_read_exact(c, fits ? out->data : NULL, d.nbytes, deadline, &done);
+        if (io == XB_IO_TIMEOUT) {
+            /* The header came: the adapter is not silent but stuck (or it announced more than
+             * it sends), and how far its payload got tells which. */
+            char reason[256];
+            xb_fmt(reason, sizeof reason,
+                   "adapter timed out after %g s: reply to %s: payload of '%s' %zu of %zu "
+                   "bytes received",
+                   c->timeout_s, op, want[i].name, done, d.nbytes);
+            return xb_finish(c, reason, 0);
+        }
         if (io == XB_IO_CLOSED) {
             char reason[256];
             xb_fmt(reason, sizeof reason,

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "attnconf/backend.h"
+#include "backend/plugin.h" /* xr_dense_perm, the rule replies share with plugin outputs */
 
 /* The largest tensor the protocol carries, in elements.  Not the case-file limit: `attnconf
  * bench` sends tensors far larger than any case (a 32K-key KV cache); a reply larger than the
@@ -42,15 +43,10 @@ int64_t xr_numel(int32_t ndim, const int64_t *shape);
 /* "(1,1,2,2)" into buf (truncated to n bytes). */
 void xr_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t n);
 
-/* 1 if strides (>= 0) address each element of a dense buffer of the shape exactly once: the
- * row-major strides or a permutation of its axes (the stride of an extent of 1 is free, as it
- * never multiplies a non-zero index); always 1 for a shape with no element. */
-int xr_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides);
-
 /* A reply tensor descriptor, validated: dtype known, rank <= 4, extents >= 0, at most
  * XR_MAX_NUMEL elements, nbytes == elements * element size, strides (in elements, >= 0;
  * row-major when the reply gave none) that address each element of the nbytes buffer once
- * (xr_dense_perm: replies keep the dense rule, PROTOCOL.md). */
+ * (xr_dense_perm, backend/plugin.h: replies keep the dense rule, PROTOCOL.md). */
 typedef struct xr_desc {
     int32_t dtype, ndim;
     int64_t shape[ATTNCONF_MAX_RANK], strides[ATTNCONF_MAX_RANK];

@@ -1,8 +1,11 @@
-/* plugin.c — names of the ABI status codes, and the exit guard (backend/plugin.h). */
+/* plugin.c — names of the ABI status codes, the exit guard and the stdout guard
+ * (backend/plugin.h). */
 #define _DEFAULT_SOURCE /* on_exit (glibc), with POSIX 2008 */
 
 #include "backend/plugin.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,14 +36,41 @@ static _Atomic(const char *) hb_case;   /* the case it serves, or NULL */
 static _Atomic pid_t hb_guard_pid;
 static atomic_int hb_guard_refused;
 
+/* ---- the stdout guard (plugin.h) ------------------------------------------------------------
+ * A plugin and attnconf share one C library, so one `stdout` FILE and one fd 1: a plugin's
+ * printf cannot be told from attnconf's own output by where it is written, only by when.  So
+ * fd 1 points at stderr while a marked call runs, and back at attnconf's stdout between calls;
+ * stdout's buffer is flushed at each switch, so attnconf's own bytes go out before the call in
+ * their order, and the plugin's (buffered or not) go to stderr.  Only the harness's thread
+ * makes marked calls, so this state is its own.  The fd is never closed while armed: the
+ * process ends with it. */
+static int hb_real_stdout = -1; /* attnconf's stdout (a duplicate); -1: the guard is off */
+static int hb_stdout_swapped;   /* 1 while fd 1 is stderr */
+
+/* Point fd 1 at `fd`, stdout's buffer flushed first (to where fd 1 points until then). */
+static void hb_stdout_to(int fd)
+{
+    fflush(stdout);
+    while (dup2(fd, STDOUT_FILENO) < 0 && errno == EINTR) {
+    }
+}
+
 void hb_call_enter(const char *member)
 {
     atomic_store(&hb_member, member);
+    if (hb_real_stdout >= 0 && !hb_stdout_swapped && fcntl(STDERR_FILENO, F_GETFD) >= 0) {
+        hb_stdout_to(STDERR_FILENO);
+        hb_stdout_swapped = 1;
+    }
 }
 
 void hb_call_leave(void)
 {
     atomic_store(&hb_member, NULL);
+    if (hb_stdout_swapped) {
+        hb_stdout_to(hb_real_stdout);
+        hb_stdout_swapped = 0;
+    }
 }
 
 void hb_call_case(const char *id)
@@ -101,10 +131,22 @@ void hb_exit_guard_arm(void)
         }
     }
     atomic_store(&hb_guard_pid, getpid());
+    /* The stdout guard, armed with it: the same process runs the plugin's code in its own.  A
+     * closed fd 1 has nothing to protect (and no duplicate to take). */
+    if (hb_real_stdout < 0) {
+        fflush(stdout);
+        hb_real_stdout = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    }
 }
 
 void hb_exit_guard_refuse(void)
 {
     atomic_store(&hb_guard_refused, 1);
     atomic_store(&hb_guard_pid, 0);
+    /* A supervised process has its fd 1 on stderr already (proc_fork); a duplicate inherited
+     * from an armed parent would be the parent's stdout. */
+    if (hb_real_stdout >= 0) {
+        close(hb_real_stdout);
+        hb_real_stdout = -1;
+    }
 }

@@ -273,7 +273,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     }
     if (o->adapter_stderr && !adapters)
         return cli_usage_error(&c, CLI_ADAPTER_STDERR_NOT_EXEC, NULL);
-    return 0;
+    return cli_adapter_stderr_check("bench", o->adapter_stderr);
 }
 
 /* ---- one benchmark in a child ------------------------------------------------------------ */

@@ -1,12 +1,16 @@
 /* cli.c — the table-driven option parser, the shared value validators and the usage-error
  * helper of every attnconf command (cli.h). */
+#define _POSIX_C_SOURCE 200809L /* O_CLOEXEC */
+
 #include "common/cli.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* More options than any command has; the parser keeps one "seen" flag per table row. */
 #define CLI_MAX_OPTS 64
@@ -45,6 +49,27 @@ cli_opt cli_opt_adapter_stderr(const char **dest)
                      .kind = CLI_STRING,
                      .dest = dest,
                      .help = CLI_ADAPTER_STDERR_HELP};
+}
+
+int cli_adapter_stderr_check(const char *cmd, const char *path)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return 0;
+    /* The flags the exec: bridge opens FILE with (exec_backend.c), so what passes here opens
+     * there; created now as it would be then. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "attnconf%s%s: --adapter-stderr %s: %s\n", cmd ? " " : "", cmd ? cmd : "",
+                path, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    close(fd);
+    return 0;
+}
+
+int cli_leading_zero(const char *s)
+{
+    return s[0] == '0' && isdigit((unsigned char)s[1]);
 }
 
 /* Only the characters of a decimal number ("2", "-0.25", "1e-3", all digits when digits_only):

@@ -21,6 +21,9 @@
 #ifndef ATTNCONF_BUILD_CASES_DIR
 #define ATTNCONF_BUILD_CASES_DIR "cases"
 #endif
+#ifndef ATTNCONF_BUILD_REPRO_WRITERS
+#define ATTNCONF_BUILD_REPRO_WRITERS ""
+#endif
 #ifndef ATTNCONF_INSTALL_BACKEND_REL
 #define ATTNCONF_INSTALL_BACKEND_REL "../lib/attnconf/backends"
 #endif
@@ -29,7 +32,8 @@
 #endif
 
 static int resolved;
-static char backend_dir[PATH_MAX], cases_dir[PATH_MAX], mutant_dir[PATH_MAX];
+static char backend_dir[PATH_MAX], cases_dir[PATH_MAX], mutant_dir[PATH_MAX],
+    repro_writers[PATH_MAX];
 
 /* DIR/REL, tidied by realpath when it exists (messages then show a plain path); an absolute
  * REL (an absolute CMAKE_INSTALL_* directory) is used as is. */
@@ -58,6 +62,7 @@ static void resolve(void)
     snprintf(backend_dir, sizeof backend_dir, "%s", ATTNCONF_BUILD_BACKEND_DIR);
     snprintf(cases_dir, sizeof cases_dir, "%s", ATTNCONF_BUILD_CASES_DIR);
     snprintf(mutant_dir, sizeof mutant_dir, "%s", ATTNCONF_BUILD_MUTANT_DIR);
+    snprintf(repro_writers, sizeof repro_writers, "%s", ATTNCONF_BUILD_REPRO_WRITERS);
 
     char exe[PATH_MAX], build[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -72,7 +77,8 @@ static void resolve(void)
      * since /proc/self/exe is resolved. */
     if (realpath(ATTNCONF_BUILD_EXE_DIR, build) && strcmp(build, exe) == 0)
         return;
-    mutant_dir[0] = '\0'; /* test-only mutants are never installed */
+    mutant_dir[0] = '\0';    /* test-only mutants are never installed */
+    repro_writers[0] = '\0'; /* nor the third-party plugins the writers serve */
     join(exe, ATTNCONF_INSTALL_BACKEND_REL, backend_dir, sizeof backend_dir);
     join(exe, ATTNCONF_INSTALL_CASES_REL, cases_dir, sizeof cases_dir);
 }
@@ -93,4 +99,10 @@ const char *hl_mutant_dir(void)
 {
     resolve();
     return mutant_dir;
+}
+
+const char *hl_repro_writers(void)
+{
+    resolve();
+    return repro_writers;
 }

@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/shard.h"
 
-/* A decimal integer 0..lim with no sign, space or leading '+'; the end in *end. */
+/* A decimal integer 0..lim with no sign, space or leading '+'; the end in *end.  Leading zeros
+ * are read here and refused by the callers, with their own message (cli_leading_zero). */
 static int parse_u32(const char *s, uint32_t lim, uint32_t *out, const char **end)
 {
     if (*s < '0' || *s > '9')
@@ -37,6 +39,8 @@ const char *shard_parse(const char *text, shard_spec *out)
     if (!text || parse_u32(text, SHARD_MAX_TOTAL, &k, &p) != 0 || *p != '/' ||
         parse_u32(p + 1, SHARD_MAX_TOTAL, &n, &p) != 0 || *p != '\0' || n == 0 || k >= n)
         return why;
+    if (cli_leading_zero(text) || cli_leading_zero(strchr(text, '/') + 1))
+        return "expected K/N without leading zeros (--shard 0/3, not 00/03)";
     out->index = k;
     out->total = n;
     return NULL;
@@ -61,9 +65,19 @@ int shard_from_env(shard_spec *out, char *why, size_t cap)
                  t, SHARD_MAX_TOTAL);
         return -1;
     }
+    if (cli_leading_zero(t)) {
+        snprintf(why, cap, "%s=%s: expected a number without leading zeros (%u)", SHARD_ENV_TOTAL,
+                 t, n);
+        return -1;
+    }
     if (parse_u32(i, SHARD_MAX_TOTAL, &k, &end) != 0 || *end || k >= n) {
         snprintf(why, cap, "%s=%s: expected a shard index from 0 to %u (%s=%u; it counts from 0)",
                  SHARD_ENV_INDEX, i, n - 1, SHARD_ENV_TOTAL, n);
+        return -1;
+    }
+    if (cli_leading_zero(i)) {
+        snprintf(why, cap, "%s=%s: expected a number without leading zeros (%u)", SHARD_ENV_INDEX,
+                 i, k);
         return -1;
     }
     out->index = k;

@@ -403,7 +403,8 @@ static void put_failure(FILE *f, const rp_data *d, const rp_case *c)
                        .bad_expected = c->expected,
                        .max_abs_err = c->max_abs_err,
                        .max_rel_err = c->max_rel_err,
-                       .max_ratio = c->max_ratio};
+                       .max_ratio = c->max_ratio,
+                       .nans = c->nans};
         for (int k = 0; k < c->ndim && k < 4; k++)
             r.bad_index[k] = c->index[k];
         hr_write_stats(f, &r);
@@ -503,7 +504,8 @@ static void put_finding(FILE *f, const rp_data *d, const rp_case *const *v, size
                            .bad_expected = c->expected,
                            .max_abs_err = c->max_abs_err,
                            .max_rel_err = c->max_rel_err,
-                           .max_ratio = c->max_ratio};
+                           .max_ratio = c->max_ratio,
+                           .nans = c->nans};
             for (int j = 0; j < c->ndim && j < 4; j++)
                 r.bad_index[j] = c->index[j];
             hr_write_stats(f, &r);

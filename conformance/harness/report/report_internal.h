@@ -27,6 +27,7 @@ typedef struct rp_case {
     int has_stats;
     double max_abs_err, max_rel_err;
     double max_ratio; /* 0 when the file has none (older runs) */
+    hr_nans nans;     /* the NaN mismatches the maxima leave out (0 counts: none, or older) */
     int64_t first_bad;
     int ndim;
     int64_t index[4];

@@ -89,6 +89,7 @@ static void take_case(const char *path, const rj_result *x, rp_case *c)
     c->max_abs_err = x->max_abs_err;
     c->max_rel_err = x->max_rel_err;
     c->max_ratio = x->max_ratio;
+    c->nans = x->nans;
     c->first_bad = x->first_bad;
     c->ndim = x->ndim;
     memcpy(c->index, x->index, sizeof c->index);

@@ -44,7 +44,19 @@
  *         "max_ratio": num,                        max |got - exp| / allowed over the rows
  *                                                  checked within tolerance (SPEC clause 13:
  *                                                  <= 1 passes); 0 without a tolerance;
- *                                                  readers accept its absence (older files)
+ *                                                  readers accept its absence (older files).
+ *                                                  The three maxima leave out the elements
+ *                                                  where NaN stands against a number (older
+ *                                                  files: "nan" there), counted instead in:
+ *         "nan_got": int, "nan_got_index": [int, ...],
+ *                                                  only when > 0: the elements that are NaN
+ *                                                  where a number was expected, and the first
+ *                                                  as a multi-index (absent: 0)
+ *         "nan_missed": int, "nan_missed_index": [int, ...],
+ *                                                  the same for a number where NaN was
+ *                                                  expected
+ *         "nan_others": int,                       with either: the elements the maxima are
+ *                                                  over (0: they mean nothing)
  *         "first_bad": int,                        flat row-major index, -1 if no bad element
  *         -- only when first_bad >= 0:
  *         "bad_index": [int, ...],                 first_bad as a multi-index (0..4 entries)
@@ -283,12 +295,18 @@ static int bad_ndim(const hr_result *r)
     return (r->bad_ndim >= 0 && r->bad_ndim <= 4) ? r->bad_ndim : 0;
 }
 
-static void put_index(FILE *f, const hr_result *r)
+/* "[b,h,i,j]": an index of the output (bad_ndim(r) entries). */
+static void put_ints(FILE *f, const hr_result *r, const int64_t *index)
 {
     fputc('[', f);
     for (int d = 0; d < bad_ndim(r); d++)
-        fprintf(f, "%s%" PRId64, d ? "," : "", r->bad_index[d]);
+        fprintf(f, "%s%" PRId64, d ? "," : "", index[d]);
     fputc(']', f);
+}
+
+static void put_index(FILE *f, const hr_result *r)
+{
+    put_ints(f, r, r->bad_index);
 }
 
 void hr_write_stats(FILE *f, const hr_result *r)
@@ -301,6 +319,29 @@ void hr_write_stats(FILE *f, const hr_result *r)
         fputs(", expected ", f);
         put_num(f, r->bad_expected, "%.9g");
         fputs("; ", f);
+    }
+    /* NaN against a number has no error size: the maxima leave those elements out, so their
+     * count comes first, or the maxima would read as within tolerance. */
+    const int64_t nan_got = r->nans.got > 0 ? r->nans.got : 0;
+    const int64_t nan_missed = r->nans.missed > 0 ? r->nans.missed : 0;
+    if (nan_got) {
+        fprintf(f, "%" PRId64 " NaN where a number was expected (first at ", nan_got);
+        put_ints(f, r, r->nans.got_index);
+        fputs("); ", f);
+    }
+    if (nan_missed) {
+        fprintf(f, "%" PRId64 " number%s where NaN was expected (first at ", nan_missed,
+                nan_missed == 1 ? "" : "s");
+        put_ints(f, r, r->nans.missed_index);
+        fputs("); ", f);
+    }
+    if (nan_got || nan_missed) {
+        if (r->nans.others <= 0) { /* every element is such a NaN: no size to quote */
+            fputs("no other element to measure", f);
+            return;
+        }
+        fprintf(f, "over the other %" PRId64 " element%s: ", r->nans.others,
+                r->nans.others == 1 ? "" : "s");
     }
     /* First the error in units of the allowed error (SPEC clause 13: the bound differs from
      * element to element, so a raw error says little); 0 means no tolerance applied (exact
@@ -553,6 +594,18 @@ static void write_tap(const hr_run *run, FILE *f)
             fputs("\n  max_rel_err: ", f);
             put_yaml_num(f, r->max_rel_err);
             fputc('\n', f);
+            if (r->nans.got > 0) { /* left out of the maxima above (result.h hr_nans) */
+                fprintf(f, "  nan_got: %" PRId64 "\n  nan_got_first: ", r->nans.got);
+                put_ints(f, r, r->nans.got_index);
+                fputc('\n', f);
+            }
+            if (r->nans.missed > 0) {
+                fprintf(f, "  nan_missed: %" PRId64 "\n  nan_missed_first: ", r->nans.missed);
+                put_ints(f, r, r->nans.missed_index);
+                fputc('\n', f);
+            }
+            if (r->nans.got > 0 || r->nans.missed > 0)
+                fprintf(f, "  nan_others: %" PRId64 "\n", r->nans.others);
             if (r->first_bad >= 0) {
                 fputs("  first_bad: ", f);
                 put_index(f, r);
@@ -746,6 +799,18 @@ static int jset(json_t *obj, const char *key, json_t *value)
     return (value && json_object_set_new(obj, key, value) == 0) ? 0 : -1;
 }
 
+/* An index of the output as a JSON array (bad_ndim(r) entries), or NULL. */
+static json_t *ints_json(const hr_result *r, const int64_t *index)
+{
+    json_t *a = json_array();
+    for (int d = 0; a && d < bad_ndim(r); d++)
+        if (json_array_append_new(a, json_integer(index[d])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 static json_t *json_result(const hr_result *r)
 {
     json_t *o = json_object();
@@ -767,6 +832,17 @@ static json_t *json_result(const hr_result *r)
         err |= jset(o, "max_abs_err", jsonv_num(r->max_abs_err));
         err |= jset(o, "max_rel_err", jsonv_num(r->max_rel_err));
         err |= jset(o, "max_ratio", jsonv_num(r->max_ratio));
+        /* Only when there are any: every other result's bytes stay as they were. */
+        if (r->nans.got > 0) {
+            err |= jset(o, "nan_got", json_integer(r->nans.got));
+            err |= jset(o, "nan_got_index", ints_json(r, r->nans.got_index));
+        }
+        if (r->nans.missed > 0) {
+            err |= jset(o, "nan_missed", json_integer(r->nans.missed));
+            err |= jset(o, "nan_missed_index", ints_json(r, r->nans.missed_index));
+        }
+        if (r->nans.got > 0 || r->nans.missed > 0)
+            err |= jset(o, "nan_others", json_integer(r->nans.others));
         err |= jset(o, "first_bad", json_integer(r->first_bad >= 0 ? r->first_bad : -1));
         if (r->first_bad >= 0) {
             json_t *idx = json_array();

@@ -55,6 +55,7 @@ static int take_result(const rj_reader *r, const rj_result *x, hr_result *res)
     res->max_abs_err = x->max_abs_err;
     res->max_rel_err = x->max_rel_err;
     res->max_ratio = x->max_ratio;
+    res->nans = x->nans;
     res->first_bad = x->first_bad;
     res->bad_ndim = x->ndim;
     memcpy(res->bad_index, x->index, sizeof res->bad_index);

@@ -252,13 +252,40 @@ static int read_expected(const rj_reader *r, const json_t *o, rj_result *c)
     return 0;
 }
 
-/* The comparison statistics: all of max_abs_err/max_rel_err/first_bad or none, bad_* only
- * with a first_bad >= 0. */
+/* One count of NaN mismatches (key, > 0) and its first index (index_key, ndim entries, as
+ * bad_index), both absent for none (older files have neither). */
+static int read_nans(const rj_reader *r, const json_t *o, const char *key, const char *index_key,
+                     int ndim, int64_t *count, int64_t *index)
+{
+    *count = 0;
+    if (!json_object_get(o, key))
+        return json_object_get(o, index_key) ? ferr(r, index_key, "present without %s", key) : 0;
+    if (get_int(r, o, key, count))
+        return -1;
+    if (*count < 1)
+        return ferr(r, key, "must be >= 1 when present, got %" PRId64, *count);
+    json_t *idx = need(r, o, index_key, JSON_ARRAY);
+    if (!idx)
+        return -1;
+    if ((int)json_array_size(idx) != ndim)
+        return ferr(r, index_key, "%zu entries, bad_index has %d", json_array_size(idx), ndim);
+    for (int k = 0; k < ndim; k++) {
+        json_t *e = json_array_get(idx, (size_t)k);
+        if (!json_is_integer(e))
+            return ferr(r, index_key, "entry %d is not an integer", k);
+        index[k] = (int64_t)json_integer_value(e);
+    }
+    return 0;
+}
+
+/* The comparison statistics: all of max_abs_err/max_rel_err/first_bad or none, bad_* and the
+ * NaN counts only with a first_bad >= 0. */
 static int read_stats(const rj_reader *r, const json_t *o, rj_result *c)
 {
     if (!json_object_get(o, "max_abs_err") && !json_object_get(o, "max_rel_err") &&
         !json_object_get(o, "first_bad")) {
-        static const char *const bad_keys[] = {"bad_index", "bad_got", "bad_expected"};
+        static const char *const bad_keys[] = {"bad_index", "bad_got",    "bad_expected",
+                                               "nan_got",   "nan_missed", "nan_others"};
         for (size_t k = 0; k < sizeof bad_keys / sizeof bad_keys[0]; k++)
             if (json_object_get(o, bad_keys[k]))
                 return ferr(r, bad_keys[k], "present without max_abs_err/max_rel_err/first_bad");
@@ -272,9 +299,13 @@ static int read_stats(const rj_reader *r, const json_t *o, rj_result *c)
         return -1;
     if (c->first_bad < -1)
         return ferr(r, "first_bad", "must be >= -1, got %" PRId64, c->first_bad);
-    if (c->first_bad < 0)
-        return json_object_get(o, "bad_index") ? ferr(r, "bad_index", "present but first_bad is -1")
-                                               : 0;
+    if (c->first_bad < 0) {
+        static const char *const bad_keys[] = {"bad_index", "nan_got", "nan_missed", "nan_others"};
+        for (size_t k = 0; k < sizeof bad_keys / sizeof bad_keys[0]; k++)
+            if (json_object_get(o, bad_keys[k]))
+                return ferr(r, bad_keys[k], "present but first_bad is -1");
+        return 0;
+    }
     json_t *idx = need(r, o, "bad_index", JSON_ARRAY);
     if (!idx)
         return -1;
@@ -286,6 +317,18 @@ static int read_stats(const rj_reader *r, const json_t *o, rj_result *c)
         if (!json_is_integer(e))
             return ferr(r, "bad_index", "entry %d is not an integer", k);
         c->index[k] = (int64_t)json_integer_value(e);
+    }
+    if (read_nans(r, o, "nan_got", "nan_got_index", c->ndim, &c->nans.got, c->nans.got_index) ||
+        read_nans(r, o, "nan_missed", "nan_missed_index", c->ndim, &c->nans.missed,
+                  c->nans.missed_index))
+        return -1;
+    if (c->nans.got > 0 || c->nans.missed > 0) {
+        if (get_int(r, o, "nan_others", &c->nans.others))
+            return -1;
+        if (c->nans.others < 0)
+            return ferr(r, "nan_others", "must be >= 0, got %" PRId64, c->nans.others);
+    } else if (json_object_get(o, "nan_others")) {
+        return ferr(r, "nan_others", "present without nan_got or nan_missed");
     }
     return get_num(r, o, "bad_got", &c->got) || get_num(r, o, "bad_expected", &c->expected) ? -1
                                                                                             : 0;

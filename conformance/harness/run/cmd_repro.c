@@ -14,6 +14,7 @@
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,6 @@
 #include "run/run.h"
 #include "run/worker.h"
 
-#ifndef ATTNCONF_REPRO_WRITERS
-#define ATTNCONF_REPRO_WRITERS ""
-#endif
 #ifndef ATTNCONF_REPRO_PYTHON
 #define ATTNCONF_REPRO_PYTHON ""
 #endif
@@ -77,11 +75,19 @@ int repro_writer_for(const char *name, char *spec, size_t n, char *why, size_t w
         why[0] = '\0';
     const char *table = getenv("ATTNCONF_REPRO_WRITERS");
     if (!table || !table[0])
-        table = ATTNCONF_REPRO_WRITERS;
-    FILE *f = table[0] ? fopen(table, "r") : NULL;
+        table = hl_repro_writers();
+    if (!table[0]) {
+        if (why_n)
+            snprintf(why, why_n,
+                     "an installed attnconf has no writers table (its writers serve the build "
+                     "tree's third-party plugins, which are not installed; "
+                     "$ATTNCONF_REPRO_WRITERS may name one)");
+        return 0;
+    }
+    FILE *f = fopen(table, "r");
     if (!f) {
         if (why_n)
-            snprintf(why, why_n, "no writers table (%s)", table[0] ? table : "none built in");
+            snprintf(why, why_n, "no writers table: %s: %s", table, strerror(errno));
         return 0;
     }
     char line[1024];
@@ -258,6 +264,8 @@ int cmd_repro(const char *argv0, int argc, char **argv)
         return cli_usage_error(&cmd, "--writer must be exec:CMD", writer);
     if (adapter_stderr && !hb_spec_is_exec(backend) && !writer)
         return cli_usage_error(&cmd, CLI_ADAPTER_STDERR_NOT_EXEC, backend);
+    if ((rc = cli_adapter_stderr_check("repro", adapter_stderr)) != 0)
+        return rc;
     attnconf_option opt[REPRO_MAX_OPTIONS];
     char keys[REPRO_MAX_OPTIONS][HB_OPTION_KEY_MAX + 1];
     size_t nopt = 0;

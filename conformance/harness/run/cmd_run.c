@@ -229,7 +229,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, const char *const 
         }
         o->filter = o->filter_buf;
     }
-    return 0;
+    return cli_adapter_stderr_check(cmd, o->adapter_stderr);
 }
 
 /* A usage error found after parsing (cli_usage_error with this file's usage). */

@@ -32,12 +32,10 @@ double hc_allowed(const hc_tol *tol, double exp, int64_t row)
     return a;
 }
 
-/* *m = max(*m, x), with NaN sticky (once an error is undefined, the maximum is too). */
+/* *m = max(*m, x); x is never NaN (NaN mismatches are counted apart: hc_nan_count). */
 static void hc_max(double *m, double x)
 {
-    if (isnan(*m))
-        return;
-    if (isnan(x) || x > *m)
+    if (x > *m)
         *m = x;
 }
 
@@ -48,6 +46,14 @@ static void hc_unflatten(int64_t flat, int32_t ndim, const int64_t *shape, int64
         idx[d] = shape[d] ? flat % shape[d] : 0;
         flat = shape[d] ? flat / shape[d] : 0;
     }
+}
+
+/* Count element `flat`, a NaN where a number was expected (got_nan) or the reverse. */
+static void hc_nan_count(hr_nans *n, int got_nan, int64_t flat, int32_t ndim, const int64_t *shape)
+{
+    int64_t *count = got_nan ? &n->got : &n->missed;
+    if ((*count)++ == 0)
+        hc_unflatten(flat, ndim, shape, got_nan ? n->got_index : n->missed_index);
 }
 
 int hc_compare(const void *got, attnref_dtype dt, int32_t ndim, const int64_t *shape,
@@ -104,23 +110,33 @@ int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64
         int ok = hc_mode_ok(g, e, allowed, exact, mode);
         if (mode == HC_ROW_FINITE) {
             /* no error statistics: the expected value of a FINITE row means nothing */
-        } else if (isfinite(g) && isfinite(e)) {
-            double abs_err = fabs(g - e);
-            hc_max(&st->max_abs_err, abs_err);
-            if (e != 0.0)
-                hc_max(&st->max_rel_err, abs_err / fabs(e));
-            if (mode == HC_ROW_CLOSE && !exact)
-                hc_max(&st->max_ratio, abs_err == 0.0  ? 0.0
-                                       : allowed > 0.0 ? abs_err / allowed
-                                                       : INFINITY);
-        } else if (!ok) {
-            /* A non-finite mismatch has no finite error: NaN if a NaN is involved, else
-             * (an infinity against a number or the other infinity) unbounded. */
-            double err = (isnan(g) || isnan(e)) ? NAN : INFINITY;
-            hc_max(&st->max_abs_err, err);
-            hc_max(&st->max_rel_err, err);
-            if (mode == HC_ROW_CLOSE && !exact)
-                hc_max(&st->max_ratio, err);
+        } else if (!ok && (isnan(g) || isnan(e))) {
+            /* A NaN against a number has no error size: a NaN maximum would hide every other
+             * element's, and leaving it out silently would make the maxima read as within
+             * tolerance.  Counted apart, the first of each kind kept. */
+            hc_nan_count(&st->nans, isnan(g), flat, ndim, shape);
+            if (mode == HC_ROW_CLOSE)
+                hc_nan_count(&st->nans_close, isnan(g), flat, ndim, shape);
+        } else {
+            st->nans.others++; /* an element the maxima are over */
+            if (mode == HC_ROW_CLOSE)
+                st->nans_close.others++;
+            if (isfinite(g) && isfinite(e)) {
+                double abs_err = fabs(g - e);
+                hc_max(&st->max_abs_err, abs_err);
+                if (e != 0.0)
+                    hc_max(&st->max_rel_err, abs_err / fabs(e));
+                if (mode == HC_ROW_CLOSE && !exact)
+                    hc_max(&st->max_ratio, abs_err == 0.0  ? 0.0
+                                           : allowed > 0.0 ? abs_err / allowed
+                                                           : INFINITY);
+            } else if (!ok) {
+                /* An infinity against a number or the other infinity: unbounded. */
+                hc_max(&st->max_abs_err, INFINITY);
+                hc_max(&st->max_rel_err, INFINITY);
+                if (mode == HC_ROW_CLOSE && !exact)
+                    hc_max(&st->max_ratio, INFINITY);
+            }
         }
         if (!ok) {
             if (mode >= HC_ROW_CLOSE && mode <= HC_ROW_FINITE)
@@ -156,6 +172,32 @@ static void hc_num_text(double x, char out[32])
         snprintf(out, 32, "%.17g", x);
 }
 
+/* "K NaN where a number was expected, the first at [0,1,2,3]; " into buf (n bytes), without
+ * the index when it is the first bad element's (the message gives that one anyway).  Returns
+ * the length written (at most n - 1). */
+static size_t hc_nan_text(char *buf, size_t n, int64_t count, const char *one, const char *many,
+                          const int64_t *index, const hc_stats *st)
+{
+    if (n == 0)
+        return 0;
+    int w = snprintf(buf, n, "%lld %s expected", (long long)count, count == 1 ? one : many);
+    int same = 1;
+    for (int32_t d = 0; d < st->ndim && d < 4; d++)
+        same &= index[d] == st->bad_index[d];
+    if (!same && w >= 0 && (size_t)w < n) {
+        w += snprintf(buf + w, n - (size_t)w, ", the first at [");
+        for (int32_t d = 0; d < st->ndim && d < 4 && w >= 0 && (size_t)w < n; d++)
+            w += snprintf(buf + w, n - (size_t)w, "%s%lld", d ? "," : "", (long long)index[d]);
+        if (w >= 0 && (size_t)w < n)
+            w += snprintf(buf + w, n - (size_t)w, "]");
+    }
+    if (w >= 0 && (size_t)w < n)
+        w += snprintf(buf + w, n - (size_t)w, "; ");
+    if (w < 0)
+        return 0;
+    return (size_t)w < n ? (size_t)w : n - 1;
+}
+
 void hc_failure_message(const hc_stats *st, const hc_tol *tol, char *buf, size_t n)
 {
     if (!buf || n == 0)
@@ -181,16 +223,38 @@ void hc_failure_message(const hc_stats *st, const hc_tol *tol, char *buf, size_t
             w = snprintf(buf, n, "%lld of %lld elements differ (first at %s: got %s, expected %s)",
                          (long long)nclose, (long long)st->numel, at, got, want);
         } else {
-            char ratio[32];
-            if (isfinite(st->max_ratio))
-                snprintf(ratio, sizeof ratio, "%.3g", st->max_ratio);
-            else
-                hc_num_text(st->max_ratio, ratio);
+            /* The NaN mismatches first, by count (they have no error size), then the worst of
+             * the others, so no figure is NaN and none reads as within tolerance. */
+            const hr_nans *nn = &st->nans_close;
+            int64_t others = nclose - nn->got - nn->missed;
+            char what[320] = "";
+            size_t k = 0;
+            if (nn->got > 0)
+                k += hc_nan_text(what + k, sizeof what - k, nn->got, "NaN where a number was",
+                                 "NaN where a number was", nn->got_index, st);
+            if (nn->missed > 0)
+                k += hc_nan_text(what + k, sizeof what - k, nn->missed, "number where NaN was",
+                                 "numbers where NaN was", nn->missed_index, st);
+            if (others > 0 && k < sizeof what) {
+                char ratio[32];
+                if (isfinite(st->max_ratio))
+                    snprintf(ratio, sizeof ratio, "%.3g", st->max_ratio);
+                else
+                    hc_num_text(st->max_ratio, ratio);
+                if (k > 0)
+                    k += (size_t)snprintf(what + k, sizeof what - k, "%lld other%s, the ",
+                                          (long long)others, others == 1 ? "" : "s");
+                if (k < sizeof what)
+                    snprintf(what + k, sizeof what - k, "worst %s times the allowed error; ",
+                             ratio);
+            }
+            char allowed[48] = "";
+            if (!isnan(st->bad_got) && !isnan(st->bad_expected))
+                snprintf(allowed, sizeof allowed, ", allowed %.3g", st->bad_allowed);
             w = snprintf(buf, n,
-                         "%lld of %lld elements out of tolerance (worst %s times the "
-                         "allowed error; first at %s: got %s, expected %s, allowed %.3g)",
-                         (long long)nclose, (long long)st->numel, ratio, at, got, want,
-                         st->bad_allowed);
+                         "%lld of %lld elements out of tolerance (%sfirst at %s: got %s, "
+                         "expected %s%s)",
+                         (long long)nclose, (long long)st->numel, what, at, got, want, allowed);
         }
         if (rest > 0 && w >= 0 && (size_t)w < n)
             snprintf(buf + w, n - (size_t)w, "; %lld more fail their exact/finite row check",

@@ -593,6 +593,16 @@ static void run_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t
         snprintf(buf + j, n - j, ")");
 }
 
+/* "[16,8,8,1]": strides, written as exec_reply.c writes a reply's. */
+static void run_ints_text(int32_t ndim, const int64_t *v, char *buf, size_t n)
+{
+    run_shape_text(ndim, v, buf, n);
+    size_t len = strlen(buf);
+    buf[0] = '[';
+    if (len > 1 && buf[len - 1] == ')')
+        buf[len - 1] = ']';
+}
+
 /* Classify the backend's return code.  Returns 1 if classification is complete (an error
  * case, or a backend failure), 0 if the output must now be checked. */
 static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result *r)
@@ -669,6 +679,7 @@ static void run_check_values(const acase *c, const attnconf_tensor *t, int exact
     r->max_abs_err = st.max_abs_err;
     r->max_rel_err = st.max_rel_err;
     r->max_ratio = st.max_ratio;
+    r->nans = st.nans;
     r->first_bad = st.first_bad;
     r->bad_ndim = st.ndim;
     memcpy(r->bad_index, st.bad_index, sizeof r->bad_index);
@@ -689,8 +700,9 @@ static void run_check_values(const acase *c, const attnconf_tensor *t, int exact
 }
 
 /* Check the output descriptor the backend handed back and, if it is usable, compare the values.
- * The buffer must be the same, the shape unchanged, the strides inside the buffer (they may
- * change: the backend may write another layout) and the dtype the expected one.  A wrong but
+ * The buffer must be the same, the shape unchanged, the strides a dense layout of it (they may
+ * change: the backend may write another layout, but only one that holds each element once, the
+ * rule exec: replies keep too: xr_dense_perm) and the dtype the expected one.  A wrong but
  * known dtype is INCORRECT_DTYPE with the value statistics attached, so a report can tell a
  * pure upcast (right values) from a wrong result. */
 static void run_check_output(const acase *c, const attnconf_tensor *before,
@@ -701,16 +713,20 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
         run_set(r, HR_FAIL, "backend replaced the output data pointer");
         return;
     }
-    int wrong_dtype = after->dtype != (int32_t)c->expected.dtype;
+    /* The dtype first: the sizes below are counted in it, and a backend that wrote one dtype
+     * and named another must be told so, not that it wrote past the end of the one it named. */
+    const int32_t want = (int32_t)c->expected.dtype;
+    int wrong_dtype = after->dtype != want;
     if (wrong_dtype)
         run_set(r, HR_INCORRECT_DTYPE, "output dtype %s, expected %s",
-                run_dtype_text(after->dtype, b1, sizeof b1),
-                run_dtype_text((int32_t)c->expected.dtype, b2, sizeof b2));
+                run_dtype_text(after->dtype, b1, sizeof b1), run_dtype_text(want, b2, sizeof b2));
     size_t es = (after->dtype >= ATTNCONF_F32 && after->dtype <= ATTNCONF_BOOL)
                     ? attnref_dtype_size((attnref_dtype)after->dtype)
                     : 0;
-    if (es == 0)
-        return; /* an unknown dtype cannot be read */
+    /* An unknown dtype cannot be read, and neither can bool bytes where numbers are expected
+     * (nor numbers where a keep mask is): no statistics would mean anything. */
+    if (es == 0 || (wrong_dtype && (after->dtype == ATTNCONF_BOOL) != (want == ATTNCONF_BOOL)))
+        return;
 
     int same = after->ndim == before->ndim;
     for (int32_t d = 0; same && d < before->ndim; d++)
@@ -726,22 +742,32 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
                 (int)after->ndim, s2);
         return;
     }
-    int64_t last = 0, numel = 1;
-    for (int32_t d = 0; d < after->ndim; d++) {
+    int64_t numel = 1;
+    for (int32_t d = 0; d < after->ndim; d++)
         numel *= after->shape[d];
-        /* The stride of an axis of extent 1 never multiplies anything (backend.h): any value
-         * is a correct layout. */
-        if (after->shape[d] <= 1)
-            continue;
-        if (after->strides[d] < 0 || after->strides[d] > ACASE_MAX_TENSOR_NUMEL * 8) {
-            if (!wrong_dtype)
-                run_set(r, HR_FAIL, "backend set output stride %d to %lld", (int)d,
-                        (long long)after->strides[d]);
-            return;
+    /* Strides that repeat an element (all zeros) or skip some address a buffer smaller or
+     * larger than the result: judged by size, they read as a write past the end.  Each
+     * element once, or the layout itself is the fault. */
+    if (!xr_dense_perm(after->ndim, after->shape, after->strides)) {
+        if (!wrong_dtype) {
+            char s1[128], s2[128], s3[96];
+            int64_t dense[ATTNCONF_MAX_RANK];
+            run_contiguous_strides(after->ndim, after->shape, dense);
+            run_ints_text(after->ndim, after->strides, s1, sizeof s1);
+            run_ints_text(after->ndim, dense, s2, sizeof s2);
+            run_shape_text(after->ndim, after->shape, s3, sizeof s3);
+            run_set(r, HR_FAIL,
+                    "backend set output strides %s: not the dense strides %s of shape %s, nor a "
+                    "permutation of its axes (an output holds each element once)",
+                    s1, s2, s3);
         }
-        last += (after->shape[d] - 1) * after->strides[d];
+        return;
     }
-    if (numel > 0 && (uint64_t)(last + 1) * es > capacity) {
+    /* Dense: the result takes numel elements.  With a wrong dtype the backend may have written
+     * either one, so the larger is the result's extent. */
+    size_t ws = wrong_dtype ? attnref_dtype_size((attnref_dtype)want) : es;
+    const size_t used = numel > 0 ? (size_t)numel * (ws > es ? ws : es) : 0;
+    if ((size_t)numel * es > capacity) {
         if (!wrong_dtype)
             run_set(r, HR_FAIL, "backend output strides address past the %zu-byte buffer",
                     capacity);
@@ -750,7 +776,6 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
     /* The buffer is larger than the result (room for a wrong, wider dtype), so the canaries
      * sit past the capacity, not past the result: the bytes between must still hold the 0xFF
      * fill, or an off-by-one write past the result would pass unseen. */
-    const size_t used = numel > 0 ? (size_t)(last + 1) * es : 0;
     const unsigned char *buf = after->data;
     size_t lo = capacity, hi = 0;
     for (size_t i = used; i < capacity; i++)

@@ -291,9 +291,10 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
                                  s->row_check, Dv, &hs);
         hr_result *r = x->st.r;
         r->has_stats = 1;
-        if (hs.max_abs_err > r->max_abs_err || isnan(hs.max_abs_err))
+        /* Never NaN: NaN mismatches are counted apart (hs.nans), kept with the failing step. */
+        if (hs.max_abs_err > r->max_abs_err)
             r->max_abs_err = hs.max_abs_err;
-        if (hs.max_rel_err > r->max_rel_err || isnan(hs.max_rel_err))
+        if (hs.max_rel_err > r->max_rel_err)
             r->max_rel_err = hs.max_rel_err;
         if (ok) {
             ret = 0;
@@ -304,6 +305,7 @@ static int rch_attend_sdpa(rch *x, const acase_cache_step *s, const acase_cache_
             memcpy(r->bad_index, hs.bad_index, sizeof r->bad_index);
             r->bad_got = hs.bad_got;
             r->bad_expected = hs.bad_expected;
+            r->nans = hs.nans;
             hc_failure_message(&hs, &tol, msg, sizeof msg);
             run_step_set(&x->st, HR_FAIL, "attention through the cache: %s", msg);
         }

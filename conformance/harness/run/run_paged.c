@@ -263,9 +263,10 @@ static int rpg_attend(rpg *x, const acase_paged_step *s)
                                    s->row_check, Dv, &hs);
     hr_result *r = x->st.r;
     r->has_stats = 1;
-    if (hs.max_abs_err > r->max_abs_err || isnan(hs.max_abs_err))
+    /* Never NaN: NaN mismatches are counted apart (hs.nans), kept with the failing step. */
+    if (hs.max_abs_err > r->max_abs_err)
         r->max_abs_err = hs.max_abs_err;
-    if (hs.max_rel_err > r->max_rel_err || isnan(hs.max_rel_err))
+    if (hs.max_rel_err > r->max_rel_err)
         r->max_rel_err = hs.max_rel_err;
     if (!ok) {
         char msg[400];
@@ -274,6 +275,7 @@ static int rpg_attend(rpg *x, const acase_paged_step *s)
         memcpy(r->bad_index, hs.bad_index, sizeof r->bad_index);
         r->bad_got = hs.bad_got;
         r->bad_expected = hs.bad_expected;
+        r->nans = hs.nans;
         hc_failure_message(&hs, &tol, msg, sizeof msg);
         run_step_set(&x->st, HR_FAIL, "row %lld (L_b = %lld): %s", (long long)hs.bad_index[0],
                      (long long)x->lens[hs.bad_index[0] < B ? hs.bad_index[0] : 0], msg);

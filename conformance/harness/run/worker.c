@@ -120,6 +120,9 @@ static void hw_child(int fd, void *arg)
             run_case(&rn, c, &r);
         else
             r.status = HR_ERROR; /* cannot happen: the parent sends only loaded cases */
+        /* What the backend printed and left in stdout's buffer (empty at the fork: proc_fork
+         * flushed it) goes out now, to the harness's stderr with its case, not lost at _exit. */
+        fflush(stdout);
         if (proc_send(fd, &r, sizeof r) != 0)
             break;
     }

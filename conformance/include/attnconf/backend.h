@@ -58,8 +58,9 @@
  *     mask whose dtype does not promote to q's (f32 mask with f16/bf16 q, bf16 with f16, f16
  *     with bf16) [8].
  *   ATTNCONF_EINVAL: a q/k/v/out that is not rank 4; batch, kv heads, Lk or D that disagree
- *     between q, k, v and out; Hq not a multiple of Hkv (or Hkv = 0) [1]; a mask shape that does
- *     not broadcast to (B, Hq, Lq, Lk), e.g. kv heads where query heads are required [7]; causal
+ *     between q, k, v and out; D = 0 (Dv = 0 is valid: an empty output); Hq not a multiple of
+ *     Hkv (or Hkv = 0) [1]; a mask shape that does not broadcast to (B, Hq, Lq, Lk), e.g. kv
+ *     heads where query heads are required [7]; causal
  *     together with a mask tensor; a non-finite scale, or one outside the f32 range [2];
  *     softcap or alibi_max_bias negative or not finite, a sink not finite, chunk < 0, chunk or
  *     block_ids without causal [20-22]; window < 0, or window without causal;

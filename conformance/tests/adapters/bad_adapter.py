@@ -17,6 +17,8 @@ Standard library only.  MODE (argv[1]):
   hang          reads the sdpa request, then never replies
   garbage       answers sdpa with a line that is not JSON
   badnbytes     answers sdpa with an `out` whose nbytes is 4 bytes short of its shape
+  short_payload answers sdpa with a correct header, then sends 1 byte less payload than its
+                nbytes and hangs: the harness must time out saying how much of it came
   bad_strides   like ok, with the `out` strides argv[2] read as JSON (e.g. '[0,0,0,0]'), its
                 nbytes and payload still the dense ones: a reply breaking the dense rule
   stdout_noise  prints a stray line on stdout before a correct sdpa reply
@@ -384,6 +386,11 @@ def serve_sdpa(header, tensor_list):
         payload = payload[:-4]
     if MODE == "stdout_noise":
         out.write(b"loading weights...\n")
+    if MODE == "short_payload":
+        send(reply, payload[:-1])
+        log("sent %d of %d payload bytes, hanging" % (len(payload) - 1, len(payload)))
+        while True:
+            time.sleep(3600)
     send(reply, payload)
 
 

@@ -32,6 +32,15 @@
  *  19 exit0       exit(0)                                  -> CRASH, "exited with status 0";
  *                 --in-process: exit 1 and the message of the exit guard
  *                 (harness/backend/plugin.h), never a silent exit 0
+ *  20 out_bool    the reference's result, its dtype named ATTNCONF_BOOL
+ *                                                          -> INCORRECT_DTYPE "output dtype
+ *                 bool, expected ...", not a write past the end of a bool-sized output
+ *  21 zero_strides the reference's result, its strides set to 0 (every element at offset 0)
+ *                                                          -> FAIL naming the strides, as an
+ *                 exec: reply with them is refused, not a write past the end
+ *  22 printf      print to stdout (printf, left in the buffer, and write(1)), then the
+ *                 reference's result            -> PASS; with --in-process the text lands on
+ *                 attnconf's stderr, never in its stdout (TAP, JSON), as in a worker
  * The reference's entry point is renamed so this file's is the one exported.
  */
 #define _POSIX_C_SOURCE 200809L /* fork, pause, sleep */
@@ -144,6 +153,23 @@ static int mb_sdpa(void *ctx, const attnconf_sdpa_args *a)
         return rc;
     }
     case 16: tf_write(out + a->out_capacity + 100000, 4); break;
+    case 20: {
+        int rc = rb_sdpa(ctx, a);
+        a->out->dtype = ATTNCONF_BOOL;
+        return rc;
+    }
+    case 21: {
+        int rc = rb_sdpa(ctx, a);
+        memset(a->out->strides, 0, sizeof a->out->strides);
+        return rc;
+    }
+    case 22: {
+        static const char raw[] = "misbehave: written to fd 1 by sdpa\n";
+        printf("misbehave: printf by sdpa\n"); /* stays in stdout's buffer: no fflush */
+        if (write(STDOUT_FILENO, raw, sizeof raw - 1) < 0)
+            return ATTNCONF_EBACKEND;
+        break;
+    }
     default: break;
     }
     return rb_sdpa(ctx, a);

@@ -231,7 +231,9 @@ int acase_tensor_broadcast(acase_tensor *t, uint8_t stride0, const int64_t shape
                            size_t errlen);
 
 /* Load one case file.  On success returns 0 and *out (free with acase_free).  On failure returns
- * -1 and writes "path:line:col: field: reason" into err. */
+ * -1 and writes "path:line:col: field: reason" into err, or "path: reason" for a file that
+ * cannot be read: a file that is not a regular file or a link to one (a FIFO, a device, a
+ * dangling link) is refused before it is opened. */
 int acase_load_file(const char *path, acase **out, char *err, size_t errlen);
 /* The top-level `id:` of the case file at path, read without loading the rest (a streaming
  * parse that stops at the id, or after a bounded number of events).  Returns 0 with the id in
@@ -249,7 +251,10 @@ int acase_load_mem(const char *name, const void *data, size_t len, acase **out, 
 int acase_write(const acase *c, FILE *f, char *err, size_t errlen);
 
 /* All *.yaml files under dir (recursively), sorted by path; *paths owned by the caller
- * (free each, then the array). Returns the count, or -1 with err set. */
+ * (free each, then the array). Returns the count, or -1 with err set.  Names starting with '.'
+ * are skipped, and links to directories are not followed; every other *.yaml that is not a
+ * directory is listed, also a dangling link or a FIFO, which acase_load_file then refuses
+ * (a case directory holding one is an error, not a case fewer). */
 int acase_list_dir(const char *dir, char ***paths, char *err, size_t errlen);
 
 acase *acase_new(void);

@@ -1,11 +1,12 @@
 /* plugin.h — what every part of the backend room (the loader, the exec: bridge and its reply
- * parser) and its users share about a backend's codes and options, and the exit guard of every
- * call into a plugin; includes nothing above the ABI header, so the loader and the exec: bridge
+ * parser) and its users share about a backend's codes, options and output layouts, and the exit
+ * guard of every call into a plugin; includes nothing above the ABI header, so the loader and the exec: bridge
  * do not include each other. */
 #ifndef ATTNCONF_BACKEND_PLUGIN_H
 #define ATTNCONF_BACKEND_PLUGIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "attnconf/backend.h"
@@ -44,7 +45,12 @@ static inline int hb_option_key_valid(const char *key)
  * once hb_exit_guard_arm has run, an exit() during a marked call prints why on stderr and ends
  * the process with CLI_EXIT_FAIL.  A backend's _exit() or quick_exit() goes around it. */
 
-/* Mark a call of `member` (a string literal, quoted in the message) as running, and unmark it. */
+/* Mark a call of `member` (a string literal, quoted in the message) as running, and unmark it.
+ * Once the guard is armed they also keep the plugin off attnconf's stdout (run and fuzz
+ * --in-process): while a marked call runs, fd 1 is stderr, as in a worker (proc_fork), so what
+ * the plugin prints cannot corrupt TAP or JSON on stdout; stdout's buffer is flushed at each
+ * switch, so attnconf's own output stays whole and in order.  What a plugin's own thread
+ * prints between calls still reaches stdout: a worker (no --in-process) has no such gap. */
 void hb_call_enter(const char *member);
 void hb_call_leave(void);
 
@@ -52,13 +58,20 @@ void hb_call_leave(void);
  * valid until the next hb_call_case. */
 void hb_call_case(const char *id);
 
-/* Register the exit hook (once per process) and arm it for this process; hb_load does it for a
- * plugin.  Nothing after hb_exit_guard_refuse. */
+/* Register the exit hook (once per process) and arm it, and the stdout guard, for this
+ * process; hb_load does it for a plugin.  Nothing after hb_exit_guard_refuse. */
 void hb_exit_guard_arm(void);
 
 /* Never arm the hook in this process: for a supervised process (run's worker) whose parent
  * reports how it ended, the backend's own exit status included. */
 void hb_exit_guard_refuse(void);
+
+/* 1 if strides (>= 0) address each element of a dense buffer of the shape exactly once: the
+ * row-major strides or a permutation of its axes (the stride of an extent of 1 is free, as it
+ * never multiplies a non-zero index); always 1 for a shape with no element.  The one layout
+ * rule for a backend's output, whichever way it comes: an exec: reply (exec_reply.c, which
+ * defines it) and a plugin's output descriptor (run.c) alike. */
+int xr_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides);
 
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
  * "ebackend", "einexpressible"; "unknown" for anything else. */

@@ -104,6 +104,21 @@ cli_opt cli_opt_adapter_stderr(const char **dest);
 #define CLI_ADAPTER_STDERR_NOT_EXEC                                                                \
     "--adapter-stderr applies to exec: adapters (a plugin writes to attnconf's own stderr)"
 
+/* Check --adapter-stderr FILE before any backend starts: open it for appending (creating it,
+ * as the exec: bridge would) and close it again.  A FILE that cannot be opened is bad input,
+ * exit CLI_EXIT_USAGE like every other bad option value, and not a backend that failed to load
+ * (exit 1) once an adapter is on its way.  Returns 0 (also for NULL and "-"), or
+ * CLI_EXIT_USAGE after printing "attnconf CMD: --adapter-stderr FILE: strerror" (no usage: the
+ * command line is well formed, as for an unwritable --out). */
+int cli_adapter_stderr_check(const char *cmd, const char *path);
+
+/* 1 when the digits at s start with a 0 that is not the whole number ("00", "03", not "0" or
+ * "0/3"): --shard, --seed-range and GTEST_* refuse such a number rather than read past the
+ * zero, since the tools around attnconf disagree on it (C's strtol(s, 0, 0) and a shell's
+ * $((010)) read 010 as 8) and --seed-range is recorded as given, so "01..3" and "1..3" would
+ * be two spellings of one campaign. */
+int cli_leading_zero(const char *s);
+
 /* The number of elements of a static table, for cli_cmd.nopts. */
 #define CLI_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -33,14 +33,15 @@ typedef struct shard_spec {
     uint32_t total; /* N: 1 .. SHARD_MAX_TOTAL; 0: not sharded */
 } shard_spec;
 
-/* "K/N" (decimal, no sign or space) -> *out.  Returns NULL, or why it is refused (a static
- * string for a usage message: "expected K/N with 0 <= K < N ..."). */
+/* "K/N" (decimal, no sign, space or leading zero: "0/3", not "00/03") -> *out.  Returns NULL,
+ * or why it is refused (a static string for a usage message: "expected K/N with 0 <= K < N
+ * ..."). */
 const char *shard_parse(const char *text, shard_spec *out);
 
 /* From GTEST_TOTAL_SHARDS and GTEST_SHARD_INDEX: both unset -> 0 with out->total 0 (not
  * sharded); both set and valid -> 0 with *out; one without the other, a value that is not a
- * decimal integer, or an index out of range -> -1 with why (naming the variable and its value)
- * in why[cap]. */
+ * decimal integer or has a leading zero ("03"), or an index out of range -> -1 with why
+ * (naming the variable and its value) in why[cap]. */
 int shard_from_env(shard_spec *out, char *why, size_t cap);
 
 /* gtest's protocol: when GTEST_SHARD_STATUS_FILE is set, create that file (or update its

@@ -17,7 +17,10 @@ int hr_write(const hr_run *run, hr_format fmt, FILE *f);
 
 /* The comparison statistics of r on one line, no newline (output.c; the report uses it too):
  * "first bad index [b,h,i,d] (flat N): got X, expected Y; max abs err A, max rel err R", or only
- * the error part when no element failed (e.g. INCORRECT_DTYPE with right values). */
+ * the error part when no element failed (e.g. INCORRECT_DTYPE with right values).  With NaN
+ * mismatches (r->nans) their counts come before the maxima: "K NaN where a number was expected
+ * (first at [..]); L numbers where NaN was expected (first at [..]); over the other M elements:
+ * max err ...", or "no other element to measure" in place of the maxima. */
 void hr_write_stats(FILE *f, const hr_result *r);
 
 #endif

@@ -9,6 +9,19 @@
 #include "attncase/case.h"
 #include "attnconf/backend.h"
 
+/* The elements where a NaN stands against a number, either way: a NaN has no error size, so
+ * they are counted here instead of in the error maxima (which leave them out), and every
+ * summary says how many there are before it quotes a maximum. */
+typedef struct hr_nans {
+    int64_t got;    /* NaN where a number was expected */
+    int64_t missed; /* a number where NaN was expected */
+    int64_t others; /* the elements of the same rows the maxima are over: with none, the
+                       maxima mean nothing and are not quoted */
+    /* The first of each as a multi-index of the output shape (as many entries as its rank),
+     * valid when its count is > 0. */
+    int64_t got_index[4], missed_index[4];
+} hr_nans;
+
 /* Result of one case on one backend (Khronos CTS style: "not supported" is its own result). */
 typedef enum hr_status {
     HR_PASS = 0,        /* output within tolerance */
@@ -70,6 +83,7 @@ typedef struct hr_result {
     double max_abs_err;
     double max_rel_err;
     double max_ratio;  /* max |got - exp| / allowed over CLOSE rows (SPEC clause 13) */
+    hr_nans nans;      /* the NaN mismatches the three maxima leave out */
     int64_t first_bad; /* flat row-major index of the first failing element, -1 if none */
     int32_t bad_ndim;
     int64_t bad_index[4]; /* first_bad as a multi-index of the output shape */

@@ -54,6 +54,7 @@ typedef struct rj_result {
     double seconds;
     int has_stats;
     double max_abs_err, max_rel_err, max_ratio; /* max_ratio 0 when the file has none */
+    hr_nans nans;                               /* 0 counts when the file has none */
     int64_t first_bad;                          /* -1 when no element failed */
     int ndim;
     int64_t index[4];

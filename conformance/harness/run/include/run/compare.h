@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "attnref/dtype.h"
+#include "results/result.h" /* hr_nans */
 
 /* Per-row check modes (the values of ACASE_CHECK_* in attncase/case.h, FORMAT.md
  * `expected.row_checks`).  A row is the last dimension: flat row r covers the elements
@@ -33,15 +34,18 @@ typedef struct hc_tol {
 typedef struct hc_stats {
     int64_t numel;      /* elements compared */
     int64_t nbad;       /* elements that failed */
-    double max_abs_err; /* max |got - exp| over the elements where both are finite; NaN if
-                               a NaN stands against a non-NaN anywhere, else +inf if an
-                               infinity is matched wrongly; matching non-finite pairs count 0.
-                               Over CLOSE and EXACT rows only: a FINITE row has no meaningful
-                               expected value. */
+    double max_abs_err; /* max |got - exp| over the elements where both are finite; +inf if
+                               an infinity is matched wrongly; matching non-finite pairs count
+                               0.  A NaN against a number (either way) is left out: it has no
+                               size, and is counted in `nans` instead, so the maxima are never
+                               NaN.  Over CLOSE and EXACT rows only: a FINITE row has no
+                               meaningful expected value. */
     double max_rel_err; /* the same for |got - exp| / |exp|, over exp != 0 */
     double max_ratio;   /* the same for |got - exp| / allowed over CLOSE rows: the error in
                                units of the allowed error (<= 1 passes; 0 / 0 counts 0, x / 0
                                with x > 0 counts +inf); 0 with `exact` */
+    hr_nans nans;       /* the NaN mismatches of CLOSE and EXACT rows (the maxima's rows) */
+    hr_nans nans_close; /* those of them in CLOSE rows (hc_failure_message's count) */
     int64_t first_bad;  /* flat row-major index of the first failing element, -1 if none */
     int32_t ndim;
     int64_t bad_index[4]; /* first_bad as a multi-index of the shape (valid if first_bad >= 0) */
@@ -84,7 +88,15 @@ int hc_compare_rows(const void *got, attnref_dtype dt, int32_t ndim, const int64
  *                                      "N of M elements differ" with `exact` (bool outputs),
  *                                      N counting the close rows' failures (all of them without
  *                                      row checks); "; K more fail their exact/finite row
- *                                      check" appended when other rows failed too;
+ *                                      check" appended when other rows failed too.  When NaN
+ *                                      stands against a number in close rows, the parenthesis
+ *                                      first counts them ("K NaN where a number was expected",
+ *                                      "L numbers where NaN was expected", each with ", the
+ *                                      first at [..]" unless that is the first bad element),
+ *                                      then the others ("X others worst R times the allowed
+ *                                      error", none when all are NaN), then the first bad
+ *                                      element, without "allowed" when a NaN is involved:
+ *                                      never a NaN figure;
  *   in an EXACT row:   "row 5 must be exactly 0: got 0.25 at [0,1,5,3]; N of M elements fail";
  *   in a FINITE row:   "row 5 must be finite: got nan at [0,1,5,3]; N of M elements fail".
  * Numbers in the row messages are %.17g (got and expected exactly as compared). */
