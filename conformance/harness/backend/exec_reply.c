@@ -103,8 +103,7 @@ int xr_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides)
     return 1;
 }
 
-/* "[16,8,8,1]" into buf (truncated to n bytes). */
-static void xr_ints_text(int32_t ndim, const int64_t *v, char *buf, size_t n)
+void xr_ints_text(int32_t ndim, const int64_t *v, char *buf, size_t n)
 {
     xr_shape_text(ndim, v, buf, n);
     buf[0] = '[';

@@ -593,16 +593,6 @@ static void run_shape_text(int32_t ndim, const int64_t *shape, char *buf, size_t
         snprintf(buf + j, n - j, ")");
 }
 
-/* "[16,8,8,1]": strides, written as exec_reply.c writes a reply's. */
-static void run_ints_text(int32_t ndim, const int64_t *v, char *buf, size_t n)
-{
-    run_shape_text(ndim, v, buf, n);
-    size_t len = strlen(buf);
-    buf[0] = '[';
-    if (len > 1 && buf[len - 1] == ')')
-        buf[len - 1] = ']';
-}
-
 /* Classify the backend's return code.  Returns 1 if classification is complete (an error
  * case, or a backend failure), 0 if the output must now be checked. */
 static int run_classify_rc(const run_ctx *rn, const acase *c, int rc, hr_result *r)
@@ -753,8 +743,8 @@ static void run_check_output(const acase *c, const attnconf_tensor *before,
             char s1[128], s2[128], s3[96];
             int64_t dense[ATTNCONF_MAX_RANK];
             run_contiguous_strides(after->ndim, after->shape, dense);
-            run_ints_text(after->ndim, after->strides, s1, sizeof s1);
-            run_ints_text(after->ndim, dense, s2, sizeof s2);
+            xr_ints_text(after->ndim, after->strides, s1, sizeof s1);
+            xr_ints_text(after->ndim, dense, s2, sizeof s2);
             run_shape_text(after->ndim, after->shape, s3, sizeof s3);
             run_set(r, HR_FAIL,
                     "backend set output strides %s: not the dense strides %s of shape %s, nor a "

@@ -73,6 +73,10 @@ void hb_exit_guard_refuse(void);
  * defines it) and a plugin's output descriptor (run.c) alike. */
 int xr_dense_perm(int32_t ndim, const int64_t *shape, const int64_t *strides);
 
+/* "[16,8,8,1]" into buf (truncated to n bytes): strides as both messages about that rule write
+ * them. */
+void xr_ints_text(int32_t ndim, const int64_t *v, char *buf, size_t n);
+
 /* Text name of an ATTNCONF status code: "ok", "einval", "edtype", "enomem", "enotsup",
  * "ebackend", "einexpressible"; "unknown" for anything else. */
 const char *hb_code_name(int code);
