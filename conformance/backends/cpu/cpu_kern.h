@@ -32,6 +32,10 @@
 /* Element types of the source tensors (the attnconf / attnref dtype values). */
 enum { CPU_F32 = 1, CPU_F16 = 2, CPU_BF16 = 3 };
 
+/* Not a source dtype: what scores_runs is told where runs_q returned it (bf16 K rows, the query
+ * rows in that table's bf16 pairs layout).  Nothing else takes it. */
+enum { CPU_BF16P = 4 };
+
 /* A run of key rows for the decode kernels' run form: row t (< n) starts at element
  * t * rstride of src (contiguous: the rest of a tile; paged: the rows of one page). */
 typedef struct cpu_run {
@@ -104,25 +108,30 @@ typedef struct cpu_kernels {
 
     /* scores_rows over the keys of runs[0..nruns) in order (key c of the tile = the c-th row
      * of the runs, nk = their total), writing s[r*lds + c]; the same values as scores_rows
-     * per run.  While it computes, the kernel prefetches the first D elements of the rows of
-     * pf[0..npf) (the next tile's K rows), spread over the call so the loads of this tile
-     * and the requests for the next overlap; npf may be 0.  A prefetch never faults.  q is
-     * in the layout runs_q writes where the table has one and it returned 1 for dtype. */
+     * per run (CPU_BF16P: within the same error bound).  While it computes, the kernel
+     * prefetches the first D elements of the rows of pf[0..npf) (the next tile's K rows),
+     * spread over the call so the loads of this tile and the requests for the next overlap;
+     * npf may be 0.  A prefetch never faults.  q is in the layout runs_q wrote where it
+     * returned a dtype, and dtype is then the one it returned; else q as scores_rows reads it. */
     void (*scores_runs)(const float *q, size_t ldq, int nrows, const cpu_run *runs, int nruns,
                         int dtype, int64_t D, float sigma, float *s, size_t lds, const cpu_run *pf,
                         int npf);
 
     /* The query rows as this table's scores_runs reads them (optional: NULL where it reads
-     * q[r*ldq + d] for every dtype, as scores_rows does).  For dtype, either writes query row
-     * q[0..D) into dst[0..2D) in scores_runs' own layout and returns 1 (the caller then gives
-     * scores_runs those rows, ldq >= 2D), or returns 0 and writes nothing (this dtype's
-     * scores_runs reads q as it is).  Called once per work item, not per tile: a call of
-     * scores_runs covers one page where pages are small, and would repeat it per page.  The
-     * layout of the AVX-512 f16/bf16 kernels: each chunk of eight elements d..d+7 (d a
-     * multiple of 8, d + 8 <= D) twice in a row at dst[2d .. 2d+16), so one load gives the
-     * chunk against two keys' eight elements; each of the last D % 8 elements twice at
-     * dst[2d], dst[2d + 1]. */
-    int (*runs_q)(const float *q, int64_t D, int dtype, float *dst);
+     * q[r*ldq + d] for every dtype, as scores_rows does).  For rows q[r*D .. r*D + D), r <
+     * nrows (all of a work item's rows), of a work item with K/V dtype dtype and scale sigma, either writes
+     * them into dst[r*2D .. r*2D + 2D) in a layout of scores_runs' own and returns the dtype to
+     * call scores_runs with for those rows (ldq = 2D), or returns 0 and writes nothing (this
+     * dtype's scores_runs reads q as it is).  Called once per work item, not per tile: a call
+     * of scores_runs covers one page where pages are small, and would repeat it per page.  The
+     * AVX-512 layouts (cpu_kern_avx512_runs.c): for f16/bf16, each chunk of eight elements
+     * d..d+7 (d a multiple of 8, d + 8 <= D) twice in a row at dst[2d .. 2d+16), each of the
+     * last D % 8 elements twice at dst[2d], dst[2d + 1], returning dtype; for bf16 rows that
+     * allow it (AVX512_BF16 on the CPU, D a multiple of 16, q's values and sigma within the
+     * bounds given there), each chunk of 16 elements twice as bf16 values, returning
+     * CPU_BF16P: scores_runs then adds pairs of products with VDPBF16PS, within the same error
+     * bound (SPEC.md clause 13) but not bit for bit the other layout's values. */
+    int (*runs_q)(const float *q, int nrows, int64_t D, int dtype, float sigma, float *dst);
 
     /* pv_rows over the V rows of runs[0..nruns) (key c = the c-th row of the runs), corr applied
      * once, the accumulators kept in registers across runs; the same values as pv_rows on the

@@ -52,6 +52,7 @@ typedef struct ws {
     float *qd;           /* [2 CPU_DR][2 D] the rows in the table's runs_q layout */
     const float *qr;     /* the rows as scores_runs reads them: qp or qd */
     size_t ldqr;         /* their stride: D or 2 D */
+    int qdt;             /* the dtype scores_runs is given with them (runs_q's, else the call's) */
 } ws;
 
 #define WS_SECTIONS 17
@@ -127,6 +128,7 @@ static ws ws_carve(void *base, const layout *L, size_t dvp)
     w.qd = (float *)(b + L->off[16]);
     w.qr = w.qp;
     w.ldqr = 0;
+    w.qdt = 0;
     return w;
 }
 
@@ -588,7 +590,7 @@ static void scores_direct(const job *J, const ws *w, int64_t r0, int nr, const d
 {
     const cpu_kernels *K = J->k;
     if (K->scores_runs) {
-        K->scores_runs(w->qr + (size_t)r0 * w->ldqr, w->ldqr, nr, t->k, t->n, J->dt, J->pl.D,
+        K->scores_runs(w->qr + (size_t)r0 * w->ldqr, w->ldqr, nr, t->k, t->n, w->qdt, J->pl.D,
                        J->sigma, s, CPU_BC, t->pk, pf ? t->npf : 0);
         return;
     }
@@ -693,13 +695,14 @@ static int item_begin(const job *J, irun *s, const cpu_item *it, void *base)
     /* The rows as the table's scores_runs reads them, once for all the item's tiles. */
     w->qr = w->qp;
     w->ldqr = (size_t)D;
-    if (s->direct_item && J->k->scores_runs && J->k->runs_q &&
-        J->k->runs_q(w->qp, D, J->dt, w->qd)) {
-        for (int64_t r = 1; r < NR; r++)
-            J->k->runs_q(w->qp + (size_t)r * (size_t)D, D, J->dt,
-                         w->qd + (size_t)r * 2 * (size_t)D);
+    w->qdt = J->dt;
+    const int qdt = s->direct_item && J->k->scores_runs && J->k->runs_q
+                        ? J->k->runs_q(w->qp, (int)NR, D, J->dt, J->sigma, w->qd)
+                        : 0;
+    if (qdt) {
         w->qr = w->qd;
         w->ldqr = 2 * (size_t)D;
+        w->qdt = qdt;
     }
     return 1;
 }
@@ -986,7 +989,7 @@ static int bundle_tile(const job *J, irun *s, const int *live, int n, int64_t j0
             /* Asked for meanwhile: this head's piece of the next page, or of the first V page. */
             const cpu_run pf =
                 u + 1 < nr ? head_run(J->kk, esz, kr[u + 1], dh) : head_run(J->v, esz, vr[0], dh);
-            K->scores_runs(s[k].w.qr, s[k].w.ldqr, (int)s[k].NR, &r, 1, J->dt, D, J->sigma,
+            K->scores_runs(s[k].w.qr, s[k].w.ldqr, (int)s[k].NR, &r, 1, s[k].w.qdt, D, J->sigma,
                            s[k].w.s + c0, CPU_BC, &pf, u + 1 < nr || across);
         }
     int ra[CPU_DR], rz[CPU_DR];

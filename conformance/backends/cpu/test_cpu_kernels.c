@@ -355,10 +355,32 @@ static void put(void *pool, int dt, size_t i, float x)
         ((uint16_t *)pool)[i] = dt == CPU_F16 ? attnref_f32_to_f16(x) : attnref_f32_to_bf16(x);
 }
 
+/* x rounded to dtype dt and widened back (exact): what the driver's query rows hold. */
+static float widen_round(float x, int dt)
+{
+    uint16_t h[2];
+    if (dt == CPU_F32)
+        return x;
+    put(h, dt, 0, x);
+    return widen(h, dt, 0);
+}
+
+/* Whether the AVX-512 table's runs_q may give bf16 rows the pairs layout here: this build
+ * compiled VDPBF16PS and the CPU has it. */
+static int have_bf16_pairs(void)
+{
+#if CPU_HAVE_AVX512BF16
+    return __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
 /* scores_runs / pv_runs over a tile cut into runs (pages of 1, 3, 5, 16 rows and random sizes,
  * a last run cut short, the table's tile_keys and 1-3 fewer) scattered in a pool of NaN rows, with a prefetch
  * list of other rows: bit for bit the per-run kernels (scores_rows per run; pv_rows with corr,
- * then 1), within the f32 bound of a double loop, and no NaN from the rows around them; pv_runs
+ * then 1; the scores of bf16 rows in the pairs layout only within the bound), within the f32
+ * bound of a double loop, and no NaN from the rows around them; pv_runs
  * with corr NULL as with corr 1, bit for bit.  Every
  * table of this machine that has them (avx2, and avx512 where the CPU has AVX-512). */
 Test(cpu_kernels, decode_runs_match_per_run_kernels)
@@ -420,31 +442,39 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                                           (size_t)((int64_t)perm[NPAGES - 1 - i] * SLOTS * W) * esz,
                                       W, (int)rnd_int(1, SLOTS)};
                     float q[CPU_DR * 131], s1[CPU_DR * LDS], s2[CPU_DR * LDS];
+                    /* q in the dtype, as the driver's rows are (widened exactly). */
                     for (int i = 0; i < CPU_DR * 131; i++)
-                        q[i] = rnd_f(-2, 2);
+                        q[i] = widen_round(rnd_f(-2, 2), dt);
+                    const float sigma = 0.37f;
                     /* The rows as scores_runs reads them (runs_q's layout where it has one). */
                     float qr[CPU_DR * 2 * 131];
                     const float *qs = q;
                     size_t ldqs = (size_t)D;
-                    if (t[k]->runs_q && t[k]->runs_q(q, D, dt, qr)) {
-                        for (int r = 1; r < CPU_DR; r++)
-                            cr_assert(t[k]->runs_q(q + r * D, D, dt, qr + r * 2 * D) == 1);
+                    const int qdt = t[k]->runs_q ? t[k]->runs_q(q, CPU_DR, D, dt, sigma, qr) : 0;
+                    if (qdt) {
                         qs = qr;
                         ldqs = 2 * (size_t)D;
                     }
-                    /* The AVX-512 f16/bf16 kernels read their own layout: check that it is used. */
+                    /* The AVX-512 f16/bf16 kernels read their own layout: check that it is used,
+                     * and that bf16 takes the pairs wherever this CPU and build allow them. */
                     cr_assert(strcmp(t[k]->name, "avx512") != 0 || dt == CPU_F32 || qs == qr,
                               "avx512 runs_q gave no layout for dtype %d", dt);
+                    cr_assert(strcmp(t[k]->name, "avx512") != 0 || !qdt ||
+                                  qdt == (dt == CPU_BF16 && D % 16 == 0 && have_bf16_pairs()
+                                              ? CPU_BF16P
+                                              : dt),
+                              "avx512 runs_q dt %d D %lld gave layout %d", dt, (long long)D, qdt);
+                    /* The pairs add with VDPBF16PS: within the bound, not the FMA kernels' bits. */
+                    const int same_bits = qdt != CPU_BF16P;
                     float *p = falloc(CPU_DR * LDS), *o1 = falloc(CPU_DR * LDO);
                     float *o2 = falloc(CPU_DR * LDO), corr[CPU_DR];
                     float *o3 = falloc(CPU_DR * LDO), *o4 = falloc(CPU_DR * LDO);
                     static const float ones[CPU_DR] = {1, 1, 1, 1};
                     for (int nrows = 1; nrows <= CPU_DR; nrows++) {
-                        const float sigma = 0.37f;
                         for (int i = 0; i < CPU_DR * LDS; i++)
                             s1[i] = 12345.0f; /* columns >= nk and rows >= nrows stay so */
-                        t[k]->scores_runs(qs, ldqs, nrows, runs, nruns, dt, D, sigma, s1, LDS, pf,
-                                          npf);
+                        t[k]->scores_runs(qs, ldqs, nrows, runs, nruns, qdt ? qdt : dt, D, sigma,
+                                          s1, LDS, pf, npf);
                         for (int i = 0; i < CPU_DR * LDS; i++)
                             if (i / LDS >= nrows || i % LDS >= nk)
                                 cr_assert(s1[i] == 12345.0f,
@@ -465,7 +495,7 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
                                     }
                                     const double want = (double)sigma * dot;
                                     const double tol = sigma * mag * (double)(D + 2) * 0x1p-24;
-                                    cr_assert(s1[r * LDS + c] == s2[r * LDS + c] &&
+                                    cr_assert((!same_bits || s1[r * LDS + c] == s2[r * LDS + c]) &&
                                                   fabs(s1[r * LDS + c] - want) <= tol + 1e-30,
                                               "%s scores_runs dt %d D %lld P %d row %d key %d: "
                                               "%.9g, per run %.9g, double %.9g",
@@ -521,6 +551,73 @@ Test(cpu_kernels, decode_runs_match_per_run_kernels)
     }
     if (!tested)
         cr_skip_test("no kernel table here has the run kernels");
+}
+
+/* runs_q's bf16 pairs (VDPBF16PS: subnormal inputs read as zero, subnormal results flushed) only
+ * where that cannot move a score: D a multiple of 16, q finite bf16 values none subnormal, and
+ * |sigma| max(max |q|, 1) <= 2^64; else the doubled chunks of the FMA kernels.  A subnormal q
+ * element against a key element of 2^100 is worth 2^-29 of the dot product: the rows runs_q
+ * chose give it, and the same rows forced into the pairs lose it (what the check prevents). */
+Test(cpu_kernels, runs_q_pairs_only_where_exact_enough)
+{
+    const cpu_kernels *t[CPU_TEST_MAX_TABLES];
+    const int nt = ntables(t);
+    int tested = 0;
+    enum { D = 32, NK = 4 };
+    for (int k = 0; k < nt; k++) {
+        if (strcmp(t[k]->name, "avx512") != 0 || !have_bf16_pairs())
+            continue;
+        tested++;
+        float q[CPU_DR * D], qr[CPU_DR * 2 * D];
+        for (int i = 0; i < CPU_DR * D; i++)
+            q[i] = widen_round(rnd_f(-2, 2), CPU_BF16);
+        cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_BF16, 0.25f, qr) == CPU_BF16P);
+        cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_F16, 0.25f, qr) == CPU_F16, "f16: no pairs");
+        cr_assert(t[k]->runs_q(q, CPU_DR, 24, CPU_BF16, 0.25f, qr) == CPU_BF16, "D 24");
+        /* The scale's bound, exactly at 2^64 and just past it (max |q| set to 2). */
+        q[5] = 2.0f;
+        cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_BF16, 0x1p63f, qr) == CPU_BF16P);
+        cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_BF16, -0x1p63f, qr) == CPU_BF16P);
+        cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_BF16, 0x1.02p63f, qr) == CPU_BF16, "scale");
+        cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_BF16, INFINITY, qr) == CPU_BF16, "inf scale");
+        cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_BF16, NAN, qr) == CPU_BF16, "NaN scale");
+        /* In the last row, so every row is looked at. */
+        const float bad[] = {0x1p66f, INFINITY, -INFINITY, NAN, 1.0f + 0x1p-20f, 0x1p-129f};
+        for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+            const float keep = q[3 * D + 7];
+            q[3 * D + 7] = bad[b];
+            cr_assert(t[k]->runs_q(q, CPU_DR, D, CPU_BF16, 1.0f, qr) == CPU_BF16,
+                      "q element %a took the pairs", (double)bad[b]);
+            q[3 * D + 7] = keep;
+        }
+
+        /* What the subnormal would cost: every row 2^-129 (a bf16 subnormal) at d 0, else 0;
+         * every key 2^100 at d 0, 1 elsewhere. */
+        uint16_t kb[NK * D];
+        for (int i = 0; i < NK * D; i++)
+            kb[i] = attnref_f32_to_bf16(i % D == 0 ? 0x1p100f : 1.0f);
+        for (int i = 0; i < CPU_DR * D; i++)
+            q[i] = i % D == 0 ? 0x1p-129f : 0.0f;
+        const cpu_run run = {kb, D, NK};
+        float s[CPU_DR * CPU_BC];
+        const int qdt = t[k]->runs_q(q, CPU_DR, D, CPU_BF16, 1.0f, qr);
+        cr_assert(qdt == CPU_BF16);
+        t[k]->scores_runs(qr, 2 * D, CPU_DR, &run, 1, qdt, D, 1.0f, s, CPU_BC, NULL, 0);
+        for (int r = 0; r < CPU_DR; r++)
+            for (int c = 0; c < NK; c++)
+                cr_assert(s[r * CPU_BC + c] == 0x1p-29f, "row %d key %d: %a", r, c,
+                          (double)s[r * CPU_BC + c]);
+        /* The same rows written in the pairs layout by hand (bf16 bits, each chunk of 16 twice). */
+        uint16_t *pr = (uint16_t *)qr;
+        for (int r = 0; r < CPU_DR; r++)
+            for (int d = 0; d < D; d++)
+                pr[(size_t)r * 4 * D + (size_t)(2 * (d & ~15) + (d & 15))] =
+                    pr[(size_t)r * 4 * D + (size_t)(2 * (d & ~15) + 16 + (d & 15))] =
+                        attnref_f32_to_bf16(q[r * D + d]);
+        t[k]->scores_runs(qr, 2 * D, CPU_DR, &run, 1, CPU_BF16P, D, 1.0f, s, CPU_BC, NULL, 0);
+        cr_assert(s[0] == 0.0f, "VDPBF16PS kept the subnormal: %a", (double)s[0]);
+    }
+    cr_log_info("runs_q pairs checked on %d table(s)", tested);
 }
 
 /* The AVX-512 scores and P.V do per lane what the AVX2 ones do (an FMA per product in the same
