@@ -8,6 +8,9 @@
  *                    C ones; avx512 / avx2 = those or refuse to open (ENOTSUP) on a CPU without
  *                    them; portable = the portable ones everywhere.  When the option is not
  *                    given, the environment variable ATTNCONF_CPU_ISA (same values) decides.
+ *                    Where the CPU also has AVX512_BF16, the AVX-512 table adds bf16 decode
+ *                    scores in pairs (VDPBF16PS, cpu_kern_avx512_runs.c): within the error bound,
+ *                    not the AVX2 table's bits.
  *   prefetch=auto|l1|l2
  *                    where the decode run kernels (AVX-512 and AVX2 tables) ask for the next
  *                    tile's K/V rows: l1 = into the L1 data cache (PREFETCHT0), l2 = into the L2
