@@ -118,11 +118,11 @@ typedef struct cpu_kernels {
                         int npf);
 
     /* The query rows as this table's scores_runs reads them (optional: NULL where it reads
-     * q[r*ldq + d] for every dtype, as scores_rows does).  For rows q[r*D .. r*D + D), r <
-     * nrows (all of a work item's rows), of a work item with K/V dtype dtype and scale sigma, either writes
-     * them into dst[r*2D .. r*2D + 2D) in a layout of scores_runs' own and returns the dtype to
-     * call scores_runs with for those rows (ldq = 2D), or returns 0 and writes nothing (this
-     * dtype's scores_runs reads q as it is).  Called once per work item, not per tile: a call
+     * q[r*ldq + d] for every dtype, as scores_rows does).  For the rows q[r*D .. r*D + D),
+     * r < nrows, of a work item (all of them) with K/V dtype dtype and scale sigma, either
+     * writes them into dst[r*2D .. r*2D + 2D) in a layout of scores_runs' own and returns the
+     * dtype to call scores_runs with for those rows (ldq = 2D), or returns 0 and writes
+     * nothing (this dtype's scores_runs reads q as it is).  Called once per work item, not per tile: a call
      * of scores_runs covers one page where pages are small, and would repeat it per page.  The
      * AVX-512 layouts (cpu_kern_avx512_runs.c): for f16/bf16, each chunk of eight elements
      * d..d+7 (d a multiple of 8, d + 8 <= D) twice in a row at dst[2d .. 2d+16), each of the
