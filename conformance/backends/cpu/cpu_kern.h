@@ -122,13 +122,13 @@ typedef struct cpu_kernels {
      * r < nrows, of a work item (all of them) with K/V dtype dtype and scale sigma, either
      * writes them into dst[r*2D .. r*2D + 2D) in a layout of scores_runs' own and returns the
      * dtype to call scores_runs with for those rows (ldq = 2D), or returns 0 and writes
-     * nothing (this dtype's scores_runs reads q as it is).  Called once per work item, not per tile: a call
-     * of scores_runs covers one page where pages are small, and would repeat it per page.  The
-     * AVX-512 layouts (cpu_kern_avx512_runs.c): for f16/bf16, each chunk of eight elements
-     * d..d+7 (d a multiple of 8, d + 8 <= D) twice in a row at dst[2d .. 2d+16), each of the
-     * last D % 8 elements twice at dst[2d], dst[2d + 1], returning dtype; for bf16 rows that
-     * allow it (AVX512_BF16 on the CPU, D a multiple of 16, q's values and sigma within the
-     * bounds given there), each chunk of 16 elements twice as bf16 values, returning
+     * nothing (this dtype's scores_runs reads q as it is).  Called once per work item, not per
+     * tile: a call of scores_runs covers one page where pages are small, and would repeat it per
+     * page.  The AVX-512 layouts (cpu_kern_avx512_runs.c): for f16/bf16, each chunk of eight
+     * elements d..d+7 (d a multiple of 8, d + 8 <= D) twice in a row at dst[2d .. 2d+16),
+     * each of the last D % 8 elements twice at dst[2d], dst[2d + 1], returning dtype; for bf16
+     * rows that allow it (AVX512_BF16 on the CPU, D a multiple of 16, q's values and sigma
+     * within the bounds given there), each chunk of 16 elements twice as bf16 values, returning
      * CPU_BF16P: scores_runs then adds pairs of products with VDPBF16PS, within the same error
      * bound (SPEC.md clause 13) but not bit for bit the other layout's values. */
     int (*runs_q)(const float *q, int nrows, int64_t D, int dtype, float sigma, float *dst);
