@@ -213,6 +213,58 @@ AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, co
     return _mm256_mul_ps(hsum8x8(w), sv);
 }
 
+/* sr_pair over three keys: keys k0 and k1 in the result as sr_pair's, k2's scores in lanes r < R of
+ * *t2.  Twelve accumulators: at the FMA ports' rate each gets an FMA every sixth cycle, more than
+ * an FMA's latency, where sr_pair's eight each wait on their last one (in the L2, 57 cycles a key
+ * of a 4-row group against 32 for its FMAs: README, "A Zen 3 again").  Each key's lanes sum in
+ * sr_pair's order and reduce by hsum8x8's tree, so every score has sr_pair's bits. */
+AI __m256 sr_tri(const float *q, size_t ldq, const void *k0, const void *k1, const void *k2,
+                 const int dtype, int64_t D, __m256 sv, const int R, pfq *pq, const int L1,
+                 __m128 *t2)
+{
+    __m256 a[CPU_DR], b[CPU_DR], e[CPU_DR];
+#pragma GCC unroll 4
+    for (int r = 0; r < CPU_DR; r++)
+        a[r] = b[r] = e[r] = _mm256_setzero_ps();
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+        pfq_step(pq, L1);
+        const __m256 ka = load8(k0, dtype, d), kb = load8(k1, dtype, d), ke = load8(k2, dtype, d);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m256 qv = _mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d);
+            a[r] = _mm256_fmadd_ps(qv, ka, a[r]);
+            b[r] = _mm256_fmadd_ps(qv, kb, b[r]);
+            e[r] = _mm256_fmadd_ps(qv, ke, e[r]);
+        }
+    }
+    if (d < D) {
+        /* The D tail into lane 0, as sr_pair. */
+        float ta[CPU_DR], tb[CPU_DR], te[CPU_DR];
+        for (int r = 0; r < R; r++)
+            ta[r] = tb[r] = te[r] = 0.0f;
+        for (; d < D; d++) {
+            const float x = load1(k0, dtype, d), y = load1(k1, dtype, d), z = load1(k2, dtype, d);
+            for (int r = 0; r < R; r++) {
+                ta[r] += q[(size_t)r * ldq + (size_t)d] * x;
+                tb[r] += q[(size_t)r * ldq + (size_t)d] * y;
+                te[r] += q[(size_t)r * ldq + (size_t)d] * z;
+            }
+        }
+        for (int r = 0; r < R; r++) {
+            a[r] = _mm256_add_ps(a[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, ta[r]));
+            b[r] = _mm256_add_ps(b[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, tb[r]));
+            e[r] = _mm256_add_ps(e[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, te[r]));
+        }
+    }
+    /* hsum8x8's tree on four vectors: each 128-bit half by two hadds, then low half + high. */
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(e[0], e[1]), _mm256_hadd_ps(e[2], e[3]));
+    *t2 = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)),
+                     _mm256_castps256_ps128(sv));
+    const __m256 w[8] = {a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]};
+    return _mm256_mul_ps(hsum8x8(w), sv);
+}
+
 AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, const int dtype,
                        int64_t rstride, int nk, int64_t D, float sigma, float *s, size_t lds,
                        const int R)
@@ -346,11 +398,24 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
     for (int u = 0; u < nruns; u++)
         nk += runs[u].n;
     const __m256 sv = _mm256_set1_ps(sigma);
+    /* f16 and bf16 keys in threes (sr_tri), then in pairs, then a last key; f32 in pairs.  On a
+     * Zen 3, one thread, sr_tri took f16 decode from 13.0 to 14.0 GB/s in the L3 and 11.7 to 12.4
+     * from memory, and bf16 as far as the noise shows; f32 lost 3 and 8 % (bound by memory, with
+     * twice the bytes per FMA: README, "The AVX2 scores in threes"). */
+    const int tri = dtype != CPU_F32;
     pfq pq;
-    pfq_init(&pq, pf, npf, D, esz, (int64_t)(nk / 2) * (D / 8)); /* a step per pair and chunk */
+    pfq_init(&pq, pf, npf, D, esz, (int64_t)(tri ? nk / 3 : nk / 2) * (D / 8)); /* per chunk */
     kit it = {runs, 0, 0};
     int c = 0;
-    /* Keys in pairs (a pair may take its keys from two runs), as scores_rows_dt. */
+    for (; tri && c + 3 <= nk; c += 3) {
+        const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz), *k2 = kit_next(&it, esz);
+        __m128 t2;
+        store_pair(sr_tri(q, ldq, k0, k1, k2, dtype, D, sv, R, &pq, L1, &t2), s, lds, c, R);
+        float x[4];
+        _mm_storeu_ps(x, t2);
+        for (int r = 0; r < R; r++)
+            s[(size_t)r * lds + (size_t)c + 2] = x[r];
+    }
     for (; c + 2 <= nk; c += 2) {
         const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz);
         store_pair(sr_pair(q, ldq, k0, k1, dtype, D, sv, R, &pq, L1), s, lds, c, R);
@@ -398,6 +463,51 @@ static void x_scores_runs_l2(const float *q, size_t ldq, int nrows, const cpu_ru
     scores_runs_any(q, ldq, nrows, runs, nruns, dtype, D, sigma, s, lds, pf, npf, 0);
 }
 
+/* Columns e0 .. e0 + 8 NC of O's rows r < R (NC <= 3) += the run list's keys' V rows weighted by
+ * p, after scaling by corr where not NULL; a prefetch step per key.  Three chunks keep twelve
+ * accumulators, each with an FMA every sixth cycle at the ports' rate, more than an FMA's
+ * latency; each column still sums its keys in order, so the block width never changes a bit. */
+AI void pv_block(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
+                 int64_t e0, const float *corr, float *o, size_t ldo, pfq *pq, const int R,
+                 const int NC, const int L1)
+{
+    __m256 a[CPU_DR][3];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+#pragma GCC unroll 3
+        for (int j = 0; j < NC; j++) {
+            a[r][j] = _mm256_load_ps(o + (size_t)r * ldo + (size_t)e0 + 8 * j);
+            if (corr)
+                a[r][j] = _mm256_mul_ps(a[r][j], _mm256_broadcast_ss(corr + r));
+        }
+    }
+    int c = 0;
+    for (int u = 0; u < nruns; u++) {
+        const char *src = runs[u].src;
+        const int64_t rs = runs[u].rstride;
+        for (int t = 0; t < runs[u].n; t++, c++) {
+            pfq_step(pq, L1);
+            const int64_t row = (int64_t)t * rs + e0;
+            __m256 v[3];
+#pragma GCC unroll 3
+            for (int j = 0; j < NC; j++)
+                v[j] = load8(src, dtype, row + 8 * j);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * ldp + (size_t)c);
+#pragma GCC unroll 3
+                for (int j = 0; j < NC; j++)
+                    a[r][j] = _mm256_fmadd_ps(pb, v[j], a[r][j]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int j = 0; j < NC; j++)
+            _mm256_store_ps(o + (size_t)r * ldo + (size_t)e0 + 8 * j, a[r][j]);
+}
+
 AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, const int dtype,
                    int64_t Dv, const float *corr, float *o, size_t ldo, const cpu_run *pf, int npf,
                    const int R, const int L1)
@@ -406,41 +516,24 @@ AI void pv_runs_dt(const float *p, size_t ldp, const cpu_run *runs, int nruns, c
     int nkeys = 0;
     for (int u = 0; u < nruns; u++)
         nkeys += runs[u].n;
+    /* The columns pv_rows_dt takes in blocks of 16, here for f16 and bf16 in blocks of 24 while
+     * what is left is not 32 (then two of 16), the same sums either way; the rest element by
+     * element as there.  f32 keeps 16: it is bound by memory (as in scores_runs_dt). */
+    const int64_t vec = Dv - Dv % 16;
+    const int wide = dtype != CPU_F32;
+    int nblk = 0;
+    for (int64_t e0 = 0; e0 < vec; nblk++)
+        e0 += wide && vec - e0 >= 24 && vec - e0 != 32 ? 24 : 16;
     pfq pq;
-    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * (Dv / 16)); /* a step per key and block */
+    pfq_init(&pq, pf, npf, Dv, esz, (int64_t)nkeys * nblk); /* a step per key and block */
     int64_t e0 = 0;
-    for (; e0 + 16 <= Dv; e0 += 16) {
-        __m256 a0[CPU_DR], a1[CPU_DR];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            a0[r] = _mm256_load_ps(o + (size_t)r * ldo + (size_t)e0);
-            a1[r] = _mm256_load_ps(o + (size_t)r * ldo + (size_t)e0 + 8);
-            if (corr) {
-                const __m256 cr = _mm256_broadcast_ss(corr + r);
-                a0[r] = _mm256_mul_ps(a0[r], cr);
-                a1[r] = _mm256_mul_ps(a1[r], cr);
-            }
-        }
-        int c = 0;
-        for (int u = 0; u < nruns; u++) {
-            const char *src = runs[u].src;
-            const int64_t rs = runs[u].rstride;
-            for (int t = 0; t < runs[u].n; t++, c++) {
-                pfq_step(&pq, L1);
-                const int64_t row = (int64_t)t * rs + e0;
-                const __m256 v0 = load8(src, dtype, row), v1 = load8(src, dtype, row + 8);
-#pragma GCC unroll 4
-                for (int r = 0; r < R; r++) {
-                    const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * ldp + (size_t)c);
-                    a0[r] = _mm256_fmadd_ps(pb, v0, a0[r]);
-                    a1[r] = _mm256_fmadd_ps(pb, v1, a1[r]);
-                }
-            }
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            _mm256_store_ps(o + (size_t)r * ldo + (size_t)e0, a0[r]);
-            _mm256_store_ps(o + (size_t)r * ldo + (size_t)e0 + 8, a1[r]);
+    while (e0 < vec) {
+        if (wide && vec - e0 >= 24 && vec - e0 != 32) {
+            pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, R, 3, L1);
+            e0 += 24;
+        } else {
+            pv_block(p, ldp, runs, nruns, dtype, e0, corr, o, ldo, &pq, R, 2, L1);
+            e0 += 16;
         }
     }
     /* Fewer than 16 columns left: element by element, as pv_rows_dt. */

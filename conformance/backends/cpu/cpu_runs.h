@@ -35,9 +35,9 @@ CPU_RUNS_AI const char *kit_next(kit *it, const size_t esz)
     return (const char *)r->src + (size_t)((int64_t)it->t++ * r->rstride) * esz;
 }
 
-/* Prefetch requests for the rows of a run list (the next tile's K or V), a cache line per step,
- * the steps spread evenly over the call's loads (a caller gives at least as many steps as lines,
- * so that a step is the short path below).  Decode reads K and V once from memory, and a
+/* Prefetch requests for the rows of a run list (the next tile's K or V), about a cache line per
+ * step, the steps spread evenly over the call's loads (with at least as many steps as lines, a
+ * step is the short path below).  Decode reads K and V once from memory, and a
  * core keeps only so many line requests in flight: asking for the next tile all at once
  * (hundreds of requests) stalls this tile's loads behind them, and a whole row per step (8
  * lines of an f32 row of 128) still comes in bursts that leave the queue idle in between (README,
@@ -48,8 +48,8 @@ typedef struct pfq {
     const cpu_run *r;
     int nr, u, t;         /* the next run and row to take a range from */
     const char *p, *end;  /* the range being requested: lines p, p + 64, ... below end */
-    int per;              /* lines per request step */
-    int every, cd;        /* a request step every `every` calls of pfq_step; calls left */
+    int64_t lines, steps; /* lines to request over the caller's steps (lines 0: none left) */
+    int64_t err;          /* lines owed times steps: a line is due each time it reaches steps */
     size_t rowbytes, esz; /* bytes of a row to request; of an element */
 } pfq;
 
@@ -82,35 +82,46 @@ CPU_RUNS_AI void pfq_line(const char *p, const int L1)
         _mm_prefetch(p, _MM_HINT_T1);
 }
 
-/* steps: how many times the caller will call pfq_step (the lines are spread over them). */
+/* steps: how many times the caller will call pfq_step.  The lines are spread over them as evenly
+ * as integers allow (a step's count differs from any other's by one at most), as a line-drawing
+ * loop spreads pixels: a ratio of steps to lines that is not a whole number would otherwise
+ * finish early and leave the queue idle for the rest of the call, or come in bursts of two. */
 CPU_RUNS_AI void pfq_init(pfq *q, const cpu_run *r, int n, int64_t rowelems, size_t esz,
                           int64_t steps)
 {
-    *q = (pfq){.r = r, .nr = n, .esz = esz, .rowbytes = (size_t)rowelems * esz, .cd = 1};
+    *q = (pfq){.r = r, .nr = n, .esz = esz, .rowbytes = (size_t)rowelems * esz};
     int64_t lines = 0;
     for (int i = 0; i < n; i++)
         lines += (int64_t)r[i].n * (int64_t)((q->rowbytes + 63) / 64);
-    q->per = steps > 0 ? (int)((lines + steps - 1) / steps) : (int)lines;
-    q->every = lines > 0 && steps > lines ? (int)(steps / lines) : 1;
+    q->lines = lines;
+    q->steps = steps > 0 ? steps : 1;
+    q->err = q->steps - lines; /* the first step requests a line, as the rest follow */
 }
 
 CPU_RUNS_AI void pfq_step(pfq *q, const int L1)
 {
-    if (--q->cd > 0)
+    q->err += q->lines;
+    if (q->err < q->steps)
         return;
-    q->cd = q->every;
     /* One line inside the current range: the common step, kept short (it runs once per key
      * and column block in P.V, where the data in cache leaves little room around the FMAs). */
-    if (q->per == 1 && q->p < q->end) {
+    q->err -= q->steps;
+    if (q->err < q->steps && q->p < q->end) {
         pfq_line(q->p, L1);
         q->p += 64;
         return;
     }
-    for (int i = 0; i < q->per; i++) {
-        if (q->p >= q->end && !pfq_range(q))
+    for (;;) {
+        if (q->p >= q->end && !pfq_range(q)) {
+            q->lines = 0; /* all requested: the later steps return at once */
+            q->err = 0;
             return;
+        }
         pfq_line(q->p, L1);
         q->p += 64;
+        if (q->err < q->steps)
+            return;
+        q->err -= q->steps;
     }
 }
 
