@@ -213,30 +213,46 @@ AI __m256 sr_pair(const float *q, size_t ldq, const void *k0, const void *k1, co
     return _mm256_mul_ps(hsum8x8(w), sv);
 }
 
+/* One row's step of sr_tri: its q chunk loaded once into a register and used by the three keys'
+ * FMAs.  The empty asm keeps GCC from folding the load into each of them (three loads of the same
+ * chunk, twelve vector loads for twelve FMAs); with the named accumulators below and the direct
+ * stores in scores_runs_dt, f16 scores took 34 ticks a key in the L2, not 39 (README, "The
+ * scores' loads"). */
+#define TRI_ROW(QR, A, B, E)                                                                       \
+    do {                                                                                           \
+        __m256 qv_ = _mm256_loadu_ps((QR) + d);                                                    \
+        __asm__("" : "+x"(qv_));                                                                   \
+        A = _mm256_fmadd_ps(qv_, ka, A);                                                           \
+        B = _mm256_fmadd_ps(qv_, kb, B);                                                           \
+        E = _mm256_fmadd_ps(qv_, ke, E);                                                           \
+    } while (0)
+
 /* sr_pair over three keys: keys k0 and k1 in the result as sr_pair's, k2's scores in lanes r < R of
  * *t2.  Twelve accumulators: at the FMA ports' rate each gets an FMA every sixth cycle, more than
  * an FMA's latency, where sr_pair's eight each wait on their last one (in the L2, 57 cycles a key
  * of a 4-row group against 32 for its FMAs: README, "A Zen 3 again").  Each key's lanes sum in
- * sr_pair's order and reduce by hsum8x8's tree, so every score has sr_pair's bits. */
+ * sr_pair's order and reduce by hsum8x8's tree, so every score has sr_pair's bits.  The
+ * accumulators are twelve named variables, not arrays: with arrays, GCC kept the loop's pointers
+ * on the stack and spilled accumulators once q had a register of its own (README, "The scores'
+ * loads"). */
 AI __m256 sr_tri(const float *q, size_t ldq, const void *k0, const void *k1, const void *k2,
                  const int dtype, int64_t D, __m256 sv, const int R, pfq *pq, const int L1,
                  __m128 *t2)
 {
-    __m256 a[CPU_DR], b[CPU_DR], e[CPU_DR];
-#pragma GCC unroll 4
-    for (int r = 0; r < CPU_DR; r++)
-        a[r] = b[r] = e[r] = _mm256_setzero_ps();
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0,
+           e0 = a0, e1 = a0, e2 = a0, e3 = a0;
+    const float *q1 = q + ldq, *q2 = q + 2 * ldq, *q3 = q + 3 * ldq;
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
         pfq_step(pq, L1);
         const __m256 ka = load8(k0, dtype, d), kb = load8(k1, dtype, d), ke = load8(k2, dtype, d);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const __m256 qv = _mm256_loadu_ps(q + (size_t)r * ldq + (size_t)d);
-            a[r] = _mm256_fmadd_ps(qv, ka, a[r]);
-            b[r] = _mm256_fmadd_ps(qv, kb, b[r]);
-            e[r] = _mm256_fmadd_ps(qv, ke, e[r]);
-        }
+        TRI_ROW(q, a0, b0, e0);
+        if (R > 1)
+            TRI_ROW(q1, a1, b1, e1);
+        if (R > 2)
+            TRI_ROW(q2, a2, b2, e2);
+        if (R > 3)
+            TRI_ROW(q3, a3, b3, e3);
     }
     if (d < D) {
         /* The D tail into lane 0, as sr_pair. */
@@ -251,19 +267,29 @@ AI __m256 sr_tri(const float *q, size_t ldq, const void *k0, const void *k1, con
                 te[r] += q[(size_t)r * ldq + (size_t)d] * z;
             }
         }
-        for (int r = 0; r < R; r++) {
-            a[r] = _mm256_add_ps(a[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, ta[r]));
-            b[r] = _mm256_add_ps(b[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, tb[r]));
-            e[r] = _mm256_add_ps(e[r], _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, te[r]));
-        }
+#define TRI_TAIL(r, A, B, E)                                                                       \
+    do {                                                                                           \
+        A = _mm256_add_ps(A, _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, ta[r]));                           \
+        B = _mm256_add_ps(B, _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, tb[r]));                           \
+        E = _mm256_add_ps(E, _mm256_set_ps(0, 0, 0, 0, 0, 0, 0, te[r]));                           \
+    } while (0)
+        TRI_TAIL(0, a0, b0, e0);
+        if (R > 1)
+            TRI_TAIL(1, a1, b1, e1);
+        if (R > 2)
+            TRI_TAIL(2, a2, b2, e2);
+        if (R > 3)
+            TRI_TAIL(3, a3, b3, e3);
+#undef TRI_TAIL
     }
     /* hsum8x8's tree on four vectors: each 128-bit half by two hadds, then low half + high. */
-    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(e[0], e[1]), _mm256_hadd_ps(e[2], e[3]));
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(e0, e1), _mm256_hadd_ps(e2, e3));
     *t2 = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)),
                      _mm256_castps256_ps128(sv));
-    const __m256 w[8] = {a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]};
+    const __m256 w[8] = {a0, b0, a1, b1, a2, b2, a3, b3};
     return _mm256_mul_ps(hsum8x8(w), sv);
 }
+#undef TRI_ROW
 
 AI void scores_rows_dt(const float *q, size_t ldq, int nrows, const void *src, const int dtype,
                        int64_t rstride, int nk, int64_t D, float sigma, float *s, size_t lds,
@@ -411,10 +437,15 @@ AI void scores_runs_dt(const float *q, size_t ldq, const cpu_run *runs, int nrun
         const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz), *k2 = kit_next(&it, esz);
         __m128 t2;
         store_pair(sr_tri(q, ldq, k0, k1, k2, dtype, D, sv, R, &pq, L1, &t2), s, lds, c, R);
-        float x[4];
-        _mm_storeu_ps(x, t2);
-        for (int r = 0; r < R; r++)
-            s[(size_t)r * lds + (size_t)c + 2] = x[r];
+        /* Each lane stored from its register: a stack copy read back as four scalars cost 1-1.5
+         * ticks a key in the L2 (README, "The scores' loads"). */
+        _mm_store_ss(s + (size_t)c + 2, t2);
+        if (R > 1)
+            _mm_store_ss(s + lds + (size_t)c + 2, _mm_movehdup_ps(t2));
+        if (R > 2)
+            _mm_store_ss(s + 2 * lds + (size_t)c + 2, _mm_movehl_ps(t2, t2));
+        if (R > 3)
+            _mm_store_ss(s + 3 * lds + (size_t)c + 2, _mm_shuffle_ps(t2, t2, 3));
     }
     for (; c + 2 <= nk; c += 2) {
         const char *k0 = kit_next(&it, esz), *k1 = kit_next(&it, esz);
